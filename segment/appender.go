@@ -1,0 +1,262 @@
+package segment
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/segment/vfs"
+)
+
+// appender is the single writer of a log. Its fields belong to the
+// appender goroutine (and to open, before that goroutine starts).
+//
+// Each batch taken from the staging buffer is written with one write into
+// the preallocated active segment, closed by a commit frame. The committer
+// syncs while the appender already writes the next batch (pipelining).
+type appender struct {
+	log    *Log
+	mode   IOMode // IOBuffered or IODirect, resolved
+	active *segment
+	write  vfs.File // write handle of the active segment
+	pos    int64    // where the next frame goes
+	size   int64    // preallocated size of the active segment
+	next   uint64   // offset the next written record carries
+
+	// Footer statistics of the active segment.
+	count       uint64
+	first       uint64
+	minTS       int64
+	maxTS       int64
+	lastIndexed int64
+
+	tail    []byte // direct mode: bytes of the partial block before pos
+	direct  []byte // direct mode: aligned write buffer
+	scratch []byte // buffered mode: piece plus commit frame
+	spare   []byte // recycled staging buffer
+	entries []indexEntry
+
+	prepared  chan preparedFile
+	ready     *preparedFile
+	preparing bool
+}
+
+// preparedFile is a preallocated segment file waiting to become active.
+type preparedFile struct {
+	tmp  string
+	file vfs.File
+	size int64
+	err  error
+}
+
+func (a *appender) resetActiveStats() {
+	a.count, a.first = 0, a.next
+	a.minTS, a.maxTS = math.MaxInt64, math.MinInt64
+	a.lastIndexed = -indexInterval
+	a.tail = a.tail[:0]
+}
+
+func (a *appender) takeSpare() []byte {
+	spare := a.spare
+	a.spare = nil
+	return spare
+}
+
+// run is the appender goroutine.
+func (a *appender) run(stop <-chan struct{}) {
+	l := a.log
+	defer close(l.finished)
+	defer a.discardPrepared()
+	for {
+		select {
+		case <-l.wake:
+			for a.drainOnce() {
+			}
+		case <-stop:
+			for a.drainOnce() {
+			}
+			return
+		}
+	}
+}
+
+// drainOnce takes the staging batch and writes it; false when there was
+// nothing to take.
+func (a *appender) drainOnce() bool {
+	l := a.log
+	l.mu.Lock()
+	b := l.mu.staging
+	l.mu.wakePending = false
+	if b.count == 0 || l.mu.failure != nil {
+		l.mu.Unlock()
+		return false
+	}
+	l.mu.staging = l.newBatch(a.takeSpare())
+	l.mu.inflight = append(l.mu.inflight, b)
+	close(l.mu.spaceFreed)
+	l.mu.spaceFreed = make(chan struct{})
+	l.mu.Unlock()
+	a.writeBatch(b)
+	a.spare, b.buf = b.buf, nil
+	return true
+}
+
+// writeBatch writes b as one piece, or several when it crosses a roll.
+func (a *appender) writeBatch(b *batch) {
+	data, offset := b.buf, b.first
+	for len(data) > 0 {
+		frame := int(frameLength(data))
+		if a.active == nil || a.room() < frame {
+			if err := a.roll(frame); err != nil {
+				a.fail(b, offset, err)
+				return
+			}
+		}
+		n, count := len(data), b.end()-offset
+		if a.room() < len(data) {
+			n, count = fitFrames(data, a.room())
+		}
+		if err := a.writePiece(data[:n], offset, count, n == len(b.buf)); err != nil {
+			a.fail(b, offset, err)
+			return
+		}
+		offset += count
+		data = data[n:]
+	}
+}
+
+// room is how many record bytes still fit in the active segment, keeping
+// space for a commit frame and the footer.
+func (a *appender) room() int {
+	if a.active == nil {
+		return 0
+	}
+	return int(a.size - a.pos - format.CommitFrameSize - format.FooterFrameSize)
+}
+
+func frameLength(data []byte) uint32 { return le32(data[4:8]) }
+
+func le32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+func le64(b []byte) uint64 { return uint64(le32(b[0:4])) | uint64(le32(b[4:8]))<<32 }
+
+// fitFrames returns the length and count of the whole frames at the start
+// of data that fit in room bytes.
+func fitFrames(data []byte, room int) (int, uint64) {
+	n, count := 0, uint64(0)
+	for n < len(data) {
+		size := int(frameLength(data[n:]))
+		if n+size > room {
+			break
+		}
+		n += size
+		count++
+	}
+	return n, count
+}
+
+// fail ends the write of b at offset: no space fails the rest and stays
+// writable; any other error freezes the log.
+func (a *appender) fail(b *batch, offset uint64, err error) {
+	if vfs.IsNoSpace(err) {
+		a.log.opts.Logger.Warn("append refused: no space", "log", a.log.id.String(), "error", err.Error())
+		a.log.failFrom(b, offset, fmt.Errorf("%w: %w", ErrNoSpace, err))
+		a.next = offset
+		return
+	}
+	a.log.freeze(err)
+}
+
+// writePiece writes records [first, first+count) plus their commit frame
+// with one write, then publishes them as written.
+func (a *appender) writePiece(piece []byte, first, count uint64, whole bool) error {
+	l := a.log
+	commit := format.Commit{Token: a.active.header.Token, FirstOffset: first, LastOffset: first + count - 1,
+		Count: uint32(count), BatchLength: uint32(len(piece)), BatchCRC: format.CRC(piece),
+		DurableNext: l.committed.Load().next}
+	minTS, maxTS := a.indexPiece(piece)
+	var err error
+	if a.mode == IODirect {
+		err = a.writeDirect(piece, format.CommitFrameSize, func(dst []byte) []byte { return format.AppendCommit(dst, commit) })
+	} else {
+		err = a.writeBuffered(piece, commit, whole)
+	}
+	if err != nil {
+		a.entries = a.entries[:0]
+		return fmt.Errorf("writing %s at %d: %w", a.active.path, a.pos, err)
+	}
+	end := a.pos + int64(len(piece)) + format.CommitFrameSize
+	if a.count == 0 {
+		a.first = first
+	}
+	a.count += count
+	a.minTS, a.maxTS = min(a.minTS, minTS), max(a.maxTS, maxTS)
+	a.active.recordAppend(a.entries, first+count, count, minTS, maxTS, end)
+	a.entries = a.entries[:0]
+	a.pos, a.next = end, first+count
+	l.publishWritten(mark{next: a.next, seg: a.active, pos: end})
+	return nil
+}
+
+// indexPiece adds sparse index entries for the records of piece and
+// returns their timestamp range.
+func (a *appender) indexPiece(piece []byte) (int64, int64) {
+	minTS, maxTS := int64(math.MaxInt64), int64(math.MinInt64)
+	for at := 0; at < len(piece); {
+		header := piece[at:]
+		ts := int64(le64(header[16:24]))
+		if a.pos+int64(at)-a.lastIndexed >= indexInterval {
+			a.entries = append(a.entries, indexEntry{Offset: le64(header[8:16]),
+				Position: a.pos + int64(at), PriorMaxTimestamp: a.maxTS})
+			a.lastIndexed = a.pos + int64(at)
+		}
+		minTS, maxTS = min(minTS, ts), max(maxTS, ts)
+		// The prior maximum of later entries includes this record.
+		a.maxTS = max(a.maxTS, ts)
+		at += int(frameLength(header))
+	}
+	return minTS, maxTS
+}
+
+func (a *appender) writeBuffered(piece []byte, commit format.Commit, whole bool) error {
+	var buf []byte
+	if whole && cap(piece)-len(piece) >= format.CommitFrameSize {
+		buf = format.AppendCommit(piece, commit)
+	} else {
+		a.scratch = append(a.scratch[:0], piece...)
+		a.scratch = format.AppendCommit(a.scratch, commit)
+		buf = a.scratch
+	}
+	_, err := a.write.WriteAt(buf, a.pos)
+	return err
+}
+
+// writeDirect writes piece plus the frameLen-byte frame appendFrame adds, for
+// O_DIRECT: the write starts at the block holding pos (rewriting the bytes
+// already there, identical), and is padded with zeros to a whole block.
+// Rewriting a block that holds synced bytes with the same bytes is safe on
+// devices that do not tear a sector (the powersafe-overwrite assumption).
+func (a *appender) writeDirect(piece []byte, frameLen int, appendFrame func([]byte) []byte) error {
+	const align = vfs.DirectAlignment
+	blockStart := a.pos &^ (align - 1)
+	prefix := len(a.tail)
+	total := prefix + len(piece) + frameLen
+	padded := (total + align - 1) &^ (align - 1)
+	if cap(a.direct) < padded {
+		a.direct = vfs.AlignedBuffer(padded)
+	}
+	buf := a.direct[:prefix]
+	copy(buf, a.tail)
+	buf = append(buf, piece...)
+	buf = appendFrame(buf)
+	buf = buf[:padded]
+	clear(buf[total:])
+	if _, err := a.write.WriteAt(buf, blockStart); err != nil {
+		return err
+	}
+	keep := total % align
+	a.tail = append(a.tail[:0], buf[total-keep:total]...)
+	return nil
+}

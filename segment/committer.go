@@ -1,0 +1,141 @@
+package segment
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// committer makes written batches durable. There is one per data
+// directory, on its own OS thread, because fdatasync blocks a thread for
+// 100 µs to milliseconds. Each cycle issues one fdatasync per dirty log,
+// covering everything its appender wrote before the call; meanwhile the
+// appenders keep writing the next batches (pipelined group commit).
+type committer struct {
+	mu    sync.Mutex
+	queue []*Log // dirty logs, each at most once (Log.mu.dirty)
+	spare []*Log
+
+	wake     chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
+	interval time.Duration // > 0: sync on a timer (DurabilityInterval)
+
+	syncs     atomic.Uint64
+	syncNanos atomic.Uint64
+	cycles    atomic.Uint64
+}
+
+func newCommitter(interval time.Duration) *committer {
+	c := &committer{wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		interval: interval}
+	go c.run()
+	return c
+}
+
+// enqueue queues a dirty log for the next cycle.
+func (c *committer) enqueue(l *Log) {
+	c.mu.Lock()
+	c.queue = append(c.queue, l)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *committer) run() {
+	runtime.LockOSThread()
+	defer close(c.done)
+	var tick <-chan time.Time
+	if c.interval > 0 {
+		ticker := time.NewTicker(c.interval)
+		defer ticker.Stop()
+		tick = ticker.C
+	}
+	for {
+		if tick != nil {
+			select {
+			case <-tick:
+			case <-c.stop:
+				c.cycle()
+				return
+			}
+		} else {
+			select {
+			case <-c.wake:
+			case <-c.stop:
+				c.cycle()
+				return
+			}
+		}
+		c.cycle()
+	}
+}
+
+// cycle syncs every queued log once.
+func (c *committer) cycle() {
+	c.mu.Lock()
+	logs := c.queue
+	c.queue = c.spare[:0]
+	c.mu.Unlock()
+	if len(logs) == 0 {
+		c.spare = logs
+		return
+	}
+	c.cycles.Add(1)
+	for _, l := range logs {
+		c.syncLog(l)
+	}
+	clear(logs)
+	c.spare = logs
+}
+
+// syncLog makes everything l's appender wrote so far durable, then
+// publishes it as committed. A failed sync freezes the log: it is never
+// retried, because the kernel may already have dropped the unsynced pages.
+func (c *committer) syncLog(l *Log) {
+	l.mu.Lock()
+	l.mu.dirty = false
+	written := l.mu.written
+	if l.mu.failure != nil || written.seg == nil || !written.seg.tryAcquire() {
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Unlock()
+	started := time.Now()
+	err := written.seg.syncData()
+	c.syncNanos.Add(uint64(time.Since(started)))
+	c.syncs.Add(1)
+	written.seg.release()
+	if err != nil {
+		l.freeze(fmt.Errorf("fdatasync of %s failed, acknowledged nothing after it: %w", written.seg.path, err))
+		return
+	}
+	if l.opts.Durability == DurabilitySync {
+		l.advanceCommitted(written)
+	}
+}
+
+// syncNow syncs l directly (used on close under relaxed durability).
+func (l *Log) syncNow() {
+	l.dir.committer.syncLog(l)
+}
+
+func (c *committer) close() {
+	close(c.stop)
+	<-c.done
+}
+
+// CommitterStats counts the committer's work since the directory opened.
+type CommitterStats struct {
+	Cycles    uint64
+	Syncs     uint64
+	SyncNanos uint64
+}
+
+func (c *committer) stats() CommitterStats {
+	return CommitterStats{Cycles: c.cycles.Load(), Syncs: c.syncs.Load(), SyncNanos: c.syncNanos.Load()}
+}

@@ -1,0 +1,463 @@
+package segment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/segment/vfs"
+)
+
+// Log is one durable, ordered log: a partition of a stream. Producers call
+// Append from any goroutine; a single appender goroutine per log writes
+// batches into the active segment (invariant I5, one writer per log), and
+// the directory's committer makes them durable with one fdatasync per
+// cycle. A Ticket reports when its records are committed: in
+// DurabilitySync, only after the fdatasync that covers them (I2).
+//
+// Lock order: Log.mu, then segment.mu. The appender never holds Log.mu
+// while it writes or syncs.
+type Log struct {
+	id         LogID
+	dir        *Dir
+	path       string
+	fs         vfs.FS
+	opts       *Options
+	streamHash uint64
+
+	mu struct {
+		sync.Mutex
+		staging     *batch
+		nextOffset  uint64 // offset the next appended record gets
+		failure     error  // sticky: set when the log freezes
+		closed      bool
+		wakePending bool
+		spaceFreed  chan struct{} // closed when the appender takes the staging batch
+		newData     chan struct{} // closed when the committed mark advances
+		inflight    []*batch      // taken by the appender, not yet committed
+		written     mark          // what the appender has written
+		dirty       bool          // queued at the committer
+	}
+	committed atomic.Pointer[mark]
+	segments  atomic.Pointer[segmentSet]
+	setMu     sync.Mutex // serialises changes to the segment set
+	maintMu   sync.Mutex // serialises damage repair of sealed segments
+
+	runtimeMu     sync.Mutex
+	runtimeEvents []LossEvent // damage found after open, by reads
+
+	app      appender
+	wake     chan struct{} // nudges the appender; never closed
+	stop     chan struct{} // closed by Close to stop the appender
+	finished chan struct{} // closed when the appender goroutine exits
+	report   LogReport
+}
+
+// mark is a position in the log: every offset below next is covered, and
+// the covered bytes of seg (the segment holding the last of them) end at pos.
+type mark struct {
+	next uint64
+	seg  *segment
+	pos  int64
+}
+
+// batch is a group of records the appender writes with one write and one
+// commit frame (or several when it spans a segment roll).
+type batch struct {
+	buf      []byte // record frames
+	first    uint64
+	count    uint64
+	done     chan struct{}
+	err      error  // set before done closes
+	failFrom uint64 // with err: records below this offset were committed
+}
+
+func (b *batch) end() uint64 { return b.first + b.count }
+
+// Ticket tracks appended records until they are committed.
+type Ticket struct {
+	// First is the offset of the first record; Count records follow it.
+	First uint64
+	Count uint64
+	b     *batch
+}
+
+// Done is closed when the records are committed or have failed.
+func (t Ticket) Done() <-chan struct{} { return t.b.done }
+
+// Err reports the outcome once Done is closed: nil when every record of the
+// ticket is committed (durable, under DurabilitySync).
+func (t Ticket) Err() error {
+	select {
+	case <-t.b.done:
+	default:
+		return errors.New("segment: ticket not done")
+	}
+	if t.b.err != nil && t.First+t.Count > t.b.failFrom {
+		return t.b.err
+	}
+	return nil
+}
+
+// Wait blocks until the records are committed or failed, or ctx ends.
+func (t Ticket) Wait(ctx context.Context) error {
+	select {
+	case <-t.b.done:
+		return t.Err()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ID returns the log's identity.
+func (l *Log) ID() LogID { return l.id }
+
+// Append adds one record whose body the producer framed and checksummed
+// (bodyCRC is the CRC32C of body). It blocks while the staging buffer is
+// full (backpressure) and returns a Ticket that reports when the record is
+// committed. The body is copied; the caller may reuse it at once.
+func (l *Log) Append(ctx context.Context, body []byte, bodyCRC uint32) (Ticket, error) {
+	return l.append(ctx, [][]byte{body}, []uint32{bodyCRC}, true)
+}
+
+// AppendBatch adds several records that are committed together; the
+// ticket covers all of them.
+func (l *Log) AppendBatch(ctx context.Context, bodies [][]byte, crcs []uint32) (Ticket, error) {
+	if len(bodies) != len(crcs) || len(bodies) == 0 {
+		return Ticket{}, fmt.Errorf("segment: AppendBatch needs one CRC per body and at least one body")
+	}
+	return l.append(ctx, bodies, crcs, true)
+}
+
+// TryAppend is Append that returns ErrFull instead of blocking.
+func (l *Log) TryAppend(body []byte, bodyCRC uint32) (Ticket, error) {
+	return l.append(context.Background(), [][]byte{body}, []uint32{bodyCRC}, false)
+}
+
+func (l *Log) append(ctx context.Context, bodies [][]byte, crcs []uint32, block bool) (Ticket, error) {
+	frameBytes := 0
+	var hashes [1]uint64
+	for i, body := range bodies {
+		if len(body) > int(l.opts.MaxRecordBytes) {
+			return Ticket{}, fmt.Errorf("%w: body of %d bytes (maximum %d)", ErrRecordTooLarge, len(body), l.opts.MaxRecordBytes)
+		}
+		frameBytes += format.RecordFrameSize(len(body))
+		if i == 0 {
+			hashes[0] = format.BodyHash(body)
+		}
+	}
+	now := l.opts.Clock.Now().UnixNano()
+	l.mu.Lock()
+	if err := l.waitForRoomLocked(ctx, frameBytes, block); err != nil {
+		l.mu.Unlock()
+		return Ticket{}, err
+	}
+	b := l.mu.staging
+	first := l.mu.nextOffset
+	if b.count == 0 {
+		b.first = first
+	}
+	for i, body := range bodies {
+		hash := hashes[0]
+		if i > 0 {
+			hash = format.BodyHash(body)
+		}
+		b.buf = format.AppendRecord(b.buf, l.mu.nextOffset, now, body, crcs[i], hash)
+		l.mu.nextOffset++
+	}
+	b.count += uint64(len(bodies))
+	wake := !l.mu.wakePending
+	l.mu.wakePending = true
+	l.mu.Unlock()
+	if wake {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+	}
+	return Ticket{First: first, Count: uint64(len(bodies)), b: b}, nil
+}
+
+// waitForRoomLocked blocks until the staging batch can take frameBytes
+// more (an empty batch takes any record). REQUIRES: l.mu held; returns with
+// it held.
+func (l *Log) waitForRoomLocked(ctx context.Context, frameBytes int, block bool) error {
+	for {
+		if err := l.writableLocked(); err != nil {
+			return err
+		}
+		staged := len(l.mu.staging.buf)
+		if staged == 0 || staged+frameBytes <= l.opts.StagingBytes {
+			return nil
+		}
+		if !block {
+			return ErrFull
+		}
+		freed := l.mu.spaceFreed
+		l.mu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			l.mu.Lock()
+			return ctx.Err()
+		}
+		l.mu.Lock()
+	}
+}
+
+// writableLocked reports why appends are refused, if they are.
+// REQUIRES: l.mu held.
+func (l *Log) writableLocked() error {
+	switch {
+	case l.mu.failure != nil:
+		return l.mu.failure
+	case l.mu.closed:
+		return ErrClosed
+	case l.opts.ReadOnly:
+		return ErrReadOnly
+	}
+	return nil
+}
+
+// Committed returns the offset one past the last committed record: every
+// offset below it is acknowledged and readable.
+func (l *Log) Committed() uint64 { return l.committed.Load().next }
+
+// WaitCommitted blocks until the committed offset passes after, the log
+// freezes or closes, or ctx ends. It returns the new committed offset.
+func (l *Log) WaitCommitted(ctx context.Context, after uint64) (uint64, error) {
+	for {
+		l.mu.Lock()
+		next, failure, closed, ch := l.committed.Load().next, l.mu.failure, l.mu.closed, l.mu.newData
+		l.mu.Unlock()
+		switch {
+		case next > after:
+			return next, nil
+		case failure != nil:
+			return next, failure
+		case closed:
+			return next, ErrClosed
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return next, ctx.Err()
+		}
+	}
+}
+
+// FirstOffset returns the lowest offset the log still holds (or would
+// hold: equal to Committed when the log is empty).
+func (l *Log) FirstOffset() uint64 {
+	set := l.segments.Load()
+	if len(set.segments) == 0 {
+		return l.Committed()
+	}
+	return set.segments[0].base
+}
+
+// Err returns the error that froze the log, or nil.
+func (l *Log) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.failure
+}
+
+// advanceCommitted publishes a new committed mark and completes every batch
+// it covers. Marks only move forward.
+func (l *Log) advanceCommitted(m mark) {
+	var done []*batch
+	l.mu.Lock()
+	if m.next <= l.committed.Load().next {
+		l.mu.Unlock()
+		return
+	}
+	l.committed.Store(&m)
+	done = l.popCoveredLocked(m.next)
+	close(l.mu.newData)
+	l.mu.newData = make(chan struct{})
+	l.mu.Unlock()
+	for _, b := range done {
+		close(b.done)
+	}
+}
+
+// popCoveredLocked removes and returns the in-flight batches every record
+// of which is below next. REQUIRES: l.mu held.
+func (l *Log) popCoveredLocked(next uint64) []*batch {
+	n := 0
+	for n < len(l.mu.inflight) && l.mu.inflight[n].end() <= next {
+		n++
+	}
+	done := append([]*batch(nil), l.mu.inflight[:n]...)
+	l.mu.inflight = append(l.mu.inflight[:0], l.mu.inflight[n:]...)
+	return done
+}
+
+// freeze makes the log read-only for good: the error is sticky, every
+// batch not yet committed fails, and no write or sync is ever retried
+// (after a failed fdatasync the kernel may have dropped the dirty pages, so
+// a later success would prove nothing).
+func (l *Log) freeze(cause error) {
+	l.mu.Lock()
+	if l.mu.failure != nil {
+		l.mu.Unlock()
+		return
+	}
+	l.mu.failure = freezeError(cause)
+	failed := l.failAllLocked(l.mu.failure)
+	l.mu.Unlock()
+	for _, b := range failed {
+		close(b.done)
+	}
+	l.opts.Logger.Error("log frozen read-only", "log", l.id.String(), "error", cause.Error())
+}
+
+// failAllLocked fails every uncommitted batch and wakes everyone waiting
+// for room or for new data, so they see the error. REQUIRES: l.mu held; the
+// caller closes the returned batches' done channels after unlocking.
+func (l *Log) failAllLocked(err error) []*batch {
+	failed := append([]*batch(nil), l.mu.inflight...)
+	l.mu.inflight = nil
+	if l.mu.staging.count > 0 {
+		failed = append(failed, l.mu.staging)
+		l.mu.staging = l.newBatch(nil)
+	}
+	for _, b := range failed {
+		b.err = err
+		b.failFrom = b.first
+	}
+	l.wakeWaitersLocked()
+	return failed
+}
+
+// wakeWaitersLocked wakes appenders blocked on a full staging buffer and
+// readers blocked in WaitCommitted. REQUIRES: l.mu held.
+func (l *Log) wakeWaitersLocked() {
+	close(l.mu.spaceFreed)
+	l.mu.spaceFreed = make(chan struct{})
+	close(l.mu.newData)
+	l.mu.newData = make(chan struct{})
+}
+
+// failFrom fails the records of the batch being written from offset on,
+// and every staged record after them, without freezing: used for ENOSPC,
+// where nothing acknowledged is at risk and a later append may succeed.
+// Offsets from `from` on are reused by the next append, which is safe
+// because none of them was ever written behind a commit frame.
+func (l *Log) failFrom(b *batch, from uint64, err error) {
+	var failed []*batch
+	l.mu.Lock()
+	b.err, b.failFrom = err, from
+	b.count = from - b.first
+	if b.count == 0 {
+		for i, in := range l.mu.inflight {
+			if in == b {
+				l.mu.inflight = append(l.mu.inflight[:i], l.mu.inflight[i+1:]...)
+				break
+			}
+		}
+		failed = append(failed, b)
+	}
+	if l.mu.staging.count > 0 {
+		staged := l.mu.staging
+		staged.err, staged.failFrom = err, staged.first
+		failed = append(failed, staged)
+		l.mu.staging = l.newBatch(nil)
+	}
+	l.wakeWaitersLocked()
+	l.mu.nextOffset = from
+	// The part of b already written may be committed already: complete it
+	// now rather than wait for a mark that will not move past it.
+	failed = append(failed, l.popCoveredLocked(l.committed.Load().next)...)
+	l.mu.Unlock()
+	for _, f := range failed {
+		close(f.done)
+	}
+}
+
+func (l *Log) newBatch(buf []byte) *batch {
+	return &batch{buf: buf[:0], done: make(chan struct{})}
+}
+
+// Close stops accepting appends, writes and commits what is staged, and
+// releases the log's files. It does not seal the active segment: the next
+// open resumes appending to it.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.mu.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.mu.closed = true
+	l.mu.Unlock()
+	if l.stop != nil {
+		close(l.stop)
+		<-l.finished
+	}
+	if !l.opts.ReadOnly && l.Err() == nil {
+		l.syncNow()
+	}
+	l.dir.forget(l)
+	set := l.segments.Swap(&segmentSet{})
+	for _, seg := range set.segments {
+		seg.release()
+	}
+	l.app.closeFiles()
+	l.mu.Lock()
+	failed := l.failAllLocked(ErrClosed)
+	l.mu.Unlock()
+	for _, b := range failed {
+		close(b.done)
+	}
+	return nil
+}
+
+// Info is a snapshot of a log for reports and tools.
+type Info struct {
+	ID          LogID
+	FirstOffset uint64
+	Committed   uint64
+	Segments    int
+	Bytes       int64
+	Frozen      string
+	Durability  string
+	IOMode      string
+}
+
+// Info returns a snapshot of the log.
+func (l *Log) Info() Info {
+	info := Info{ID: l.id, FirstOffset: l.FirstOffset(), Committed: l.Committed(),
+		Durability: l.opts.Durability.String(), IOMode: l.app.mode.String()}
+	for _, seg := range l.segments.Load().segments {
+		info.Segments++
+		info.Bytes += seg.stats().Bytes
+	}
+	if err := l.Err(); err != nil {
+		info.Frozen = err.Error()
+	}
+	return info
+}
+
+// Report returns what recovery found when the log opened, followed by any
+// damage reads have found since.
+func (l *Log) Report() LogReport {
+	report := l.report
+	report.Events = append([]LossEvent(nil), report.Events...)
+	l.runtimeMu.Lock()
+	for _, ev := range l.runtimeEvents {
+		report.add(ev)
+	}
+	l.runtimeMu.Unlock()
+	if report.Outcome != OutcomeFrozen {
+		report.finish(nil, timeZero, timeZero)
+		report.DurationMicros = l.report.DurationMicros
+	}
+	return report
+}
+
+var timeZero time.Time

@@ -1,0 +1,232 @@
+package segment
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/ironbus/ironbus/segment/format"
+)
+
+// Durability says when an append is acknowledged.
+type Durability int
+
+const (
+	// DurabilitySync acknowledges an append only after the fdatasync that
+	// covers it (the default; invariant I2).
+	DurabilitySync Durability = iota
+	// DurabilityInterval acknowledges after the write reaches the page
+	// cache and syncs every SyncInterval: a power cut loses up to one
+	// interval of acknowledged records.
+	DurabilityInterval
+	// DurabilityNone acknowledges after the write and syncs only when a
+	// segment is sealed: a power cut may lose every unsealed record.
+	DurabilityNone
+)
+
+func (d Durability) String() string {
+	switch d {
+	case DurabilitySync:
+		return "sync"
+	case DurabilityInterval:
+		return "interval"
+	case DurabilityNone:
+		return "none"
+	}
+	return fmt.Sprintf("durability(%d)", int(d))
+}
+
+// ParseDurability parses "sync", "interval" or "none".
+func ParseDurability(s string) (Durability, error) {
+	for _, d := range []Durability{DurabilitySync, DurabilityInterval, DurabilityNone} {
+		if d.String() == s {
+			return d, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: durability %q (want sync, interval or none)", ErrInvalidOptions, s)
+}
+
+// IOMode selects how segment data reaches the device.
+type IOMode int
+
+const (
+	// IOBuffered writes through the page cache and fdatasyncs (default).
+	IOBuffered IOMode = iota
+	// IODirect writes with O_DIRECT from aligned buffers, rewriting the
+	// partial tail block in place, then fdatasyncs.
+	IODirect
+	// IOAuto probes the data directory at open and picks one.
+	IOAuto
+)
+
+func (m IOMode) String() string {
+	switch m {
+	case IOBuffered:
+		return "buffered"
+	case IODirect:
+		return "direct"
+	case IOAuto:
+		return "auto"
+	}
+	return fmt.Sprintf("io-mode(%d)", int(m))
+}
+
+// ParseIOMode parses "buffered", "direct" or "auto".
+func ParseIOMode(s string) (IOMode, error) {
+	for _, m := range []IOMode{IOBuffered, IODirect, IOAuto} {
+		if m.String() == s {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: io mode %q (want buffered, direct or auto)", ErrInvalidOptions, s)
+}
+
+// Preallocation selects how a new segment file reserves its space, so that
+// an fdatasync in the hot path never has to commit a file-size change.
+type Preallocation int
+
+const (
+	// PreallocateAllocate reserves space with fallocate: one metadata
+	// operation, no data written. Falls back to PreallocateZero where
+	// fallocate is not supported.
+	PreallocateAllocate Preallocation = iota
+	// PreallocateZero writes zeros over the whole segment: each later sync
+	// is an overwrite in place (fastest on ext4 here), at the price of
+	// writing every segment byte twice (hard on flash).
+	PreallocateZero
+	// PreallocateNone only sets the size (a sparse file).
+	PreallocateNone
+)
+
+func (p Preallocation) String() string {
+	switch p {
+	case PreallocateAllocate:
+		return "fallocate"
+	case PreallocateZero:
+		return "zero"
+	case PreallocateNone:
+		return "none"
+	}
+	return fmt.Sprintf("preallocation(%d)", int(p))
+}
+
+// ParsePreallocation parses "fallocate", "zero" or "none".
+func ParsePreallocation(s string) (Preallocation, error) {
+	for _, p := range []Preallocation{PreallocateAllocate, PreallocateZero, PreallocateNone} {
+		if p.String() == s {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: preallocation %q (want fallocate, zero or none)", ErrInvalidOptions, s)
+}
+
+// Defaults.
+const (
+	DefaultSegmentSize  = 64 << 20
+	EdgeSegmentSize     = 8 << 20
+	MinSegmentSize      = 64 << 10
+	MaxSegmentSize      = 1 << 30
+	DefaultStagingBytes = 4 << 20
+	DefaultSyncInterval = time.Second
+	DefaultLossFraction = 0.01
+	indexInterval       = 64 << 10
+)
+
+// Options configure a data directory and every log in it. The zero value
+// is the default configuration.
+type Options struct {
+	// SegmentSize is the size at which a segment is sealed and the next
+	// one started (64 MiB; 8 MiB suits small devices). A record larger
+	// than a segment gets a segment of its own.
+	SegmentSize int64
+	// MaxRecordBytes bounds a record body (16 MiB).
+	MaxRecordBytes uint32
+	// StagingBytes bounds the record bytes a log buffers while the
+	// previous batch is written; a full buffer blocks Append (4 MiB).
+	StagingBytes int
+	// Durability selects when an append is acknowledged.
+	Durability Durability
+	// AcceptRelaxedDurability must be true for any Durability other than
+	// DurabilitySync: the caller accepts that a power cut loses
+	// acknowledged records.
+	AcceptRelaxedDurability bool
+	// SyncInterval is the sync period for DurabilityInterval (1 s).
+	SyncInterval time.Duration
+	// IOMode selects buffered, direct or probed I/O.
+	IOMode IOMode
+	// Preallocation selects how segments reserve space.
+	Preallocation Preallocation
+	// ReadOnly opens without creating, locking exclusively, truncating,
+	// quarantining or writing anything.
+	ReadOnly bool
+	// AcceptLoss lifts the recovery loss caps: damage is quarantined and
+	// skipped however large (what `ironbus repair --apply` does).
+	AcceptLoss bool
+	// LossCapFraction is the per-recovery loss cap as a fraction of the
+	// log's bytes (0.01); the cap is never below one segment.
+	LossCapFraction float64
+	// Clock stamps records; the system clock by default.
+	Clock Clock
+	// Logger receives recovery reports, freezes and mode choices.
+	Logger *slog.Logger
+	// Random supplies segment tokens (crypto/rand by default); tests seed
+	// it for reproducible files.
+	Random io.Reader
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.SegmentSize == 0 {
+		o.SegmentSize = DefaultSegmentSize
+	}
+	if o.MaxRecordBytes == 0 {
+		o.MaxRecordBytes = format.DefaultMaxBody
+	}
+	if o.StagingBytes == 0 {
+		o.StagingBytes = DefaultStagingBytes
+	}
+	if o.SyncInterval == 0 {
+		o.SyncInterval = DefaultSyncInterval
+	}
+	if o.LossCapFraction == 0 {
+		o.LossCapFraction = DefaultLossFraction
+	}
+	if o.Clock == nil {
+		o.Clock = SystemClock{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Random == nil {
+		o.Random = rand.Reader
+	}
+	switch {
+	case o.SegmentSize < MinSegmentSize || o.SegmentSize > MaxSegmentSize:
+		return o, fmt.Errorf("%w: segment size %d outside [%d, %d]", ErrInvalidOptions, o.SegmentSize, MinSegmentSize, MaxSegmentSize)
+	case o.MaxRecordBytes > format.AbsoluteMaxBody:
+		return o, fmt.Errorf("%w: max record bytes %d above %d", ErrInvalidOptions, o.MaxRecordBytes, format.AbsoluteMaxBody)
+	case o.StagingBytes < 4096:
+		return o, fmt.Errorf("%w: staging bytes %d below 4096", ErrInvalidOptions, o.StagingBytes)
+	case o.Durability != DurabilitySync && !o.AcceptRelaxedDurability:
+		return o, fmt.Errorf("%w: durability %s loses acknowledged records on power loss; it needs explicit consent (AcceptRelaxedDurability)", ErrInvalidOptions, o.Durability)
+	case o.LossCapFraction < 0 || o.LossCapFraction > 1:
+		return o, fmt.Errorf("%w: loss cap fraction %v outside [0, 1]", ErrInvalidOptions, o.LossCapFraction)
+	case o.SyncInterval < 0:
+		return o, fmt.Errorf("%w: negative sync interval", ErrInvalidOptions)
+	}
+	return o, nil
+}
+
+func (o *Options) newToken() (uint64, error) {
+	var b [8]byte
+	if _, err := io.ReadFull(o.Random, b[:]); err != nil {
+		return 0, fmt.Errorf("segment: reading a random segment token: %w", err)
+	}
+	token := binary.LittleEndian.Uint64(b[:])
+	if token == 0 {
+		token = 1 // zero is never a token, so zeroed bytes never match
+	}
+	return token, nil
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -280,8 +282,8 @@ func tornImage(t *testing.T) (*vfs.MemFS, map[uint64]uint64) {
 
 func TestPowerCutSeeded(t *testing.T) {
 	seeds := 200
-	if testing.Short() {
-		seeds = 50
+	if v := os.Getenv("IRONBUS_POWERCUT_SEEDS"); v != "" {
+		seeds, _ = strconv.Atoi(v)
 	}
 	if s := seedFromEnv(t); s != 0 {
 		powerCutOnce(t, s)

@@ -44,8 +44,8 @@ type formatFile struct {
 }
 
 // Open opens (creating it unless opts.ReadOnly) the data directory at root
-// and takes its lock: exclusive for writers, shared for read-only tools, so
-// a tool never reads a directory a live broker writes.
+// and takes a lock on the directory: exclusive for writers, shared for
+// read-only tools, so a tool never reads a directory a live broker writes.
 func Open(fsys vfs.FS, root string, opts Options) (*Dir, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -77,36 +77,21 @@ func (d *Dir) openReadOnly() error {
 	if err != nil || !info.IsDir {
 		return fmt.Errorf("%w: data directory %s", ErrNotFound, d.path)
 	}
-	if err := d.checkFormat(); err != nil {
-		return err
+	lock, err := d.fs.Lock(d.path, false)
+	if err != nil {
+		return lockError(err)
 	}
-	lockPath := path.Join(d.path, lockFileName)
-	if _, err := d.fs.Stat(lockPath); err == nil {
-		lock, err := d.fs.Lock(lockPath, false)
-		if err != nil {
-			return lockError(err)
-		}
-		d.lock = lock
-	}
-	return nil
+	d.lock = lock
+	return d.checkFormat()
 }
 
 func (d *Dir) openWritable() error {
 	if err := vfs.MkdirAllDurable(d.fs, d.path); err != nil {
 		return fmt.Errorf("creating data directory %s: %w", d.path, err)
 	}
-	lockPath := path.Join(d.path, lockFileName)
-	if _, err := d.fs.Stat(lockPath); errors.Is(err, fs.ErrNotExist) {
-		file, err := d.fs.OpenFile(lockPath, vfs.ReadWrite|vfs.Create)
-		if err != nil {
-			return fmt.Errorf("creating %s: %w", lockPath, err)
-		}
-		_ = file.Close()
-		if err := d.fs.SyncDir(d.path); err != nil {
-			return err
-		}
-	}
-	lock, err := d.fs.Lock(lockPath, true)
+	// The lock is on the directory itself, so a writer and a read-only
+	// tool always contend on the same object, whatever files exist.
+	lock, err := d.fs.Lock(d.path, true)
 	if err != nil {
 		return lockError(err)
 	}

@@ -48,7 +48,6 @@ func ValidateStreamName(name string) error {
 const (
 	streamsDirName    = "streams"
 	quarantineDirName = "quarantine"
-	lockFileName      = "LOCK"
 	formatFileName    = "FORMAT"
 	reportFileName    = "recovery-report.json"
 	segmentSuffix     = ".seg"

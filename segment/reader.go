@@ -364,4 +364,3 @@ func (r *Reader) firstRecordAt() (uint64, bool) {
 	h, err := format.DecodeRecordHeader(head, r.log.opts.MaxRecordBytes)
 	return h.Offset, err == nil
 }
-

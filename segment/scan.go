@@ -147,7 +147,9 @@ func (s *scanner) run() {
 		case format.KindSkip:
 			reason, err = ReasonCorruptFrame, s.skip()
 		case format.KindFooter:
-			if s.footer() {
+			// A sealed region ends before its footer, so a footer inside
+			// one is out of place.
+			if !s.limits.Sealed && s.footer() {
 				return
 			}
 			reason, err = ReasonCorruptFrame, errors.New("footer frame out of place")
@@ -314,6 +316,14 @@ func (s *scanner) reclassifyUnproven() {
 		if s.checkpoints[i].proven {
 			r.Damage[i].MaybeUnacked = false
 		}
+	}
+	if r.Footer != nil {
+		// A footer is written only after everything before it was synced:
+		// nothing before it is torn, and every damage is loss.
+		for i := range r.Damage {
+			r.Damage[i].MaybeUnacked = false
+		}
+		return
 	}
 	if !s.limits.TornAllowed {
 		return

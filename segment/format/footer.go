@@ -30,9 +30,9 @@ func AppendFooter(dst []byte, f Footer) []byte {
 	le.PutUint64(b[16:24], f.BaseOffset)
 	le.PutUint64(b[24:32], f.NextOffset)
 	le.PutUint64(b[32:40], f.Count)
-	le.PutUint64(b[48:56], f.DataEnd)
-	le.PutUint64(b[56:64], uint64(f.MinTimestamp))
-	le.PutUint64(b[64:72], uint64(f.MaxTimestamp))
+	le.PutUint64(b[40:48], f.DataEnd)
+	le.PutUint64(b[48:56], uint64(f.MinTimestamp))
+	le.PutUint64(b[56:64], uint64(f.MaxTimestamp))
 	le.PutUint32(b[76:80], CRC(b[0:76]))
 	return dst
 }
@@ -47,9 +47,9 @@ func DecodeFooter(b []byte) (Footer, error) {
 		BaseOffset:   le.Uint64(b[16:24]),
 		NextOffset:   le.Uint64(b[24:32]),
 		Count:        le.Uint64(b[32:40]),
-		DataEnd:      le.Uint64(b[48:56]),
-		MinTimestamp: int64(le.Uint64(b[56:64])),
-		MaxTimestamp: int64(le.Uint64(b[64:72])),
+		DataEnd:      le.Uint64(b[40:48]),
+		MinTimestamp: int64(le.Uint64(b[48:56])),
+		MaxTimestamp: int64(le.Uint64(b[56:64])),
 	}
 	if f.NextOffset < f.BaseOffset || f.Count > f.NextOffset-f.BaseOffset {
 		return f, fmt.Errorf("%w: footer covers offsets %d..%d with %d records", ErrCorrupt, f.BaseOffset, f.NextOffset, f.Count)

@@ -1,0 +1,62 @@
+# IronBus build, test and measurement entry points. `make test` is what CI
+# runs (.ci/run); everything slow lives behind its own target.
+
+GO        ?= go
+FUZZTIME  ?= 30s
+BENCH_DIR ?= /var/tmp
+SOAK_SEEDS ?= 5000
+
+.PHONY: all build test lint unit fuzz-smoke fuzz soak bench testdata clean
+
+all: build
+
+build:
+	$(GO) build -o bin/ironbus ./cmd/ironbus
+
+# lint: formatting and vet, on this platform and on the ones we must keep
+# compiling for (platform code is picked by file suffix).
+lint:
+	@unformatted=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	GOOS=darwin $(GO) vet ./...
+	GOOS=windows $(GO) vet ./...
+
+# test: lint first, then every test with the race detector. This includes
+# the crash sweeps (power cut at every write), 200 seeded power cuts and the
+# bit-flip sweep; longer versions are `make soak` and `make fuzz`.
+test: lint
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+unit:
+	$(GO) test -count=1 ./...
+
+# fuzz-smoke: every fuzz target for $(FUZZTIME) each.
+fuzz-smoke:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$target"; \
+	    $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+fuzz:
+	$(MAKE) fuzz-smoke FUZZTIME=10m
+
+# soak: many more seeded power cuts and crash sweeps than `make test`.
+soak:
+	IRONBUS_POWERCUT_SEEDS=$(SOAK_SEEDS) $(GO) test -count=1 -timeout 2h \
+	  -run 'TestPowerCutSeeded|TestCrash' ./segment/
+
+# bench: durable appends through the committer against the raw device in
+# the same run (see docs/BENCHMARKS.md), then the Go micro-benchmarks.
+bench:
+	$(GO) run ./benchrig/cmd/logbench -dir $(BENCH_DIR) -duration 3s -runs 5
+	$(GO) test -run '^$$' -bench . -benchmem ./segment/...
+
+# testdata: regenerate the checked-in demo and damaged data directories.
+testdata:
+	$(GO) test ./segment -run TestGenerateTestdata -update -count=1
+
+clean:
+	rm -rf bin

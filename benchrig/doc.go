@@ -1,0 +1,16 @@
+// Package benchrig is the load generation behind IronBus's benchmarks.
+//
+// benchrig/logbench measures the durable log engine on the real disk:
+// durable appends through the committer at several record sizes and
+// producer counts, the committer cycle with many active logs, and, in the
+// same run, the raw limits of the device (a small write + fdatasync loop on
+// a preallocated file, and 1 MiB writes + fdatasync for bandwidth), so each
+// number is read against what the disk can do. benchrig/cmd/logbench is its
+// command; `make bench` runs it and docs/BENCHMARKS.md records the results.
+//
+// The network benchmark (`ironbus bench`) and the head-to-head rig against
+// peer brokers (its own module, benchrig/peers) arrive with the serve and
+// bench issues.
+//
+// Invariant: speed claims come from these runs, never from timed unit tests.
+package benchrig

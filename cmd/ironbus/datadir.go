@@ -1,0 +1,94 @@
+package main
+
+import (
+	"errors"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/segment/vfs"
+)
+
+// lockedMessage is what every command says when a broker holds the
+// directory: the fix is an action, not a retry.
+const lockedMessage = "a broker is running on this directory; stop it or use the live commands"
+
+// logSelection is the flags that name a data directory and one log in it.
+type logSelection struct {
+	dataDir   string
+	stream    string
+	partition uint32
+}
+
+func addDataDirFlag(cmd *cobra.Command, target *string) {
+	cmd.Flags().StringVar(target, "data-dir", "",
+		"the broker's data directory, the one holding FORMAT and streams/ (required)")
+}
+
+func addLogFlags(cmd *cobra.Command, selection *logSelection) {
+	addDataDirFlag(cmd, &selection.dataDir)
+	cmd.Flags().StringVar(&selection.stream, "stream", segment.DefaultStream, "stream to read")
+	cmd.Flags().Uint32Var(&selection.partition, "partition", 0, "partition of the stream to read")
+}
+
+// requireDataDir gives a missing --data-dir its own message: cobra's
+// generic "required flag" text does not say what the directory is.
+func requireDataDir(dataDir string) error {
+	if dataDir == "" {
+		return exitErrorf(exitUsage, "--data-dir is required: name the broker's data directory (the one holding FORMAT and streams/)")
+	}
+	return nil
+}
+
+func validateStream(stream string) error {
+	if err := segment.ValidateStreamName(stream); err != nil {
+		return exitErrorf(exitUsage, "--stream: %w", err)
+	}
+	return nil
+}
+
+func (selection *logSelection) validate() error {
+	if err := requireDataDir(selection.dataDir); err != nil {
+		return err
+	}
+	return validateStream(selection.stream)
+}
+
+func (selection *logSelection) logID() segment.LogID {
+	return segment.LogID{Stream: selection.stream, Partition: selection.partition}
+}
+
+// openDataDir opens the directory read-only. ReadOnly is what makes every
+// offline command safe: segment.Open then creates, truncates and
+// quarantines nothing, and takes the lock shared, so it fails fast with
+// ErrLocked while a broker holds the lock exclusively.
+func openDataDir(opts *globalOptions, dataDir string) (*segment.Dir, error) {
+	dir, err := segment.Open(vfs.OS{}, dataDir, segment.Options{ReadOnly: true, Logger: opts.logger()})
+	if err != nil {
+		return nil, openDirError(dataDir, err)
+	}
+	return dir, nil
+}
+
+func openDirError(dataDir string, err error) error {
+	switch {
+	case errors.Is(err, segment.ErrLocked):
+		return exitErrorf(exitLocked, "%s: %s (%w)", dataDir, lockedMessage, err)
+	case errors.Is(err, segment.ErrNotFound):
+		return exitErrorf(exitNotFound, "%w; check --data-dir: it must name the broker's data directory", err)
+	case errors.Is(err, segment.ErrTooNew):
+		return exitErrorf(exitUnreadable, "%w", err)
+	case errors.Is(err, segment.ErrInvalidOptions):
+		return exitErrorf(exitInternal, "internal error: %w", err)
+	}
+	return exitErrorf(exitUnreadable, "cannot open data directory %s: %w", dataDir, err)
+}
+
+// openLogError classifies a failure to open one log of an open directory.
+func openLogError(dataDir string, id segment.LogID, err error) error {
+	if errors.Is(err, segment.ErrNotFound) {
+		return exitErrorf(exitNotFound, "log %s does not exist in %s; `ironbus verify --data-dir %s` lists the logs it holds (%w)",
+			id.String(), dataDir, dataDir, err)
+	}
+	return exitErrorf(exitUnreadable, "cannot open log %s: %w", id.String(), err)
+}

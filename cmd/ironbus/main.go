@@ -1,0 +1,27 @@
+// Command ironbus is the IronBus command line: offline tools that inspect
+// and check a data directory today, and the broker and live commands
+// later. Every command lives in its own file; docs/CLI.md is the manual.
+package main
+
+import (
+	"io"
+	"os"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run builds the command tree, executes it and maps the outcome to the
+// process exit code. It holds no state beyond one call, so every run
+// starts from defaults.
+func run(args []string, stdout, stderr io.Writer) int {
+	opts := &globalOptions{stdout: stdout, stderr: stderr}
+	root := newRootCmd(opts)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteC()
+	if err != nil {
+		reportFailure(opts, cmd, err)
+	}
+	return exitCodeOf(err)
+}

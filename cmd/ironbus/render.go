@@ -1,0 +1,208 @@
+package main
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/segment/format"
+)
+
+// How a byte field is written in JSON: record bytes are opaque, so JSON
+// gets them as text only when that loses nothing, and says which it chose.
+const (
+	encodingText   = "text"
+	encodingBase64 = "base64"
+)
+
+// recordOutput is one record line of dump (and peek --json).
+type recordOutput struct {
+	Offset          uint64         `json:"offset"`
+	Timestamp       string         `json:"timestamp"`
+	TimestampNanos  int64          `json:"timestamp_ns"`
+	Key             string         `json:"key"`
+	KeyEncoding     string         `json:"key_encoding"`
+	Subject         string         `json:"subject"`
+	SubjectEncoding string         `json:"subject_encoding"`
+	Headers         []headerOutput `json:"headers"`
+	Payload         string         `json:"payload"`
+	PayloadEncoding string         `json:"payload_encoding"`
+	Codec           string         `json:"codec"`
+	RawLength       uint32         `json:"raw_length"`
+	ProducerID      *uint64        `json:"producer_id,omitempty"`
+	Sequence        *uint64        `json:"sequence,omitempty"`
+	BodyCRC         uint32         `json:"body_crc"`
+	// BodyError is set when the body is not a valid IronBus body; the raw
+	// body is then in Payload, base64, so nothing is hidden.
+	BodyError string `json:"body_error,omitempty"`
+}
+
+// headerOutput is a list element rather than a map entry because header
+// names may repeat and their order is part of the record.
+type headerOutput struct {
+	Name          string `json:"name"`
+	Value         string `json:"value"`
+	ValueEncoding string `json:"value_encoding"`
+}
+
+type gapOutput struct {
+	Gap gapRange `json:"gap"`
+}
+
+type gapRange struct {
+	From   uint64 `json:"from"`
+	To     uint64 `json:"to"` // exclusive
+	Reason string `json:"reason"`
+}
+
+// isPrintableText reports whether b can be shown as text without hiding
+// anything: valid UTF-8 of printable characters, newlines and tabs.
+func isPrintableText(b []byte) bool {
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == utf8.RuneError && size <= 1 {
+			return false
+		}
+		if !strconv.IsPrint(r) && r != '\n' && r != '\t' {
+			return false
+		}
+		b = b[size:]
+	}
+	return true
+}
+
+// encodeBytes returns b for JSON and the encoding it is in.
+func encodeBytes(b []byte) (string, string) {
+	if isPrintableText(b) {
+		return string(b), encodingText
+	}
+	return base64.StdEncoding.EncodeToString(b), encodingBase64
+}
+
+// peekPayloadBytes bounds the payload bytes peek shows: a line a person
+// can read. dump has no such bound.
+const peekPayloadBytes = 1024
+
+// humanPayload shows a payload on one line: text as is (quoted when it
+// would break the line or pass for the other forms), else base64, and cut
+// to peekPayloadBytes.
+func humanPayload(b []byte) string { return humanPayloadAs(b, isPrintableText(b)) }
+
+// humanPayloadAs is humanPayload with the text-or-binary choice made by
+// the caller: a compressed payload is never text, whatever its bytes.
+func humanPayloadAs(b []byte, text bool) string {
+	shown := b
+	if len(b) > peekPayloadBytes {
+		cut := peekPayloadBytes
+		for cut > 0 && !utf8.RuneStart(b[cut]) {
+			cut--
+		}
+		shown = b[:cut]
+	}
+	rendered := humanBytes(shown, text, "\n\t")
+	if len(shown) < len(b) {
+		rendered += fmt.Sprintf("... (%d more bytes; ironbus dump prints them all)", len(b)-len(shown))
+	}
+	return rendered
+}
+
+// humanField shows a key, subject or header, which other fields follow on
+// the line, so a space or separator inside it is quoted too.
+func humanField(b []byte) string { return humanBytes(b, isPrintableText(b), " \n\t={}") }
+
+func humanBytes(b []byte, text bool, quoteIfAny string) string {
+	if !text {
+		return "base64:" + base64.StdEncoding.EncodeToString(b)
+	}
+	value := string(b)
+	if strings.ContainsAny(value, quoteIfAny) || strings.HasPrefix(value, "base64:") || strings.HasPrefix(value, `"`) {
+		return strconv.Quote(value)
+	}
+	return value
+}
+
+func formatTimestamp(nanos int64) string {
+	return time.Unix(0, nanos).UTC().Format(time.RFC3339Nano)
+}
+
+// entryOutput converts a reader entry to its JSON line.
+func entryOutput(entry segment.Entry) any {
+	if entry.Gap != nil {
+		return gapOutput{Gap: gapRange{From: entry.Gap.From, To: entry.Gap.To, Reason: entry.Gap.Reason}}
+	}
+	record := recordOutput{Offset: entry.Offset, Timestamp: formatTimestamp(entry.Timestamp),
+		TimestampNanos: entry.Timestamp, BodyCRC: entry.BodyCRC, Headers: []headerOutput{}}
+	view, err := format.DecodeBody(entry.Body)
+	if err != nil {
+		record.BodyError = err.Error()
+		record.Payload, record.PayloadEncoding = base64.StdEncoding.EncodeToString(entry.Body), encodingBase64
+		record.KeyEncoding, record.SubjectEncoding = encodingText, encodingText
+		return record
+	}
+	record.Key, record.KeyEncoding = encodeBytes(view.Key)
+	record.Subject, record.SubjectEncoding = encodeBytes(view.Subject)
+	for name, value := range view.Headers() {
+		header := headerOutput{Name: string(name)}
+		header.Value, header.ValueEncoding = encodeBytes(value)
+		record.Headers = append(record.Headers, header)
+	}
+	if view.Codec == format.CodecNone {
+		record.Payload, record.PayloadEncoding = encodeBytes(view.Payload)
+	} else {
+		// Compressed bytes that happen to look like text are still not
+		// the payload; never present them as if they were.
+		record.Payload, record.PayloadEncoding = base64.StdEncoding.EncodeToString(view.Payload), encodingBase64
+	}
+	record.Codec, record.RawLength = view.Codec.String(), view.RawLength
+	if view.HasProducer {
+		record.ProducerID, record.Sequence = &view.ProducerID, &view.Sequence
+	}
+	return record
+}
+
+// humanEntry formats a reader entry as one line for peek.
+func humanEntry(entry segment.Entry) string {
+	if entry.Gap != nil {
+		return fmt.Sprintf("gap %d..%d (%s)", entry.Gap.From, entry.Gap.To-1, entry.Gap.Reason)
+	}
+	var line strings.Builder
+	fmt.Fprintf(&line, "#%d %s", entry.Offset, formatTimestamp(entry.Timestamp))
+	view, err := format.DecodeBody(entry.Body)
+	if err != nil {
+		fmt.Fprintf(&line, " undecodable body (%s) %dB body=%s", err.Error(), len(entry.Body),
+			humanPayloadAs(entry.Body, false))
+		return line.String()
+	}
+	fmt.Fprintf(&line, " key=%s subject=%s", humanField(view.Key), humanField(view.Subject))
+	writeHumanHeaders(&line, view)
+	if view.HasProducer {
+		fmt.Fprintf(&line, " producer=%d seq=%d", view.ProducerID, view.Sequence)
+	}
+	if view.Codec != format.CodecNone {
+		fmt.Fprintf(&line, " codec=%s raw=%dB %dB payload=%s", view.Codec.String(), view.RawLength,
+			len(view.Payload), humanPayloadAs(view.Payload, false))
+		return line.String()
+	}
+	fmt.Fprintf(&line, " %dB payload=%s", len(view.Payload), humanPayload(view.Payload))
+	return line.String()
+}
+
+func writeHumanHeaders(line *strings.Builder, view format.BodyView) {
+	first := true
+	for name, value := range view.Headers() {
+		if first {
+			line.WriteString(" headers={")
+		} else {
+			line.WriteByte(' ')
+		}
+		first = false
+		fmt.Fprintf(line, "%s=%s", humanField(name), humanField(value))
+	}
+	if !first {
+		line.WriteByte('}')
+	}
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+
+	"github.com/spf13/cobra"
+)
+
+// globalOptions is what every command shares: where output goes and the
+// flags that mean the same everywhere. run builds one per invocation and
+// hands it to each newXCmd, so there is no package-level flag state.
+type globalOptions struct {
+	stdout io.Writer
+	stderr io.Writer
+	// verbose sends the storage engine's structured log to stderr.
+	verbose bool
+	// json is bound to the running command's --json flag, so a failure is
+	// reported as JSON on stdout too and a script parses one format.
+	json bool
+}
+
+// logger returns the logger handed to the storage engine: its recovery
+// and damage lines are noise next to a command's own report unless asked.
+func (opts *globalOptions) logger() *slog.Logger {
+	if !opts.verbose {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(opts.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func newRootCmd(opts *globalOptions) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "ironbus",
+		Short: "IronBus: a durable, crash-safe message broker",
+		Long: `ironbus is the command line of IronBus, a durable, crash-safe message broker.
+
+The commands available today work offline on a data directory: they open it
+read-only, take a shared lock so they never race a running broker, and never
+create or change a file.
+
+  version   what this binary is and which on-disk formats it understands
+  verify    check every log for damage and report it, with exit codes for scripts
+  peek      show a few records of a log, for a human
+  dump      print records of a log as NDJSON, for programs
+
+Exit codes: 0 clean, 1 usage, 2 not found, 3 damage found, 4 unreadable,
+5 locked by a running broker, 70 internal error. See docs/CLI.md.`,
+		Example: `  ironbus verify --data-dir /var/lib/ironbus
+  ironbus peek --data-dir /var/lib/ironbus --stream orders --from 1000
+  ironbus dump --data-dir /var/lib/ironbus | jq .payload`,
+		SilenceErrors: true, // main prints errors once, in the ironbus: form
+		SilenceUsage:  true, // a failed check is not a usage mistake
+	}
+	root.SetOut(opts.stdout)
+	root.SetErr(opts.stderr)
+	root.PersistentFlags().BoolVar(&opts.verbose, "verbose", false,
+		"also write the storage engine's structured log (recovery, damage found) to stderr")
+	root.AddCommand(
+		newVersionCmd(opts),
+		newVerifyCmd(opts),
+		newPeekCmd(opts),
+		newDumpCmd(opts),
+	)
+	return root
+}

@@ -1,0 +1,118 @@
+// Package segment is IronBus's durable log engine. It owns the record
+// frame, segment files, the appender and the committer, the reader with its
+// sparse offset and time index, recovery with its loss report and
+// quarantine, and the retention primitive. All file I/O goes through
+// package segment/vfs; the byte codecs live in package segment/format.
+//
+// # Data path
+//
+//	Log.Append ──▶ staging batch (producer frames the body and its CRC32C;
+//	                 the broker adds offset, timestamp, header CRC)
+//	appender goroutine (one per log): takes the whole staging batch,
+//	    writes it with ONE write into the preallocated active segment,
+//	    closed by a commit frame
+//	committer (one OS thread per data directory): each cycle, one
+//	    fdatasync per dirty log covers everything written before it;
+//	    the appender writes the next batch meanwhile (pipelining)
+//	committed mark advances ─▶ Tickets complete ─▶ readers may see it
+//
+// A Ticket completes only after the fdatasync that covers its records
+// (DurabilitySync, the default). A failed fdatasync or write freezes the
+// log read-only for good; it is never retried. ENOSPC fails the append with
+// a typed error and leaves the log writable.
+//
+// # On-disk format (version 1)
+//
+// Little-endian, fixed-width integers. A data directory (locked with flock
+// on the directory itself: exclusive for the broker, shared for tools):
+//
+//	<data>/FORMAT                 {"format":"ironbus-data","version":1}
+//	<data>/recovery-report.json   what the last recovery found, per log
+//	<data>/quarantine/<stream>/<partition>/...   copies of damaged bytes
+//	<data>/streams/<stream>/<partition>/<20-digit base offset>.seg
+//
+// A segment file starts with a 4096-byte header block (64 bytes used, the
+// rest zero, so frames start block-aligned):
+//
+//	 0       8      10      12      16              24      28      32
+//	 +-------+-------+-------+-------+---------------+-------+-------+
+//	 | magic "IRONBSEG"      |version| flags |hdr len|stream hash    |
+//	 +-------+-------+-------+-------+---------------+-------+-------+
+//	  partition u32 @24 · reserved @28 · base offset u64 @32 ·
+//	  created unix ns @40 (data only) · token u64 @48 (random) ·
+//	  reserved @56 · CRC32C of [0,60) @60
+//
+// Frames follow, each starting with the same 8-byte prefix: two magic
+// bytes naming the kind, a version byte, a flags byte, and the frame
+// length (u32). Two zero bytes mean "unwritten": segments are preallocated
+// with zeros, so the end of the data reads as the end.
+//
+// Record frame ("IR"), 36-byte header, then the body:
+//
+//	 0   2   3   4       8               16              24      28      32      36
+//	 +---+---+---+-------+---------------+---------------+-------+-------+-------+
+//	 |"IR"|ver|flg|length |offset u64     |timestamp ns   |body   |body   |header |
+//	 |   |   |   |u32    |               |(broker wall)  |length |CRC32C |CRC32C |
+//	 +---+---+---+-------+---------------+---------------+-------+-------+-------+
+//	 body (body length bytes, stored exactly as the producer framed it)
+//	 [xxh3-64 of the body: 8 bytes, only when the body is 64 KiB or more]
+//	 length again (u32): trailing sentinel
+//
+// The header CRC covers bytes [0,32), so a torn length is caught before
+// the body is read; the body CRC is the producer's, checked end to end; a
+// body longer than the configured maximum (16 MiB) is refused before
+// anything is allocated for it.
+//
+// Record body (version 1), framed by the producer:
+//
+//	 0      1      2       4       6       8          12          16          20
+//	 +------+------+-------+-------+-------+-----------+-----------+-----------+
+//	 |ver   |codec |flags  |key len|subject|headers len|payload len|raw payload|
+//	 |      |      |       |u16    |len u16|u32        |u32 stored |len u32    |
+//	 +------+------+-------+-------+-------+-----------+-----------+-----------+
+//	 [producer id u64, sequence u64 when flags bit 0]
+//	 key · subject · headers ([u16 name len][name][u32 value len][value]…) · payload
+//
+// Commit frame ("IC", 80 bytes) closes each batch written with one write:
+//
+//	 token u64 @8 (the segment's) · first offset @16 · last offset @24 ·
+//	 record count u32 @32 · batch length u32 @36 (bytes of the batch's
+//	 record frames) · batch CRC32C @40 · reserved @44 · durable-next u64
+//	 @48 (every offset below it was durable when this batch was written: a
+//	 hint for loss reports) · replication term @56 · replication index @64
+//	 (zero until clustering) · reserved @72 · CRC32C of [0,76) @76
+//
+// Skip frame ("IS", 48-byte header) is written by recovery over damaged
+// bytes after copying them to quarantine; its length covers the damage:
+//
+//	 token @8 · first lost offset @16 · lost count @24 · reason code u32 @32
+//	 · reserved @36 · CRC32C of [0,44) @44
+//
+// Footer frame ("IF", 80 bytes) seals a segment; the file ends right after
+// it:
+//
+//	 token @8 · base offset @16 · next offset @24 (one past the last offset
+//	 covered) · record count @32 · data end (this frame's position) @40 ·
+//	 min timestamp @48 · max timestamp @56 · reserved @64 · CRC32C of
+//	 [0,76) @76
+//
+// # Invariants
+//
+//   - I1 durable prefix: recovery keeps a batch only when its commit frame
+//     verifies (token, offsets, count, batch CRC); it never resynchronises
+//     on anything weaker than an intact commit frame carrying the
+//     segment's random token.
+//   - I2 ack ⇒ durable: Tickets complete after the covering fdatasync; a
+//     segment is sealed only after its records are synced, so a durable
+//     footer always vouches for durable records; recovery syncs what it
+//     recovered before serving it.
+//   - I3 bounded, reported loss: damage costs the batch it hits (a segment
+//     at worst, for an unreadable header); loss above max(1 % of the log,
+//     one segment) per recovery freezes the log read-only, disk untouched.
+//   - I4 offsets are monotonic and never reused once written behind a
+//     commit frame; I5 one appender goroutine writes each log; I6 wall time
+//     is data only.
+//
+// The format is specified in docs/FORMAT.md and recovery in
+// docs/RECOVERY.md; the constants in package format are the format.
+package segment

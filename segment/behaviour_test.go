@@ -233,14 +233,16 @@ func TestOffsetForTimeWithSteppingClock(t *testing.T) {
 	var last Ticket
 	stamps := []int64{}
 	for i := uint64(0); i < 900; i++ {
+		now := clock.Now()
 		if i == 300 {
-			clock.now = time.Unix(1_000_000_000, 0) // no RTC: the clock jumps back years
+			now = time.Unix(1_000_000_000, 0) // no RTC: the clock jumps back years
 		}
 		if i == 600 {
-			clock.now = time.Unix(3_000_000_000, 0)
+			now = time.Unix(3_000_000_000, 0)
 		}
-		clock.now = clock.now.Add(time.Millisecond)
-		stamps = append(stamps, clock.now.UnixNano())
+		now = now.Add(time.Millisecond)
+		clock.Set(now)
+		stamps = append(stamps, now.UnixNano())
 		last = appendBody(t, l, body(i, 300))
 	}
 	waitTicket(t, last)

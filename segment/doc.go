@@ -34,13 +34,13 @@
 // A segment file starts with a 4096-byte header block (64 bytes used, the
 // rest zero, so frames start block-aligned):
 //
-//	 0       8      10      12      16              24      28      32
-//	 +-------+-------+-------+-------+---------------+-------+-------+
-//	 | magic "IRONBSEG"      |version| flags |hdr len|stream hash    |
-//	 +-------+-------+-------+-------+---------------+-------+-------+
-//	  partition u32 @24 · reserved @28 · base offset u64 @32 ·
-//	  created unix ns @40 (data only) · token u64 @48 (random) ·
-//	  reserved @56 · CRC32C of [0,60) @60
+//	0       8      10      12      16              24      28      32
+//	+-------+-------+-------+-------+---------------+-------+-------+
+//	| magic "IRONBSEG"      |version| flags |hdr len|stream hash    |
+//	+-------+-------+-------+-------+---------------+-------+-------+
+//	 partition u32 @24 · reserved @28 · base offset u64 @32 ·
+//	 created unix ns @40 (data only) · token u64 @48 (random) ·
+//	 reserved @56 · CRC32C of [0,60) @60
 //
 // Frames follow, each starting with the same 8-byte prefix: two magic
 // bytes naming the kind, a version byte, a flags byte, and the frame
@@ -49,14 +49,14 @@
 //
 // Record frame ("IR"), 36-byte header, then the body:
 //
-//	 0   2   3   4       8               16              24      28      32      36
-//	 +---+---+---+-------+---------------+---------------+-------+-------+-------+
-//	 |"IR"|ver|flg|length |offset u64     |timestamp ns   |body   |body   |header |
-//	 |   |   |   |u32    |               |(broker wall)  |length |CRC32C |CRC32C |
-//	 +---+---+---+-------+---------------+---------------+-------+-------+-------+
-//	 body (body length bytes, stored exactly as the producer framed it)
-//	 [xxh3-64 of the body: 8 bytes, only when the body is 64 KiB or more]
-//	 length again (u32): trailing sentinel
+//	0   2   3   4       8               16              24      28      32      36
+//	+---+---+---+-------+---------------+---------------+-------+-------+-------+
+//	|"IR"|ver|flg|length |offset u64     |timestamp ns   |body   |body   |header |
+//	|   |   |   |u32    |               |(broker wall)  |length |CRC32C |CRC32C |
+//	+---+---+---+-------+---------------+---------------+-------+-------+-------+
+//	body (body length bytes, stored exactly as the producer framed it)
+//	[xxh3-64 of the body: 8 bytes, only when the body is 64 KiB or more]
+//	length again (u32): trailing sentinel
 //
 // The header CRC covers bytes [0,32), so a torn length is caught before
 // the body is read; the body CRC is the producer's, checked end to end; a
@@ -65,36 +65,36 @@
 //
 // Record body (version 1), framed by the producer:
 //
-//	 0      1      2       4       6       8          12          16          20
-//	 +------+------+-------+-------+-------+-----------+-----------+-----------+
-//	 |ver   |codec |flags  |key len|subject|headers len|payload len|raw payload|
-//	 |      |      |       |u16    |len u16|u32        |u32 stored |len u32    |
-//	 +------+------+-------+-------+-------+-----------+-----------+-----------+
-//	 [producer id u64, sequence u64 when flags bit 0]
-//	 key · subject · headers ([u16 name len][name][u32 value len][value]…) · payload
+//	0      1      2       4       6       8          12          16          20
+//	+------+------+-------+-------+-------+-----------+-----------+-----------+
+//	|ver   |codec |flags  |key len|subject|headers len|payload len|raw payload|
+//	|      |      |       |u16    |len u16|u32        |u32 stored |len u32    |
+//	+------+------+-------+-------+-------+-----------+-----------+-----------+
+//	[producer id u64, sequence u64 when flags bit 0]
+//	key · subject · headers ([u16 name len][name][u32 value len][value]…) · payload
 //
 // Commit frame ("IC", 80 bytes) closes each batch written with one write:
 //
-//	 token u64 @8 (the segment's) · first offset @16 · last offset @24 ·
-//	 record count u32 @32 · batch length u32 @36 (bytes of the batch's
-//	 record frames) · batch CRC32C @40 · reserved @44 · durable-next u64
-//	 @48 (every offset below it was durable when this batch was written: a
-//	 hint for loss reports) · replication term @56 · replication index @64
-//	 (zero until clustering) · reserved @72 · CRC32C of [0,76) @76
+//	token u64 @8 (the segment's) · first offset @16 · last offset @24 ·
+//	record count u32 @32 · batch length u32 @36 (bytes of the batch's
+//	record frames) · batch CRC32C @40 · reserved @44 · durable-next u64
+//	@48 (every offset below it was durable when this batch was written: a
+//	hint for loss reports) · replication term @56 · replication index @64
+//	(zero until clustering) · reserved @72 · CRC32C of [0,76) @76
 //
 // Skip frame ("IS", 48-byte header) is written by recovery over damaged
 // bytes after copying them to quarantine; its length covers the damage:
 //
-//	 token @8 · first lost offset @16 · lost count @24 · reason code u32 @32
-//	 · reserved @36 · CRC32C of [0,44) @44
+//	token @8 · first lost offset @16 · lost count @24 · reason code u32 @32
+//	· reserved @36 · CRC32C of [0,44) @44
 //
 // Footer frame ("IF", 80 bytes) seals a segment; the file ends right after
 // it:
 //
-//	 token @8 · base offset @16 · next offset @24 (one past the last offset
-//	 covered) · record count @32 · data end (this frame's position) @40 ·
-//	 min timestamp @48 · max timestamp @56 · reserved @64 · CRC32C of
-//	 [0,76) @76
+//	token @8 · base offset @16 · next offset @24 (one past the last offset
+//	covered) · record count @32 · data end (this frame's position) @40 ·
+//	min timestamp @48 · max timestamp @56 · reserved @64 · CRC32C of
+//	[0,76) @76
 //
 // # Invariants
 //

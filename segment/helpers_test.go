@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,10 +18,23 @@ import (
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
-// fixedClock is a clock tests control.
-type fixedClock struct{ now time.Time }
+// fixedClock is a clock tests control; safe for concurrent use.
+type fixedClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
 
-func (c *fixedClock) Now() time.Time { return c.now }
+func (c *fixedClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fixedClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
 
 // seededRandom returns a deterministic token source.
 func seededRandom(seed uint64) io.Reader {

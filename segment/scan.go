@@ -89,6 +89,7 @@ type scanLimits struct {
 
 type scanner struct {
 	data    []byte
+	base    uint64
 	limits  scanLimits
 	limit   int64
 	token   uint64
@@ -124,7 +125,7 @@ type scanCheckpoint struct {
 // scanSegment classifies data, the image of a segment whose header gave
 // token and base.
 func scanSegment(data []byte, token, base uint64, maxBody uint32, limits scanLimits) scanResult {
-	s := &scanner{data: data, limits: limits, limit: min(limits.End, int64(len(data))), token: token,
+	s := &scanner{data: data, base: base, limits: limits, limit: min(limits.End, int64(len(data))), token: token,
 		maxBody: maxBody, pos: format.SegmentDataStart, batchStart: format.SegmentDataStart,
 		batchExpect: base, expect: base, lastIndexed: -indexInterval,
 		runningMax: math.MinInt64, acceptedMax: math.MinInt64}
@@ -278,7 +279,8 @@ func (s *scanner) skip() error {
 // bytes only looked like one.
 func (s *scanner) footer() bool {
 	f, err := format.DecodeFooter(s.data[s.pos:s.limit])
-	if err != nil || f.Token != s.token || s.pendingN != 0 || int64(f.DataEnd) != s.pos {
+	if err != nil || f.Token != s.token || f.BaseOffset != s.base || s.pendingN != 0 ||
+		int64(f.DataEnd) != s.pos || f.NextOffset < s.result.NextOffset {
 		return false
 	}
 	s.result.Footer = &f

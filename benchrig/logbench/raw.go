@@ -1,12 +1,12 @@
 package logbench
 
 import (
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/ironbus/ironbus/segment/vfs"
 )
 
 // RawResult is what the device did with no broker in the way.
@@ -36,15 +36,16 @@ func MeasureRaw(dir string, duration time.Duration) (RawResult, error) {
 // the write+sync pairs per second.
 func rawLoop(dir string, size int, duration time.Duration) (float64, error) {
 	const fileSize = 512 << 20
+	var fsys vfs.OS
 	path := filepath.Join(dir, fmt.Sprintf("raw-%d.bin", size))
-	file, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	file, err := fsys.OpenFile(path, vfs.ReadWrite|vfs.Create|vfs.Exclusive)
 	if err != nil {
 		return 0, err
 	}
-	defer os.Remove(path)
+	defer func() { _ = fsys.Remove(path) }()
 	defer file.Close()
-	if err := unix.Fallocate(int(file.Fd()), 0, 0, fileSize); err != nil {
-		return 0, fmt.Errorf("fallocate: %w", err)
+	if err := file.Allocate(0, fileSize); err != nil && !errors.Is(err, vfs.ErrNotSupported) {
+		return 0, err
 	}
 	zeros := make([]byte, 1<<20)
 	for off := int64(0); off < fileSize; off += int64(len(zeros)) {
@@ -69,7 +70,7 @@ func rawLoop(dir string, size int, duration time.Duration) (float64, error) {
 		if _, err := file.WriteAt(buf, offset); err != nil {
 			return 0, err
 		}
-		if err := unix.Fdatasync(int(file.Fd())); err != nil {
+		if err := file.SyncData(); err != nil {
 			return 0, err
 		}
 		offset += int64(size)

@@ -56,10 +56,39 @@ func (a *appender) resetActiveStats() {
 	a.tail = a.tail[:0]
 }
 
-func (a *appender) takeSpare() []byte {
+// newStaging returns an empty staging batch, reusing the buffer of the
+// batch written last. In direct mode the buffer lives in an aligned slab
+// and starts at the length the partial block will have once the batch
+// being swapped out (writing) is written: the next write can then copy that
+// block in front of the records and go out from the slab as it is, instead
+// of copying the whole batch into an aligned buffer.
+func (a *appender) newStaging(writing *batch) *batch {
 	spare := a.spare
 	a.spare = nil
-	return spare
+	if a.mode != IODirect {
+		return a.log.newBatch(spare)
+	}
+	if spare == nil {
+		spare = vfs.AlignedBuffer(a.log.opts.StagingBytes + 3*vfs.DirectAlignment)
+	}
+	at := 0
+	if a.active != nil {
+		at = int((a.pos + int64(len(writing.buf)) + format.CommitFrameSize) % vfs.DirectAlignment)
+	}
+	b := a.log.newBatch(nil)
+	b.slab, b.slabAt, b.buf = spare, at, spare[at:at]
+	return b
+}
+
+// recycle keeps the buffer of a written batch for the next staging batch.
+func (a *appender) recycle(b *batch) {
+	switch {
+	case b.slab != nil:
+		a.spare = b.slab
+	case a.mode != IODirect:
+		a.spare = b.buf
+	}
+	b.buf, b.slab = nil, nil
 }
 
 // run is the appender goroutine.
@@ -91,13 +120,13 @@ func (a *appender) drainOnce() bool {
 		l.mu.Unlock()
 		return false
 	}
-	l.mu.staging = l.newBatch(a.takeSpare())
+	l.mu.staging = a.newStaging(b)
 	l.mu.inflight = append(l.mu.inflight, b)
 	close(l.mu.spaceFreed)
 	l.mu.spaceFreed = make(chan struct{})
 	l.mu.Unlock()
 	a.writeBatch(b)
-	a.spare, b.buf = b.buf, nil
+	a.recycle(b)
 	return true
 }
 
@@ -116,7 +145,7 @@ func (a *appender) writeBatch(b *batch) {
 		if a.room() < len(data) {
 			n, count = fitFrames(data, a.room())
 		}
-		if err := a.writePiece(data[:n], offset, count, n == len(b.buf)); err != nil {
+		if err := a.writePiece(b, data[:n], offset, count); err != nil {
 			a.fail(b, offset, err)
 			return
 		}
@@ -169,18 +198,22 @@ func (a *appender) fail(b *batch, offset uint64, err error) {
 	a.log.freeze(err)
 }
 
-// writePiece writes records [first, first+count) plus their commit frame
-// with one write, then publishes them as written.
-func (a *appender) writePiece(piece []byte, first, count uint64, whole bool) error {
+// writePiece writes records [first, first+count) of b plus their commit
+// frame with one write, then publishes them as written.
+func (a *appender) writePiece(b *batch, piece []byte, first, count uint64) error {
+	whole := len(piece) == len(b.buf)
 	l := a.log
 	commit := format.Commit{Token: a.active.header.Token, FirstOffset: first, LastOffset: first + count - 1,
 		Count: uint32(count), BatchLength: uint32(len(piece)), BatchCRC: format.CRC(piece),
 		DurableNext: l.committed.Load().next}
 	minTS, maxTS := a.indexPiece(piece)
 	var err error
-	if a.mode == IODirect {
+	switch {
+	case a.mode == IODirect && whole && a.fitsInPlace(b):
+		err = a.writeDirectInPlace(b, commit)
+	case a.mode == IODirect:
 		err = a.writeDirect(piece, format.CommitFrameSize, func(dst []byte) []byte { return format.AppendCommit(dst, commit) })
-	} else {
+	default:
 		err = a.writeBuffered(piece, commit, whole)
 	}
 	if err != nil {
@@ -231,6 +264,36 @@ func (a *appender) writeBuffered(piece []byte, commit format.Commit, whole bool)
 	}
 	_, err := a.write.WriteAt(buf, a.pos)
 	return err
+}
+
+// fitsInPlace reports whether b can be written from its own slab: it was
+// never reallocated, the partial block is as long as newStaging predicted
+// (no roll came between), and the slab has room for the commit frame and
+// the padding.
+func (a *appender) fitsInPlace(b *batch) bool {
+	if b.slab == nil || len(b.buf) == 0 || &b.buf[0] != &b.slab[b.slabAt] || b.slabAt != len(a.tail) {
+		return false
+	}
+	return b.slabAt+len(b.buf)+format.CommitFrameSize+vfs.DirectAlignment <= len(b.slab)
+}
+
+// writeDirectInPlace is writeDirect without the copy: the partial block is
+// copied in front of the records, the commit frame and the padding after
+// them, and the slab goes out from its aligned start.
+func (a *appender) writeDirectInPlace(b *batch, commit format.Commit) error {
+	const align = vfs.DirectAlignment
+	copy(b.slab[:b.slabAt], a.tail)
+	end := b.slabAt + len(b.buf)
+	format.AppendCommit(b.slab[:end:end+format.CommitFrameSize], commit)
+	total := end + format.CommitFrameSize
+	padded := (total + align - 1) &^ (align - 1)
+	clear(b.slab[total:padded])
+	if _, err := a.write.WriteAt(b.slab[:padded], a.pos&^(align-1)); err != nil {
+		return err
+	}
+	keep := total % align
+	a.tail = append(a.tail[:0], b.slab[total-keep:total]...)
+	return nil
 }
 
 // writeDirect writes piece plus the frameLen-byte frame appendFrame adds, for

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -68,7 +69,7 @@ func Open(fsys vfs.FS, root string, opts Options) (*Dir, error) {
 	if opts.Durability == DurabilityInterval {
 		interval = opts.SyncInterval
 	}
-	d.committer = newCommitter(interval)
+	d.committer = newCommitter(interval, opts.SyncParallelism)
 	return d, nil
 }
 
@@ -200,6 +201,9 @@ func (d *Dir) OpenLog(id LogID) (*Log, error) {
 		return nil, err
 	}
 	d.mu.logs[id] = l
+	d.mu.reports = slices.DeleteFunc(d.mu.reports, func(r LogReport) bool {
+		return r.Stream == id.Stream && r.Partition == id.Partition
+	})
 	d.mu.reports = append(d.mu.reports, l.report)
 	if !d.opts.ReadOnly {
 		if err := d.writeReportLocked(); err != nil {

@@ -2,6 +2,8 @@ package segment
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -517,5 +519,86 @@ func flipBit(t *testing.T, mem *vfs.MemFS, file string, pos, bit int) {
 	}
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestCorruptReportFileRecordsTheLoss(t *testing.T) {
+	mem := buildSealedLog(t, 8)
+	flipByte(t, mem, firstSegmentPath(), 20)
+	d := openDir(t, mem, testOptions(12))
+	openLog(t, d)
+	_ = d.Close()
+	data, err := vfs.ReadFile(mem, "/data/"+reportFileName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var report RecoveryReport
+	if err := json.Unmarshal(data, &report); err != nil {
+		t.Fatal(err)
+	}
+	if report.Schema != ReportSchema || len(report.Logs) != 1 || report.Logs[0].Outcome != OutcomeDataLoss ||
+		report.Logs[0].Events[0].Reason != ReasonCorruptSegmentHdr || report.Logs[0].LossRecords != 8 {
+		t.Fatalf("recovery-report.json: %s", data)
+	}
+}
+
+func TestCorruptReadErrorFailsOnlyThatLog(t *testing.T) {
+	mem := vfs.NewMemFS()
+	d := openDir(t, mem, testOptions(13))
+	for _, stream := range []string{"good", "bad"} {
+		l, err := d.OpenLog(LogID{Stream: stream})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitTicket(t, appendBody(t, l, body(0, 10)))
+	}
+	_ = d.Close()
+	readFault := &vfs.Toggle{Match: func(op vfs.Op) bool {
+		return op.Kind == vfs.OpRead && strings.Contains(op.Path, "/bad/")
+	}, Err: vfs.InjectedEIO}
+	readFault.Set(true)
+	d = openDir(t, vfs.Inject(mem, readFault), testOptions(13))
+	defer d.Close()
+	if _, err := d.OpenLog(LogID{Stream: "bad"}); !errors.Is(err, vfs.ErrInjected) {
+		t.Fatalf("a read error during recovery: %v", err)
+	}
+	good, err := d.OpenLog(LogID{Stream: "good"})
+	if err != nil {
+		t.Fatalf("another log must still open: %v", err)
+	}
+	waitTicket(t, appendBody(t, good, body(1, 10)))
+}
+
+func TestCorruptNewerFormatIsRefused(t *testing.T) {
+	mem := buildSealedLog(t, 3)
+	// A segment header from a newer format, with a valid checksum.
+	f, err := mem.OpenFile(firstSegmentPath(), vfs.ReadWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := make([]byte, format.SegmentHeaderSize)
+	if _, err := f.ReadAt(head, 0); err != nil {
+		t.Fatal(err)
+	}
+	head[8] = format.SegmentFormatVersion + 1
+	binary.LittleEndian.PutUint32(head[60:], format.CRC(head[:60]))
+	if _, err := f.WriteAt(head, 0); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	d := openDir(t, mem, testOptions(14))
+	defer d.Close()
+	l := openLog(t, d)
+	if !errors.Is(l.Err(), ErrTooNew) || !errors.Is(l.Err(), ErrFrozen) {
+		t.Fatalf("a newer segment format: %v", l.Err())
+	}
+	if err := mem.MkdirAll("/other"); err != nil {
+		t.Fatal(err)
+	}
+	if err := vfs.WriteFileAtomic(mem, "/other/"+formatFileName, []byte(`{"format":"ironbus-data","version":99}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(mem, "/other", testOptions(14)); !errors.Is(err, ErrTooNew) {
+		t.Fatalf("a newer data directory: %v", err)
 	}
 }

@@ -69,6 +69,8 @@ type mark struct {
 // commit frame (or several when it spans a segment roll).
 type batch struct {
 	buf      []byte // record frames
+	slab     []byte // direct I/O: the aligned allocation buf starts in
+	slabAt   int    // direct I/O: where buf starts in slab
 	first    uint64
 	count    uint64
 	done     chan struct{}
@@ -140,15 +142,15 @@ func (l *Log) TryAppend(body []byte, bodyCRC uint32) (Ticket, error) {
 
 func (l *Log) append(ctx context.Context, bodies [][]byte, crcs []uint32, block bool) (Ticket, error) {
 	frameBytes := 0
-	var hashes [1]uint64
-	for i, body := range bodies {
+	var one [1]uint64
+	hashes := one[:0]
+	for _, body := range bodies {
 		if len(body) > int(l.opts.MaxRecordBytes) {
 			return Ticket{}, fmt.Errorf("%w: body of %d bytes (maximum %d)", ErrRecordTooLarge, len(body), l.opts.MaxRecordBytes)
 		}
 		frameBytes += format.RecordFrameSize(len(body))
-		if i == 0 {
-			hashes[0] = format.BodyHash(body)
-		}
+		// Hash large bodies before taking the lock.
+		hashes = append(hashes, format.BodyHash(body))
 	}
 	now := l.opts.Clock.Now().UnixNano()
 	l.mu.Lock()
@@ -162,11 +164,7 @@ func (l *Log) append(ctx context.Context, bodies [][]byte, crcs []uint32, block 
 		b.first = first
 	}
 	for i, body := range bodies {
-		hash := hashes[0]
-		if i > 0 {
-			hash = format.BodyHash(body)
-		}
-		b.buf = format.AppendRecord(b.buf, l.mu.nextOffset, now, body, crcs[i], hash)
+		b.buf = format.AppendRecord(b.buf, l.mu.nextOffset, now, body, crcs[i], hashes[i])
 		l.mu.nextOffset++
 	}
 	b.count += uint64(len(bodies))

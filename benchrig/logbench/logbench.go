@@ -29,18 +29,22 @@ type Config struct {
 
 // Result is what one append measurement achieved.
 type Result struct {
-	RecordBytes     int     `json:"record_bytes"`
-	Producers       int     `json:"producers"`
-	Logs            int     `json:"logs"`
-	RecordsPerSec   float64 `json:"records_per_sec"`
-	MBPerSec        float64 `json:"mb_per_sec"`
-	SyncsPerSec     float64 `json:"syncs_per_sec"`
-	RecordsPerSync  float64 `json:"records_per_sync"`
-	MeanSyncMicros  float64 `json:"mean_sync_us"`
-	CyclesPerSec    float64 `json:"committer_cycles_per_sec"`
-	IOMode          string  `json:"io_mode"`
-	Preallocation   string  `json:"preallocation"`
-	DurationSeconds float64 `json:"duration_s"`
+	RecordBytes    int     `json:"record_bytes"`
+	Producers      int     `json:"producers"`
+	Logs           int     `json:"logs"`
+	RecordsPerSec  float64 `json:"records_per_sec"`
+	MBPerSec       float64 `json:"mb_per_sec"`
+	SyncsPerSec    float64 `json:"syncs_per_sec"`
+	RecordsPerSync float64 `json:"records_per_sync"`
+	MeanSyncMicros float64 `json:"mean_sync_us"`
+	CyclesPerSec   float64 `json:"committer_cycles_per_sec"`
+	// DeviceBytesPerPayloadByte is what the device wrote (journal and
+	// preallocation included) per record byte acknowledged; 0 when the
+	// platform cannot tell.
+	DeviceBytesPerPayloadByte float64 `json:"device_bytes_per_payload_byte"`
+	IOMode                    string  `json:"io_mode"`
+	Preallocation             string  `json:"preallocation"`
+	DurationSeconds           float64 `json:"duration_s"`
 }
 
 // Run appends from cfg.Producers goroutines, each keeping cfg.InFlight
@@ -69,6 +73,7 @@ func Run(cfg Config) (Result, error) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	before := d.Stats()
+	deviceBefore, deviceErr := deviceWrittenBytes(dir)
 	start := time.Now()
 	for p := 0; p < cfg.Producers; p++ {
 		wg.Add(1)
@@ -83,12 +88,17 @@ func Run(cfg Config) (Result, error) {
 	elapsed := time.Since(start)
 	records := done.Load()
 	after := d.Stats()
+	deviceAfter, _ := deviceWrittenBytes(dir)
 	close(stop)
 	wg.Wait()
 	if errp := failure.Load(); errp != nil {
 		return Result{}, *errp
 	}
-	return summarize(cfg, d, records, elapsed, before, after), nil
+	result := summarize(cfg, d, records, elapsed, before, after)
+	if deviceErr == nil && records > 0 {
+		result.DeviceBytesPerPayloadByte = float64(deviceAfter-deviceBefore) / (float64(records) * float64(cfg.RecordBytes))
+	}
+	return result, nil
 }
 
 func summarize(cfg Config, d *segment.Dir, records uint64, elapsed time.Duration, before, after segment.CommitterStats) Result {

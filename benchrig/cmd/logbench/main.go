@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,6 +31,7 @@ type options struct {
 	preallocation string
 	jsonOutput    bool
 	skipRaw       bool
+	cpuProfile    string
 }
 
 func main() {
@@ -52,12 +54,13 @@ func parseFlags(args []string) (options, error) {
 	flags.IntVar(&opts.runs, "runs", 3, "runs per configuration; the median is reported")
 	sizes := flags.String("sizes", "256,1024,16384", "record body sizes in bytes")
 	producers := flags.String("producers", "1,8,64", "producer counts (one log)")
-	logs := flags.String("logs", "1,4,16", "active log counts for the committer-cycle table (8 producers per log... see -logs-producers)")
+	logs := flags.String("logs", "1,4,16", "active log counts for the committer-cycle table (2 producers per log, 256 B records)")
 	flags.IntVar(&opts.inFlight, "inflight", 256, "appends each producer keeps in flight")
 	flags.StringVar(&opts.ioMode, "io-mode", "buffered", "buffered, direct or auto")
 	flags.StringVar(&opts.preallocation, "preallocation", "fallocate", "fallocate, zero or none")
 	flags.BoolVar(&opts.jsonOutput, "json", false, "print JSON instead of tables")
 	flags.BoolVar(&opts.skipRaw, "skip-raw", false, "do not measure the raw device limits")
+	flags.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the append runs to this file")
 	if err := flags.Parse(args); err != nil {
 		return opts, err
 	}
@@ -107,6 +110,17 @@ func run(opts options) error {
 	}
 	segOpts := segment.Options{IOMode: mode, Preallocation: prealloc}
 	rep := report{Host: logbench.Host()}
+	if opts.cpuProfile != "" {
+		file, err := os.Create(opts.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer file.Close()
+		if err := pprof.StartCPUProfile(file); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	for i := 0; i < opts.runs && !opts.skipRaw; i++ {
 		raw, err := logbench.MeasureRaw(opts.dir, opts.duration)
 		if err != nil {
@@ -167,10 +181,11 @@ func printReport(rep report) {
 			spread(small), spread(bw), len(rep.Raw))
 	}
 	fmt.Println()
-	fmt.Printf("%-8s %-9s %-5s %12s %9s %9s %10s %9s %-8s\n", "record", "producers", "logs", "records/s", "MB/s", "syncs/s", "rec/sync", "sync µs", "io")
+	fmt.Printf("%-8s %-9s %-5s %12s %9s %9s %10s %9s %9s %-8s\n", "record", "producers", "logs", "records/s",
+		"MB/s", "syncs/s", "rec/sync", "sync µs", "dev B/B", "io")
 	for _, r := range append(rep.Appends, rep.Cycles...) {
-		fmt.Printf("%-8d %-9d %-5d %12.0f %9.1f %9.0f %10.1f %9.0f %-8s\n", r.RecordBytes, r.Producers, r.Logs,
-			r.RecordsPerSec, r.MBPerSec, r.SyncsPerSec, r.RecordsPerSync, r.MeanSyncMicros, r.IOMode)
+		fmt.Printf("%-8d %-9d %-5d %12.0f %9.1f %9.0f %10.1f %9.0f %9.2f %-8s\n", r.RecordBytes, r.Producers, r.Logs,
+			r.RecordsPerSec, r.MBPerSec, r.SyncsPerSec, r.RecordsPerSync, r.MeanSyncMicros, r.DeviceBytesPerPayloadByte, r.IOMode)
 	}
 }
 

@@ -1,0 +1,47 @@
+package format
+
+import (
+	"strconv"
+	"testing"
+)
+
+func BenchmarkAppendRecord(b *testing.B) {
+	for _, size := range []int{256, 16384} {
+		body := make([]byte, size)
+		crc := CRC(body)
+		buf := make([]byte, 0, RecordFrameSize(size))
+		b.Run(itoaSize(size), func(b *testing.B) {
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				buf = AppendRecord(buf[:0], 1, 2, body, crc, 0)
+			}
+		})
+	}
+}
+
+func BenchmarkDecodeRecord(b *testing.B) {
+	for _, size := range []int{256, 16384, 1 << 20} {
+		body := make([]byte, size)
+		frame := AppendRecord(nil, 1, 2, body, CRC(body), BodyHash(body))
+		b.Run(itoaSize(size), func(b *testing.B) {
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := DecodeRecord(frame, DefaultMaxBody); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func itoaSize(size int) string {
+	switch {
+	case size >= 1<<20:
+		return strconv.Itoa(size>>20) + "MiB"
+	case size >= 1024:
+		return strconv.Itoa(size>>10) + "KiB"
+	}
+	return strconv.Itoa(size) + "B"
+}

@@ -309,3 +309,36 @@ func TestWaitCommittedFollowsTheLog(t *testing.T) {
 		t.Fatal("WaitCommitted never woke")
 	}
 }
+
+func TestOpenSealedSegmentsAreBounded(t *testing.T) {
+	opts := testOptions(15)
+	opts.MaxOpenSegments = 2
+	d := openDir(t, vfs.NewMemFS(), opts)
+	defer d.Close()
+	l := openLog(t, d)
+	var last Ticket
+	for i := uint64(0); i < 1500; i++ {
+		last = appendBody(t, l, body(i, 400))
+	}
+	waitTicket(t, last)
+	for pass := 0; pass < 2; pass++ { // the second pass reopens evicted segments
+		entries, gaps := readAll(t, l)
+		if len(entries) != 1500 || len(gaps) != 0 {
+			t.Fatalf("pass %d: %d records, %d gaps", pass, len(entries), len(gaps))
+		}
+		mapped := 0
+		for _, seg := range l.segments.Load().segments {
+			seg.mu.Lock()
+			if seg.mu.mapping != nil {
+				mapped++
+			}
+			seg.mu.Unlock()
+		}
+		if mapped > opts.MaxOpenSegments {
+			t.Fatalf("pass %d: %d sealed segments mapped, limit %d", pass, mapped, opts.MaxOpenSegments)
+		}
+	}
+	if got, err := l.OffsetForTime(0); err != nil || got != 0 {
+		t.Fatalf("seek after eviction: %d %v", got, err)
+	}
+}

@@ -223,7 +223,8 @@ func (d *Dir) openLogLocked(id LogID) (*Log, error) {
 			return nil, fmt.Errorf("creating %s: %w", dir, err)
 		}
 	}
-	l := &Log{id: id, dir: d, path: dir, fs: d.fs, opts: &d.opts, streamHash: format.StreamHash(id.Stream)}
+	l := &Log{id: id, dir: d, path: dir, fs: d.fs, opts: &d.opts, streamHash: format.StreamHash(id.Stream),
+		open: newOpenSealed(d.opts.MaxOpenSegments)}
 	l.mu.staging = l.newBatch(nil)
 	l.mu.spaceFreed = make(chan struct{})
 	l.mu.newData = make(chan struct{})

@@ -602,3 +602,50 @@ func TestCorruptNewerFormatIsRefused(t *testing.T) {
 		t.Fatalf("a newer data directory: %v", err)
 	}
 }
+
+func TestCorruptMixedUpFilesFreeze(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		place func(t *testing.T, mem *vfs.MemFS, logPath string)
+	}{
+		{"foreign segment", func(t *testing.T, mem *vfs.MemFS, logPath string) {
+			// A segment of another stream copied under this log's name
+			// for the next base offset.
+			other := path.Join("/data", streamsDirName, "other", "0", segmentFileName(0))
+			data, err := vfs.ReadFile(mem, other)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := vfs.WriteFileAtomic(mem, path.Join(logPath, segmentFileName(1000)), data); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"misnamed segment", func(t *testing.T, mem *vfs.MemFS, logPath string) {
+			if err := mem.Rename(path.Join(logPath, segmentFileName(0)), path.Join(logPath, segmentFileName(1))); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := buildSealedLog(t, 4)
+			d := openDir(t, mem, testOptions(16))
+			other, err := d.OpenLog(LogID{Stream: "other"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitTicket(t, appendBody(t, other, body(0, 10)))
+			_ = d.Close()
+			logPath := path.Join("/data", streamsDirName, DefaultStream, "0")
+			tc.place(t, mem, logPath)
+			d = openDir(t, mem, testOptions(16))
+			defer d.Close()
+			l := openLog(t, d)
+			if !errors.Is(l.Err(), ErrInconsistent) || !errors.Is(l.Err(), ErrFrozen) {
+				t.Fatalf("mixed-up files: %v", l.Err())
+			}
+			if _, err := d.OpenLog(LogID{Stream: "other"}); err != nil {
+				t.Fatalf("the other log must be unaffected: %v", err)
+			}
+		})
+	}
+}

@@ -45,6 +45,7 @@ type Log struct {
 	committed atomic.Pointer[mark]
 	segments  atomic.Pointer[segmentSet]
 	setMu     sync.Mutex // serialises changes to the segment set
+	open      *openSealed
 	maintMu   sync.Mutex // serialises damage repair of sealed segments
 
 	runtimeMu     sync.Mutex

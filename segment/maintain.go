@@ -15,6 +15,7 @@ import (
 func (l *Log) validateSealed(seg *segment) error {
 	l.maintMu.Lock()
 	defer l.maintMu.Unlock()
+	defer l.open.touch(seg)
 	damages, err := seg.ensureValidated(l.opts.MaxRecordBytes)
 	if err != nil || len(damages) == 0 {
 		return err
@@ -114,6 +115,7 @@ func (l *Log) DeleteBefore(floor uint64) (int, error) {
 			return deleted, nil
 		}
 		l.segments.Store(set.without(seg))
+		l.open.forget(seg)
 		if err := l.fs.Remove(seg.path); err != nil {
 			return deleted, fmt.Errorf("retention: removing %s: %w", seg.name, err)
 		}

@@ -135,6 +135,7 @@ const (
 	// DefaultSyncParallelism: 8 concurrent fdatasyncs covered 16 logs at
 	// 2.3x the sequential cycle rate on the reference machine.
 	DefaultSyncParallelism = 8
+	DefaultMaxOpenSegments = 16
 	indexInterval          = 64 << 10
 )
 
@@ -161,6 +162,10 @@ type Options struct {
 	// SyncParallelism bounds the fdatasyncs a committer cycle issues at
 	// once when several logs are dirty (8).
 	SyncParallelism int
+	// MaxOpenSegments bounds the sealed segments per log that stay mapped
+	// with an index after a read (16); beyond it the least recently used
+	// one without a reader is closed.
+	MaxOpenSegments int
 	// IOMode selects buffered, direct or probed I/O.
 	IOMode IOMode
 	// Preallocation selects how segments reserve space.
@@ -195,6 +200,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.SyncInterval == 0 {
 		o.SyncInterval = DefaultSyncInterval
+	}
+	if o.MaxOpenSegments == 0 {
+		o.MaxOpenSegments = DefaultMaxOpenSegments
 	}
 	if o.SyncParallelism == 0 {
 		o.SyncParallelism = DefaultSyncParallelism

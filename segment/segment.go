@@ -33,17 +33,18 @@ type segment struct {
 
 	mu struct {
 		sync.Mutex
-		file      vfs.File // read handle; also the write handle in buffered mode
-		mapping   vfs.Mapping
-		validated bool // sealed: scanned once after mapping
-		footer    format.Footer
-		index     []indexEntry
-		holes     []hole // offset ranges this segment does not hold
-		next      uint64 // one past the last offset held (records or holes)
-		records   uint64
-		minTS     int64
-		maxTS     int64
-		size      int64 // bytes of frames (sealed: footer end)
+		file       vfs.File // read handle; also the write handle in buffered mode
+		mapping    vfs.Mapping
+		validated  bool // sealed: scanned once after mapping
+		indexBuilt bool // index is current (false after closeIdle)
+		footer     format.Footer
+		index      []indexEntry
+		holes      []hole // offset ranges this segment does not hold
+		next       uint64 // one past the last offset held (records or holes)
+		records    uint64
+		minTS      int64
+		maxTS      int64
+		size       int64 // bytes of frames (sealed: footer end)
 	}
 }
 
@@ -157,6 +158,7 @@ func (s *segment) installScan(r *scanResult, holes []hole) {
 	s.mu.minTS, s.mu.maxTS = r.MinTimestamp, r.MaxTimestamp
 	s.mu.size = r.End
 	s.mu.validated = true // a scanned segment needs no first-read scan
+	s.mu.indexBuilt = true
 }
 
 // next returns one past the last offset this segment holds.
@@ -189,6 +191,7 @@ func (s *segment) ensureValidated(maxBody uint32) ([]damage, error) {
 	s.mu.holes = result.Holes
 	s.mu.records = result.Records
 	s.mu.validated = true
+	s.mu.indexBuilt = true
 	return result.Damage, nil
 }
 
@@ -249,6 +252,7 @@ func (s *segment) addHoles(holes []hole) {
 func (s *segment) locate(offset uint64) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.ensureIndexLocked()
 	index := s.mu.index
 	i := sort.Search(len(index), func(i int) bool { return index[i].Offset > offset })
 	if i == 0 {
@@ -262,6 +266,7 @@ func (s *segment) locate(offset uint64) int64 {
 func (s *segment) locateTime(ts int64) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.ensureIndexLocked()
 	index := s.mu.index
 	// PriorMaxTimestamp is non-decreasing: the first entry whose prior
 	// maximum reaches ts starts just after the block holding the answer.

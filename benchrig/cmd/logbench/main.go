@@ -173,12 +173,16 @@ func median(opts options, cfg logbench.Config) (logbench.Result, error) {
 func printReport(rep report) {
 	fmt.Println("host:", rep.Host)
 	if len(rep.Raw) > 0 {
-		small, bw := []float64{}, []float64{}
+		var small, warm, fallocated, direct []float64
 		for _, r := range rep.Raw {
-			small, bw = append(small, r.SmallSyncsPerSec), append(bw, r.BandwidthMBps)
+			small, warm = append(small, r.SmallSyncsPerSec), append(warm, r.BandwidthMBps)
+			fallocated, direct = append(fallocated, r.FallocateMBps), append(direct, r.DirectMBps)
 		}
-		fmt.Printf("raw device: 256 B write+fdatasync %s/s; 1 MiB write+fdatasync %s MB/s (min/median/max of %d)\n",
-			spread(small), spread(bw), len(rep.Raw))
+		fmt.Printf("raw device (min/median/max of %d runs):\n", len(rep.Raw))
+		fmt.Printf("  256 B write + fdatasync, zero-filled file:        %s per second\n", spread(small))
+		fmt.Printf("  1 MiB write + fdatasync, zero-filled, page cache: %s MB/s\n", spread(warm))
+		fmt.Printf("  1 MiB write + fdatasync, fallocated file:         %s MB/s\n", spread(fallocated))
+		fmt.Printf("  1 MiB O_DIRECT write + fdatasync, fallocated:     %s MB/s\n", spread(direct))
 	}
 	fmt.Println()
 	fmt.Printf("%-8s %-9s %-5s %12s %9s %9s %10s %9s %9s %-8s\n", "record", "producers", "logs", "records/s",

@@ -456,6 +456,10 @@ func (l *Log) Report() LogReport {
 		report.finish(nil, timeZero, timeZero)
 		report.DurationMicros = l.report.DurationMicros
 	}
+	report.KnownGaps = 0
+	for _, seg := range l.segments.Load().segments {
+		report.KnownGaps += seg.stats().KnownGaps
+	}
 	return report
 }
 

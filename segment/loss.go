@@ -106,16 +106,18 @@ type LogReport struct {
 	Stream    string `json:"stream"`
 	Partition uint32 `json:"partition"`
 	// Outcome is one of clean, torn_tail_truncated, data_loss, frozen.
-	Outcome        string      `json:"outcome"`
-	Segments       int         `json:"segments"`
-	Bytes          int64       `json:"bytes"`
-	ScannedBytes   int64       `json:"scanned_bytes"`
-	FirstOffset    uint64      `json:"first_offset"`
-	NextOffset     uint64      `json:"next_offset"`
-	Records        uint64      `json:"records_scanned"`
-	TornTailBytes  int64       `json:"torn_tail_bytes"`
-	LossBytes      int64       `json:"data_loss_bytes"`
-	LossRecords    uint64      `json:"data_loss_records"`
+	Outcome       string `json:"outcome"`
+	Segments      int    `json:"segments"`
+	Bytes         int64  `json:"bytes"`
+	ScannedBytes  int64  `json:"scanned_bytes"`
+	FirstOffset   uint64 `json:"first_offset"`
+	NextOffset    uint64 `json:"next_offset"`
+	Records       uint64 `json:"records_scanned"`
+	TornTailBytes int64  `json:"torn_tail_bytes"`
+	LossBytes     int64  `json:"data_loss_bytes"`
+	LossRecords   uint64 `json:"data_loss_records"`
+	// KnownGaps counts offsets in gaps an earlier recovery or read found
+	// and covered with skip frames (for sealed segments, once read).
 	KnownGaps      uint64      `json:"known_gap_records"`
 	Events         []LossEvent `json:"events"`
 	Frozen         string      `json:"frozen,omitempty"`

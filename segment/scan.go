@@ -34,6 +34,9 @@ type hole struct {
 	Start  int64 // byte range of the region in the segment
 	End    int64
 	Reason Reason
+	// Known marks a gap found as a skip frame: reported when an earlier
+	// recovery or read found it, not now.
+	Known bool
 }
 
 // damage is a damaged region found by a scan: the batch starting at Start
@@ -269,7 +272,7 @@ func (s *scanner) skip() error {
 	}
 	end := s.pos + int64(k.Length)
 	s.result.Holes = append(s.result.Holes, hole{First: k.FirstLost, Count: k.LostCount,
-		Start: s.pos, End: end, Reason: Reason(k.ReasonCode)})
+		Start: s.pos, End: end, Reason: Reason(k.ReasonCode), Known: true})
 	s.pos = end
 	s.acceptUpTo(end, k.FirstLost+k.LostCount)
 	return nil

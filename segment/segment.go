@@ -293,11 +293,18 @@ func (s *segment) holeAt(offset uint64) (hole, bool) {
 func (s *segment) stats() segmentStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return segmentStats{Name: s.name, Base: s.base, Next: s.mu.next, Records: s.mu.records,
+	stats := segmentStats{Name: s.name, Base: s.base, Next: s.mu.next, Records: s.mu.records,
 		Sealed: s.sealed.Load(), Bytes: s.mu.size, MinTimestamp: s.mu.minTS, MaxTimestamp: s.mu.maxTS}
+	for _, h := range s.mu.holes {
+		if h.Known {
+			stats.KnownGaps += h.Count
+		}
+	}
+	return stats
 }
 
 type segmentStats struct {
+	KnownGaps    uint64 // records in gaps found as skip frames
 	Name         string
 	Base, Next   uint64
 	Records      uint64

@@ -35,14 +35,15 @@ func newRootCmd(opts *globalOptions) *cobra.Command {
 		Short: "IronBus: a durable, crash-safe message broker",
 		Long: `ironbus is the command line of IronBus, a durable, crash-safe message broker.
 
-The commands available today work offline on a data directory: they open it
-read-only, take a shared lock so they never race a running broker, and never
-create or change a file.
+The commands available today work offline on a data directory and take its
+lock, so they never race a running broker. All but repair --apply open it
+read-only and never create or change a file.
 
   version   what this binary is and which on-disk formats it understands
   verify    check every log for damage and report it, with exit codes for scripts
   peek      show a few records of a log, for a human
   dump      print records of a log as NDJSON, for programs
+  repair    quarantine damage above the recovery caps and make logs writable again
 
 Exit codes: 0 clean, 1 usage, 2 not found, 3 damage found, 4 unreadable,
 5 locked by a running broker, 70 internal error. See docs/CLI.md.`,
@@ -61,6 +62,7 @@ Exit codes: 0 clean, 1 usage, 2 not found, 3 damage found, 4 unreadable,
 		newVerifyCmd(opts),
 		newPeekCmd(opts),
 		newDumpCmd(opts),
+		newRepairCmd(opts),
 	)
 	return root
 }

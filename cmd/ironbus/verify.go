@@ -77,11 +77,12 @@ several logs the most serious outcome wins.`,
 	addDataDirFlag(cmd, &verify.dataDir)
 	cmd.Flags().StringVar(&verify.stream, "stream", "", "check only the logs of this stream (default: every stream)")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print one JSON object (schema "+verifySchema+")")
-	cmd.RunE = classified(func() error { return runVerify(opts, verify) })
+	cmd.RunE = classified(func() error { return runVerifyAs(opts, verify, "verify") })
 	return cmd
 }
 
-func runVerify(opts *globalOptions, verify *verifyOptions) error {
+// runVerifyAs runs verify; repair without --apply runs it too, as its plan.
+func runVerifyAs(opts *globalOptions, verify *verifyOptions, what string) error {
 	if err := requireDataDir(verify.dataDir); err != nil {
 		return err
 	}
@@ -120,7 +121,7 @@ func runVerify(opts *globalOptions, verify *verifyOptions) error {
 		return nil
 	}
 	return &exitError{code: output.ExitCode, reported: true,
-		err: fmt.Errorf("verify found problems in %s", verify.dataDir)}
+		err: fmt.Errorf("%s found problems in %s", what, verify.dataDir)}
 }
 
 // selectLogs lists the logs to check in a stable order, keeping only the

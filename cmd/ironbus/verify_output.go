@@ -30,6 +30,9 @@ func writeLogLine(text *strings.Builder, result verifiedLog) {
 	for _, event := range report.Events {
 		fmt.Fprintf(text, "  %s\n", describeEvent(event))
 	}
+	if report.KnownGaps > 0 {
+		fmt.Fprintf(text, "  known gaps: %s lost earlier, already reported and quarantined\n", plural(report.KnownGaps, "offset"))
+	}
 	if report.Frozen != "" {
 		fmt.Fprintf(text, "  frozen read-only: %s\n", report.Frozen)
 	}
@@ -96,8 +99,8 @@ func writeVerifySummary(text *strings.Builder, output verifyOutput) {
 		plural(uint64(len(output.Logs)), "log"), output.DataDir, clean, damaged, unreadable, notFound,
 		plural(lostRecords, "record"), lostBytes, tornTails, pluralWord(tornTails, "tail"), tornBytes)
 	if damaged > 0 {
-		fmt.Fprintf(text, "hint: run `ironbus repair --data-dir %s` to quarantine the damage and resume writing "+
-			"(coming: ironbus repair is not in this build yet)\n", output.DataDir)
+		fmt.Fprintf(text, "hint: run `ironbus repair --data-dir %s --apply` (broker stopped) to quarantine the "+
+			"damage and make the logs writable again\n", output.DataDir)
 	}
 	if unreadable > 0 {
 		fmt.Fprintf(text, "hint: for unreadable logs, check the disk and the kernel log, and that this binary "+

@@ -25,13 +25,7 @@ func TestRelaxedDurabilityNeedsConsent(t *testing.T) {
 func TestIntervalDurabilityAcksBeforeSync(t *testing.T) {
 	for _, durability := range []Durability{DurabilityInterval, DurabilityNone} {
 		t.Run(durability.String(), func(t *testing.T) {
-			var syncs atomic.Int64
-			counter := vfs.InjectorFunc(func(op vfs.Op) error {
-				if op.Kind == vfs.OpSyncData {
-					syncs.Add(1)
-				}
-				return nil
-			})
+			syncs, counter := countOps(vfs.OpSyncData)
 			opts := testOptions(2)
 			opts.Durability, opts.AcceptRelaxedDurability = durability, true
 			opts.SyncInterval = time.Hour
@@ -54,13 +48,7 @@ func TestIntervalDurabilityAcksBeforeSync(t *testing.T) {
 }
 
 func TestSyncDurabilityGroupsCommits(t *testing.T) {
-	var syncs atomic.Int64
-	counter := vfs.InjectorFunc(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSyncData {
-			syncs.Add(1)
-		}
-		return nil
-	})
+	syncs, counter := countOps(vfs.OpSyncData)
 	opts := testOptions(3)
 	opts.SegmentSize = 8 << 20
 	d := openDir(t, vfs.Inject(vfs.NewMemFS(), counter), opts)
@@ -341,4 +329,16 @@ func TestOpenSealedSegmentsAreBounded(t *testing.T) {
 	if got, err := l.OffsetForTime(0); err != nil || got != 0 {
 		t.Fatalf("seek after eviction: %d %v", got, err)
 	}
+}
+
+// countOps returns an injector that fails nothing and counts operations of
+// kind, and the counter it adds to.
+func countOps(kind vfs.OpKind) (*atomic.Int64, vfs.Injector) {
+	var count atomic.Int64
+	return &count, vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == kind {
+			count.Add(1)
+		}
+		return nil
+	})
 }

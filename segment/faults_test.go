@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -647,5 +648,44 @@ func TestCorruptMixedUpFilesFreeze(t *testing.T) {
 				t.Fatalf("the other log must be unaffected: %v", err)
 			}
 		})
+	}
+}
+
+func TestFsyncErrorStopsTheCommittedMark(t *testing.T) {
+	// A sync fails while more batches are already written: nothing after
+	// the failure may become committed, even if a later sync succeeds.
+	mem := vfs.NewMemFS()
+	var armed, failed atomic.Bool
+	fault := vfs.InjectorFunc(func(op vfs.Op) error {
+		if armed.Load() && op.Kind == vfs.OpSyncData && isLogFile(op.Path) && failed.CompareAndSwap(false, true) {
+			return vfs.InjectedEIO
+		}
+		return nil
+	})
+	d := openDir(t, mem, testOptions(17))
+	defer d.Close()
+	l := openLog(t, d)
+	waitTicket(t, appendBody(t, l, body(0, 10)))
+	_ = d.Close()
+	d = openDir(t, vfs.Inject(mem, fault), testOptions(17))
+	l = openLog(t, d)
+	armed.Store(true) // one fdatasync fails; the ones after it succeed
+	before := l.Committed()
+	var tickets []Ticket
+	for i := uint64(1); i < 200; i++ {
+		ticket, err := l.Append(context.Background(), body(i, 100), crc(body(i, 100)))
+		if err != nil {
+			break
+		}
+		tickets = append(tickets, ticket)
+	}
+	for _, ticket := range tickets {
+		if err := ticket.Wait(context.Background()); err == nil {
+			t.Fatalf("offset %d acknowledged after a failed fdatasync", ticket.First)
+		}
+	}
+	time.Sleep(10 * time.Millisecond) // let any in-flight cycle finish
+	if got := l.Committed(); got != before {
+		t.Fatalf("committed mark moved from %d to %d after the failed sync", before, got)
 	}
 }

@@ -267,11 +267,13 @@ func (l *Log) Err() error {
 }
 
 // advanceCommitted publishes a new committed mark and completes every batch
-// it covers. Marks only move forward.
+// it covers. Marks only move forward, and never after the log froze: a
+// sync that succeeds after one failed proves nothing about the bytes
+// written before the failure.
 func (l *Log) advanceCommitted(m mark) {
 	var done []*batch
 	l.mu.Lock()
-	if m.next <= l.committed.Load().next {
+	if m.next <= l.committed.Load().next || l.mu.failure != nil {
 		l.mu.Unlock()
 		return
 	}

@@ -1,0 +1,145 @@
+package wire
+
+import (
+	"fmt"
+	"time"
+)
+
+// Code is a structured error code. The numbers are the protocol: never
+// reuse one; add new ones at the end.
+type Code uint16
+
+// Error codes of protocol version 1.
+const (
+	CodeMalformed         Code = 1  // a frame or body does not parse; the connection closes
+	CodeFrameTooLarge     Code = 2  // a frame exceeds the negotiated maximum; the connection closes
+	CodeUnknownType       Code = 3  // a frame type this server does not know
+	CodeVersion           Code = 4  // no protocol version in common; the connection closes
+	CodeHandshake         Code = 5  // a frame before Hello, or a second Hello; the connection closes
+	CodeInvalidName       Code = 6  // a stream or group name fails validation
+	CodeRecordTooLarge    Code = 7  // a record body exceeds the maximum record size
+	CodeChecksum          Code = 8  // the record body does not match its CRC32C
+	CodeFrozen            Code = 9  // the log is read-only after a storage failure
+	CodeNoSpace           Code = 10 // the disk is full; retry later
+	CodeBusy              Code = 11 // a limit is reached (window, connections); retry later
+	CodeNotFound          Code = 12 // no such stream, partition or group
+	CodeTimeout           Code = 13 // idle or handshake timeout; the connection closes
+	CodeShuttingDown      Code = 14 // the broker is draining; reconnect elsewhere or later
+	CodeInvalidRequest    Code = 15 // a field has a value the request cannot have
+	CodeInternal          Code = 16 // a bug in the broker; reported, the request failed
+	CodeTooManyConns      Code = 17 // the broker is at its connection limit; the connection closes
+	CodeUnsupportedMode   Code = 18 // a consume mode this broker does not serve yet
+	CodeGroupModeMismatch Code = 19 // the group exists with another consume mode
+)
+
+// CodeInfo describes an error code for docs and tests.
+type CodeInfo struct {
+	Code      Code
+	Name      string
+	Retryable bool
+	Closes    bool // the server closes the connection after sending it
+}
+
+var codeInfo = []CodeInfo{
+	{CodeMalformed, "malformed", false, true},
+	{CodeFrameTooLarge, "frame_too_large", false, true},
+	{CodeUnknownType, "unknown_type", false, false},
+	{CodeVersion, "version", false, true},
+	{CodeHandshake, "handshake", false, true},
+	{CodeInvalidName, "invalid_name", false, false},
+	{CodeRecordTooLarge, "record_too_large", false, false},
+	{CodeChecksum, "checksum", false, false},
+	{CodeFrozen, "frozen", false, false},
+	{CodeNoSpace, "no_space", true, false},
+	{CodeBusy, "busy", true, false},
+	{CodeNotFound, "not_found", false, false},
+	{CodeTimeout, "timeout", true, true},
+	{CodeShuttingDown, "shutting_down", true, true},
+	{CodeInvalidRequest, "invalid_request", false, false},
+	{CodeInternal, "internal", false, false},
+	{CodeTooManyConns, "too_many_connections", true, true},
+	{CodeUnsupportedMode, "unsupported_mode", false, false},
+	{CodeGroupModeMismatch, "group_mode_mismatch", false, false},
+}
+
+// Codes lists every error code of this protocol version.
+func Codes() []CodeInfo { return append([]CodeInfo(nil), codeInfo...) }
+
+// Info returns the description of c; unknown codes (from a newer peer)
+// are not retryable and do not close.
+func (c Code) Info() CodeInfo {
+	if c >= 1 && int(c) <= len(codeInfo) {
+		return codeInfo[c-1]
+	}
+	return CodeInfo{Code: c, Name: fmt.Sprintf("code_%d", uint16(c))}
+}
+
+func (c Code) String() string { return c.Info().Name }
+
+// Error flag bits.
+const (
+	errorFlagRetryable = 1 << 0
+	errorFlagCloses    = 1 << 1
+)
+
+// Error is the body of an Error frame, and a Go error.
+type Error struct {
+	Code       Code
+	Retryable  bool
+	Closes     bool          // the server closes the connection after it
+	RetryAfter time.Duration // a hint; zero when none (millisecond precision)
+	Message    string
+}
+
+// NewError builds an Error with the code's defaults.
+func NewError(code Code, format string, args ...any) *Error {
+	info := code.Info()
+	return &Error{Code: code, Retryable: info.Retryable, Closes: info.Closes, Message: fmt.Sprintf(format, args...)}
+}
+
+func (e *Error) Error() string {
+	s := fmt.Sprintf("ironbus: %s (code %d)", e.Message, uint16(e.Code))
+	if e.Retryable {
+		s += "; retryable"
+		if e.RetryAfter > 0 {
+			s += " after " + e.RetryAfter.String()
+		}
+	}
+	return s
+}
+
+// Is matches another *Error with the same code, so callers can write
+// errors.Is(err, &wire.Error{Code: wire.CodeNoSpace}).
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// Type implements Message.
+func (*Error) Type() Type { return TypeError }
+
+// AppendBody implements Message.
+func (e *Error) AppendBody(dst []byte) []byte {
+	var flags uint8
+	if e.Retryable {
+		flags |= errorFlagRetryable
+	}
+	if e.Closes {
+		flags |= errorFlagCloses
+	}
+	dst = le.AppendUint16(dst, uint16(e.Code))
+	dst = append(dst, flags)
+	dst = le.AppendUint32(dst, uint32(min(e.RetryAfter.Milliseconds(), 1<<32-1)))
+	return appendString16(dst, e.Message)
+}
+
+// DecodeError decodes an Error body.
+func DecodeError(body []byte) (*Error, error) {
+	r := reader{buf: body, what: "Error"}
+	e := &Error{Code: Code(r.u16("code"))}
+	flags := r.u8("flags")
+	e.RetryAfter = time.Duration(r.u32("retry after")) * time.Millisecond
+	e.Message = string(r.bytes16("message"))
+	e.Retryable, e.Closes = flags&errorFlagRetryable != 0, flags&errorFlagCloses != 0
+	return e, r.done()
+}

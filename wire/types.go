@@ -1,0 +1,71 @@
+package wire
+
+import "fmt"
+
+// Type identifies a frame. The numbers are the protocol: never reuse one.
+type Type uint8
+
+// Frame types of protocol version 1.
+const (
+	TypeHello      Type = 1  // C→S: first frame; version range, capabilities, limits
+	TypeWelcome    Type = 2  // S→C: answers Hello
+	TypePing       Type = 3  // either way: liveness; answered by Pong
+	TypePong       Type = 4  // answers Ping with its payload
+	TypeProduce    Type = 5  // C→S: one record for a stream partition
+	TypeProduceAck Type = 6  // S→C: the record is durable at an offset
+	TypeConsume    Type = 7  // C→S: fetch records for a group, with a mode
+	TypeDeliver    Type = 8  // S→C: one record answering a Consume
+	TypeConsumeEnd Type = 9  // S→C: ends the answer to a Consume
+	TypeAck        Type = 10 // C→S: acknowledge or return leased records
+	TypeAckResult  Type = 11 // S→C: outcome of each entry of an Ack
+	TypeGap        Type = 12 // S→C: offsets a consumer will never see, and why
+	TypeError      Type = 13 // S→C: structured error answering a request
+)
+
+// TypeInfo describes a frame type for docs and tests.
+type TypeInfo struct {
+	Type      Type
+	Name      string
+	Direction string // "C→S", "S→C" or "both"
+}
+
+var typeInfo = []TypeInfo{
+	{TypeHello, "Hello", "C→S"},
+	{TypeWelcome, "Welcome", "S→C"},
+	{TypePing, "Ping", "both"},
+	{TypePong, "Pong", "both"},
+	{TypeProduce, "Produce", "C→S"},
+	{TypeProduceAck, "ProduceAck", "S→C"},
+	{TypeConsume, "Consume", "C→S"},
+	{TypeDeliver, "Deliver", "S→C"},
+	{TypeConsumeEnd, "ConsumeEnd", "S→C"},
+	{TypeAck, "Ack", "C→S"},
+	{TypeAckResult, "AckResult", "S→C"},
+	{TypeGap, "Gap", "S→C"},
+	{TypeError, "Error", "S→C"},
+}
+
+// Types lists every frame type of this protocol version.
+func Types() []TypeInfo { return append([]TypeInfo(nil), typeInfo...) }
+
+// Known reports whether t is a frame type of this protocol version.
+func (t Type) Known() bool { return t >= TypeHello && t <= TypeError }
+
+func (t Type) String() string {
+	if t.Known() {
+		return typeInfo[t-1].Name
+	}
+	return fmt.Sprintf("type(%d)", uint8(t))
+}
+
+// Capability bits, announced in Hello and Welcome; the connection has the
+// bits both sides set.
+const (
+	// CapGapAdvisory: the client understands Gap frames inside a consume.
+	CapGapAdvisory uint64 = 1 << 0
+	// CapLongPoll: Consume may wait for new records (wait_ms > 0).
+	CapLongPoll uint64 = 1 << 1
+)
+
+// Capabilities this implementation supports.
+const Capabilities = CapGapAdvisory | CapLongPoll

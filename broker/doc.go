@@ -1,8 +1,27 @@
-// Package broker will own streams, partitions and the subject routing trie,
-// the engine tying logs and consumer groups together, configuration and
-// profiles, metrics, the health and admin HTTP endpoints, and auth.
+// Package broker ties logs, consumer groups and connections together: it
+// implements loop.Handler, so it sees frames, never sockets.
 //
-// Invariant: no allocation on the produce and consume hot paths.
+// Built so far (the serve issue): streams (one partition each, created on
+// first use), the produce path, work-group consume with leases, ack and
+// nack, connection limits and timeouts. Issue by issue it grows the rest
+// of DESIGN.md's broker: partitions and subject routing, profiles and
+// config, metrics and health, auth.
 //
-// Not built yet: see the serve issue.
+// The produce path, per connection:
+//
+//	read ──▶ parse frames ──▶ verify body CRC, validate ──▶ run of records
+//	for one log ──▶ one AppendBatch (copies into the log's staging batch;
+//	blocks, and so stops reading this connection, while the log's staging
+//	buffer is full) ──▶ ack group {ticket, request ids} queued to the
+//	connection's writer ──▶ the writer waits for the ticket (the covering
+//	fdatasync) and writes every ProduceAck that is ready in one write.
+//
+// Credit: a connection has at most Window produce requests read and not yet
+// acknowledged; beyond that it is not read (backpressure, never a drop).
+//
+// Invariants: an acknowledgement means the record is durable (the ticket
+// completed after its fdatasync); the produce path does not allocate per
+// message in steady state; a bad frame gets a structured error and, when
+// the byte stream can no longer be trusted, the connection is closed —
+// never a panic, and other connections are unaffected.
 package broker

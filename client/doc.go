@@ -1,7 +1,90 @@
-// Package client will be the Go SDK: a pipelined, full-duplex producer,
-// work and streaming consumers, and admin calls.
+// Package client is the Go SDK of IronBus: a connection speaking the
+// client protocol (docs/WIRE.md), an awaited and a pipelined producer, a
+// work-mode consumer (Fetch, Ack, Nack) and Ping.
 //
-// Invariant: the client never hides an error from its caller.
+// Invariant: the client never hides an error from its caller. Every
+// record sent gets an answer: an Ack, the server's error, or the reason
+// the connection failed.
 //
-// Not built yet: see the serve issue.
+// # Connecting
+//
+// Dial opens one TCP connection and completes the handshake (Hello,
+// then Welcome or a refusal returned as a *wire.Error). A Client is safe
+// for concurrent use: every call is a request with its own request id,
+// replies are matched by id in whatever order they arrive, and one reader
+// goroutine and one writer goroutine serve all callers. Frames from
+// concurrent callers are batched into few writes. Every call takes a
+// context; ServerInfo reports the server's limits.
+//
+// # Delivery guarantees
+//
+// An Ack (from Produce, or in a producer's Result) means the record is
+// durable: with the broker's default durability the broker acknowledges
+// only after the fdatasync that covers the record. Each record body is
+// framed here and carries a CRC32C computed here; the broker verifies
+// and stores it as sent, and Fetch verifies it again on the way out, so
+// corruption anywhere in between is detected (ErrCorruptDelivery) and a
+// corrupt record is never handed to the caller.
+//
+// Producing is at-least-once. When a produce fails without an answer (its
+// context ended, the connection broke, or a closing error arrived), the
+// record may or may not have been stored: the broker may have stored it
+// and lost only the ack. Retrying such a record can store it twice. A
+// produce answered by an error that is not about the connection (a
+// *wire.Error such as no_space or busy) was not stored.
+//
+// Consuming is at-least-once too: Fetch leases records to the group; a
+// record not acknowledged before its lease expires is delivered again
+// (Attempt counts the deliveries). Ack commits records, Nack returns them
+// for redelivery after a delay; a stale lease (the record was leased
+// again meanwhile) is fenced and reported as AckStale.
+//
+// # Reconnecting is explicit
+//
+// The client never reconnects on its own. When the connection breaks,
+// every pending call fails with an error wrapping ErrConnectionLost (and
+// the cause: an I/O error, or the server's closing *wire.Error), and so
+// does every later call on that Client. To carry on, Dial again and
+// decide what to resend, knowing that unacknowledged records may already
+// be stored. Close fails pending calls with ErrClosed.
+//
+// # The window and ordering
+//
+// The server announces a produce window in Welcome: how many Produce
+// requests it reads ahead of their acks. The client never has more than
+// min(Options.Window, the server's window) produce requests unanswered
+// on a connection (Client.Window), across all producers and awaited
+// Produce calls together; a caller beyond it waits (or gets
+// ErrWindowFull from TrySend). An abandoned Produce keeps its place until
+// the server answers it, so cancellation can never overfill the window.
+//
+// A Producer pipelines: Send returns as soon as the record is queued,
+// and up to the producer's window of records are in flight. Records are
+// written in the order of Send, so the broker stores them in that order;
+// acks may come back in any order, but Results delivers them in send
+// order, numbered by Sequence. Results is buffered to the window; Flush
+// waits until every record sent so far has its result, without needing
+// anyone to read Results. Send blocks once a window's worth of results
+// sits unread on Results on top of a full window of records, so read
+// Results (until Close closes it).
+//
+// # Errors
+//
+// Errors the server sends are returned as the *wire.Error value itself
+// (code, retryable flag, retry-after hint, message): use
+// errors.Is(err, &wire.Error{Code: wire.CodeNoSpace}) or errors.As. The
+// client's own errors are sentinels wrapped with detail: ErrClosed,
+// ErrConnectionLost, ErrWindowFull, ErrRecordTooLarge (checked against the
+// server's limits before sending), ErrCorruptDelivery and
+// ErrUnsupportedRecord (reported by Fetch as a *DeliveryError alongside
+// the records that did verify), ErrProtocol and ErrInvalidArgument. A
+// context that ends returns ctx.Err(); the connection stays usable and a
+// late reply is dropped.
+//
+// # Costs
+//
+// In steady state Producer.Send and Produce allocate nothing: encode
+// buffers are reused, in-flight requests live in a preallocated table
+// indexed by request id, and results in a ring. Fetch copies each record
+// once, so the returned Messages own their bytes.
 package client

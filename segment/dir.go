@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -80,7 +81,7 @@ func (d *Dir) openReadOnly() error {
 	}
 	lock, err := d.fs.Lock(d.path, false)
 	if err != nil {
-		return lockError(err)
+		return d.lockError(err)
 	}
 	d.lock = lock
 	return d.checkFormat()
@@ -94,9 +95,14 @@ func (d *Dir) openWritable() error {
 	// tool always contend on the same object, whatever files exist.
 	lock, err := d.fs.Lock(d.path, true)
 	if err != nil {
-		return lockError(err)
+		return d.lockError(err)
 	}
 	d.lock = lock
+	if d.opts.Owner != "" {
+		// Informational only, so a plain write: a stale file after a crash
+		// is overwritten by the next holder.
+		_ = vfs.WriteFileAtomic(d.fs, path.Join(d.path, ownerFileName), []byte(d.opts.Owner+"\n"))
+	}
 	if err := d.checkFormat(); errors.Is(err, ErrNotFound) {
 		data, _ := json.Marshal(formatFile{Format: "ironbus-data", Version: DataFormatVersion})
 		if err := vfs.WriteFileAtomic(d.fs, path.Join(d.path, formatFileName), append(data, '\n')); err != nil {
@@ -117,11 +123,16 @@ func (d *Dir) openWritable() error {
 	return nil
 }
 
-func lockError(err error) error {
-	if errors.Is(err, vfs.ErrLocked) {
-		return fmt.Errorf("%w: %w", ErrLocked, err)
+// lockError explains a lock conflict, naming the holder when it said who
+// it is.
+func (d *Dir) lockError(err error) error {
+	if !errors.Is(err, vfs.ErrLocked) {
+		return err
 	}
-	return err
+	if owner, readErr := vfs.ReadFile(d.fs, path.Join(d.path, ownerFileName)); readErr == nil && len(owner) > 0 {
+		return fmt.Errorf("%w: held by %s: %w", ErrLocked, strings.TrimSpace(string(owner)), err)
+	}
+	return fmt.Errorf("%w: %w", ErrLocked, err)
 }
 
 // checkFormat reads FORMAT; a missing file is ErrNotFound, a newer version

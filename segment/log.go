@@ -142,16 +142,22 @@ func (l *Log) TryAppend(body []byte, bodyCRC uint32) (Ticket, error) {
 }
 
 func (l *Log) append(ctx context.Context, bodies [][]byte, crcs []uint32, block bool) (Ticket, error) {
-	frameBytes := 0
-	var one [1]uint64
-	hashes := one[:0]
+	frameBytes, large := 0, false
 	for _, body := range bodies {
 		if len(body) > int(l.opts.MaxRecordBytes) {
 			return Ticket{}, fmt.Errorf("%w: body of %d bytes (maximum %d)", ErrRecordTooLarge, len(body), l.opts.MaxRecordBytes)
 		}
 		frameBytes += format.RecordFrameSize(len(body))
-		// Hash large bodies before taking the lock.
-		hashes = append(hashes, format.BodyHash(body))
+		large = large || len(body) >= format.XXH3Threshold
+	}
+	// Large bodies are hashed before taking the lock; small ones have no
+	// hash, so the common batch allocates nothing here.
+	var hashes []uint64
+	if large {
+		hashes = make([]uint64, len(bodies))
+		for i, body := range bodies {
+			hashes[i] = format.BodyHash(body)
+		}
 	}
 	now := l.opts.Clock.Now().UnixNano()
 	l.mu.Lock()
@@ -165,7 +171,11 @@ func (l *Log) append(ctx context.Context, bodies [][]byte, crcs []uint32, block 
 		b.first = first
 	}
 	for i, body := range bodies {
-		b.buf = format.AppendRecord(b.buf, l.mu.nextOffset, now, body, crcs[i], hashes[i])
+		var hash uint64
+		if hashes != nil {
+			hash = hashes[i]
+		}
+		b.buf = format.AppendRecord(b.buf, l.mu.nextOffset, now, body, crcs[i], hash)
 		l.mu.nextOffset++
 	}
 	b.count += uint64(len(bodies))

@@ -50,6 +50,7 @@ const (
 	quarantineDirName = "quarantine"
 	formatFileName    = "FORMAT"
 	reportFileName    = "recovery-report.json"
+	ownerFileName     = "OWNER"
 	segmentSuffix     = ".seg"
 	prepareSuffix     = ".prepare"
 	offsetDigits      = 20

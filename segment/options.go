@@ -179,6 +179,10 @@ type Options struct {
 	// LossCapFraction is the per-recovery loss cap as a fraction of the
 	// log's bytes (0.01); the cap is never below one segment.
 	LossCapFraction float64
+	// Owner describes the process holding the directory (pid, command,
+	// address). A writer records it beside the lock, and ErrLocked quotes
+	// it, so "locked" names its holder.
+	Owner string
 	// Clock stamps records; the system clock by default.
 	Clock Clock
 	// Logger receives recovery reports, freezes and mode choices.

@@ -125,7 +125,7 @@ func (r *recovery) list() error {
 			}
 			continue
 		}
-		if !strings.HasSuffix(name, prepareSuffix) {
+		if !strings.HasSuffix(name, prepareSuffix) && name != checkpointDirName {
 			l.opts.Logger.Warn("unknown file in log directory, left alone", "log", l.id.String(), "file", name)
 		}
 	}

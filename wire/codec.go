@@ -61,8 +61,15 @@ func (r *reader) u64(field string) uint64 {
 }
 
 // bytes16 reads a u16-length-prefixed field; the result aliases the body.
+// The length is read inline: naming it by concatenation would allocate on
+// every call, failing or not.
 func (r *reader) bytes16(field string) []byte {
-	n := int(r.u16(field + " length"))
+	if len(r.buf) < 2 {
+		r.fail(field, 2)
+		return nil
+	}
+	n := int(le.Uint16(r.buf))
+	r.buf = r.buf[2:]
 	if len(r.buf) < n {
 		r.fail(field, n)
 		return nil

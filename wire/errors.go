@@ -89,6 +89,9 @@ type Error struct {
 	Closes     bool          // the server closes the connection after it
 	RetryAfter time.Duration // a hint; zero when none (millisecond precision)
 	Message    string
+	// otherFlags keeps flag bits this version does not know, so a newer
+	// peer's flags survive a decode and re-encode.
+	otherFlags uint8
 }
 
 // NewError builds an Error with the code's defaults.
@@ -120,7 +123,7 @@ func (*Error) Type() Type { return TypeError }
 
 // AppendBody implements Message.
 func (e *Error) AppendBody(dst []byte) []byte {
-	var flags uint8
+	flags := e.otherFlags &^ (errorFlagRetryable | errorFlagCloses)
 	if e.Retryable {
 		flags |= errorFlagRetryable
 	}
@@ -129,7 +132,8 @@ func (e *Error) AppendBody(dst []byte) []byte {
 	}
 	dst = le.AppendUint16(dst, uint16(e.Code))
 	dst = append(dst, flags)
-	dst = le.AppendUint32(dst, uint32(min(e.RetryAfter.Milliseconds(), 1<<32-1)))
+	// A negative hint means none, not 49 days.
+	dst = le.AppendUint32(dst, uint32(min(max(e.RetryAfter.Milliseconds(), 0), 1<<32-1)))
 	return appendString16(dst, e.Message)
 }
 
@@ -141,5 +145,6 @@ func DecodeError(body []byte) (*Error, error) {
 	e.RetryAfter = time.Duration(r.u32("retry after")) * time.Millisecond
 	e.Message = string(r.bytes16("message"))
 	e.Retryable, e.Closes = flags&errorFlagRetryable != 0, flags&errorFlagCloses != 0
+	e.otherFlags = flags &^ (errorFlagRetryable | errorFlagCloses)
 	return e, r.done()
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Envelope layout.
@@ -46,19 +47,23 @@ type Frame struct {
 
 // ParseFrame reads the frame at the start of buf. It returns the frame and
 // the bytes it spans, ErrIncomplete when buf ends inside the frame (the
-// returned int is then the total bytes the frame needs, or HeaderSize when
-// even the header is missing), or ErrFrameTooLarge / ErrMalformed when the
-// length field cannot be right. The type is not checked here, so a peer
+// returned int is then the total bytes the frame needs, or HeaderSize while
+// the length field itself has not arrived), or ErrFrameTooLarge /
+// ErrMalformed as soon as the length field cannot be right. The type is not checked here, so a peer
 // can answer an unknown type with a structured error and carry on.
 func ParseFrame(buf []byte, maxFrame uint32) (Frame, int, error) {
-	if len(buf) < HeaderSize {
+	if len(buf) < 4 {
 		return Frame{}, HeaderSize, ErrIncomplete
 	}
+	// Judge the length as soon as it arrives: a peer that sent a bad one
+	// may send nothing more.
 	length := le.Uint32(buf[0:4])
 	switch {
 	case length < minLength:
 		return Frame{}, 0, fmt.Errorf("%w: length %d below the %d-byte minimum", ErrMalformed, length, minLength)
-	case length > maxFrame:
+	case length > maxFrame || uint64(length)+4 > uint64(math.MaxInt):
+		// The second test matters on 32-bit platforms, where int is
+		// smaller than the largest length a peer can claim.
 		return Frame{}, 0, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, length, maxFrame)
 	}
 	total := int(length) + 4
@@ -93,4 +98,14 @@ func Append(dst []byte, requestID uint32, m Message) []byte {
 	dst = m.AppendBody(dst)
 	le.PutUint32(dst[start:], uint32(len(dst)-start-4))
 	return dst
+}
+
+// AppendProduceAck appends a ProduceAck frame without going through the
+// Message interface, so the broker's ack path does not allocate.
+func AppendProduceAck(dst []byte, requestID, partition uint32, offset uint64) []byte {
+	dst = le.AppendUint32(dst, minLength+12)
+	dst = append(dst, byte(TypeProduceAck))
+	dst = le.AppendUint32(dst, requestID)
+	dst = le.AppendUint32(dst, partition)
+	return le.AppendUint64(dst, offset)
 }

@@ -1,6 +1,6 @@
-// Command ironbus is the IronBus command line: offline tools that inspect
-// and check a data directory today, and the broker and live commands
-// later. Every command lives in its own file; docs/CLI.md is the manual.
+// Command ironbus is the IronBus command line: the broker (serve, dev), the
+// live client commands (pub, sub) and the offline tools on a data
+// directory. Every command lives in its own file; docs/CLI.md is the manual.
 package main
 
 import (
@@ -9,14 +9,14 @@ import (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 // run builds the command tree, executes it and maps the outcome to the
 // process exit code. It holds no state beyond one call, so every run
 // starts from defaults.
-func run(args []string, stdout, stderr io.Writer) int {
-	opts := &globalOptions{stdout: stdout, stderr: stderr}
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	opts := &globalOptions{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := newRootCmd(opts)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteC()

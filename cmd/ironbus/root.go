@@ -11,6 +11,7 @@ import (
 // flags that mean the same everywhere. run builds one per invocation and
 // hands it to each newXCmd, so there is no package-level flag state.
 type globalOptions struct {
+	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
 	// verbose sends the storage engine's structured log to stderr.
@@ -63,6 +64,10 @@ Exit codes: 0 clean, 1 usage, 2 not found, 3 damage found, 4 unreadable,
 		newPeekCmd(opts),
 		newDumpCmd(opts),
 		newRepairCmd(opts),
+		newServeCmd(opts),
+		newDevCmd(opts),
+		newPubCmd(opts),
+		newSubCmd(opts),
 	)
 	return root
 }

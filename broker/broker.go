@@ -1,0 +1,229 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ironbus/ironbus/consumer"
+	"github.com/ironbus/ironbus/loop"
+	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/wire"
+)
+
+// Broker owns the data directory, its logs and consumer groups, and serves
+// connections handed to it by a loop backend.
+type Broker struct {
+	cfg Config
+	dir *segment.Dir
+
+	logsMu sync.RWMutex
+	logs   map[string]*segment.Log // stream name -> partition 0
+
+	groupsMu sync.Mutex
+	groups   map[groupKey]*consumer.Group
+
+	connections atomic.Int64
+	draining    atomic.Bool
+	stop        chan struct{}
+	flushed     chan struct{}
+	closeOnce   sync.Once
+}
+
+type groupKey struct {
+	stream    string
+	partition uint32
+	group     string
+}
+
+var _ loop.Handler = (*Broker)(nil)
+
+// Open opens the data directory (recovering every log in it) and starts
+// the checkpoint flusher.
+func Open(cfg Config) (*Broker, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := segment.Open(cfg.FS, cfg.DataDir, cfg.Storage)
+	if err != nil {
+		return nil, err
+	}
+	b := &Broker{cfg: cfg, dir: dir, logs: map[string]*segment.Log{}, groups: map[groupKey]*consumer.Group{},
+		stop: make(chan struct{}), flushed: make(chan struct{})}
+	ids, err := dir.Logs()
+	if err != nil {
+		_ = dir.Close()
+		return nil, err
+	}
+	for _, id := range ids {
+		if id.Partition != 0 {
+			continue // partitions arrive with the streams issue
+		}
+		l, err := dir.OpenLog(id)
+		if err != nil {
+			// One unreadable log must not keep the broker down: it is
+			// reported and the stream answers with an error.
+			cfg.Logger.Error("log did not open", "log", id.String(), "error", err.Error())
+			continue
+		}
+		b.logs[id.Stream] = l
+	}
+	go b.flushCheckpoints()
+	return b, nil
+}
+
+// Dir returns the data directory (for reports).
+func (b *Broker) Dir() *segment.Dir { return b.dir }
+
+// MaxFrame is the largest frame a client may send; a loop backend sizes
+// its read buffers from it.
+func (b *Broker) MaxFrame() uint32 { return b.cfg.MaxFrame }
+
+// logFor returns the log of a stream partition, creating the stream on
+// first use. The lookup does not allocate.
+func (b *Broker) logFor(stream []byte, partition uint32) (*segment.Log, *wire.Error) {
+	if partition != 0 {
+		return nil, wire.NewError(wire.CodeNotFound, "stream %q has one partition (0); partition %d does not exist", stream, partition)
+	}
+	b.logsMu.RLock()
+	l, ok := b.logs[string(stream)]
+	b.logsMu.RUnlock()
+	if ok {
+		return l, nil
+	}
+	return b.createLog(string(stream))
+}
+
+func (b *Broker) createLog(stream string) (*segment.Log, *wire.Error) {
+	if err := segment.ValidateStreamName(stream); err != nil {
+		return nil, wire.NewError(wire.CodeInvalidName, "%v", err)
+	}
+	b.logsMu.Lock()
+	defer b.logsMu.Unlock()
+	if l, ok := b.logs[stream]; ok {
+		return l, nil
+	}
+	if b.draining.Load() {
+		return nil, wire.NewError(wire.CodeShuttingDown, "the broker is shutting down")
+	}
+	l, err := b.dir.OpenLog(segment.LogID{Stream: stream})
+	if err != nil {
+		return nil, storageError(err)
+	}
+	b.logs[stream] = l
+	b.cfg.Logger.Info("stream created", "stream", stream)
+	return l, nil
+}
+
+// group returns the work group of a stream partition, loading it (from
+// its checkpoint) on first use.
+func (b *Broker) group(l *segment.Log, stream []byte, partition uint32, name []byte) (*consumer.Group, *wire.Error) {
+	key := groupKey{stream: string(stream), partition: partition, group: string(name)}
+	b.groupsMu.Lock()
+	defer b.groupsMu.Unlock()
+	if g, ok := b.groups[key]; ok {
+		return g, nil
+	}
+	g, err := consumer.Open(l, key.group, consumer.Options{Visibility: b.cfg.Visibility})
+	if errors.Is(err, consumer.ErrInvalidName) {
+		return nil, wire.NewError(wire.CodeInvalidName, "%v", err)
+	}
+	if err != nil {
+		return nil, storageError(err)
+	}
+	b.groups[key] = g
+	return g, nil
+}
+
+// storageError maps an engine error to a structured wire error.
+func storageError(err error) *wire.Error {
+	switch {
+	case errors.Is(err, segment.ErrFrozen):
+		return wire.NewError(wire.CodeFrozen, "%v", err)
+	case errors.Is(err, segment.ErrNoSpace):
+		e := wire.NewError(wire.CodeNoSpace, "%v", err)
+		e.RetryAfter = time.Second
+		return e
+	case errors.Is(err, segment.ErrRecordTooLarge):
+		return wire.NewError(wire.CodeRecordTooLarge, "%v", err)
+	case errors.Is(err, segment.ErrClosed):
+		return wire.NewError(wire.CodeShuttingDown, "the broker is shutting down")
+	case errors.Is(err, segment.ErrInvalidName):
+		return wire.NewError(wire.CodeInvalidName, "%v", err)
+	}
+	return wire.NewError(wire.CodeInternal, "%v", err)
+}
+
+// Open implements loop.Handler.
+func (b *Broker) Open(conn loop.Conn) (loop.Session, error) {
+	if b.draining.Load() {
+		refuse(conn, wire.NewError(wire.CodeShuttingDown, "the broker is shutting down"))
+		return nil, errors.New("broker: draining")
+	}
+	if n := b.connections.Add(1); n > int64(b.cfg.MaxConnections) {
+		b.connections.Add(-1)
+		refuse(conn, wire.NewError(wire.CodeTooManyConns, "the broker serves at most %d connections", b.cfg.MaxConnections))
+		return nil, fmt.Errorf("broker: connection limit %d reached", b.cfg.MaxConnections)
+	}
+	conn.SetReadTimeout(b.cfg.HandshakeTimeout)
+	return newSession(b, conn), nil
+}
+
+func refuse(conn loop.Conn, e *wire.Error) {
+	_ = conn.Write(wire.Append(nil, 0, e))
+}
+
+// Drain stops accepting new streams and connections; the loop backend
+// stops reading and sessions finish their in-flight work.
+func (b *Broker) Drain() { b.draining.Store(true) }
+
+// Close checkpoints every group and closes the data directory (a final
+// sync of every log). Call it after the loop has drained.
+func (b *Broker) Close() error {
+	var err error
+	b.closeOnce.Do(func() {
+		b.draining.Store(true)
+		close(b.stop)
+		<-b.flushed
+		b.groupsMu.Lock()
+		for _, g := range b.groups {
+			if cerr := g.Close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}
+		b.groupsMu.Unlock()
+		if cerr := b.dir.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	})
+	return err
+}
+
+// flushCheckpoints persists moved group cursors every CheckpointInterval,
+// so a crash redelivers at most that much acknowledged work.
+func (b *Broker) flushCheckpoints() {
+	defer close(b.flushed)
+	ticker := time.NewTicker(b.cfg.CheckpointInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-ticker.C:
+		}
+		b.groupsMu.Lock()
+		groups := make([]*consumer.Group, 0, len(b.groups))
+		for _, g := range b.groups {
+			groups = append(groups, g)
+		}
+		b.groupsMu.Unlock()
+		for _, g := range groups {
+			if err := g.Checkpoint(); err != nil {
+				b.cfg.Logger.Warn("group checkpoint failed", "group", g.Name(), "error", err.Error())
+			}
+		}
+	}
+}

@@ -1,0 +1,100 @@
+package broker
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/segment/vfs"
+	"github.com/ironbus/ironbus/wire"
+)
+
+// Config configures a broker. The zero value of each field is its default.
+type Config struct {
+	DataDir string
+	// FS is the file system (the OS by default; tests inject others).
+	FS vfs.FS
+	// Storage configures the log engine.
+	Storage segment.Options
+	// MaxConnections bounds concurrent connections (256).
+	MaxConnections int
+	// MaxFrame bounds a frame a client may send (16 MiB + 64 KiB).
+	MaxFrame uint32
+	// Window is how many produce requests a connection may have read but
+	// not acknowledged (4096).
+	Window uint32
+	// HandshakeTimeout closes a connection that does not send Hello in
+	// time (10 s): slowloris.
+	HandshakeTimeout time.Duration
+	// IdleTimeout closes a connection silent this long (5 min).
+	IdleTimeout time.Duration
+	// Visibility is the default lease of a delivery (30 s).
+	Visibility time.Duration
+	// MaxConsumeWait caps how long a Consume may wait (30 s).
+	MaxConsumeWait time.Duration
+	// CheckpointInterval is how often group cursors are persisted (200 ms).
+	CheckpointInterval time.Duration
+	// Version is reported in Welcome.
+	Version string
+	Logger  *slog.Logger
+}
+
+// Defaults.
+const (
+	DefaultMaxConnections     = 256
+	DefaultWindow             = 4096
+	DefaultHandshakeTimeout   = 10 * time.Second
+	DefaultIdleTimeout        = 5 * time.Minute
+	DefaultMaxConsumeWait     = 30 * time.Second
+	DefaultCheckpointInterval = 200 * time.Millisecond
+)
+
+func (c Config) withDefaults() (Config, error) {
+	if c.FS == nil {
+		c.FS = vfs.OS{}
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = DefaultMaxConnections
+	}
+	if c.MaxFrame == 0 {
+		c.MaxFrame = wire.DefaultMaxFrame
+	}
+	if c.Window == 0 {
+		c.Window = DefaultWindow
+	}
+	if c.HandshakeTimeout <= 0 {
+		c.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.MaxConsumeWait <= 0 {
+		c.MaxConsumeWait = DefaultMaxConsumeWait
+	}
+	if c.CheckpointInterval <= 0 {
+		c.CheckpointInterval = DefaultCheckpointInterval
+	}
+	if c.Version == "" {
+		c.Version = "devel"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Storage.Logger == nil {
+		c.Storage.Logger = c.Logger
+	}
+	if c.Storage.MaxRecordBytes == 0 {
+		c.Storage.MaxRecordBytes = format.DefaultMaxBody
+	}
+	switch {
+	case c.DataDir == "":
+		return c, fmt.Errorf("broker: a data directory is required")
+	case c.MaxFrame < wire.MinMaxFrame:
+		return c, fmt.Errorf("broker: max frame %d below %d", c.MaxFrame, wire.MinMaxFrame)
+	case c.Window > 1<<20:
+		return c, fmt.Errorf("broker: window %d above %d", c.Window, 1<<20)
+	}
+	return c, nil
+}

@@ -1,0 +1,135 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ironbus/ironbus/wire"
+)
+
+// AckStatus is the outcome of acknowledging (or returning) one message.
+type AckStatus int
+
+// Ack statuses. Stale and unknown are not errors of the call: the other
+// messages of the same call still took effect.
+const (
+	// AckOK: the message was committed (Ack) or returned (Nack).
+	AckOK = AckStatus(wire.AckOK)
+	// AckStale: the lease is not the current one: it expired and the
+	// record was leased again (perhaps to another consumer). Nothing
+	// changed; whoever holds the current lease acks it.
+	AckStale = AckStatus(wire.AckStale)
+	// AckUnknown: the record is not leased: already acknowledged, or
+	// never delivered.
+	AckUnknown = AckStatus(wire.AckUnknown)
+)
+
+func (s AckStatus) String() string {
+	switch s {
+	case AckOK:
+		return "ok"
+	case AckStale:
+		return "stale"
+	case AckUnknown:
+		return "unknown"
+	}
+	return fmt.Sprintf("status(%d)", int(s))
+}
+
+// Ack commits messages delivered by Fetch to group: they are never
+// delivered to the group again. It returns one status per message, in
+// order. Messages of several partitions, or more than the protocol's
+// 4,096 per request, are sent as several requests; on an error the
+// statuses of the requests that completed are returned with it.
+func (c *Client) Ack(ctx context.Context, stream, group string, messages ...Message) ([]AckStatus, error) {
+	return c.acknowledge(ctx, stream, group, wire.AckDone, 0, messages)
+}
+
+// Nack returns messages to group for redelivery after delay; a negative
+// delay asks for the group's backoff schedule. Statuses as for Ack.
+func (c *Client) Nack(ctx context.Context, stream, group string, delay time.Duration, messages ...Message) ([]AckStatus, error) {
+	delayMs := uint32(wire.NackDefaultDelay)
+	if delay >= 0 {
+		delayMs = clampMillis(delay)
+	}
+	return c.acknowledge(ctx, stream, group, wire.AckNack, delayMs, messages)
+}
+
+func (c *Client) acknowledge(ctx context.Context, stream, group string, op uint8, delayMs uint32, messages []Message) ([]AckStatus, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkName("stream", stream); err != nil {
+		return nil, err
+	}
+	if err := checkName("group", group); err != nil {
+		return nil, err
+	}
+	for i := range messages {
+		if s := messages[i].Stream; s != "" && s != stream {
+			return nil, fmt.Errorf("%w: message %d is from stream %q, not %q", ErrInvalidArgument, i, s, stream)
+		}
+	}
+	statuses := make([]AckStatus, 0, len(messages))
+	for len(messages) > 0 {
+		n := 1 // a run of one partition, at most MaxAckEntries long
+		for n < len(messages) && n < wire.MaxAckEntries && messages[n].Partition == messages[0].Partition {
+			n++
+		}
+		msg := &wire.Ack{Stream: []byte(stream), Partition: messages[0].Partition, Group: []byte(group),
+			Op: op, DelayMs: delayMs, Entries: make([]wire.AckEntry, n)}
+		for i, m := range messages[:n] {
+			msg.Entries[i] = wire.AckEntry{Offset: m.Offset, Lease: m.Lease}
+		}
+		got, err := c.ackRequest(ctx, msg)
+		statuses = append(statuses, got...)
+		if err != nil {
+			return statuses, err
+		}
+		messages = messages[n:]
+	}
+	return statuses, nil
+}
+
+func (c *Client) ackRequest(ctx context.Context, msg *wire.Ack) ([]AckStatus, error) {
+	cl := getCall()
+	cl.want = len(msg.Entries)
+	id, err := c.register(entry{kind: kindAck, call: cl})
+	if err != nil {
+		putCall(cl)
+		return nil, err
+	}
+	c.enqueue(id, msg)
+	if err := c.await(ctx, id, cl); err != nil {
+		return nil, err
+	}
+	statuses, err := cl.statuses, cl.err
+	putCall(cl)
+	return statuses, err
+}
+
+// Ping measures the round trip to the server.
+func (c *Client) Ping(ctx context.Context) (time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	cl := getCall()
+	sent := c.now()
+	cl.payload = uint64(sent)
+	id, err := c.register(entry{kind: kindPing, call: cl})
+	if err != nil {
+		putCall(cl)
+		return 0, err
+	}
+	c.enqueue(id, &wire.Ping{Payload: uint64(sent)})
+	if err := c.await(ctx, id, cl); err != nil {
+		return 0, err
+	}
+	err = cl.err
+	putCall(cl)
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(c.now() - sent), nil
+}

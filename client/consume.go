@@ -1,0 +1,206 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/wire"
+)
+
+// Defaults for FetchOptions.
+const (
+	DefaultFetchRecords = 100
+	DefaultFetchBytes   = 1 << 20
+)
+
+// FetchOptions shape one Fetch.
+type FetchOptions struct {
+	Partition  uint32
+	MaxRecords int // default DefaultFetchRecords
+	// MaxBytes bounds the record bodies of one Fetch, except that the
+	// first record is delivered whatever its size; default
+	// DefaultFetchBytes.
+	MaxBytes int
+	// Wait is how long the broker may wait for a first record when none
+	// is ready (long poll); 0 answers at once.
+	Wait time.Duration
+	// Lease is the visibility timeout of the records delivered: until it
+	// expires, no other consumer of the group gets them. 0 = the broker's
+	// default.
+	Lease time.Duration
+}
+
+// Message is one delivered record. It owns its bytes: nothing in it
+// aliases the client's buffers.
+type Message struct {
+	Stream      string
+	Partition   uint32
+	Offset      uint64
+	Lease       uint64 // quote it to Ack or Nack; a stale one is fenced
+	Attempt     uint32 // 1 on the first delivery
+	Redelivered bool   // an earlier attempt was not acknowledged
+	Timestamp   time.Time
+	Key         []byte
+	Subject     string
+	Headers     []Header
+	Payload     []byte
+}
+
+// Gap says that offsets [From, To) will never be delivered to the group,
+// and why: "retention" (removed before the group read them) or "lost"
+// (lost to damage, as reported by the broker's recovery).
+type Gap struct {
+	Partition uint32
+	From, To  uint64
+	Reason    string
+	Detail    string
+}
+
+// FetchResult is the answer to one Fetch. Reason is why it ended:
+// "limit", "caught_up" or "waited".
+type FetchResult struct {
+	Messages []Message
+	Gaps     []Gap
+	Reason   string
+}
+
+// Fetch leases up to MaxRecords records of a stream partition to group
+// (work mode: each record goes to one consumer of the group at a time)
+// and returns them. Acknowledge each with Ack once processed, or Nack it;
+// a record neither acked nor nacked is redelivered when its lease
+// expires, so processing is at-least-once.
+//
+// Every record's CRC32C is verified before it is decoded. Records that
+// fail are never returned: Fetch returns the others together with a
+// *DeliveryError (errors.Is(err, ErrCorruptDelivery)) listing them.
+//
+// When ctx ends first, Fetch returns ctx.Err() and any records the broker
+// delivers afterwards stay leased until their leases expire.
+func (c *Client) Fetch(ctx context.Context, stream, group string, opts FetchOptions) (FetchResult, error) {
+	if err := ctx.Err(); err != nil {
+		return FetchResult{}, err
+	}
+	if err := errors.Join(checkName("stream", stream), checkName("group", group)); err != nil {
+		return FetchResult{}, err
+	}
+	msg := consumeMessage(stream, group, opts)
+	cl := getCall()
+	cl.fetch.stream = stream
+	id, err := c.register(entry{kind: kindFetch, call: cl})
+	if err != nil {
+		putCall(cl)
+		return FetchResult{}, err
+	}
+	c.enqueue(id, msg)
+	if err := c.await(ctx, id, cl); err != nil {
+		return FetchResult{}, err
+	}
+	result, err := cl.fetch.result(), cl.err
+	if err == nil && len(cl.fetch.rejected) > 0 {
+		err = &DeliveryError{Rejected: cl.fetch.rejected}
+	}
+	putCall(cl)
+	return result, err
+}
+
+func consumeMessage(stream, group string, opts FetchOptions) *wire.Consume {
+	msg := &wire.Consume{
+		Stream: []byte(stream), Partition: opts.Partition, Group: []byte(group), Mode: wire.ModeWork,
+		MaxRecords: DefaultFetchRecords, MaxBytes: DefaultFetchBytes,
+		WaitMs: clampMillis(opts.Wait), LeaseMs: clampMillis(opts.Lease),
+	}
+	if opts.MaxRecords > 0 {
+		msg.MaxRecords = uint32(min(opts.MaxRecords, math.MaxUint32))
+	}
+	if opts.MaxBytes > 0 {
+		msg.MaxBytes = uint32(min(opts.MaxBytes, math.MaxUint32))
+	}
+	if msg.WaitMs == 0 {
+		msg.Flags |= wire.ConsumeNoWait
+	}
+	return msg
+}
+
+// clampMillis converts d to whole milliseconds that fit a u32, rounding
+// a positive sub-millisecond duration up so it does not turn into "none".
+func clampMillis(d time.Duration) uint32 {
+	if d <= 0 {
+		return 0
+	}
+	ms := (d + time.Millisecond - 1) / time.Millisecond
+	return uint32(min(ms, math.MaxUint32-1)) // MaxUint32 means "group default" in Nack
+}
+
+// fetchState accumulates the answer to a Consume on the reader goroutine.
+type fetchState struct {
+	stream    string
+	messages  []Message
+	gaps      []Gap
+	rejected  []RejectedDelivery
+	delivered int // Deliver frames, accepted or not: ConsumeEnd counts them
+	reason    uint8
+}
+
+// deliver verifies and copies one delivered record. The CRC is checked
+// before anything else reads the body (integrity before transform).
+func (f *fetchState) deliver(d wire.Deliver) {
+	f.delivered++
+	m := Message{Stream: f.stream, Partition: d.Partition, Offset: d.Offset, Lease: d.Lease,
+		Attempt: d.Attempt, Redelivered: d.Flags&wire.DeliverRedelivered != 0, Timestamp: time.Unix(0, d.Timestamp)}
+	if crc := format.CRC(d.Body); crc != d.BodyCRC {
+		f.reject(m, fmt.Errorf("%w: %s/%d offset %d: body CRC32C %08x, the record says %08x",
+			ErrCorruptDelivery, f.stream, d.Partition, d.Offset, crc, d.BodyCRC))
+		return
+	}
+	owned := bytes.Clone(d.Body) // the frame aliases the read buffer
+	view, err := format.DecodeBody(owned)
+	switch {
+	case errors.Is(err, format.ErrTooNew):
+		f.reject(m, fmt.Errorf("%w: %s/%d offset %d: %w", ErrUnsupportedRecord, f.stream, d.Partition, d.Offset, err))
+		return
+	case err != nil:
+		f.reject(m, fmt.Errorf("%w: %s/%d offset %d: %w", ErrCorruptDelivery, f.stream, d.Partition, d.Offset, err))
+		return
+	case view.Codec != format.CodecNone:
+		f.reject(m, fmt.Errorf("%w: %s/%d offset %d: payload codec %s", ErrUnsupportedRecord, f.stream, d.Partition, d.Offset, view.Codec))
+		return
+	}
+	m.Key, m.Subject, m.Payload = view.Key, string(view.Subject), view.Payload
+	for name, value := range view.Headers() {
+		m.Headers = append(m.Headers, Header{Name: string(name), Value: value})
+	}
+	f.messages = append(f.messages, m)
+}
+
+func (f *fetchState) reject(m Message, err error) {
+	f.rejected = append(f.rejected, RejectedDelivery{Message: m, Err: err})
+}
+
+func (f *fetchState) gap(g wire.Gap) {
+	reason := fmt.Sprintf("reason(%d)", g.Reason)
+	switch g.Reason {
+	case wire.GapRetention:
+		reason = "retention"
+	case wire.GapLost:
+		reason = "lost"
+	}
+	f.gaps = append(f.gaps, Gap{Partition: g.Partition, From: g.From, To: g.To, Reason: reason, Detail: g.Detail})
+}
+
+func (f *fetchState) result() FetchResult {
+	reason := fmt.Sprintf("reason(%d)", f.reason)
+	switch f.reason {
+	case wire.EndLimit:
+		reason = "limit"
+	case wire.EndCaughtUp:
+		reason = "caught_up"
+	case wire.EndWaited:
+		reason = "waited"
+	}
+	return FetchResult{Messages: f.messages, Gaps: f.gaps, Reason: reason}
+}

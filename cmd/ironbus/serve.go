@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ironbus/ironbus/broker"
+	"github.com/ironbus/ironbus/loop"
+	"github.com/ironbus/ironbus/segment"
+)
+
+// defaultAddr is where the broker listens and clients connect unless told
+// otherwise: loopback, so a fresh install exposes nothing.
+const defaultAddr = "127.0.0.1:7777"
+
+// drainTimeout bounds a graceful stop; a second signal cuts it short.
+const drainTimeout = 30 * time.Second
+
+type serveOptions struct {
+	dataDir           string
+	addr              string
+	durability        string
+	ioMode            string
+	segmentBytes      int64
+	maxConnections    int
+	insecurePlaintext bool
+	acceptRelaxed     bool
+}
+
+func newServeCmd(opts *globalOptions) *cobra.Command {
+	serve := &serveOptions{segmentBytes: segment.DefaultSegmentSize}
+	cmd := &cobra.Command{
+		Use:   "serve --data-dir DIR [--addr HOST:PORT]",
+		Short: "Run the broker on a data directory",
+		Long: `Run the IronBus broker.
+
+serve opens (or creates) the data directory, recovers every log in it, and
+accepts client connections. A producer's record is acknowledged only after the
+fdatasync that makes it durable (--durability sync, the default).
+
+The broker listens on loopback unless told otherwise. A non-loopback --addr is
+refused until TLS and authentication exist (coming with the security issue),
+unless you pass --insecure-plaintext-wire and accept that anyone who can reach
+the port can read and write every stream.
+
+SIGTERM or SIGINT drain gracefully: stop accepting, answer every request already
+read (acknowledging only what was synced), sync every log, exit 0. A second
+signal exits at once; recovery at the next start truncates anything torn.
+
+The data directory is locked: a second broker on it fails and names the holder.`,
+		Example: `  ironbus serve --data-dir /var/lib/ironbus
+  ironbus serve --data-dir ./data --addr 127.0.0.1:7000 --segment-bytes 8MiB
+  ironbus serve --data-dir ./data --io-mode auto --max-connections 32`,
+		Args: cobra.NoArgs,
+	}
+	flags := cmd.Flags()
+	addDataDirFlag(cmd, &serve.dataDir)
+	flags.StringVar(&serve.addr, "addr", defaultAddr, "address to listen on (host:port; port 0 picks a free one)")
+	flags.StringVar(&serve.durability, "durability", "sync", "when a produce is acknowledged: sync (after fdatasync), interval or none (need --accept-relaxed-durability)")
+	flags.BoolVar(&serve.acceptRelaxed, "accept-relaxed-durability", false, "consent to --durability interval|none: a power cut loses acknowledged records")
+	flags.StringVar(&serve.ioMode, "io-mode", "buffered", "how segments are written: buffered, direct (O_DIRECT) or auto (probe and pick)")
+	flags.Var(sizeValue{&serve.segmentBytes}, "segment-bytes", "segment size, with a unit (64MiB; 8MiB suits small devices)")
+	flags.IntVar(&serve.maxConnections, "max-connections", broker.DefaultMaxConnections, "connections served at once")
+	flags.BoolVar(&serve.insecurePlaintext, "insecure-plaintext-wire", false, "allow a non-loopback --addr without TLS or authentication")
+	cmd.RunE = classified(func() error { return runServe(opts, serve) })
+	return cmd
+}
+
+func runServe(opts *globalOptions, serve *serveOptions) error {
+	if err := requireDataDir(serve.dataDir); err != nil {
+		return err
+	}
+	cfg, err := serve.brokerConfig(opts)
+	if err != nil {
+		return err
+	}
+	return runBroker(cfg, serve.addr, func(addr string) {})
+}
+
+// brokerConfig turns flags into a broker configuration, refusing unsafe or
+// inconsistent ones with a message that says what to do.
+func (serve *serveOptions) brokerConfig(opts *globalOptions) (broker.Config, error) {
+	durability, err := segment.ParseDurability(serve.durability)
+	if err != nil {
+		return broker.Config{}, exitErrorf(exitUsage, "--durability: %w", err)
+	}
+	if durability != segment.DurabilitySync && !serve.acceptRelaxed {
+		return broker.Config{}, exitErrorf(exitUsage, "--durability %s acknowledges records a power cut can lose; add --accept-relaxed-durability to accept that", serve.durability)
+	}
+	ioMode, err := segment.ParseIOMode(serve.ioMode)
+	if err != nil {
+		return broker.Config{}, exitErrorf(exitUsage, "--io-mode: %w", err)
+	}
+	if err := checkListenAddr(serve.addr, serve.insecurePlaintext); err != nil {
+		return broker.Config{}, err
+	}
+	logger := slog.New(slog.NewTextHandler(opts.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	return broker.Config{
+		DataDir:        serve.dataDir,
+		MaxConnections: serve.maxConnections,
+		Version:        mainModuleVersion(),
+		Logger:         logger,
+		Storage: segment.Options{Durability: durability, AcceptRelaxedDurability: serve.acceptRelaxed,
+			IOMode: ioMode, SegmentSize: serve.segmentBytes, Logger: logger,
+			Owner: fmt.Sprintf("ironbus serve (pid %d, addr %s)", os.Getpid(), serve.addr)},
+	}, nil
+}
+
+// checkListenAddr refuses a non-loopback address without the explicit
+// plaintext opt-in: until TLS exists, such a broker is open to anyone.
+func checkListenAddr(addr string, insecurePlaintext bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return exitErrorf(exitUsage, "--addr %q: %w (want host:port, for example 127.0.0.1:7777)", addr, err)
+	}
+	if host == "localhost" || insecurePlaintext {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return exitErrorf(exitUsage, "--addr %s is not a loopback address: without TLS and authentication anyone who reaches it can read and write every stream; "+
+		"bind 127.0.0.1, or pass --insecure-plaintext-wire to accept that", addr)
+}
+
+// runBroker opens the broker, serves until a signal, then drains. ready is
+// called with the bound address once the broker accepts connections.
+func runBroker(cfg broker.Config, addr string, ready func(addr string)) error {
+	logger := cfg.Logger
+	b, err := broker.Open(cfg)
+	if err != nil {
+		return brokerOpenError(cfg.DataDir, err)
+	}
+	listener, err := net.Listen("tcp", addr)
+	if err != nil {
+		_ = b.Close()
+		return exitErrorf(exitUsage, "listening on %s: %w (is another broker or program using the port? pick another with --addr)", addr, err)
+	}
+	server := loop.NewStd(loop.Config{Logger: logger, MaxBuffer: int(b.MaxFrame()) + 64<<10}, b)
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(signals)
+	served := make(chan error, 1)
+	go func() { served <- server.Serve(listener) }()
+	logger.Info("serving", "version", cfg.Version, "data_dir", cfg.DataDir, "addr", listener.Addr().String(),
+		"backend", server.Backend(), "durability", cfg.Storage.Durability.String(), "io_mode", b.Dir().IOMode().String())
+	ready(listener.Addr().String())
+	select {
+	case sig := <-signals:
+		logger.Info("draining", "signal", sig.String())
+	case err := <-served:
+		_ = b.Close()
+		return exitErrorf(exitInternal, "serving stopped: %w", err)
+	}
+	go func() {
+		sig := <-signals
+		logger.Warn("second signal: exiting now; recovery will truncate anything torn", "signal", sig.String())
+		os.Exit(1)
+	}()
+	return drain(b, server, logger)
+}
+
+// drain stops accepting, lets every connection finish what it read, then
+// closes the broker (a final sync of every log).
+func drain(b *broker.Broker, server *loop.StdServer, logger *slog.Logger) error {
+	b.Drain()
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	if err := server.Shutdown(ctx); err != nil {
+		logger.Warn("connections still busy after the drain timeout; closing them", "timeout", drainTimeout.String())
+		server.CloseAll()
+	}
+	if err := b.Close(); err != nil {
+		return exitErrorf(exitInternal, "closing the data directory: %w", err)
+	}
+	logger.Info("stopped cleanly")
+	return nil
+}
+
+func brokerOpenError(dataDir string, err error) error {
+	switch {
+	case errors.Is(err, segment.ErrLocked):
+		return exitErrorf(exitLocked, "%s is in use: %w; stop that broker first", dataDir, err)
+	case errors.Is(err, segment.ErrTooNew), errors.Is(err, segment.ErrInconsistent):
+		return exitErrorf(exitUnreadable, "%w", err)
+	}
+	return exitErrorf(exitInternal, "opening %s: %w", dataDir, err)
+}

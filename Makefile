@@ -48,11 +48,13 @@ soak:
 	IRONBUS_POWERCUT_SEEDS=$(SOAK_SEEDS) $(GO) test -count=1 -timeout 2h \
 	  -run 'TestPowerCutSeeded|TestCrash' ./segment/
 
-# bench: durable appends through the committer against the raw device in
-# the same run (see docs/BENCHMARKS.md), then the Go micro-benchmarks.
+# bench: durable appends through the committer, then the broker over
+# loopback, each against the raw device in the same run (see
+# docs/BENCHMARKS.md), then the Go micro-benchmarks.
 bench:
 	$(GO) run ./benchrig/cmd/logbench -dir $(BENCH_DIR) -duration 3s -runs 5
-	$(GO) test -run '^$$' -bench . -benchmem ./segment/...
+	$(GO) run ./benchrig/cmd/netbench -dir $(BENCH_DIR) -duration 3s -runs 5
+	$(GO) test -run '^$$' -bench . -benchmem ./segment/... ./client/...
 
 # testdata: regenerate the checked-in demo and damaged data directories.
 testdata:

@@ -8,9 +8,13 @@
 // number is read against what the disk can do. benchrig/cmd/logbench is its
 // command; `make bench` runs it and docs/BENCHMARKS.md records the results.
 //
-// The network benchmark (`ironbus bench`) and the head-to-head rig against
-// peer brokers (its own module, benchrig/peers) arrive with the serve and
-// bench issues.
+// benchrig/netbench measures the broker over loopback through the Go SDK:
+// pipelined produce throughput on one and eight connections, and ack
+// latency with one record in flight, beside the raw fdatasync latency
+// measured in the same run (benchrig/cmd/netbench).
+//
+// `ironbus bench` and the head-to-head rig against peer brokers (its own
+// module, benchrig/peers) arrive with the bench issue.
 //
 // Invariant: speed claims come from these runs, never from timed unit tests.
 package benchrig

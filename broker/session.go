@@ -182,7 +182,9 @@ func (s *session) produce(frame wire.Frame) error {
 	s.bodies = append(s.bodies, p.Body)
 	s.crcs = append(s.crcs, p.BodyCRC)
 	s.ids = append(s.ids, frame.RequestID)
-	if len(s.ids) == maxRun {
+	// A run never needs more credits than the window holds, or it could
+	// never acquire them.
+	if len(s.ids) == min(maxRun, int(s.broker.cfg.Window)) {
 		s.flushRun()
 	}
 	return nil

@@ -56,10 +56,25 @@ func MeasureRaw(dir string, duration time.Duration) (RawResult, error) {
 	return result, err
 }
 
+// SyncLatencies runs 256 B write + fdatasync on a zero-filled file for
+// duration and returns every pair's latency: the floor under an
+// acknowledgement that waits for one sync.
+func SyncLatencies(dir string, duration time.Duration) ([]time.Duration, error) {
+	var latencies []time.Duration
+	_, err := rawLoopObserved(dir, 256, duration, rawPath{zeroFill: true}, func(d time.Duration) {
+		latencies = append(latencies, d)
+	})
+	return latencies, err
+}
+
 // rawLoop writes size bytes then fdatasyncs, repeatedly, into a
 // preallocated file (so no sync carries a size change), and returns the
 // write+sync pairs per second.
 func rawLoop(dir string, size int, duration time.Duration, how rawPath) (float64, error) {
+	return rawLoopObserved(dir, size, duration, how, nil)
+}
+
+func rawLoopObserved(dir string, size int, duration time.Duration, how rawPath, observe func(time.Duration)) (float64, error) {
 	const fileSize = 1 << 30
 	var fsys vfs.OS
 	path := filepath.Join(dir, fmt.Sprintf("raw-%d.bin", size))
@@ -88,11 +103,15 @@ func rawLoop(dir string, size int, duration time.Duration, how rawPath) (float64
 	var offset int64
 	start := time.Now()
 	for time.Since(start) < duration && offset+int64(size) <= fileSize {
+		began := time.Now()
 		if _, err := file.WriteAt(buf, offset); err != nil {
 			return 0, err
 		}
 		if err := file.SyncData(); err != nil {
 			return 0, err
+		}
+		if observe != nil {
+			observe(time.Since(began))
 		}
 		offset += int64(size)
 		ops++

@@ -1,0 +1,172 @@
+// Package netbench measures the broker over loopback through the Go SDK:
+// pipelined produce throughput, and ack latency with one record in flight.
+package netbench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ironbus/ironbus/broker"
+	"github.com/ironbus/ironbus/client"
+	"github.com/ironbus/ironbus/loop"
+	"github.com/ironbus/ironbus/segment"
+)
+
+// InProcess runs a broker on a loopback port in this process, on a fresh
+// data directory under dir; stop drains it and removes the directory.
+func InProcess(dir string, storage segment.Options) (addr string, stop func(), err error) {
+	dataDir, err := os.MkdirTemp(dir, "netbench-")
+	if err != nil {
+		return "", nil, err
+	}
+	b, err := broker.Open(broker.Config{DataDir: dataDir, Storage: storage})
+	if err != nil {
+		_ = os.RemoveAll(dataDir)
+		return "", nil, err
+	}
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = b.Close()
+		_ = os.RemoveAll(dataDir)
+		return "", nil, err
+	}
+	server := loop.NewStd(loop.Config{MaxBuffer: int(b.MaxFrame()) + 64<<10}, b)
+	go func() { _ = server.Serve(listener) }()
+	stop = func() {
+		b.Drain()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if server.Shutdown(ctx) != nil {
+			server.CloseAll()
+		}
+		_ = b.Close()
+		_ = os.RemoveAll(dataDir)
+	}
+	return listener.Addr().String(), stop, nil
+}
+
+// Throughput is the result of a pipelined produce run.
+type Throughput struct {
+	Connections int     `json:"connections"`
+	Window      int     `json:"window"`
+	RecordBytes int     `json:"record_bytes"`
+	Records     uint64  `json:"records"`
+	PerSecond   float64 `json:"records_per_sec"`
+	MBPerSecond float64 `json:"mb_per_sec"`
+}
+
+// Produce sends records of payloadBytes from connections connections, each
+// with a pipelined producer keeping window records in flight, for
+// duration, and counts durable acknowledgements.
+func Produce(addr, stream string, connections, window, payloadBytes int, duration time.Duration) (Throughput, error) {
+	var acked atomic.Uint64
+	var failure atomic.Pointer[error]
+	var wg sync.WaitGroup
+	stopAt := time.Now().Add(duration)
+	start := time.Now()
+	for i := 0; i < connections; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := produceOne(addr, stream, window, payloadBytes, stopAt, &acked); err != nil {
+				failure.CompareAndSwap(nil, &err)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start).Seconds()
+	if err := failure.Load(); err != nil {
+		return Throughput{}, *err
+	}
+	n := acked.Load()
+	return Throughput{Connections: connections, Window: window, RecordBytes: payloadBytes, Records: n,
+		PerSecond: float64(n) / elapsed, MBPerSecond: float64(n) * float64(payloadBytes) / elapsed / 1e6}, nil
+}
+
+func produceOne(addr, stream string, window, payloadBytes int, stopAt time.Time, acked *atomic.Uint64) error {
+	ctx := context.Background()
+	c, err := client.Dial(ctx, addr, client.Options{ClientName: "netbench", Window: window})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	producer := c.NewProducer(stream, client.ProducerOptions{Window: window})
+	results := make(chan error, 1)
+	go func() {
+		var first error
+		for result := range producer.Results() {
+			if result.Err != nil && first == nil {
+				first = result.Err
+			}
+			if result.Err == nil && time.Now().Before(stopAt) {
+				acked.Add(1)
+			}
+		}
+		results <- first
+	}()
+	record := client.Record{Payload: make([]byte, payloadBytes)}
+	for time.Now().Before(stopAt) {
+		if err := producer.Send(ctx, record); err != nil {
+			break
+		}
+	}
+	closeErr := producer.Close()
+	if err := <-results; err != nil {
+		return err
+	}
+	return closeErr
+}
+
+// Latency is the distribution of ack latencies with one record in flight.
+type Latency struct {
+	Samples int     `json:"samples"`
+	P50     float64 `json:"p50_us"`
+	P99     float64 `json:"p99_us"`
+	P999    float64 `json:"p999_us"`
+	Max     float64 `json:"max_us"`
+}
+
+// AckLatency sends one record at a time, waiting for each acknowledgement,
+// for duration.
+func AckLatency(addr, stream string, payloadBytes int, duration time.Duration) (Latency, error) {
+	ctx := context.Background()
+	c, err := client.Dial(ctx, addr, client.Options{ClientName: "netbench", Window: 1})
+	if err != nil {
+		return Latency{}, err
+	}
+	defer c.Close()
+	record := client.Record{Payload: make([]byte, payloadBytes)}
+	var samples []time.Duration
+	for stopAt := time.Now().Add(duration); time.Now().Before(stopAt); {
+		began := time.Now()
+		if _, err := c.Produce(ctx, stream, record); err != nil {
+			return Latency{}, err
+		}
+		samples = append(samples, time.Since(began))
+	}
+	return Summarize(samples)
+}
+
+// Summarize turns samples into percentiles.
+func Summarize(samples []time.Duration) (Latency, error) {
+	if len(samples) == 0 {
+		return Latency{}, errors.New("netbench: no samples")
+	}
+	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
+	at := func(q float64) float64 {
+		return float64(samples[min(int(q*float64(len(samples))), len(samples)-1)]) / 1e3
+	}
+	return Latency{Samples: len(samples), P50: at(0.50), P99: at(0.99), P999: at(0.999),
+		Max: float64(samples[len(samples)-1]) / 1e3}, nil
+}
+
+func (l Latency) String() string {
+	return fmt.Sprintf("p50 %.0f µs  p99 %.0f µs  p99.9 %.0f µs  max %.0f µs  (%d samples)", l.P50, l.P99, l.P999, l.Max, l.Samples)
+}

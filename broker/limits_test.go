@@ -1,0 +1,138 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/ironbus/ironbus/wire"
+)
+
+func TestConnectionLimit(t *testing.T) {
+	addr, _ := testBroker(t, Config{MaxConnections: 2})
+	first, second := dialRaw(t, addr), dialRaw(t, addr)
+	first.handshake()
+	second.handshake()
+	third := dialRaw(t, addr)
+	e := expectError(t, third.read(), 0, wire.CodeTooManyConns)
+	if !e.Retryable || !e.Closes {
+		t.Fatalf("too many connections should be retryable and closing: %+v", e)
+	}
+	_ = first.conn.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		c := dialRaw(t, addr)
+		c.send(0, &wire.Hello{MinVersion: 1, MaxVersion: 1, MaxFrame: wire.DefaultMaxFrame, Window: 1})
+		if c.read().Type == wire.TypeWelcome {
+			return // a slot freed up when the first connection closed
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("the slot of a closed connection was never given back")
+}
+
+func TestOversizeFrameCloses(t *testing.T) {
+	addr, _ := testBroker(t, Config{MaxFrame: wire.MinMaxFrame})
+	c := dialRaw(t, addr)
+	c.handshake()
+	body, crc := record(string(make([]byte, wire.MinMaxFrame)))
+	c.send(3, &wire.Produce{Stream: []byte("s"), BodyCRC: crc, Body: body})
+	e := expectError(t, c.read(), 0, wire.CodeFrameTooLarge)
+	if !e.Closes {
+		t.Fatal("frame_too_large must close")
+	}
+}
+
+func TestHandshakeTimeoutCloses(t *testing.T) {
+	addr, _ := testBroker(t, Config{HandshakeTimeout: 100 * time.Millisecond})
+	c := dialRaw(t, addr) // says nothing: slowloris
+	expectError(t, c.read(), 0, wire.CodeTimeout)
+	if _, err := c.in.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Fatalf("still open after the handshake timeout: %v", err)
+	}
+}
+
+func TestWindowStopsReadingNotDropping(t *testing.T) {
+	// A window of 8: a client that sends 200 produces without reading any
+	// ack still gets all 200 acks, in the end: the broker stops reading
+	// instead of dropping.
+	addr, _ := testBroker(t, Config{Window: 8})
+	c := dialRaw(t, addr)
+	welcome := c.handshake()
+	if welcome.Window != 8 {
+		t.Fatalf("Welcome window %d", welcome.Window)
+	}
+	go func() {
+		for i := 1; i <= 200; i++ {
+			body, crc := record(fmt.Sprint(i))
+			if _, err := c.conn.Write(wire.Append(nil, uint32(i), &wire.Produce{Stream: []byte("w"), BodyCRC: crc, Body: body})); err != nil {
+				return
+			}
+		}
+	}()
+	for i := 0; i < 200; i++ {
+		if frame := c.read(); frame.Type != wire.TypeProduceAck {
+			t.Fatalf("frame %d: %v", i, frame.Type)
+		}
+	}
+}
+
+func TestProducePathAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own")
+	}
+	addr, _ := testBroker(t, Config{})
+	c := dialRaw(t, addr)
+	c.handshake()
+	body, crc := record("steady-state")
+	const perRound, rounds = 1000, 20
+	var frames []byte
+	for i := 0; i < perRound; i++ {
+		frames = wire.Append(frames, uint32(i+1), &wire.Produce{Stream: []byte("alloc"), BodyCRC: crc, Body: body})
+	}
+	// Read acks into one reused buffer, so the test itself allocates
+	// nothing per message and every allocation counted is the broker's.
+	buf := make([]byte, 1<<20)
+	round := func() {
+		if _, err := c.conn.Write(frames); err != nil {
+			t.Fatal(err)
+		}
+		acks, start, end := 0, 0, 0
+		for acks < perRound {
+			n, err := c.conn.Read(buf[end:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			end += n
+			for {
+				frame, used, err := wire.ParseFrame(buf[start:end], wire.DefaultMaxFrame)
+				if err != nil {
+					break
+				}
+				if frame.Type != wire.TypeProduceAck {
+					t.Fatalf("got %v", frame.Type)
+				}
+				acks++
+				start += used
+			}
+			copy(buf, buf[start:end])
+			end -= start
+			start = 0
+		}
+	}
+	round() // warm up: stream creation, buffers, segment preparation
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := 0; i < rounds; i++ {
+		round()
+	}
+	runtime.ReadMemStats(&after)
+	perMessage := float64(after.Mallocs-before.Mallocs) / float64(perRound*rounds)
+	t.Logf("%.4f allocations per produced message (client and broker in this process)", perMessage)
+	if perMessage > 0.1 {
+		t.Fatalf("%.2f allocations per message on the produce path", perMessage)
+	}
+}

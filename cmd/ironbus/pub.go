@@ -50,6 +50,7 @@ cannot be reached, 3 when it refused a record (the message says why).`,
 	flags.StringVar(&pub.key, "key", "", "record key")
 	flags.StringArrayVar(&pub.headers, "header", nil, "record header name=value (repeatable)")
 	flags.IntVar(&pub.window, "window", 64, "records in flight at once (1 = one at a time)")
+	flags.BoolVar(&opts.json, "json", false, `print one JSON object per record ({"offset":N,"partition":P}) instead of bare offsets`)
 	cmd.RunE = classified(func() error {
 		var payload *string
 		if len(cmd.Flags().Args()) == 1 {
@@ -84,7 +85,7 @@ func runPub(ctx context.Context, opts *globalOptions, pub *pubOptions, payload *
 	defer c.Close()
 	producer := c.NewProducer(pub.stream, client.ProducerOptions{Window: pub.window})
 	printed := make(chan error, 1)
-	go func() { printed <- printOffsets(opts.stdout, producer.Results()) }()
+	go func() { printed <- printOffsets(opts.stdout, producer.Results(), opts.json) }()
 	sendErr := sendRecords(ctx, producer, template, payload, opts)
 	closeErr := producer.Close()
 	printErr := <-printed
@@ -131,7 +132,7 @@ func sendRecords(ctx context.Context, producer *client.Producer, template client
 
 // printOffsets prints each durable offset in send order; the first failed
 // record ends publishing with its error.
-func printOffsets(w io.Writer, results <-chan client.Result) error {
+func printOffsets(w io.Writer, results <-chan client.Result, asJSON bool) error {
 	out := bufio.NewWriter(w)
 	defer out.Flush()
 	var failure error
@@ -143,7 +144,11 @@ func printOffsets(w io.Writer, results <-chan client.Result) error {
 			continue
 		}
 		if failure == nil {
-			fmt.Fprintln(out, result.Ack.Offset)
+			if asJSON {
+				fmt.Fprintf(out, "{\"offset\":%d,\"partition\":%d}\n", result.Ack.Offset, result.Ack.Partition)
+			} else {
+				fmt.Fprintln(out, result.Ack.Offset)
+			}
 			if len(results) == 0 {
 				_ = out.Flush()
 			}
@@ -187,7 +192,7 @@ func publishLines(ctx context.Context, addr, stream string, lines []string, wind
 	defer c.Close()
 	producer := c.NewProducer(stream, client.ProducerOptions{Window: window})
 	done := make(chan error, 1)
-	go func() { done <- printOffsets(io.Discard, producer.Results()) }()
+	go func() { done <- printOffsets(io.Discard, producer.Results(), false) }()
 	for _, line := range lines {
 		if err := producer.Send(ctx, client.Record{Payload: []byte(line)}); err != nil {
 			break

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -281,6 +282,18 @@ func TestPubSubCommands(t *testing.T) {
 	}
 	unreachable := runCLI(t, "pub", "--addr", "127.0.0.1:1", "x")
 	expectCode(t, unreachable, exitLocked)
+
+	pubJSON := runCLI(t, "pub", "--addr", broker.addr, "--json", "--key", "k1", "json payload")
+	expectCode(t, pubJSON, exitClean)
+	var ack struct{ Offset, Partition uint64 }
+	if err := json.Unmarshal([]byte(pubJSON.stdout), &ack); err != nil || ack.Offset != 100 {
+		t.Fatalf("pub --json: %q %v", pubJSON.stdout, err)
+	}
+	subJSON := runCLI(t, "sub", "--addr", broker.addr, "--group", "json", "--max", "1", "--json", "--wait", "1s")
+	var message subMessage
+	if err := json.Unmarshal([]byte(strings.TrimSpace(subJSON.stdout)), &message); err != nil || message.Payload != "line-0" {
+		t.Fatalf("sub --json: %q %v", subJSON.stdout, err)
+	}
 }
 
 func TestServeAddressAndLockSafety(t *testing.T) {

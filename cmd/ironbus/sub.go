@@ -53,6 +53,7 @@ removed by retention or lost to damage) are printed as "gap <from>..<to-1>".`,
 	flags.BoolVar(&sub.ack, "ack", false, "acknowledge each record after printing it")
 	flags.BoolVar(&sub.nack, "nack", false, "return each record for redelivery after printing it")
 	flags.DurationVar(&sub.wait, "wait", 5*time.Second, "stop when nothing new arrives for this long")
+	flags.BoolVar(&opts.json, "json", false, "print NDJSON: one object per record or gap")
 	cmd.RunE = classified(func() error { return runSub(cmd.Context(), opts, sub) })
 	return cmd
 }
@@ -82,6 +83,10 @@ func runSub(ctx context.Context, opts *globalOptions, sub *subOptions) error {
 			return subError(err)
 		}
 		for _, gap := range result.Gaps {
+			if opts.json {
+				_ = writeJSON(opts.stdout, gapOutput{Gap: gapRange{From: gap.From, To: gap.To, Reason: gap.Reason}})
+				continue
+			}
 			fmt.Fprintf(opts.stdout, "gap %d..%d (%s)\n", gap.From, gap.To-1, gap.Reason)
 		}
 		if len(result.Messages) == 0 {
@@ -91,6 +96,10 @@ func runSub(ctx context.Context, opts *globalOptions, sub *subOptions) error {
 			continue
 		}
 		for _, message := range result.Messages {
+			if opts.json {
+				_ = writeJSON(opts.stdout, messageOutput(message))
+				continue
+			}
 			fmt.Fprintln(opts.stdout, messageLine(message))
 		}
 		printed += len(result.Messages)
@@ -130,4 +139,26 @@ func subError(err error) error {
 		return exitErrorf(exitLocked, "the connection to the broker broke: %w", err)
 	}
 	return exitErrorf(exitDamage, "%w", err)
+}
+
+// subMessage is one record in sub's NDJSON output.
+type subMessage struct {
+	Offset          uint64 `json:"offset"`
+	Partition       uint32 `json:"partition"`
+	Timestamp       string `json:"timestamp"`
+	Attempt         uint32 `json:"attempt"`
+	Redelivered     bool   `json:"redelivered"`
+	Key             string `json:"key"`
+	KeyEncoding     string `json:"key_encoding"`
+	Subject         string `json:"subject"`
+	Payload         string `json:"payload"`
+	PayloadEncoding string `json:"payload_encoding"`
+}
+
+func messageOutput(m client.Message) subMessage {
+	key, keyEncoding := encodeBytes(m.Key)
+	payload, payloadEncoding := encodeBytes(m.Payload)
+	return subMessage{Offset: m.Offset, Partition: m.Partition, Timestamp: m.Timestamp.UTC().Format(time.RFC3339Nano),
+		Attempt: m.Attempt, Redelivered: m.Redelivered, Key: key, KeyEncoding: keyEncoding, Subject: m.Subject,
+		Payload: payload, PayloadEncoding: payloadEncoding}
 }

@@ -118,6 +118,16 @@ func (b *Broker) createLog(stream string) (*segment.Log, *wire.Error) {
 	return l, nil
 }
 
+// groupFor returns a stream partition's log and one of its work groups.
+func (b *Broker) groupFor(stream []byte, partition uint32, name []byte) (*segment.Log, *consumer.Group, *wire.Error) {
+	l, err := b.logFor(stream, partition)
+	if err != nil {
+		return nil, nil, err
+	}
+	g, err := b.group(l, stream, partition, name)
+	return l, g, err
+}
+
 // group returns the work group of a stream partition, loading it (from
 // its checkpoint) on first use.
 func (b *Broker) group(l *segment.Log, stream []byte, partition uint32, name []byte) (*consumer.Group, *wire.Error) {

@@ -26,12 +26,7 @@ func (s *session) consume(frame wire.Frame) error {
 		s.reply(frame.RequestID, wire.NewError(wire.CodeUnsupportedMode, "consume mode %d is not served yet; use work (%d)", c.Mode, wire.ModeWork))
 		return nil
 	}
-	l, werr := s.broker.logFor(c.Stream, c.Partition)
-	if werr != nil {
-		s.reply(frame.RequestID, werr)
-		return nil
-	}
-	g, werr := s.broker.group(l, c.Stream, c.Partition, c.Group)
+	l, g, werr := s.broker.groupFor(c.Stream, c.Partition, c.Group)
 	if werr != nil {
 		s.reply(frame.RequestID, werr)
 		return nil
@@ -184,12 +179,7 @@ func (s *session) ack(frame wire.Frame) error {
 		s.reply(frame.RequestID, wire.NewError(wire.CodeInvalidRequest, "ack op %d is not ack (0) or nack (1)", a.Op))
 		return nil
 	}
-	l, werr := s.broker.logFor(a.Stream, a.Partition)
-	if werr != nil {
-		s.reply(frame.RequestID, werr)
-		return nil
-	}
-	g, werr := s.broker.group(l, a.Stream, a.Partition, a.Group)
+	_, g, werr := s.broker.groupFor(a.Stream, a.Partition, a.Group)
 	if werr != nil {
 		s.reply(frame.RequestID, werr)
 		return nil

@@ -25,12 +25,12 @@ func testBroker(t *testing.T, cfg Config) (string, *Broker) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	server := loop.NewStd(loop.Config{}, b)
+	bound, err := server.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	server := loop.NewStd(loop.Config{}, b)
-	go func() { _ = server.Serve(listener) }()
+	go func() { _ = server.Serve() }()
 	t.Cleanup(func() {
 		b.Drain()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -40,7 +40,7 @@ func testBroker(t *testing.T, cfg Config) (string, *Broker) {
 		}
 		_ = b.Close()
 	})
-	return listener.Addr().String(), b
+	return bound.String(), b
 }
 
 // rawClient speaks frames directly, so tests control every byte.

@@ -73,12 +73,12 @@ func (s *session) serveConsume(r consumeRequest) {
 	for {
 		deliveries, gaps, err := r.group.Fetch(s.conn.ID(), r.max, r.maxBytes, r.lease)
 		if err != nil {
-			s.reply(r.id, storageError(err))
+			s.replyFromConsumer(r.id, storageError(err))
 			return
 		}
 		if len(deliveries) > 0 || len(gaps) > 0 || !r.wait || !time.Now().Before(r.deadline) {
 			if tooBig := s.dropUnsendable(r, deliveries); tooBig != nil {
-				s.reply(r.id, tooBig)
+				s.replyFromConsumer(r.id, tooBig)
 				return
 			}
 			s.out.frame(encodeConsume(r, deliveries, gaps, endReason(r, deliveries)))
@@ -89,6 +89,12 @@ func (s *session) serveConsume(r consumeRequest) {
 			return
 		}
 	}
+}
+
+// replyFromConsumer queues an error from a consume goroutine, which must
+// not touch the reader's state.
+func (s *session) replyFromConsumer(requestID uint32, e *wire.Error) {
+	s.out.frame(wire.Append(nil, requestID, e))
 }
 
 // waitForRecords blocks until the log commits past the group's next
@@ -198,6 +204,6 @@ func (s *session) ack(frame wire.Frame) error {
 		}
 		s.statuses = append(s.statuses, uint8(status))
 	}
-	s.out.frame(wire.Append(nil, frame.RequestID, &wire.AckResult{Statuses: s.statuses}))
+	s.send(wire.Append(nil, frame.RequestID, &wire.AckResult{Statuses: s.statuses}))
 	return nil
 }

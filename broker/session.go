@@ -32,12 +32,16 @@ type session struct {
 	capabilities uint64 // negotiated in Hello
 	clientFrame  uint32 // largest frame the client accepts
 
-	// The current produce run: records for one log, in request order.
+	// The current produce run: records for one log, in request order,
+	// starting at runStart in the bytes Data was given.
 	runLog       *segment.Log
 	runPartition uint32
+	runStart     int
+	runBytes     int
 	bodies       [][]byte
 	crcs         []uint32
 	ids          []uint32
+	outputFull   bool
 
 	entries  []wire.AckEntry
 	statuses []uint8
@@ -56,61 +60,106 @@ func newSession(b *Broker, conn loop.Conn) *session {
 		groups: map[*consumer.Group]struct{}{}}
 }
 
-// Data implements loop.Session: it handles every whole frame in in.
+// Data implements loop.Session: it handles every whole frame in in, and
+// never blocks. When a run of produce requests cannot be appended (the
+// window or the log's staging buffer is full) it pauses reading and
+// returns the position where that run began: the backend hands those bytes
+// back after the resume. Every other effect (a reply, a consume) happens
+// only while no run is pending, so nothing is ever done twice.
 func (s *session) Data(in []byte) (int, error) {
 	consumed := 0
+	s.runStart = 0
 	for {
 		frame, n, err := wire.ParseFrame(in[consumed:], s.broker.cfg.MaxFrame)
 		if errors.Is(err, wire.ErrIncomplete) {
 			break
 		}
 		if err != nil {
-			s.flushRun()
+			if !s.flushRun() {
+				return s.runStart, nil
+			}
 			code := wire.CodeMalformed
 			if errors.Is(err, wire.ErrFrameTooLarge) {
 				code = wire.CodeFrameTooLarge
 			}
 			return consumed, s.fatal(0, wire.NewError(code, "%v", err))
 		}
+		if len(s.ids) == 0 {
+			s.runStart = consumed
+		}
+		outcome, err := s.handle(frame)
+		switch {
+		case outcome == outcomePaused:
+			return s.runStart, nil
+		case err != nil:
+			return consumed + n, err
+		}
 		consumed += n
-		if err := s.handle(frame); err != nil {
-			s.flushRun()
-			return consumed, err
+		if outcome == outcomePauseAfter {
+			if !s.flushRun() {
+				return s.runStart, nil
+			}
+			s.pauseForOutput()
+			return consumed, nil
 		}
 	}
-	s.flushRun()
+	if !s.flushRun() {
+		return s.runStart, nil
+	}
 	return consumed, nil
 }
 
+// outcome says what Data does after a frame.
+type outcome int
+
+const (
+	outcomeDone       outcome = iota
+	outcomePaused             // the frame was not handled; reading is paused
+	outcomePauseAfter         // handled, but the reply queue is full: pause now
+)
+
 // handle dispatches one frame. An error ends the connection.
-func (s *session) handle(frame wire.Frame) error {
+func (s *session) handle(frame wire.Frame) (outcome, error) {
 	if !s.handshook {
 		if frame.Type != wire.TypeHello {
-			return s.fatal(frame.RequestID, wire.NewError(wire.CodeHandshake, "the first frame must be Hello, got %v", frame.Type))
+			return outcomeDone, s.fatal(frame.RequestID, wire.NewError(wire.CodeHandshake, "the first frame must be Hello, got %v", frame.Type))
 		}
-		return s.hello(frame)
+		return outcomeDone, s.hello(frame)
 	}
 	if frame.Type == wire.TypeProduce {
 		return s.produce(frame)
 	}
-	s.flushRun() // keep produce runs ahead of anything that follows them
+	// Anything else is handled only once the produce run before it is in.
+	if !s.flushRun() {
+		return outcomePaused, nil
+	}
+	var err error
 	switch frame.Type {
 	case wire.TypeHello:
-		return s.fatal(frame.RequestID, wire.NewError(wire.CodeHandshake, "a second Hello"))
+		err = s.fatal(frame.RequestID, wire.NewError(wire.CodeHandshake, "a second Hello"))
 	case wire.TypeConsume:
-		return s.consume(frame)
+		err = s.consume(frame)
 	case wire.TypeAck:
-		return s.ack(frame)
+		err = s.ack(frame)
 	case wire.TypePing:
-		payload, err := wire.DecodePing(frame.Body)
-		if err != nil {
-			return s.malformed(frame, err)
-		}
-		s.out.frame(wire.Append(nil, frame.RequestID, &wire.Pong{Payload: payload}))
+		err = s.ping(frame)
 	case wire.TypePong:
 	default:
 		s.reply(frame.RequestID, wire.NewError(wire.CodeUnknownType, "frame type %v is not a request this broker serves", frame.Type))
 	}
+	if err == nil && s.outputFull {
+		s.outputFull = false
+		return outcomePauseAfter, nil
+	}
+	return outcomeDone, err
+}
+
+func (s *session) ping(frame wire.Frame) error {
+	payload, err := wire.DecodePing(frame.Body)
+	if err != nil {
+		return s.malformed(frame, err)
+	}
+	s.send(wire.Append(nil, frame.RequestID, &wire.Pong{Payload: payload}))
 	return nil
 }
 
@@ -132,7 +181,7 @@ func (s *session) hello(frame wire.Frame) error {
 	s.capabilities = hello.Capabilities & wire.Capabilities
 	s.clientFrame = hello.MaxFrame
 	s.conn.SetReadTimeout(cfg.IdleTimeout)
-	s.out.frame(wire.Append(nil, frame.RequestID, &wire.Welcome{Version: wire.ProtocolVersion,
+	s.send(wire.Append(nil, frame.RequestID, &wire.Welcome{Version: wire.ProtocolVersion,
 		Capabilities: hello.Capabilities & wire.Capabilities, MaxFrame: cfg.MaxFrame, Window: cfg.Window,
 		MaxRecordBytes: cfg.Storage.MaxRecordBytes, IdleTimeoutMs: uint32(cfg.IdleTimeout.Milliseconds()),
 		ServerVersion: cfg.Version}))
@@ -141,7 +190,15 @@ func (s *session) hello(frame wire.Frame) error {
 
 // reply queues a structured error answering one request.
 func (s *session) reply(requestID uint32, e *wire.Error) {
-	s.out.frame(wire.Append(nil, requestID, e))
+	s.send(wire.Append(nil, requestID, e))
+}
+
+// send queues encoded frames; a full reply queue makes Data pause after
+// the current frame.
+func (s *session) send(b []byte) {
+	if s.out.frame(b) {
+		s.outputFull = true
+	}
 }
 
 // malformed answers a body that does not decode: the peer and the broker
@@ -160,34 +217,43 @@ func (s *session) fatal(requestID uint32, e *wire.Error) error {
 	return e
 }
 
-// produce validates one record and adds it to the current run.
-func (s *session) produce(frame wire.Frame) error {
+// produce validates one record and adds it to the current run. A record
+// that fails validation is answered only after the run before it is in.
+func (s *session) produce(frame wire.Frame) (outcome, error) {
 	p, err := wire.DecodeProduce(frame.Body)
 	if err != nil {
-		return s.malformed(frame, err)
+		if !s.flushRun() {
+			return outcomePaused, nil
+		}
+		return outcomeDone, s.malformed(frame, err)
 	}
 	l, werr := s.broker.logFor(p.Stream, p.Partition)
-	if werr != nil {
-		s.reply(frame.RequestID, werr)
-		return nil
+	if werr == nil {
+		werr = s.validateRecord(p)
 	}
-	if werr := s.validateRecord(p); werr != nil {
+	if werr != nil {
+		if !s.flushRun() {
+			return outcomePaused, nil
+		}
 		s.reply(frame.RequestID, werr)
-		return nil
+		return outcomeDone, nil
 	}
 	if l != s.runLog || p.Partition != s.runPartition {
-		s.flushRun()
+		if !s.flushRun() {
+			return outcomePaused, nil
+		}
 		s.runLog, s.runPartition = l, p.Partition
 	}
 	s.bodies = append(s.bodies, p.Body)
 	s.crcs = append(s.crcs, p.BodyCRC)
 	s.ids = append(s.ids, frame.RequestID)
+	s.runBytes += format.RecordFrameSize(len(p.Body))
 	// A run never needs more credits than the window holds, or it could
-	// never acquire them.
-	if len(s.ids) == min(maxRun, int(s.broker.cfg.Window)) {
-		s.flushRun()
+	// never have them; a full run goes in at once.
+	if len(s.ids) == min(maxRun, int(s.broker.cfg.Window)) && !s.flushRun() {
+		return outcomePaused, nil
 	}
-	return nil
+	return outcomeDone, nil
 }
 
 func (s *session) validateRecord(p wire.Produce) *wire.Error {
@@ -203,31 +269,68 @@ func (s *session) validateRecord(p wire.Produce) *wire.Error {
 	return nil
 }
 
-// flushRun appends the current run with one AppendBatch and hands its
-// ticket to the writer. Waiting for credits and for room in the log's
-// staging buffer is the connection's backpressure.
-func (s *session) flushRun() {
+// flushRun appends the current run with one TryAppendBatch and hands its
+// ticket to the writer. It returns false, with reading paused and the run
+// dropped (its bytes will be handed back), when the window or the log's
+// staging buffer is full: that is the connection's backpressure.
+func (s *session) flushRun() bool {
 	n := len(s.ids)
 	if n == 0 {
-		return
+		return true
 	}
-	defer func() {
-		clear(s.bodies) // drop references into the read buffer
-		s.bodies, s.crcs, s.ids = s.bodies[:0], s.crcs[:0], s.ids[:0]
-	}()
-	if !s.out.credits.acquire(n) {
-		return // the connection broke; nobody will read the answers
+	if !s.out.credits.tryAcquire(n) {
+		if s.out.credits.isBroken() {
+			s.resetRun() // the connection broke; nobody will read the answers
+			return true
+		}
+		s.conn.PauseReading()
+		s.out.credits.whenAvailable(n, s.conn.ResumeReading)
+		s.resetRun()
+		return false
 	}
-	ticket, err := s.runLog.AppendBatch(s.ctx, s.bodies, s.crcs)
+	ticket, err := s.runLog.TryAppendBatch(s.bodies, s.crcs)
+	if errors.Is(err, segment.ErrFull) {
+		s.out.credits.release(n)
+		s.conn.PauseReading()
+		room := s.runLog.RoomFor(s.runBytes)
+		go s.resumeWhen(room)
+		s.resetRun()
+		return false
+	}
 	if err != nil {
 		s.out.credits.release(n)
 		failure := storageError(err)
 		for _, id := range s.ids {
 			s.reply(id, failure)
 		}
-		return
+		s.resetRun()
+		return true
 	}
 	s.out.pushAcks(ticket, s.runPartition, s.ids)
+	s.resetRun()
+	return true
+}
+
+// resetRun empties the run, dropping its references into the read buffer.
+func (s *session) resetRun() {
+	clear(s.bodies)
+	s.bodies, s.crcs, s.ids = s.bodies[:0], s.crcs[:0], s.ids[:0]
+	s.runBytes = 0
+}
+
+// resumeWhen resumes reading when ready closes (or the session ends).
+func (s *session) resumeWhen(ready <-chan struct{}) {
+	select {
+	case <-ready:
+	case <-s.ctx.Done():
+	}
+	s.conn.ResumeReading()
+}
+
+// pauseForOutput stops reading until the reply queue drains.
+func (s *session) pauseForOutput() {
+	s.conn.PauseReading()
+	s.out.whenDrained(s.conn.ResumeReading)
 }
 
 // ReadStopped implements loop.Session: finish in-flight work, then close.

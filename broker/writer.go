@@ -8,6 +8,11 @@ import (
 	"github.com/ironbus/ironbus/wire"
 )
 
+// outputLimit bounds the reply bytes queued for a connection before its
+// session stops reading (a client that sends requests and never reads the
+// answers).
+const outputLimit = 8 << 20
+
 // ackGroup is one run of produce requests appended with one AppendBatch:
 // their offsets are ticket.First, ticket.First+1, … in request order, and
 // their request ids sit in the writer's id ring at [start, start+count).
@@ -20,7 +25,9 @@ type ackGroup struct {
 
 // writer owns the write side of a connection. It waits for the tickets of
 // ack groups in order, and writes every reply that is ready — acks of all
-// completed groups, errors, consume answers — in one write.
+// completed groups, errors, consume answers — with one Write. Nothing that
+// feeds it blocks: produce credits bound the ack groups, and the reply
+// queue reports when it is over its limit so the session pauses reading.
 type writer struct {
 	conn    loop.Conn
 	credits *credits
@@ -28,9 +35,14 @@ type writer struct {
 	tail    int      // next free slot (touched by the session's reader only)
 
 	acks   chan ackGroup
-	frames chan []byte
+	signal chan struct{} // a reply was queued
 	done   chan struct{} // closed by the session: no more input
 	exited chan struct{}
+
+	mu          sync.Mutex
+	queued      [][]byte
+	queuedBytes int
+	onDrain     func() // one-shot: the queue fell below half its limit
 
 	buf     []byte
 	pending []ackGroup
@@ -38,14 +50,14 @@ type writer struct {
 
 func newWriter(conn loop.Conn, window int) *writer {
 	w := &writer{conn: conn, credits: newCredits(window), ids: make([]uint32, window),
-		acks: make(chan ackGroup, window), frames: make(chan []byte, 256),
+		acks: make(chan ackGroup, window), signal: make(chan struct{}, 1),
 		done: make(chan struct{}), exited: make(chan struct{}), buf: make([]byte, 0, 64<<10)}
 	go w.run()
 	return w
 }
 
-// pushAcks queues a run; the caller already holds count credits, so the
-// ring has room. Called from the session's reader only.
+// pushAcks queues a run; the caller holds count credits, so the ring and
+// the channel have room. Called from the session's reader only.
 func (w *writer) pushAcks(ticket segment.Ticket, partition uint32, ids []uint32) {
 	start := w.tail
 	for _, id := range ids {
@@ -58,13 +70,32 @@ func (w *writer) pushAcks(ticket segment.Ticket, partition uint32, ids []uint32)
 	}
 }
 
-// frame queues an encoded frame (or several) to send; dropped when the
-// connection already broke.
-func (w *writer) frame(b []byte) {
+// frame queues an encoded frame (or several) and reports whether the queue
+// is now over its limit. Never blocks.
+func (w *writer) frame(b []byte) (over bool) {
+	w.mu.Lock()
+	w.queued = append(w.queued, b)
+	w.queuedBytes += len(b)
+	over = w.queuedBytes > outputLimit
+	w.mu.Unlock()
 	select {
-	case w.frames <- b:
-	case <-w.exited:
+	case w.signal <- struct{}{}:
+	default:
 	}
+	return over
+}
+
+// whenDrained calls fn once the reply queue is below half its limit (at
+// once if it already is).
+func (w *writer) whenDrained(fn func()) {
+	w.mu.Lock()
+	if w.queuedBytes <= outputLimit/2 {
+		w.mu.Unlock()
+		fn()
+		return
+	}
+	w.onDrain = fn
+	w.mu.Unlock()
 }
 
 func (w *writer) run() {
@@ -76,31 +107,49 @@ func (w *writer) run() {
 		w.encodeCompleted()
 		if len(w.buf) > 0 {
 			if err := w.conn.Write(w.buf); err != nil {
-				w.discard()
+				w.credits.fail()
 				return
 			}
 			w.buf = w.buf[:0]
 			continue
 		}
-		if closing && len(w.pending) == 0 && len(w.acks) == 0 && len(w.frames) == 0 {
+		if closing && len(w.pending) == 0 && len(w.acks) == 0 && w.empty() {
 			return
 		}
 		closing = w.wait(closing)
 	}
 }
 
-// collect moves everything queued without blocking.
+// collect moves everything queued into the write buffer without blocking.
 func (w *writer) collect() {
 	for {
 		select {
 		case g := <-w.acks:
 			w.pending = append(w.pending, g)
-		case f := <-w.frames:
-			w.buf = append(w.buf, f...)
+			continue
 		default:
-			return
 		}
+		break
 	}
+	w.mu.Lock()
+	for i, b := range w.queued {
+		w.buf = append(w.buf, b...)
+		w.queued[i] = nil
+	}
+	w.queued = w.queued[:0]
+	w.queuedBytes = 0
+	drained := w.onDrain
+	w.onDrain = nil
+	w.mu.Unlock()
+	if drained != nil {
+		drained()
+	}
+}
+
+func (w *writer) empty() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.queued) == 0
 }
 
 // wait blocks until something is ready and reports whether input ended.
@@ -116,8 +165,7 @@ func (w *writer) wait(closing bool) bool {
 	select {
 	case g := <-w.acks:
 		w.pending = append(w.pending, g)
-	case f := <-w.frames:
-		w.buf = append(w.buf, f...)
+	case <-w.signal:
 	case <-headDone:
 	case <-done:
 		return true
@@ -164,20 +212,6 @@ func (w *writer) encodeGroup(g ackGroup) {
 	w.credits.release(g.count)
 }
 
-// discard gives back the credits of groups that will never be answered
-// (the connection broke), so a reader blocked on credits wakes up.
-func (w *writer) discard() {
-	w.credits.fail()
-	for {
-		select {
-		case <-w.acks:
-		case <-w.frames:
-		default:
-			return
-		}
-	}
-}
-
 // close tells the writer no more input comes and waits until it has
 // answered everything queued and closed the connection.
 func (w *writer) close() {
@@ -185,45 +219,69 @@ func (w *writer) close() {
 	<-w.exited
 }
 
-// credits bounds produce requests read but not yet answered.
+// credits bounds produce requests read but not yet answered. It never
+// blocks: a reader that finds too few registers a callback for when enough
+// are back.
 type credits struct {
 	mu        sync.Mutex
-	cond      *sync.Cond
 	available int
 	broken    bool
+	waitFor   int
+	waiter    func()
 }
 
-func newCredits(n int) *credits {
-	c := &credits{available: n}
-	c.cond = sync.NewCond(&c.mu)
-	return c
-}
+func newCredits(n int) *credits { return &credits{available: n} }
 
-// acquire blocks until n credits are free; false when the connection
-// broke meanwhile.
-func (c *credits) acquire(n int) bool {
+// tryAcquire takes n credits if they are free.
+func (c *credits) tryAcquire(n int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for c.available < n && !c.broken {
-		c.cond.Wait()
-	}
-	if c.broken {
+	if c.broken || c.available < n {
 		return false
 	}
 	c.available -= n
 	return true
 }
 
+// whenAvailable calls fn once n credits are free or the connection broke
+// (at once if so already).
+func (c *credits) whenAvailable(n int, fn func()) {
+	c.mu.Lock()
+	if c.broken || c.available >= n {
+		c.mu.Unlock()
+		fn()
+		return
+	}
+	c.waitFor, c.waiter = n, fn
+	c.mu.Unlock()
+}
+
 func (c *credits) release(n int) {
 	c.mu.Lock()
 	c.available += n
-	c.mu.Unlock()
-	c.cond.Broadcast()
+	c.notifyLocked()
 }
 
 func (c *credits) fail() {
 	c.mu.Lock()
 	c.broken = true
+	c.notifyLocked()
+}
+
+// notifyLocked releases c.mu and runs a waiter whose need is met.
+func (c *credits) notifyLocked() {
+	var fn func()
+	if c.waiter != nil && (c.broken || c.available >= c.waitFor) {
+		fn, c.waiter = c.waiter, nil
+	}
 	c.mu.Unlock()
-	c.cond.Broadcast()
+	if fn != nil {
+		fn()
+	}
+}
+
+func (c *credits) isBroken() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.broken
 }

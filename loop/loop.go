@@ -1,8 +1,10 @@
 package loop
 
 import (
+	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"time"
 )
 
@@ -15,10 +17,11 @@ type Handler interface {
 
 // Session handles the bytes of one connection.
 type Session interface {
-	// Data hands over received bytes; see the package contract.
+	// Data hands over received bytes; see the package contract. It must
+	// not block: a session that cannot take more pauses reading instead.
 	Data(in []byte) (consumed int, err error)
 	// ReadStopped says no more Data will come, and why (nil: the server is
-	// draining).
+	// draining). It is called once, on a goroutine where it may block.
 	ReadStopped(cause error)
 }
 
@@ -28,13 +31,42 @@ type Conn interface {
 	ID() uint64
 	// RemoteAddr names the peer for logs.
 	RemoteAddr() string
-	// Write sends b, whole, in one write. Safe for concurrent use.
+	// Write queues b to be sent, whole and in order; b may be reused when
+	// Write returns. It blocks while more than the backend's output limit
+	// is waiting to be sent (flow control against a peer that does not
+	// read), so it is never called from inside Data. Safe for concurrent
+	// use.
 	Write(b []byte) error
-	// SetReadTimeout closes reading when no byte arrives for d (zero:
+	// SetReadTimeout ends reading when no byte arrives for d (zero:
 	// never). It applies from the next read.
 	SetReadTimeout(d time.Duration)
-	// Close closes the connection. Idempotent.
+	// PauseReading stops reading until ResumeReading; bytes Data did not
+	// consume stay buffered. Safe from any goroutine.
+	PauseReading()
+	// ResumeReading restarts reading; buffered bytes are handed to Data
+	// again before anything new is read. Safe from any goroutine.
+	ResumeReading()
+	// Close sends what Write queued (bounded by the write timeout), then
+	// closes. Idempotent; safe from any goroutine.
 	Close() error
+}
+
+// Server is a network backend: it listens, hands connections to a
+// Handler, and drains.
+type Server interface {
+	// Listen binds addr ("host:port"; port 0 picks one) and returns the
+	// bound address.
+	Listen(addr string) (net.Addr, error)
+	// Serve accepts connections until Shutdown; it returns ErrServerClosed
+	// then.
+	Serve() error
+	// Shutdown stops accepting, stops reading from every connection and
+	// waits until every session has closed its connection, or ctx ends.
+	Shutdown(ctx context.Context) error
+	// CloseAll closes every connection at once (after a failed drain).
+	CloseAll()
+	// Backend names the backend for logs ("std", "epoll", "uring").
+	Backend() string
 }
 
 // Config bounds the network side.
@@ -47,7 +79,13 @@ type Config struct {
 	// WriteTimeout fails a write that cannot finish in time (a peer that
 	// stopped reading).
 	WriteTimeout time.Duration
-	Logger       *slog.Logger
+	// OutputLimit bounds the bytes queued for a connection before Write
+	// blocks (4 MiB).
+	OutputLimit int
+	// Loops is the number of reactors of an event-loop backend
+	// (GOMAXPROCS by default).
+	Loops  int
+	Logger *slog.Logger
 }
 
 func (c Config) withDefaults() Config {
@@ -59,6 +97,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.WriteTimeout <= 0 {
 		c.WriteTimeout = 30 * time.Second
+	}
+	if c.OutputLimit <= 0 {
+		c.OutputLimit = 4 << 20
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -11,7 +11,7 @@ import (
 )
 
 // StdServer is the portable backend: package net, a goroutine per
-// connection.
+// connection. It is the reference the event-loop backends must match.
 type StdServer struct {
 	cfg     Config
 	handler Handler
@@ -24,19 +24,36 @@ type StdServer struct {
 	idle     chan struct{} // closed when conns empties while draining
 }
 
+var _ Server = (*StdServer)(nil)
+
 // NewStd returns a server that hands connections to handler.
 func NewStd(cfg Config, handler Handler) *StdServer {
 	return &StdServer{cfg: cfg.withDefaults(), handler: handler, conns: map[*stdConn]struct{}{}}
 }
 
-// Backend names the backend for logs.
+// Backend implements Server.
 func (s *StdServer) Backend() string { return "std" }
 
-// Serve accepts connections on listener until Shutdown.
-func (s *StdServer) Serve(listener net.Listener) error {
+// Listen implements Server.
+func (s *StdServer) Listen(addr string) (net.Addr, error) {
+	listener, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	s.listener = listener
 	s.mu.Unlock()
+	return listener.Addr(), nil
+}
+
+// Serve implements Server.
+func (s *StdServer) Serve() error {
+	s.mu.Lock()
+	listener := s.listener
+	s.mu.Unlock()
+	if listener == nil {
+		return errors.New("loop: Serve before Listen")
+	}
 	for {
 		nc, err := listener.Accept()
 		if err != nil {
@@ -58,7 +75,7 @@ func (s *StdServer) start(nc net.Conn) {
 	if tcp, ok := nc.(*net.TCPConn); ok {
 		_ = tcp.SetNoDelay(true)
 	}
-	c := &stdConn{server: s, nc: nc, id: s.nextID.Add(1)}
+	c := &stdConn{server: s, nc: nc, id: s.nextID.Add(1), stop: make(chan struct{})}
 	s.mu.Lock()
 	if s.draining.Load() {
 		s.mu.Unlock()
@@ -76,9 +93,7 @@ func (s *StdServer) start(nc net.Conn) {
 	go c.readLoop(session)
 }
 
-// Shutdown stops accepting, stops reading from every connection and waits
-// until every session has closed its connection (after finishing its
-// in-flight work), or ctx ends.
+// Shutdown implements Server.
 func (s *StdServer) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.draining.Store(true)
@@ -102,7 +117,7 @@ func (s *StdServer) Shutdown(ctx context.Context) error {
 	}
 }
 
-// CloseAll closes every connection at once (after a failed drain).
+// CloseAll implements Server.
 func (s *StdServer) CloseAll() {
 	s.mu.Lock()
 	conns := make([]*stdConn, 0, len(s.conns))
@@ -136,7 +151,12 @@ type stdConn struct {
 	writeMu     sync.Mutex
 	readTimeout atomic.Int64 // nanoseconds
 	stopped     atomic.Bool  // draining: stop reading
+	stop        chan struct{}
+	stopOnce    sync.Once
 	closed      atomic.Bool
+
+	pauseMu sync.Mutex
+	resumed chan struct{} // non-nil while paused; closed on resume
 }
 
 var _ Conn = (*stdConn)(nil)
@@ -145,6 +165,8 @@ func (c *stdConn) ID() uint64                     { return c.id }
 func (c *stdConn) RemoteAddr() string             { return c.nc.RemoteAddr().String() }
 func (c *stdConn) SetReadTimeout(d time.Duration) { c.readTimeout.Store(int64(d)) }
 
+// Write writes b through (std has no output queue: blocking in the
+// kernel's socket buffer is its flow control).
 func (c *stdConn) Write(b []byte) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
@@ -156,11 +178,38 @@ func (c *stdConn) Write(b []byte) error {
 	return err
 }
 
+func (c *stdConn) PauseReading() {
+	c.pauseMu.Lock()
+	defer c.pauseMu.Unlock()
+	if c.resumed == nil {
+		c.resumed = make(chan struct{})
+	}
+}
+
+func (c *stdConn) ResumeReading() {
+	c.pauseMu.Lock()
+	defer c.pauseMu.Unlock()
+	if c.resumed != nil {
+		close(c.resumed)
+		c.resumed = nil
+	}
+}
+
+// pausedChannel returns the channel to wait on while paused, or nil.
+func (c *stdConn) pausedChannel() chan struct{} {
+	c.pauseMu.Lock()
+	defer c.pauseMu.Unlock()
+	return c.resumed
+}
+
 func (c *stdConn) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
+	c.stopOnce.Do(func() { close(c.stop) })
+	c.writeMu.Lock() // let a write in progress finish first
 	err := c.nc.Close()
+	c.writeMu.Unlock()
 	c.server.forget(c)
 	return err
 }
@@ -168,57 +217,53 @@ func (c *stdConn) Close() error {
 // stopReading makes the read loop end at its next read (draining).
 func (c *stdConn) stopReading() {
 	c.stopped.Store(true)
+	c.stopOnce.Do(func() { close(c.stop) })
 	_ = c.nc.SetReadDeadline(time.Now())
 }
 
 func (c *stdConn) readLoop(session Session) {
-	buf := make([]byte, c.server.cfg.ReadBufferSize)
-	start, end := 0, 0
-	var cause error
-	for !c.stopped.Load() {
+	in := &inputBuffer{buf: make([]byte, c.server.cfg.ReadBufferSize), max: c.server.cfg.MaxBuffer}
+	session.ReadStopped(c.read(session, in))
+}
+
+// read runs until reading ends and returns why (nil when draining).
+func (c *stdConn) read(session Session, in *inputBuffer) error {
+	for {
+		if wait := c.pausedChannel(); wait != nil {
+			select {
+			case <-wait:
+			case <-c.stop:
+				return nil
+			}
+			// Bytes Data left for later come first after a resume.
+			if err := in.deliver(session); err != nil {
+				return err
+			}
+			continue
+		}
+		if c.stopped.Load() {
+			return nil
+		}
 		if timeout := time.Duration(c.readTimeout.Load()); timeout > 0 {
 			_ = c.nc.SetReadDeadline(time.Now().Add(timeout))
 		}
-		n, err := c.nc.Read(buf[end:])
-		end += n
+		space := in.free()
+		if len(space) == 0 {
+			// One frame fills the largest buffer and is still unconsumed.
+			return ErrBufferFull
+		}
+		n, err := c.nc.Read(space)
 		if n > 0 {
-			consumed, herr := session.Data(buf[start:end])
-			start += consumed
-			if herr != nil {
-				cause = herr
-				break
-			}
-			var full error
-			if buf, start, end, full = c.compact(buf, start, end); full != nil {
-				cause = full
-				break
+			in.filled(n)
+			if derr := in.deliver(session); derr != nil {
+				return derr
 			}
 		}
 		if err != nil {
-			if !c.stopped.Load() {
-				cause = err
+			if c.stopped.Load() {
+				return nil
 			}
-			break
+			return err
 		}
 	}
-	session.ReadStopped(cause)
-}
-
-// compact moves unconsumed bytes to the front and grows the buffer when a
-// single frame fills it.
-func (c *stdConn) compact(buf []byte, start, end int) ([]byte, int, int, error) {
-	switch {
-	case start == end:
-		return buf, 0, 0, nil
-	case end < len(buf):
-		return buf, start, end, nil
-	case start > 0:
-		copy(buf, buf[start:end])
-		return buf, 0, end - start, nil
-	case len(buf) < c.server.cfg.MaxBuffer:
-		grown := make([]byte, min(2*len(buf), c.server.cfg.MaxBuffer))
-		copy(grown, buf[:end])
-		return grown, 0, end, nil
-	}
-	return buf, start, end, ErrBufferFull
 }

@@ -141,6 +141,35 @@ func (l *Log) TryAppend(body []byte, bodyCRC uint32) (Ticket, error) {
 	return l.append(context.Background(), [][]byte{body}, []uint32{bodyCRC}, false)
 }
 
+// TryAppendBatch is AppendBatch that returns ErrFull instead of blocking,
+// for callers that must never block (event loops): they wait on RoomFor.
+func (l *Log) TryAppendBatch(bodies [][]byte, crcs []uint32) (Ticket, error) {
+	if len(bodies) != len(crcs) || len(bodies) == 0 {
+		return Ticket{}, fmt.Errorf("segment: TryAppendBatch needs one CRC per body and at least one body")
+	}
+	return l.append(context.Background(), bodies, crcs, false)
+}
+
+// RoomFor returns a channel that is closed once frameBytes of records fit
+// in the staging batch: already closed when they fit now, else closed when
+// the appender takes the current batch. It never misses a wake-up, because
+// it is decided under the same lock as the append.
+func (l *Log) RoomFor(frameBytes int) <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	staged := len(l.mu.staging.buf)
+	if staged == 0 || staged+frameBytes <= l.opts.StagingBytes || l.writableLocked() != nil {
+		return closedChannel
+	}
+	return l.mu.spaceFreed
+}
+
+var closedChannel = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
 func (l *Log) append(ctx context.Context, bodies [][]byte, crcs []uint32, block bool) (Ticket, error) {
 	frameBytes, large := 0, false
 	for _, body := range bodies {

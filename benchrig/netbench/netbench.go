@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"sort"
 	"sync"
@@ -31,14 +30,14 @@ func InProcess(dir string, storage segment.Options) (addr string, stop func(), e
 		_ = os.RemoveAll(dataDir)
 		return "", nil, err
 	}
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	server := loop.NewStd(loop.Config{MaxBuffer: int(b.MaxFrame()) + 64<<10}, b)
+	bound, err := server.Listen("127.0.0.1:0")
 	if err != nil {
 		_ = b.Close()
 		_ = os.RemoveAll(dataDir)
 		return "", nil, err
 	}
-	server := loop.NewStd(loop.Config{MaxBuffer: int(b.MaxFrame()) + 64<<10}, b)
-	go func() { _ = server.Serve(listener) }()
+	go func() { _ = server.Serve() }()
 	stop = func() {
 		b.Drain()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -49,7 +48,7 @@ func InProcess(dir string, storage segment.Options) (addr string, stop func(), e
 		_ = b.Close()
 		_ = os.RemoveAll(dataDir)
 	}
-	return listener.Addr().String(), stop, nil
+	return bound.String(), stop, nil
 }
 
 // Throughput is the result of a pipelined produce run.

@@ -140,20 +140,20 @@ func runBroker(cfg broker.Config, addr string, ready func(addr string)) error {
 	if err != nil {
 		return brokerOpenError(cfg.DataDir, err)
 	}
-	listener, err := net.Listen("tcp", addr)
+	server := loop.NewStd(loop.Config{Logger: logger, MaxBuffer: int(b.MaxFrame()) + 64<<10}, b)
+	bound, err := server.Listen(addr)
 	if err != nil {
 		_ = b.Close()
 		return exitErrorf(exitUsage, "listening on %s: %w (is another broker or program using the port? pick another with --addr)", addr, err)
 	}
-	server := loop.NewStd(loop.Config{Logger: logger, MaxBuffer: int(b.MaxFrame()) + 64<<10}, b)
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(signals)
 	served := make(chan error, 1)
-	go func() { served <- server.Serve(listener) }()
-	logger.Info("serving", "version", cfg.Version, "data_dir", cfg.DataDir, "addr", listener.Addr().String(),
+	go func() { served <- server.Serve() }()
+	logger.Info("serving", "version", cfg.Version, "data_dir", cfg.DataDir, "addr", bound.String(),
 		"backend", server.Backend(), "durability", cfg.Storage.Durability.String(), "io_mode", b.Dir().IOMode().String())
-	ready(listener.Addr().String())
+	ready(bound.String())
 	select {
 	case sig := <-signals:
 		logger.Info("draining", "signal", sig.String())
@@ -171,7 +171,7 @@ func runBroker(cfg broker.Config, addr string, ready func(addr string)) error {
 
 // drain stops accepting, lets every connection finish what it read, then
 // closes the broker (a final sync of every log).
-func drain(b *broker.Broker, server *loop.StdServer, logger *slog.Logger) error {
+func drain(b *broker.Broker, server loop.Server, logger *slog.Logger) error {
 	b.Drain()
 	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()

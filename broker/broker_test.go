@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -15,7 +16,16 @@ import (
 	"github.com/ironbus/ironbus/wire"
 )
 
-// testBroker runs a broker on a loopback listener with the std backend.
+// testBackend is the network backend the suite runs on: IRONBUS_TEST_LOOP
+// names one (the Makefile runs the suite once per backend), else auto.
+func testBackend() string {
+	if name := os.Getenv("IRONBUS_TEST_LOOP"); name != "" {
+		return name
+	}
+	return loop.BackendAuto
+}
+
+// testBroker runs a broker on a loopback listener.
 func testBroker(t *testing.T, cfg Config) (string, *Broker) {
 	t.Helper()
 	if cfg.DataDir == "" {
@@ -25,7 +35,10 @@ func testBroker(t *testing.T, cfg Config) (string, *Broker) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	server := loop.NewStd(loop.Config{}, b)
+	server, _, err := loop.New(testBackend(), loop.Config{}, b)
+	if err != nil {
+		t.Fatal(err)
+	}
 	bound, err := server.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ func (b *inputBuffer) free() []byte {
 		b.start = 0
 	}
 	if b.end == len(b.buf) && len(b.buf) < b.max {
-		grown := make([]byte, min(2*len(b.buf), b.max))
+		grown := make([]byte, min(max(2*len(b.buf), 64<<10), b.max))
 		copy(grown, b.buf[:b.end])
 		b.buf = grown
 	}
@@ -38,4 +38,18 @@ func (b *inputBuffer) deliver(session Session) error {
 	consumed, err := session.Data(b.buf[b.start:b.end])
 	b.start += consumed
 	return err
+}
+
+// keep stores bytes the session left unconsumed from a buffer it does not
+// own (a reactor's shared read buffer). The buffer is empty when this is
+// called, so the bytes land at its start.
+func (b *inputBuffer) keep(rest []byte) {
+	if len(rest) == 0 {
+		return
+	}
+	if cap(b.buf) < len(rest) {
+		b.buf = make([]byte, max(len(rest), min(64<<10, b.max)))
+	}
+	b.buf = b.buf[:cap(b.buf)]
+	b.start, b.end = 0, copy(b.buf, rest)
 }

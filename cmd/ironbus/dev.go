@@ -9,12 +9,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/segment"
 )
 
 type devOptions struct {
 	seed int
 	addr string
+	loop string
 }
 
 func newDevCmd(opts *globalOptions) *cobra.Command {
@@ -33,6 +35,7 @@ has something to read.`,
 		Args: cobra.NoArgs,
 	}
 	cmd.Flags().IntVar(&dev.seed, "seed", 0, "publish this many demo records to the default stream first")
+	cmd.Flags().StringVar(&dev.loop, "loop", loop.BackendAuto, "network backend: auto, uring, epoll or std")
 	cmd.Flags().StringVar(&dev.addr, "addr", defaultAddr, "address to listen on; a busy port falls back to a free one")
 	cmd.RunE = classified(func() error { return runDev(opts, dev) })
 	return cmd
@@ -45,7 +48,7 @@ func runDev(opts *globalOptions, dev *devOptions) error {
 	}
 	defer os.RemoveAll(dataDir)
 	serve := &serveOptions{dataDir: dataDir, addr: dev.addr, durability: "sync", ioMode: "auto",
-		segmentBytes: segment.EdgeSegmentSize}
+		segmentBytes: segment.EdgeSegmentSize, loop: dev.loop}
 	if !portFree(dev.addr) {
 		serve.addr = "127.0.0.1:0"
 	}
@@ -53,7 +56,7 @@ func runDev(opts *globalOptions, dev *devOptions) error {
 	if err != nil {
 		return err
 	}
-	return runBroker(cfg, serve.addr, func(addr string) {
+	return runBroker(cfg, serve, func(addr string) {
 		if dev.seed > 0 {
 			if err := seedRecords(addr, dev.seed); err != nil {
 				fmt.Fprintf(opts.stderr, "ironbus dev: seeding: %v\n", err)

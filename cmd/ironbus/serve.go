@@ -34,6 +34,7 @@ type serveOptions struct {
 	maxConnections    int
 	insecurePlaintext bool
 	acceptRelaxed     bool
+	loop              string
 }
 
 func newServeCmd(opts *globalOptions) *cobra.Command {
@@ -59,7 +60,8 @@ signal exits at once; recovery at the next start truncates anything torn.
 The data directory is locked: a second broker on it fails and names the holder.`,
 		Example: `  ironbus serve --data-dir /var/lib/ironbus
   ironbus serve --data-dir ./data --addr 127.0.0.1:7000 --segment-bytes 8MiB
-  ironbus serve --data-dir ./data --io-mode auto --max-connections 32`,
+  ironbus serve --data-dir ./data --io-mode auto --max-connections 32
+  ironbus serve --data-dir ./data --loop epoll`,
 		Args: cobra.NoArgs,
 	}
 	flags := cmd.Flags()
@@ -70,6 +72,7 @@ The data directory is locked: a second broker on it fails and names the holder.`
 	flags.StringVar(&serve.ioMode, "io-mode", "buffered", "how segments are written: buffered, direct (O_DIRECT) or auto (probe and pick)")
 	flags.Var(sizeValue{&serve.segmentBytes}, "segment-bytes", "segment size, with a unit (64MiB; 8MiB suits small devices)")
 	flags.IntVar(&serve.maxConnections, "max-connections", broker.DefaultMaxConnections, "connections served at once")
+	flags.StringVar(&serve.loop, "loop", loop.BackendAuto, "network backend: auto (fastest this system runs), uring, epoll or std; a named one that cannot run is an error")
 	flags.BoolVar(&serve.insecurePlaintext, "insecure-plaintext-wire", false, "allow a non-loopback --addr without TLS or authentication")
 	cmd.RunE = classified(func() error { return runServe(opts, serve) })
 	return cmd
@@ -83,7 +86,7 @@ func runServe(opts *globalOptions, serve *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	return runBroker(cfg, serve.addr, func(addr string) {})
+	return runBroker(cfg, serve, func(addr string) {})
 }
 
 // brokerConfig turns flags into a broker configuration, refusing unsafe or
@@ -134,13 +137,20 @@ func checkListenAddr(addr string, insecurePlaintext bool) error {
 
 // runBroker opens the broker, serves until a signal, then drains. ready is
 // called with the bound address once the broker accepts connections.
-func runBroker(cfg broker.Config, addr string, ready func(addr string)) error {
-	logger := cfg.Logger
+func runBroker(cfg broker.Config, serve *serveOptions, ready func(addr string)) error {
+	logger, addr := cfg.Logger, serve.addr
 	b, err := broker.Open(cfg)
 	if err != nil {
 		return brokerOpenError(cfg.DataDir, err)
 	}
-	server := loop.NewStd(loop.Config{Logger: logger, MaxBuffer: int(b.MaxFrame()) + 64<<10}, b)
+	server, choice, err := loop.New(serve.loop, loop.Config{Logger: logger, MaxBuffer: int(b.MaxFrame()) + 64<<10}, b)
+	if err != nil {
+		_ = b.Close()
+		if errors.Is(err, loop.ErrUnsupported) {
+			return exitErrorf(exitUsage, "--loop %s: %w; use --loop auto to take the best backend this system runs", serve.loop, err)
+		}
+		return exitErrorf(exitUsage, "--loop: %w", err)
+	}
 	bound, err := server.Listen(addr)
 	if err != nil {
 		_ = b.Close()
@@ -152,7 +162,7 @@ func runBroker(cfg broker.Config, addr string, ready func(addr string)) error {
 	served := make(chan error, 1)
 	go func() { served <- server.Serve() }()
 	logger.Info("serving", "version", cfg.Version, "data_dir", cfg.DataDir, "addr", bound.String(),
-		"backend", server.Backend(), "durability", cfg.Storage.Durability.String(), "io_mode", b.Dir().IOMode().String())
+		"backend", choice.Backend, "backend_reason", choice.Reason, "durability", cfg.Storage.Durability.String(), "io_mode", b.Dir().IOMode().String())
 	ready(bound.String())
 	select {
 	case sig := <-signals:

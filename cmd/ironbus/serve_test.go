@@ -37,6 +37,9 @@ var addrPattern = regexp.MustCompile(`msg=serving .*addr=(\S+)`)
 // it serves on.
 func startBroker(t *testing.T, args ...string) *brokerProcess {
 	t.Helper()
+	if backend := os.Getenv("IRONBUS_TEST_LOOP"); backend != "" && (args[0] == "serve" || args[0] == "dev") {
+		args = append(args, "--loop", backend)
+	}
 	p := &brokerProcess{t: t, cmd: exec.Command(binaryPath, args...), exited: make(chan error, 1)}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {

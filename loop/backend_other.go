@@ -1,0 +1,7 @@
+//go:build !linux
+
+package loop
+
+func newEpollServer(Config, Handler) (Server, error) { return nil, ErrUnsupported }
+
+func newURingServer(Config, Handler) (Server, error) { return nil, ErrUnsupported }

@@ -1,0 +1,201 @@
+package loop
+
+import (
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// epollConn is a connection served by a reactor. The fields without a
+// lock comment belong to the reactor goroutine.
+type epollConn struct {
+	reactor *reactor
+	fd      int
+	id      uint64
+	remote  string
+	session Session
+
+	in       inputBuffer // bytes the session has not consumed yet
+	interest uint32      // events registered with epoll
+	reading  bool
+	closed   bool
+	lastRead time.Time
+	closeAt  time.Time // when a requested close gives up on unsent output
+	sending  []byte    // output taken from out, not yet fully written
+
+	paused       atomic.Bool
+	closing      atomic.Bool
+	closeNow     atomic.Bool
+	flushPending atomic.Bool
+	readTimeout  atomic.Int64
+
+	outMu    sync.Mutex // guards out, space, done
+	out      []byte
+	space    chan struct{} // closed when out shrinks: blocked writers retry
+	done     bool
+	doneChan chan struct{}
+}
+
+var _ Conn = (*epollConn)(nil)
+
+func newEpollConn(r *reactor, fd int, id uint64) *epollConn {
+	remote := "unknown"
+	if sa, err := unix.Getpeername(fd); err == nil {
+		remote = sockaddrToTCP(sa).String()
+	}
+	c := &epollConn{reactor: r, fd: fd, id: id, remote: remote, space: make(chan struct{}),
+		doneChan: make(chan struct{})}
+	c.in.max = r.server.cfg.MaxBuffer
+	return c
+}
+
+func (c *epollConn) ID() uint64                     { return c.id }
+func (c *epollConn) RemoteAddr() string             { return c.remote }
+func (c *epollConn) SetReadTimeout(d time.Duration) { c.readTimeout.Store(int64(d)) }
+
+// PauseReading implements Conn; the reactor stops watching input the next
+// time it looks at the connection.
+func (c *epollConn) PauseReading() { c.paused.Store(true) }
+
+// ResumeReading implements Conn.
+func (c *epollConn) ResumeReading() {
+	if c.paused.Swap(false) {
+		c.reactor.post(c, taskResume)
+	}
+}
+
+// Write implements Conn: it queues b and wakes the reactor, which sends
+// everything queued with one write per pass. It blocks while more than the
+// output limit is waiting, up to the write timeout.
+func (c *epollConn) Write(b []byte) error {
+	limit := c.reactor.server.cfg.OutputLimit
+	var timer *time.Timer
+	c.outMu.Lock()
+	for len(c.out) > limit && !c.done {
+		if timer == nil {
+			timer = time.NewTimer(c.reactor.server.cfg.WriteTimeout)
+			defer timer.Stop()
+		}
+		space := c.space
+		c.outMu.Unlock()
+		select {
+		case <-space:
+		case <-c.doneChan:
+		case <-timer.C:
+			return fmt.Errorf("loop: write to %s: %w", c.remote, errWriteTimeout)
+		}
+		c.outMu.Lock()
+	}
+	if c.done {
+		c.outMu.Unlock()
+		return net.ErrClosed
+	}
+	c.out = append(c.out, b...)
+	c.outMu.Unlock()
+	if c.flushPending.CompareAndSwap(false, true) {
+		c.reactor.post(c, taskFlush)
+	}
+	return nil
+}
+
+var errWriteTimeout = &timeoutError{}
+
+// Close implements Conn: queued output is sent first, up to the write
+// timeout.
+func (c *epollConn) Close() error {
+	if !c.closing.Swap(true) {
+		c.reactor.post(c, taskClose)
+	}
+	return nil
+}
+
+// waiting reports whether output waits to be sent. Reactor only.
+func (c *epollConn) waiting() bool {
+	if len(c.sending) > 0 {
+		return true
+	}
+	c.outMu.Lock()
+	defer c.outMu.Unlock()
+	return len(c.out) > 0
+}
+
+// take moves queued output into sending and lets blocked writers go on.
+// Reactor only.
+func (c *epollConn) take() {
+	c.outMu.Lock()
+	c.sending, c.out = c.out, c.sending[:0]
+	close(c.space)
+	c.space = make(chan struct{})
+	c.outMu.Unlock()
+}
+
+// flush writes queued output, one write per pass when the socket takes it
+// all; a full socket buffer waits for EPOLLOUT. Reactor only.
+func (r *reactor) flush(c *epollConn) {
+	c.flushPending.Store(false)
+	if c.closed {
+		return
+	}
+	if len(c.sending) == 0 {
+		c.take()
+	}
+	for len(c.sending) > 0 {
+		n, err := unix.Write(c.fd, c.sending)
+		if n > 0 {
+			c.sending = c.sending[:copy(c.sending, c.sending[n:])]
+		}
+		if err != nil {
+			if isRetryable(err) {
+				break
+			}
+			r.stopReading(c, err)
+			r.closeConn(c)
+			return
+		}
+		if len(c.sending) == 0 {
+			c.take()
+		}
+	}
+	if c.closing.Load() && !c.waiting() {
+		r.closeConn(c)
+		return
+	}
+	r.updateInterest(c)
+}
+
+// requestClose closes now when nothing waits to be sent (or the close is
+// forced), else after the output drains or the write timeout passes.
+func (r *reactor) requestClose(c *epollConn) {
+	if c.closed {
+		return
+	}
+	if c.closeNow.Load() || !c.waiting() {
+		r.closeConn(c)
+		return
+	}
+	c.closeAt = time.Now().Add(r.server.cfg.WriteTimeout)
+	r.flush(c)
+}
+
+// closeConn closes the descriptor and tells everyone waiting. Reactor only.
+func (r *reactor) closeConn(c *epollConn) {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	if c.interest != 0 {
+		_ = unix.EpollCtl(r.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
+	}
+	_ = unix.Close(c.fd)
+	delete(r.conns, c.fd)
+	c.outMu.Lock()
+	c.done = true
+	close(c.doneChan)
+	c.outMu.Unlock()
+	r.stopReading(c, net.ErrClosed)
+	r.server.forget(c)
+}

@@ -1,0 +1,346 @@
+package loop
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// taskKind is what another goroutine asks a reactor to do.
+type taskKind uint8
+
+const (
+	taskAdd         taskKind = iota // a new connection: open its session, watch it
+	taskFlush                       // output was queued
+	taskResume                      // the session resumed reading
+	taskStopReading                 // the server drains
+	taskClose                       // the session closed the connection
+)
+
+type task struct {
+	conn *epollConn
+	kind taskKind
+}
+
+// timeoutCheck is how often a reactor looks for idle connections.
+const timeoutCheck = 100 * time.Millisecond
+
+// errReadTimeout is the cause a session sees when a connection was silent
+// too long; it says Timeout() like a net error.
+var errReadTimeout = &timeoutError{}
+
+type timeoutError struct{}
+
+func (*timeoutError) Error() string { return "loop: read timeout" }
+func (*timeoutError) Timeout() bool { return true }
+
+// reactor is one event loop: an epoll instance and the goroutine that
+// waits on it. Everything below mu is touched by that goroutine only;
+// other goroutines reach it through post, which queues a task and wakes the
+// loop through an eventfd (at most one wake pending, by the woken flag).
+type reactor struct {
+	server *EpollServer
+	index  int
+	epfd   int
+	wakefd int
+	woken  atomic.Bool
+	halted atomic.Bool
+
+	mu        sync.Mutex
+	tasks     []task
+	fdsClosed bool // set under mu before wakefd closes: no late wake writes to a reused descriptor
+
+	conns     map[int]*epollConn
+	readBuf   []byte
+	events    []unix.EpollEvent
+	lastCheck time.Time
+	busy      atomic.Int64 // nanoseconds spent handling events
+	started   time.Time
+}
+
+func newReactor(s *EpollServer, index int) (*reactor, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	wakefd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		_ = unix.Close(epfd)
+		return nil, err
+	}
+	event := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wakefd)}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wakefd, &event); err != nil {
+		_ = unix.Close(epfd)
+		_ = unix.Close(wakefd)
+		return nil, err
+	}
+	return &reactor{server: s, index: index, epfd: epfd, wakefd: wakefd, conns: map[int]*epollConn{},
+		readBuf: make([]byte, s.cfg.ReadBufferSize), events: make([]unix.EpollEvent, 256),
+		started: time.Now()}, nil
+}
+
+// post queues a task for the loop and wakes it. Safe from any goroutine.
+func (r *reactor) post(c *epollConn, kind taskKind) {
+	r.mu.Lock()
+	r.tasks = append(r.tasks, task{conn: c, kind: kind})
+	r.mu.Unlock()
+	r.wake()
+}
+
+func (r *reactor) wake() {
+	if !r.woken.CompareAndSwap(false, true) {
+		return
+	}
+	var one [8]byte
+	binary.LittleEndian.PutUint64(one[:], 1)
+	r.mu.Lock()
+	if !r.fdsClosed {
+		_, _ = unix.Write(r.wakefd, one[:])
+	}
+	r.mu.Unlock()
+}
+
+// stop ends the loop; the run goroutine closes the descriptors.
+func (r *reactor) stop() {
+	r.halted.Store(true)
+	r.woken.Store(false)
+	r.wake()
+}
+
+// Busy returns the share of wall time the loop spent handling events.
+func (r *reactor) Busy() float64 {
+	return float64(r.busy.Load()) / float64(time.Since(r.started))
+}
+
+func (r *reactor) run() {
+	defer r.closeDescriptors()
+	var spare []task
+	for !r.halted.Load() {
+		n, err := unix.EpollWait(r.epfd, r.events, int(timeoutCheck/time.Millisecond))
+		if err != nil && err != unix.EINTR {
+			r.server.cfg.Logger.Error("epoll_wait failed; the reactor stops", "reactor", r.index, "error", err.Error())
+			return
+		}
+		began := time.Now()
+		for _, event := range r.events[:max(n, 0)] {
+			r.dispatch(event)
+		}
+		spare = r.runTasks(spare)
+		r.checkTimeouts(began)
+		r.busy.Add(int64(time.Since(began)))
+	}
+}
+
+func (r *reactor) dispatch(event unix.EpollEvent) {
+	fd := int(event.Fd)
+	if fd == r.wakefd {
+		r.woken.Store(false) // a post after this point wakes us again
+		var buf [8]byte
+		_, _ = unix.Read(r.wakefd, buf[:])
+		return
+	}
+	c := r.conns[fd]
+	if c == nil {
+		return
+	}
+	if event.Events&(unix.EPOLLIN|unix.EPOLLHUP|unix.EPOLLERR|unix.EPOLLRDHUP) != 0 {
+		r.readable(c)
+	}
+	if event.Events&unix.EPOLLOUT != 0 && !c.closed {
+		r.flush(c)
+	}
+}
+
+// runTasks handles everything posted since the last pass.
+func (r *reactor) runTasks(spare []task) []task {
+	r.mu.Lock()
+	tasks := r.tasks
+	r.tasks = spare[:0]
+	r.mu.Unlock()
+	for _, t := range tasks {
+		c := t.conn
+		switch t.kind {
+		case taskAdd:
+			r.add(c)
+		case taskFlush:
+			r.flush(c)
+		case taskResume:
+			r.resume(c)
+		case taskStopReading:
+			r.stopReading(c, nil)
+		case taskClose:
+			r.requestClose(c)
+		}
+	}
+	clear(tasks)
+	return tasks
+}
+
+// add opens the connection's session and starts watching it.
+func (r *reactor) add(c *epollConn) {
+	session, err := r.server.handler.Open(c)
+	if err != nil {
+		// The handler may have queued an explanation: send it, then close.
+		c.closing.Store(true)
+		r.conns[c.fd] = c
+		r.flush(c)
+		if !c.closed {
+			r.closeConn(c)
+		}
+		return
+	}
+	c.session, c.reading, c.lastRead = session, true, time.Now()
+	r.conns[c.fd] = c
+	event := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(c.fd)}
+	if err := unix.EpollCtl(r.epfd, unix.EPOLL_CTL_ADD, c.fd, &event); err != nil {
+		r.stopReading(c, err)
+		r.closeConn(c)
+		return
+	}
+	c.interest = event.Events
+}
+
+// readable reads once (up to 64 KiB) and hands the bytes to the session.
+// One read per connection per pass keeps the loop fair.
+func (r *reactor) readable(c *epollConn) {
+	if !c.reading || c.closed {
+		return
+	}
+	if c.paused.Load() {
+		r.updateInterest(c)
+		return
+	}
+	buffered := c.in.start < c.in.end
+	buf := r.readBuf
+	if buffered {
+		if buf = c.in.free(); len(buf) == 0 {
+			r.stopReading(c, ErrBufferFull)
+			return
+		}
+	}
+	n, err := unix.Read(c.fd, buf)
+	switch {
+	case err == unix.EAGAIN || err == unix.EINTR:
+		return
+	case err != nil:
+		r.stopReading(c, err)
+		return
+	case n == 0:
+		r.stopReading(c, io.EOF)
+		return
+	}
+	c.lastRead = time.Now()
+	var derr error
+	if buffered {
+		c.in.filled(n)
+		derr = c.in.deliver(c.session)
+		if c.in.start == c.in.end && cap(c.in.buf) > 4*len(r.readBuf) {
+			c.in.buf = nil // a large frame passed: do not keep its buffer per connection
+		}
+	} else {
+		consumed, err := c.session.Data(buf[:n])
+		c.in.keep(buf[consumed:n])
+		derr = err
+	}
+	if derr != nil {
+		r.stopReading(c, derr)
+		return
+	}
+	r.updateInterest(c)
+}
+
+// resume hands buffered bytes back to a session that resumed reading.
+func (r *reactor) resume(c *epollConn) {
+	if !c.reading || c.closed || c.paused.Load() {
+		return
+	}
+	if err := c.in.deliver(c.session); err != nil {
+		r.stopReading(c, err)
+		return
+	}
+	r.updateInterest(c)
+}
+
+// stopReading ends reading once; the session hears it on a goroutine of
+// its own, because it may block while it finishes its work.
+func (r *reactor) stopReading(c *epollConn, cause error) {
+	if !c.reading {
+		return
+	}
+	c.reading = false
+	if !c.closed {
+		r.updateInterest(c)
+	}
+	if session := c.session; session != nil {
+		go session.ReadStopped(cause)
+	}
+}
+
+// updateInterest registers the events the connection needs now: input
+// while reading and not paused, output while bytes wait to be sent.
+func (r *reactor) updateInterest(c *epollConn) {
+	if c.closed {
+		return
+	}
+	var want uint32
+	if c.reading && !c.paused.Load() {
+		want |= unix.EPOLLIN | unix.EPOLLRDHUP
+	}
+	if c.waiting() {
+		want |= unix.EPOLLOUT
+	}
+	if want == c.interest {
+		return
+	}
+	// A registered descriptor always reports hang-ups, which would spin
+	// the loop over a paused connection whose peer vanished: one that
+	// wants nothing is taken out of the set instead.
+	op := unix.EPOLL_CTL_MOD
+	switch {
+	case want == 0:
+		op = unix.EPOLL_CTL_DEL
+	case c.interest == 0:
+		op = unix.EPOLL_CTL_ADD
+	}
+	event := unix.EpollEvent{Events: want, Fd: int32(c.fd)}
+	if err := unix.EpollCtl(r.epfd, op, c.fd, &event); err == nil {
+		c.interest = want
+	}
+}
+
+// checkTimeouts ends reading on connections silent past their timeout and
+// closes connections whose last output could not be sent in time.
+func (r *reactor) checkTimeouts(now time.Time) {
+	if now.Sub(r.lastCheck) < timeoutCheck {
+		return
+	}
+	r.lastCheck = now
+	for _, c := range r.conns {
+		timeout := time.Duration(c.readTimeout.Load())
+		if c.reading && timeout > 0 && !c.paused.Load() && now.Sub(c.lastRead) > timeout {
+			r.stopReading(c, errReadTimeout)
+		}
+		if c.closing.Load() && !c.closeAt.IsZero() && now.After(c.closeAt) {
+			r.closeConn(c)
+		}
+	}
+}
+
+func (r *reactor) closeDescriptors() {
+	for _, c := range r.conns {
+		r.closeConn(c)
+	}
+	r.mu.Lock()
+	r.fdsClosed = true
+	_ = unix.Close(r.epfd)
+	_ = unix.Close(r.wakefd)
+	r.mu.Unlock()
+}
+
+// isRetryable says whether a write error means "try later".
+func isRetryable(err error) bool { return errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) }

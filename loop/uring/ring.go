@@ -19,9 +19,9 @@ type Options struct {
 	// caller must runtime.LockOSThread before New, or create the ring
 	// Disabled and call Enable from the locked loop thread.
 	SingleIssuer bool
-	// DeferTaskrun runs completion work only inside SubmitAndWait*
-	// (IORING_SETUP_DEFER_TASKRUN, 6.1). It implies SingleIssuer. With it,
-	// PeekCQE sees nothing new until the owner enters the kernel to wait.
+	// DeferTaskrun runs completion work only when the owner enters the
+	// kernel (IORING_SETUP_DEFER_TASKRUN, 6.1): PeekCQE sees nothing new
+	// until the next Submit*. It implies SingleIssuer.
 	DeferTaskrun bool
 	// CoopTaskrun avoids interrupting the thread to run completion work
 	// (IORING_SETUP_COOP_TASKRUN, 5.19).
@@ -106,12 +106,9 @@ func (s *OpSet) add(op Opcode) {
 
 // opNames spells the opcodes this package names, for logs.
 var opNames = map[Opcode]string{
-	OpNop: "NOP", OpReadv: "READV", OpWritev: "WRITEV", OpFsync: "FSYNC",
-	OpSendmsg: "SENDMSG", OpRecvmsg: "RECVMSG", OpTimeout: "TIMEOUT",
-	OpTimeoutRemove: "TIMEOUT_REMOVE", OpAccept: "ACCEPT", OpAsyncCancel: "ASYNC_CANCEL",
-	OpLinkTimeout: "LINK_TIMEOUT", OpConnect: "CONNECT", OpClose: "CLOSE", OpRead: "READ",
-	OpWrite: "WRITE", OpSend: "SEND", OpRecv: "RECV", OpShutdown: "SHUTDOWN",
-	OpMsgRing: "MSG_RING", OpSendZeroCopy: "SEND_ZC",
+	OpNop: "NOP", OpReadv: "READV", OpWritev: "WRITEV", OpSendmsg: "SENDMSG",
+	OpTimeout: "TIMEOUT", OpAccept: "ACCEPT", OpAsyncCancel: "ASYNC_CANCEL", OpClose: "CLOSE",
+	OpRead: "READ", OpWrite: "WRITE", OpSend: "SEND", OpRecv: "RECV", OpMsgRing: "MSG_RING",
 }
 
 // String names an opcode ("RECV"), or gives its number.

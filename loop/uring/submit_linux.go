@@ -95,6 +95,9 @@ func (r *Ring) submitAndWait(minimum uint32, deadline time.Time) (int, error) {
 				return submitted, os.NewSyscallError("io_uring_enter", errno)
 			}
 		case unix.ETIME:
+			if r.CQReady() >= minimum {
+				return submitted, nil // completions raced the timer
+			}
 			return submitted, ErrTimeout
 		case unix.EBUSY:
 			return submitted, ErrBusy

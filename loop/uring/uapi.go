@@ -92,61 +92,45 @@ type Opcode uint8
 
 // The opcodes the broker uses or may use (values are the kernel enum).
 const (
-	OpNop           Opcode = 0  // IORING_OP_NOP (5.1)
-	OpReadv         Opcode = 1  // IORING_OP_READV (5.1)
-	OpWritev        Opcode = 2  // IORING_OP_WRITEV (5.1)
-	OpFsync         Opcode = 3  // IORING_OP_FSYNC (5.1)
-	OpSendmsg       Opcode = 9  // IORING_OP_SENDMSG (5.3)
-	OpRecvmsg       Opcode = 10 // IORING_OP_RECVMSG (5.3)
-	OpTimeout       Opcode = 11 // IORING_OP_TIMEOUT (5.4)
-	OpTimeoutRemove Opcode = 12 // IORING_OP_TIMEOUT_REMOVE (5.5)
-	OpAccept        Opcode = 13 // IORING_OP_ACCEPT (5.5)
-	OpAsyncCancel   Opcode = 14 // IORING_OP_ASYNC_CANCEL (5.5)
-	OpLinkTimeout   Opcode = 15 // IORING_OP_LINK_TIMEOUT (5.5)
-	OpConnect       Opcode = 16 // IORING_OP_CONNECT (5.5)
-	OpClose         Opcode = 19 // IORING_OP_CLOSE (5.6)
-	OpRead          Opcode = 22 // IORING_OP_READ (5.6)
-	OpWrite         Opcode = 23 // IORING_OP_WRITE (5.6)
-	OpSend          Opcode = 26 // IORING_OP_SEND (5.6)
-	OpRecv          Opcode = 27 // IORING_OP_RECV (5.6)
-	OpShutdown      Opcode = 34 // IORING_OP_SHUTDOWN (5.11)
-	OpMsgRing       Opcode = 40 // IORING_OP_MSG_RING (5.18)
-	OpSendZeroCopy  Opcode = 47 // IORING_OP_SEND_ZC (6.0)
+	OpNop         Opcode = 0  // IORING_OP_NOP (5.1)
+	OpReadv       Opcode = 1  // IORING_OP_READV (5.1)
+	OpWritev      Opcode = 2  // IORING_OP_WRITEV (5.1)
+	OpSendmsg     Opcode = 9  // IORING_OP_SENDMSG (5.3)
+	OpTimeout     Opcode = 11 // IORING_OP_TIMEOUT (5.4)
+	OpAccept      Opcode = 13 // IORING_OP_ACCEPT (5.5)
+	OpAsyncCancel Opcode = 14 // IORING_OP_ASYNC_CANCEL (5.5)
+	OpClose       Opcode = 19 // IORING_OP_CLOSE (5.6)
+	OpRead        Opcode = 22 // IORING_OP_READ (5.6)
+	OpWrite       Opcode = 23 // IORING_OP_WRITE (5.6)
+	OpSend        Opcode = 26 // IORING_OP_SEND (5.6)
+	OpRecv        Opcode = 27 // IORING_OP_RECV (5.6)
+	OpMsgRing     Opcode = 40 // IORING_OP_MSG_RING (5.18)
 )
 
 // SQE.Flags bits (IOSQE_*).
 const (
 	SQEFixedFile      = 1 << 0 // IOSQE_FIXED_FILE: Fd indexes the registered file table
-	SQEIODrain        = 1 << 1 // IOSQE_IO_DRAIN
 	SQEIOLink         = 1 << 2 // IOSQE_IO_LINK: the next SQE starts when this one succeeds
-	SQEIOHardLink     = 1 << 3 // IOSQE_IO_HARDLINK
-	SQEAsync          = 1 << 4 // IOSQE_ASYNC
 	SQEBufferSelect   = 1 << 5 // IOSQE_BUFFER_SELECT: take a buffer from group BufferIndex
 	SQECQESkipSuccess = 1 << 6 // IOSQE_CQE_SKIP_SUCCESS (5.17): no CQE unless it fails
 )
 
 // io_uring_setup flags (IORING_SETUP_*).
 const (
-	SetupIOPoll          = 1 << 0  // IORING_SETUP_IOPOLL
-	SetupSQPoll          = 1 << 1  // IORING_SETUP_SQPOLL
-	SetupCQSize          = 1 << 3  // IORING_SETUP_CQSIZE (5.5)
-	SetupClamp           = 1 << 4  // IORING_SETUP_CLAMP
-	SetupAttachWorkQueue = 1 << 5  // IORING_SETUP_ATTACH_WQ
-	SetupDisabled        = 1 << 6  // IORING_SETUP_R_DISABLED (5.10)
-	SetupSubmitAll       = 1 << 7  // IORING_SETUP_SUBMIT_ALL (5.18)
-	SetupCoopTaskrun     = 1 << 8  // IORING_SETUP_COOP_TASKRUN (5.19)
-	SetupTaskrunFlag     = 1 << 9  // IORING_SETUP_TASKRUN_FLAG (5.19)
-	SetupSingleIssuer    = 1 << 12 // IORING_SETUP_SINGLE_ISSUER (6.0)
-	SetupDeferTaskrun    = 1 << 13 // IORING_SETUP_DEFER_TASKRUN (6.1)
+	SetupCQSize       = 1 << 3  // IORING_SETUP_CQSIZE (5.5)
+	SetupDisabled     = 1 << 6  // IORING_SETUP_R_DISABLED (5.10)
+	SetupSubmitAll    = 1 << 7  // IORING_SETUP_SUBMIT_ALL (5.18)
+	SetupCoopTaskrun  = 1 << 8  // IORING_SETUP_COOP_TASKRUN (5.19)
+	SetupSingleIssuer = 1 << 12 // IORING_SETUP_SINGLE_ISSUER (6.0)
+	SetupDeferTaskrun = 1 << 13 // IORING_SETUP_DEFER_TASKRUN (6.1)
 )
 
 // Params.Features bits (IORING_FEAT_*).
 const (
-	FeatureSingleMmap = 1 << 0  // IORING_FEAT_SINGLE_MMAP (5.4): SQ and CQ rings share one mapping
-	FeatureNoDrop     = 1 << 1  // IORING_FEAT_NODROP (5.5): CQ overflow is kept, not dropped
-	FeatureFastPoll   = 1 << 5  // IORING_FEAT_FAST_POLL (5.7): socket ops poll internally
-	FeatureExtArg     = 1 << 8  // IORING_FEAT_EXT_ARG (5.11): waits take a timeout
-	FeatureCQESkip    = 1 << 11 // IORING_FEAT_CQE_SKIP (5.17)
+	FeatureSingleMmap = 1 << 0 // IORING_FEAT_SINGLE_MMAP (5.4): SQ and CQ rings share one mapping
+	FeatureNoDrop     = 1 << 1 // IORING_FEAT_NODROP (5.5): CQ overflow is kept, not dropped
+	FeatureFastPoll   = 1 << 5 // IORING_FEAT_FAST_POLL (5.7): socket ops poll internally
+	FeatureExtArg     = 1 << 8 // IORING_FEAT_EXT_ARG (5.11): waits take a timeout
 )
 
 // CQE.Flags bits (IORING_CQE_F_*).
@@ -154,39 +138,32 @@ const (
 	CQEFlagBuffer         = 1 << 0 // IORING_CQE_F_BUFFER: buffer id in the upper 16 bits
 	CQEFlagMore           = 1 << 1 // IORING_CQE_F_MORE: the multishot SQE stays armed
 	CQEFlagSocketNonEmpty = 1 << 2 // IORING_CQE_F_SOCK_NONEMPTY
-	CQEFlagNotification   = 1 << 3 // IORING_CQE_F_NOTIF (SEND_ZC)
 	cqeBufferShift        = 16     // IORING_CQE_BUFFER_SHIFT
 )
 
 // SQE.IOPriority bits for accept, recv and send.
 const (
-	RecvSendPollFirst = 1 << 0 // IORING_RECVSEND_POLL_FIRST (5.19)
-	RecvMultishot     = 1 << 1 // IORING_RECV_MULTISHOT (6.0)
-	AcceptMultishot   = 1 << 0 // IORING_ACCEPT_MULTISHOT (5.19)
+	RecvMultishot   = 1 << 1 // IORING_RECV_MULTISHOT (6.0)
+	AcceptMultishot = 1 << 0 // IORING_ACCEPT_MULTISHOT (5.19)
 )
 
 // SQE.OpFlags values for TIMEOUT and ASYNC_CANCEL.
 const (
-	TimeoutAbsolute     = 1 << 0 // IORING_TIMEOUT_ABS
-	TimeoutBoottime     = 1 << 2 // IORING_TIMEOUT_BOOTTIME
-	TimeoutRealtime     = 1 << 3 // IORING_TIMEOUT_REALTIME
-	TimeoutETimeSuccess = 1 << 5 // IORING_TIMEOUT_ETIME_SUCCESS
-	CancelAll           = 1 << 0 // IORING_ASYNC_CANCEL_ALL (5.19)
-	CancelFd            = 1 << 1 // IORING_ASYNC_CANCEL_FD (5.19)
-	CancelAny           = 1 << 2 // IORING_ASYNC_CANCEL_ANY (5.19)
+	TimeoutAbsolute = 1 << 0 // IORING_TIMEOUT_ABS
+	CancelAll       = 1 << 0 // IORING_ASYNC_CANCEL_ALL (5.19)
+	CancelFd        = 1 << 1 // IORING_ASYNC_CANCEL_FD (5.19)
+	CancelAny       = 1 << 2 // IORING_ASYNC_CANCEL_ANY (5.19)
 )
 
 // MSG_RING commands (sqe->addr) and flags.
 const (
-	msgRingData       = 0      // IORING_MSG_DATA: post Length as res, Offset as user_data
-	MsgRingCQESkip    = 1 << 0 // IORING_MSG_RING_CQE_SKIP
-	MsgRingFlagsPass  = 1 << 1 // IORING_MSG_RING_FLAGS_PASS (6.3)
-	readCurrentOffset = ^uint64(0)
+	msgRingData    = 0      // IORING_MSG_DATA: post Length as res, Offset as user_data
+	MsgRingCQESkip = 1 << 0 // IORING_MSG_RING_CQE_SKIP
 )
 
 // ReadAtCurrentPosition as an offset reads or writes at the file position
 // (needed for pipes, sockets and eventfds; IORING_FEAT_RW_CUR_POS, 5.6).
-const ReadAtCurrentPosition = readCurrentOffset
+const ReadAtCurrentPosition = ^uint64(0)
 
 // io_uring_enter flags (IORING_ENTER_*).
 const (
@@ -196,7 +173,6 @@ const (
 
 // SQ ring flags written by the kernel (IORING_SQ_*).
 const (
-	sqNeedWakeup = 1 << 0 // IORING_SQ_NEED_WAKEUP (SQPOLL only)
 	sqCQOverflow = 1 << 1 // IORING_SQ_CQ_OVERFLOW: completions wait in the overflow list
 	sqTaskrun    = 1 << 2 // IORING_SQ_TASKRUN: task work needs an enter
 )

@@ -6,7 +6,7 @@ FUZZTIME  ?= 30s
 BENCH_DIR ?= /var/tmp
 SOAK_SEEDS ?= 5000
 
-.PHONY: all build test lint unit fuzz-smoke fuzz soak bench testdata clean
+.PHONY: all build test backends lint unit fuzz-smoke fuzz soak bench testdata clean
 
 all: build
 
@@ -24,9 +24,20 @@ lint:
 
 # test: lint first, then every test with the race detector. This includes
 # the crash sweeps (power cut at every write), 200 seeded power cuts and the
-# bit-flip sweep; longer versions are `make soak` and `make fuzz`.
+# bit-flip sweep; longer versions are `make soak` and `make fuzz`. Then the
+# broker and end-to-end suites again on every network backend this system
+# runs (the first pass took auto), so each backend passes the same tests.
 test: lint
 	$(GO) test -race -count=1 -timeout 20m ./...
+	$(MAKE) backends
+
+BACKENDS ?= std epoll uring
+backends:
+	@$(GO) run ./cmd/ironbus version | sed -n '/network backends/,$$p'
+	@set -e; for backend in $(BACKENDS); do \
+	  echo "== broker and end-to-end suites on the $$backend backend (skipped if unavailable above)"; \
+	  IRONBUS_TEST_LOOP=$$backend $(GO) test -race -count=1 -timeout 10m ./broker/ ./cmd/ironbus/; \
+	done
 
 unit:
 	$(GO) test -count=1 ./...

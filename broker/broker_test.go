@@ -16,6 +16,16 @@ import (
 	"github.com/ironbus/ironbus/wire"
 )
 
+func TestMain(m *testing.M) {
+	if backend := os.Getenv("IRONBUS_TEST_LOOP"); backend != "" {
+		if err := loop.Available(backend); err != nil {
+			fmt.Fprintf(os.Stderr, "SKIP: the %s backend does not run here: %v\n", backend, err)
+			os.Exit(0)
+		}
+	}
+	os.Exit(m.Run())
+}
+
 // testBackend is the network backend the suite runs on: IRONBUS_TEST_LOOP
 // names one (the Makefile runs the suite once per backend), else auto.
 func testBackend() string {

@@ -1,8 +1,10 @@
 package loop
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Backend names accepted by New.
@@ -65,3 +67,20 @@ func newAuto(cfg Config, handler Handler) (Server, Choice, error) {
 	reason := fmt.Sprintf("io_uring unavailable: %v; epoll unavailable: %v", uringErr, epollErr)
 	return NewStd(cfg, handler), Choice{Backend: BackendStd, Reason: reason}, nil
 }
+
+// Available reports whether the named backend runs here: nil, or why not
+// (wrapping ErrUnsupported).
+func Available(name string) error {
+	server, _, err := New(name, Config{Loops: 1}, refuseAll{})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	return server.Shutdown(ctx)
+}
+
+// refuseAll is the handler of a server built only to see that it can be.
+type refuseAll struct{}
+
+func (refuseAll) Open(Conn) (Session, error) { return nil, errors.New("loop: probe server") }

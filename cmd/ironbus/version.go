@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/format"
 )
@@ -21,6 +22,27 @@ type versionOutput struct {
 	OS        string         `json:"os"`
 	Arch      string         `json:"arch"`
 	Formats   formatVersions `json:"formats"`
+	Backends  []backendState `json:"network_backends"`
+}
+
+// backendState says whether a network backend runs on this system and, if
+// not, why: "why did serve not pick io_uring?" is answered here.
+type backendState struct {
+	Name      string `json:"name"`
+	Available bool   `json:"available"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+func probeBackends() []backendState {
+	var states []backendState
+	for _, name := range []string{loop.BackendURing, loop.BackendEpoll, loop.BackendStd} {
+		state := backendState{Name: name, Available: true}
+		if err := loop.Available(name); err != nil {
+			state.Available, state.Reason = false, err.Error()
+		}
+		states = append(states, state)
+	}
+	return states
 }
 
 // formatVersions are the newest on-disk versions this binary reads and
@@ -38,8 +60,9 @@ func newVersionCmd(opts *globalOptions) *cobra.Command {
 		Use:   "version",
 		Short: "Print the version and the on-disk formats this binary understands",
 		Long: `Print the ironbus version, the Go toolchain and platform it was built for,
-and the newest on-disk format versions it understands: the data directory
-layout, segment files, frames (record, commit, footer) and record bodies.
+the newest on-disk format versions it understands (the data directory
+layout, segment files, frames, record bodies), and which network backends
+run on this system: serve --loop auto takes the first available one.
 
 A binary refuses data written in a newer format than it knows (exit code 4),
 so compare these numbers before moving a data directory to another machine
@@ -54,10 +77,17 @@ or downgrading.`,
 		if opts.json {
 			return writeJSON(opts.stdout, info)
 		}
-		_, err := fmt.Fprintf(opts.stdout, "ironbus %s\ngo: %s %s/%s\nformats: data dir %d, segment %d, frame %d, body %d\n",
+		fmt.Fprintf(opts.stdout, "ironbus %s\ngo: %s %s/%s\nformats: data dir %d, segment %d, frame %d, body %d\nnetwork backends (serve --loop):\n",
 			info.Version, info.GoVersion, info.OS, info.Arch,
 			info.Formats.DataDir, info.Formats.Segment, info.Formats.Frame, info.Formats.Body)
-		return err
+		for _, backend := range info.Backends {
+			status := "available"
+			if !backend.Available {
+				status = "unavailable: " + backend.Reason
+			}
+			fmt.Fprintf(opts.stdout, "  %-6s %s\n", backend.Name, status)
+		}
+		return nil
 	})
 	return cmd
 }
@@ -75,6 +105,7 @@ func currentVersion() versionOutput {
 			Frame:   format.FrameVersion,
 			Body:    format.BodyVersion,
 		},
+		Backends: probeBackends(),
 	}
 }
 

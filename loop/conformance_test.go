@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ironbus/ironbus/arena"
 )
 
 // The conformance suite runs every backend this system supports through
@@ -514,6 +516,76 @@ func TestConformanceCloseAll(t *testing.T) {
 		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 		if _, err := conn.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 			t.Fatalf("after CloseAll the connection read %v, want it closed", err)
+		}
+	})
+}
+
+// fixedFrames is a session whose frames are all size bytes long, and
+// which says so (FrameSizer).
+type fixedFrames struct {
+	size    int
+	arrived chan<- []byte
+	conn    Conn
+}
+
+func (f fixedFrames) Data(in []byte) (int, error) {
+	consumed := 0
+	for len(in)-consumed >= f.size {
+		f.arrived <- bytes.Clone(in[consumed : consumed+f.size])
+		consumed += f.size
+	}
+	return consumed, nil
+}
+
+func (f fixedFrames) ReadStopped(error)         { _ = f.conn.Close() }
+func (f fixedFrames) FrameSize(head []byte) int { return f.size }
+
+// TestConformanceLargeFramePool: connections whose frames outgrow the read
+// buffer take turns through the shared pool instead of each holding the
+// largest frame, and every frame still arrives whole.
+func TestConformanceLargeFramePool(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, backend string) {
+		const frame = 1 << 20
+		budget := arena.NewBudget()
+		pool, err := arena.NewSharedPool(budget, "large frames", "--large-frame-pool", 2*frame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slab, err := arena.NewSlab(budget, "read buffers", "--max-connections", 4096, 16, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		arrived := make(chan []byte, 64)
+		handler := funcHandler{open: func(conn Conn) (Session, error) {
+			return fixedFrames{size: frame, arrived: arrived, conn: conn}, nil
+		}}
+		cfg := Config{ReadBufferSize: 4096, MaxBuffer: frame, Buffers: slab, LargeFrames: pool}
+		_, addr := startServer(t, backend, cfg, handler)
+		const conns, frames = 6, 3
+		for i := range conns {
+			conn := dial(t, addr)
+			go func() {
+				for range frames {
+					_, _ = conn.Write(bytes.Repeat([]byte{byte(i)}, frame))
+				}
+			}()
+		}
+		for range conns * frames {
+			select {
+			case got := <-arrived:
+				if len(bytes.Trim(got, string(got[:1]))) != 0 {
+					t.Fatal("a frame arrived mixed with another connection's bytes")
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("frames stalled: pool in use %d of %d, %d waiting", pool.InUse(), pool.Capacity(), pool.Waiting())
+			}
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for (pool.InUse() != 0 || slab.InUse() > conns) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if pool.InUse() != 0 || slab.InUse() > conns {
+			t.Fatalf("memory still held after every frame was consumed: pool %d bytes, slab %d buffers", pool.InUse(), slab.InUse())
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"sync"
@@ -27,6 +28,9 @@ type epollConn struct {
 	closeAt  time.Time // when a requested close gives up on unsent output
 	sending  []byte    // output taken from out, not yet fully written
 
+	memoryWait   bool // a goroutine waits for large-frame memory and owns in
+	memoryCancel context.CancelFunc
+
 	paused       atomic.Bool
 	closing      atomic.Bool
 	closeNow     atomic.Bool
@@ -47,10 +51,8 @@ func newEpollConn(r *reactor, fd int, id uint64) *epollConn {
 	if sa, err := unix.Getpeername(fd); err == nil {
 		remote = sockaddrToTCP(sa).String()
 	}
-	c := &epollConn{reactor: r, fd: fd, id: id, remote: remote, space: make(chan struct{}),
-		doneChan: make(chan struct{})}
-	c.in.max = r.server.cfg.MaxBuffer
-	return c
+	return &epollConn{reactor: r, fd: fd, id: id, remote: remote, space: make(chan struct{}),
+		doneChan: make(chan struct{}), in: newInputBuffer(r.server.cfg)}
 }
 
 func (c *epollConn) ID() uint64                     { return c.id }
@@ -192,6 +194,11 @@ func (r *reactor) closeConn(c *epollConn) {
 	}
 	_ = unix.Close(c.fd)
 	delete(r.conns, c.fd)
+	if c.memoryWait {
+		c.memoryCancel() // the waiter's taskMemory releases the buffer
+	} else {
+		c.in.release()
+	}
 	c.outMu.Lock()
 	c.done = true
 	close(c.doneChan)

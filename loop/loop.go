@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net"
 	"time"
+
+	"github.com/ironbus/ironbus/arena"
 )
 
 // Handler accepts connections for the broker.
@@ -23,6 +25,15 @@ type Session interface {
 	// ReadStopped says no more Data will come, and why (nil: the server is
 	// draining). It is called once, on a goroutine where it may block.
 	ReadStopped(cause error)
+}
+
+// FrameSizer is implemented by a Session that can tell how long the frame
+// at the start of its unconsumed bytes is. The backend then sizes a large
+// frame's buffer exactly, once, instead of taking the largest buffer.
+type FrameSizer interface {
+	// FrameSize returns the bytes the frame starting at head needs in
+	// total, or 0 when head is too short to tell.
+	FrameSize(head []byte) int
 }
 
 // Conn is a connection as a session sees it.
@@ -84,8 +95,17 @@ type Config struct {
 	OutputLimit int
 	// Loops is the number of reactors of an event-loop backend
 	// (GOMAXPROCS by default).
-	Loops  int
-	Logger *slog.Logger
+	Loops int
+	// Buffers supplies the per-connection read buffers (ReadBufferSize
+	// each) from a budgeted slab; nil takes them from the heap.
+	Buffers *arena.Slab
+	// LargeFrames admits buffers larger than ReadBufferSize, for frames
+	// that do not fit, against one shared capacity: a connection waits
+	// (not reading) until its frame's memory is free, instead of every
+	// connection reserving the largest frame. nil: the heap, bounded only
+	// by MaxBuffer per connection.
+	LargeFrames *arena.SharedPool
+	Logger      *slog.Logger
 }
 
 func (c Config) withDefaults() Config {

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -20,11 +21,13 @@ const (
 	taskResume                      // the session resumed reading
 	taskStopReading                 // the server drains
 	taskClose                       // the session closed the connection
+	taskMemory                      // a wait for the large-frame pool ended (err says how)
 )
 
 type task struct {
 	conn *epollConn
 	kind taskKind
+	err  error
 }
 
 // timeoutCheck is how often a reactor looks for idle connections.
@@ -85,9 +88,11 @@ func newReactor(s *EpollServer, index int) (*reactor, error) {
 }
 
 // post queues a task for the loop and wakes it. Safe from any goroutine.
-func (r *reactor) post(c *epollConn, kind taskKind) {
+func (r *reactor) post(c *epollConn, kind taskKind) { r.postTask(task{conn: c, kind: kind}) }
+
+func (r *reactor) postTask(t task) {
 	r.mu.Lock()
-	r.tasks = append(r.tasks, task{conn: c, kind: kind})
+	r.tasks = append(r.tasks, t)
 	r.mu.Unlock()
 	r.wake()
 }
@@ -175,6 +180,8 @@ func (r *reactor) runTasks(spare []task) []task {
 			r.stopReading(c, nil)
 		case taskClose:
 			r.requestClose(c)
+		case taskMemory:
+			r.memoryArrived(c, t.err)
 		}
 	}
 	clear(tasks)
@@ -195,6 +202,7 @@ func (r *reactor) add(c *epollConn) {
 		return
 	}
 	c.session, c.reading, c.lastRead = session, true, time.Now()
+	c.in.sizer, _ = session.(FrameSizer)
 	r.conns[c.fd] = c
 	event := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(c.fd)}
 	if err := unix.EpollCtl(r.epfd, unix.EPOLL_CTL_ADD, c.fd, &event); err != nil {
@@ -208,17 +216,23 @@ func (r *reactor) add(c *epollConn) {
 // readable reads once (up to 64 KiB) and hands the bytes to the session.
 // One read per connection per pass keeps the loop fair.
 func (r *reactor) readable(c *epollConn) {
-	if !c.reading || c.closed {
+	if !c.reading || c.closed || c.memoryWait {
 		return
 	}
 	if c.paused.Load() {
 		r.updateInterest(c)
 		return
 	}
-	buffered := c.in.start < c.in.end
+	buffered := !c.in.empty()
 	buf := r.readBuf
 	if buffered {
-		if buf = c.in.free(); len(buf) == 0 {
+		var err error
+		buf, err = c.in.free()
+		if err == errNeedMemory {
+			r.waitForMemory(c)
+			return
+		}
+		if len(buf) == 0 {
 			r.stopReading(c, ErrBufferFull)
 			return
 		}
@@ -239,8 +253,8 @@ func (r *reactor) readable(c *epollConn) {
 	if buffered {
 		c.in.filled(n)
 		derr = c.in.deliver(c.session)
-		if c.in.start == c.in.end && cap(c.in.buf) > 4*len(r.readBuf) {
-			c.in.buf = nil // a large frame passed: do not keep its buffer per connection
+		if c.in.empty() {
+			c.in.release() // an idle connection holds no buffer
 		}
 	} else {
 		consumed, err := c.session.Data(buf[:n])
@@ -256,10 +270,41 @@ func (r *reactor) readable(c *epollConn) {
 
 // resume hands buffered bytes back to a session that resumed reading.
 func (r *reactor) resume(c *epollConn) {
-	if !c.reading || c.closed || c.paused.Load() {
+	if !c.reading || c.closed || c.paused.Load() || c.memoryWait {
 		return
 	}
 	if err := c.in.deliver(c.session); err != nil {
+		r.stopReading(c, err)
+		return
+	}
+	if c.in.empty() {
+		c.in.release()
+	}
+	r.updateInterest(c)
+}
+
+// waitForMemory stops reading the connection while a goroutine waits for
+// the large-frame pool; the input buffer belongs to that goroutine until
+// it posts taskMemory.
+func (r *reactor) waitForMemory(c *epollConn) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c.memoryWait, c.memoryCancel = true, cancel
+	r.updateInterest(c)
+	go func() {
+		err := c.in.waitForMemory(ctx)
+		r.postTask(task{conn: c, kind: taskMemory, err: err})
+	}()
+}
+
+// memoryArrived takes the input buffer back after a wait.
+func (r *reactor) memoryArrived(c *epollConn, err error) {
+	c.memoryWait = false
+	c.memoryCancel()
+	if c.closed {
+		c.in.release()
+		return
+	}
+	if err != nil {
 		r.stopReading(c, err)
 		return
 	}
@@ -288,7 +333,7 @@ func (r *reactor) updateInterest(c *epollConn) {
 		return
 	}
 	var want uint32
-	if c.reading && !c.paused.Load() {
+	if c.reading && !c.paused.Load() && !c.memoryWait {
 		want |= unix.EPOLLIN | unix.EPOLLRDHUP
 	}
 	if c.waiting() {

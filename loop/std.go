@@ -222,8 +222,11 @@ func (c *stdConn) stopReading() {
 }
 
 func (c *stdConn) readLoop(session Session) {
-	in := &inputBuffer{buf: make([]byte, c.server.cfg.ReadBufferSize), max: c.server.cfg.MaxBuffer}
-	session.ReadStopped(c.read(session, in))
+	in := newInputBuffer(c.server.cfg)
+	in.sizer, _ = session.(FrameSizer)
+	err := c.read(session, &in)
+	in.release()
+	session.ReadStopped(err)
 }
 
 // read runs until reading ends and returns why (nil when draining).
@@ -247,7 +250,13 @@ func (c *stdConn) read(session Session, in *inputBuffer) error {
 		if timeout := time.Duration(c.readTimeout.Load()); timeout > 0 {
 			_ = c.nc.SetReadDeadline(time.Now().Add(timeout))
 		}
-		space := in.free()
+		space, err := in.free()
+		if errors.Is(err, errNeedMemory) {
+			if err := c.waitForMemory(in); err != nil {
+				return err
+			}
+			continue
+		}
 		if len(space) == 0 {
 			// One frame fills the largest buffer and is still unconsumed.
 			return ErrBufferFull
@@ -258,6 +267,7 @@ func (c *stdConn) read(session Session, in *inputBuffer) error {
 			if derr := in.deliver(session); derr != nil {
 				return derr
 			}
+			in.shrink()
 		}
 		if err != nil {
 			if c.stopped.Load() {
@@ -266,4 +276,25 @@ func (c *stdConn) read(session Session, in *inputBuffer) error {
 			return err
 		}
 	}
+}
+
+// waitForMemory waits for the large-frame pool, giving up when the
+// connection stops.
+func (c *stdConn) waitForMemory(in *inputBuffer) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-c.stop:
+			cancel()
+		case <-done:
+		}
+	}()
+	err := in.waitForMemory(ctx)
+	if err != nil && c.stopped.Load() {
+		return nil
+	}
+	return err
 }

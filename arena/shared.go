@@ -25,8 +25,9 @@ import (
 //
 // All methods are safe for concurrent use.
 type SharedPool struct {
-	name     string
-	capacity int64
+	name      string
+	capacity  int64
+	countOnly bool // leases carry no bytes: the memory lives elsewhere
 
 	mu struct {
 		sync.Mutex
@@ -53,6 +54,7 @@ type Lease struct {
 type leaseState struct {
 	pool     *SharedPool
 	bytes    []byte
+	size     int64
 	released atomic.Bool
 }
 
@@ -67,6 +69,18 @@ func NewSharedPool(budget *Budget, name, knob string, capacity int64) (*SharedPo
 	}
 	budget.Register(name, knob, capacity)
 	return &SharedPool{name: name, capacity: capacity}, nil
+}
+
+// NewAdmission returns a pool whose leases carry no bytes: it bounds memory
+// that is allocated elsewhere (records staged for writing, say) with the
+// same arrival-order admission, and registers capacity with budget.
+func NewAdmission(budget *Budget, name, knob string, capacity int64) (*SharedPool, error) {
+	pool, err := NewSharedPool(budget, name, knob, capacity)
+	if err != nil {
+		return nil, err
+	}
+	pool.countOnly = true
+	return pool, nil
 }
 
 // Acquire waits until n bytes are free, then leases them. It returns at
@@ -180,17 +194,30 @@ func (pool *SharedPool) grantLocked() {
 // newLease allocates the bytes of a granted lease (see SharedPool on why
 // the heap is acceptable here).
 func (pool *SharedPool) newLease(n int) Lease {
-	return Lease{state: &leaseState{pool: pool, bytes: make([]byte, n)}}
+	state := &leaseState{pool: pool, size: int64(n)}
+	if !pool.countOnly {
+		state.bytes = make([]byte, n)
+	}
+	return Lease{state: state}
 }
 
-// Bytes returns exactly the n bytes asked for. They are valid until
-// Release; after Release the lease's bytes are nil, so a late use fails
-// loudly.
+// Bytes returns exactly the n bytes asked for (nil from an admission
+// pool). They are valid until Release; after Release the lease's bytes are
+// nil, so a late use fails loudly.
 func (lease Lease) Bytes() []byte {
 	if lease.state == nil || lease.state.released.Load() {
 		return nil
 	}
 	return lease.state.bytes
+}
+
+// Size is the bytes the lease holds (0 for the zero Lease or once
+// released).
+func (lease Lease) Size() int64 {
+	if lease.state == nil || lease.state.released.Load() {
+		return 0
+	}
+	return lease.state.size
 }
 
 // Release returns the lease's bytes to the pool and wakes the waiters they
@@ -207,10 +234,10 @@ func (lease Lease) Release() error {
 	if !state.released.CompareAndSwap(false, true) {
 		pool.staleReleases.Add(1)
 		return fmt.Errorf("%w: lease of %s from %q was already released",
-			ErrStaleRelease, FormatBytes(int64(len(state.bytes))), pool.name)
+			ErrStaleRelease, FormatBytes(state.size), pool.name)
 	}
 	pool.mu.Lock()
-	pool.mu.leased -= int64(len(state.bytes))
+	pool.mu.leased -= state.size
 	pool.grantLocked()
 	pool.mu.Unlock()
 	return nil

@@ -311,3 +311,24 @@ func BenchmarkSharedPoolTryAcquireRelease64KiB(b *testing.B) {
 		_ = lease.Release()
 	}
 }
+
+func TestAdmissionCountsWithoutBytes(t *testing.T) {
+	budget := arena.NewBudget()
+	pool, err := arena.NewAdmission(budget, "large records", "--large-frame-pool", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, ok := pool.TryAcquire(60)
+	if !ok || lease.Bytes() != nil || pool.InUse() != 60 {
+		t.Fatalf("admission lease: ok %v, bytes %v, in use %d", ok, lease.Bytes() != nil, pool.InUse())
+	}
+	if _, ok := pool.TryAcquire(50); ok {
+		t.Fatal("admitted past the capacity")
+	}
+	if err := lease.Release(); err != nil || pool.InUse() != 0 {
+		t.Fatalf("release: %v, in use %d", err, pool.InUse())
+	}
+	if budget.Total() != 100 {
+		t.Fatalf("budget %d, want the capacity", budget.Total())
+	}
+}

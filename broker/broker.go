@@ -109,6 +109,9 @@ func (b *Broker) createLog(stream string) (*segment.Log, *wire.Error) {
 	if b.draining.Load() {
 		return nil, wire.NewError(wire.CodeShuttingDown, "the broker is shutting down")
 	}
+	if len(b.logs) >= b.cfg.MaxStreams {
+		return nil, wire.NewError(wire.CodeBusy, "the broker serves at most %d streams (serve --max-streams); stream %q was not created", b.cfg.MaxStreams, stream)
+	}
 	l, err := b.dir.OpenLog(segment.LogID{Stream: stream})
 	if err != nil {
 		return nil, storageError(err)
@@ -136,6 +139,9 @@ func (b *Broker) group(l *segment.Log, stream []byte, partition uint32, name []b
 	defer b.groupsMu.Unlock()
 	if g, ok := b.groups[key]; ok {
 		return g, nil
+	}
+	if len(b.groups) >= b.cfg.MaxGroups {
+		return nil, wire.NewError(wire.CodeBusy, "the broker serves at most %d consumer groups (serve --max-groups); group %q was not opened", b.cfg.MaxGroups, key.group)
 	}
 	g, err := consumer.Open(l, key.group, consumer.Options{Visibility: b.cfg.Visibility})
 	if errors.Is(err, consumer.ErrInvalidName) {

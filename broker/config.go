@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ironbus/ironbus/arena"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/segment/vfs"
@@ -36,6 +37,20 @@ type Config struct {
 	MaxConsumeWait time.Duration
 	// CheckpointInterval is how often group cursors are persisted (200 ms).
 	CheckpointInterval time.Duration
+	// MaxStreams bounds the streams the broker serves (1,024): each holds
+	// staging buffers, so the RAM budget needs a number. Streams already
+	// on disk open even past it; new ones are refused.
+	MaxStreams int
+	// MaxGroups bounds the consumer groups across all streams (1,024):
+	// each may hold MaxInFlight leases.
+	MaxGroups int
+	// ConnectionOutput bounds the reply bytes queued for one connection
+	// before its session stops reading (4 MiB).
+	ConnectionOutput int
+	// LargeRecords admits records larger than the staging buffer until
+	// they are written, against one shared capacity; nil: no bound beyond
+	// one such record per stream being staged and one being written.
+	LargeRecords *arena.SharedPool
 	// Version is reported in Welcome.
 	Version string
 	Logger  *slog.Logger
@@ -49,6 +64,9 @@ const (
 	DefaultIdleTimeout        = 5 * time.Minute
 	DefaultMaxConsumeWait     = 30 * time.Second
 	DefaultCheckpointInterval = 200 * time.Millisecond
+	DefaultMaxStreams         = 1024
+	DefaultMaxGroups          = 1024
+	DefaultConnectionOutput   = 4 << 20
 )
 
 func (c Config) withDefaults() (Config, error) {
@@ -76,6 +94,18 @@ func (c Config) withDefaults() (Config, error) {
 	if c.CheckpointInterval <= 0 {
 		c.CheckpointInterval = DefaultCheckpointInterval
 	}
+	if c.MaxStreams <= 0 {
+		c.MaxStreams = DefaultMaxStreams
+	}
+	if c.MaxGroups <= 0 {
+		c.MaxGroups = DefaultMaxGroups
+	}
+	if c.ConnectionOutput <= 0 {
+		c.ConnectionOutput = DefaultConnectionOutput
+	}
+	if c.Storage.StagingBytes == 0 {
+		c.Storage.StagingBytes = segment.DefaultStagingBytes
+	}
 	if c.Version == "" {
 		c.Version = "devel"
 	}
@@ -95,6 +125,9 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("broker: max frame %d below %d", c.MaxFrame, wire.MinMaxFrame)
 	case c.Window > 1<<20:
 		return c, fmt.Errorf("broker: window %d above %d", c.Window, 1<<20)
+	case c.LargeRecords != nil && c.LargeRecords.Capacity() < int64(c.MaxFrame):
+		return c, fmt.Errorf("broker: the large-record pool (%d bytes) cannot hold one largest frame (%d bytes)",
+			c.LargeRecords.Capacity(), c.MaxFrame)
 	}
 	return c, nil
 }

@@ -139,18 +139,31 @@ func TestProducePathAllocations(t *testing.T) {
 }
 
 func TestBackpressureNeverDuplicatesOrDrops(t *testing.T) {
-	// A tiny staging buffer and window make the session pause for both
-	// reasons many times; each pause hands the run's bytes back. Every
-	// request must be acknowledged exactly once, at its own offset.
+	checkBackpressure(t, []string{"bp"})
+}
+
+// TestBackpressureAcrossStreams interleaves streams, so runs end at every
+// stream switch; a run handed back after a pause must not carry the run
+// appended before it (that once acknowledged records twice).
+func TestBackpressureAcrossStreams(t *testing.T) {
+	checkBackpressure(t, []string{"bp-a", "bp-a", "bp-b", "bp-c", "bp-c", "bp-c"})
+}
+
+// checkBackpressure sends records round robin over streams through a tiny
+// staging buffer and window, so the session pauses for both reasons many
+// times and each pause hands the run's bytes back. Every request must be
+// acknowledged exactly once, in order within its stream.
+func checkBackpressure(t *testing.T, streams []string) {
 	addr, b := testBroker(t, Config{Window: 16, Storage: segment.Options{StagingBytes: 4096}})
 	c := dialRaw(t, addr)
 	c.handshake()
 	const n = 3000
+	streamOf := func(id uint32) string { return streams[int(id-1)%len(streams)] }
 	go func() {
 		var batch []byte
 		for i := 1; i <= n; i++ {
 			body, crc := record(fmt.Sprint("record-", i, string(make([]byte, 300))))
-			batch = wire.Append(batch, uint32(i), &wire.Produce{Stream: []byte("bp"), BodyCRC: crc, Body: body})
+			batch = wire.Append(batch, uint32(i), &wire.Produce{Stream: []byte(streamOf(uint32(i))), BodyCRC: crc, Body: body})
 			if len(batch) > 256<<10 || i == n {
 				if _, err := c.conn.Write(batch); err != nil {
 					return
@@ -159,25 +172,35 @@ func TestBackpressureNeverDuplicatesOrDrops(t *testing.T) {
 			}
 		}
 	}()
-	offsets := map[uint64]uint32{}
-	for len(offsets) < n {
+	type position struct {
+		stream string
+		offset uint64
+	}
+	seen := map[position]uint32{}
+	next := map[string]uint32{}
+	for len(seen) < n {
 		frame := c.read()
 		if frame.Type != wire.TypeProduceAck {
 			t.Fatalf("got %v", frame.Type)
 		}
 		ack, _ := wire.DecodeProduceAck(frame.Body)
-		if previous, dup := offsets[ack.Offset]; dup {
-			t.Fatalf("offset %d acknowledged for requests %d and %d", ack.Offset, previous, frame.RequestID)
+		at := position{streamOf(frame.RequestID), ack.Offset}
+		if previous, dup := seen[at]; dup {
+			t.Fatalf("%s offset %d acknowledged for requests %d and %d", at.stream, at.offset, previous, frame.RequestID)
 		}
-		offsets[ack.Offset] = frame.RequestID
+		seen[at] = frame.RequestID
+		if frame.RequestID <= next[at.stream] {
+			t.Fatalf("request %d acknowledged after request %d of the same stream: order lost", frame.RequestID, next[at.stream])
+		}
+		next[at.stream] = frame.RequestID
 	}
-	for offset, id := range offsets {
-		if uint64(id) != offset+1 {
-			t.Fatalf("request %d stored at offset %d: order lost", id, offset)
+	total := uint64(0)
+	for _, stream := range []string{"bp", "bp-a", "bp-b", "bp-c"} {
+		if l, ok := b.logs[stream]; ok {
+			total += l.Committed()
 		}
 	}
-	l, _ := b.logFor([]byte("bp"), 0)
-	if got := l.Committed(); got != n {
-		t.Fatalf("the log holds %d records, %d were sent", got, n)
+	if total != n {
+		t.Fatalf("the logs hold %d records, %d were sent", total, n)
 	}
 }

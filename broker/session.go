@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ironbus/ironbus/arena"
 	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/segment"
@@ -37,11 +38,18 @@ type session struct {
 	runLog       *segment.Log
 	runPartition uint32
 	runStart     int
+	frameStart   int // where the frame being handled begins in Data's bytes
 	runBytes     int
 	bodies       [][]byte
 	crcs         []uint32
 	ids          []uint32
 	outputFull   bool
+	// runLease admits the run's one large record (see admitLarge); it is
+	// released when the record is written.
+	runLease arena.Lease
+	// reserved is a large-record admission won while reading was paused,
+	// kept for the record when its frame is handed back.
+	reserved arena.Lease
 
 	entries  []wire.AckEntry
 	statuses []uint8
@@ -51,11 +59,14 @@ type session struct {
 	groups    map[*consumer.Group]struct{}
 }
 
-var _ loop.Session = (*session)(nil)
+var (
+	_ loop.Session    = (*session)(nil)
+	_ loop.FrameSizer = (*session)(nil)
+)
 
 func newSession(b *Broker, conn loop.Conn) *session {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &session{broker: b, conn: conn, out: newWriter(conn, int(b.cfg.Window)), ctx: ctx, cancel: cancel,
+	return &session{broker: b, conn: conn, out: newWriter(conn, int(b.cfg.Window), b.cfg.ConnectionOutput), ctx: ctx, cancel: cancel,
 		bodies: make([][]byte, 0, maxRun), crcs: make([]uint32, 0, maxRun), ids: make([]uint32, 0, maxRun),
 		groups: map[*consumer.Group]struct{}{}}
 }
@@ -84,7 +95,7 @@ func (s *session) Data(in []byte) (int, error) {
 			}
 			return consumed, s.fatal(0, wire.NewError(code, "%v", err))
 		}
-		if len(s.ids) == 0 {
+		if s.frameStart = consumed; len(s.ids) == 0 {
 			s.runStart = consumed
 		}
 		outcome, err := s.handle(frame)
@@ -107,6 +118,16 @@ func (s *session) Data(in []byte) (int, error) {
 		return s.runStart, nil
 	}
 	return consumed, nil
+}
+
+// FrameSize implements loop.FrameSizer: the backend leases a large frame's
+// buffer at its exact size.
+func (s *session) FrameSize(head []byte) int {
+	_, total, err := wire.ParseFrame(head, s.broker.cfg.MaxFrame)
+	if errors.Is(err, wire.ErrIncomplete) && total > wire.HeaderSize {
+		return total
+	}
+	return 0
 }
 
 // outcome says what Data does after a frame.
@@ -238,22 +259,81 @@ func (s *session) produce(frame wire.Frame) (outcome, error) {
 		s.reply(frame.RequestID, werr)
 		return outcomeDone, nil
 	}
-	if l != s.runLog || p.Partition != s.runPartition {
+	frameBytes := format.RecordFrameSize(len(p.Body))
+	staging := s.broker.cfg.Storage.StagingBytes
+	// A run goes in whole, so one larger than the staging buffer would
+	// stage past it: such a run is cut, and a record that alone is larger
+	// goes in alone, admitted by the large-record pool.
+	if l != s.runLog || p.Partition != s.runPartition || s.runBytes+frameBytes > staging {
 		if !s.flushRun() {
 			return outcomePaused, nil
 		}
-		s.runLog, s.runPartition = l, p.Partition
+		// The new run begins at this frame: should it be handed back
+		// later, the run just appended must not be.
+		s.runLog, s.runPartition, s.runStart = l, p.Partition, s.frameStart
+	}
+	if frameBytes > staging && !s.admitLarge(frameBytes) {
+		return outcomePaused, nil
 	}
 	s.bodies = append(s.bodies, p.Body)
 	s.crcs = append(s.crcs, p.BodyCRC)
 	s.ids = append(s.ids, frame.RequestID)
-	s.runBytes += format.RecordFrameSize(len(p.Body))
+	s.runBytes += frameBytes
 	// A run never needs more credits than the window holds, or it could
 	// never have them; a full run goes in at once.
-	if len(s.ids) == min(maxRun, int(s.broker.cfg.Window)) && !s.flushRun() {
+	if (len(s.ids) == min(maxRun, int(s.broker.cfg.Window)) || frameBytes > staging) && !s.flushRun() {
 		return outcomePaused, nil
 	}
 	return outcomeDone, nil
+}
+
+// admitLarge takes room in the large-record pool for a record larger than
+// the staging buffer, so such records cannot pile up in every stream's
+// staging at once. Without room it pauses reading while a goroutine waits
+// in line, and reports false; the frame comes back after the resume.
+func (s *session) admitLarge(frameBytes int) bool {
+	pool := s.broker.cfg.LargeRecords
+	if pool == nil {
+		return true
+	}
+	if s.reserved.Size() == int64(frameBytes) {
+		s.runLease, s.reserved = s.reserved, arena.Lease{}
+		return true
+	}
+	s.releaseReserved()
+	if lease, ok := pool.TryAcquire(frameBytes); ok {
+		s.runLease = lease
+		return true
+	}
+	s.conn.PauseReading()
+	s.consumers.Add(1)
+	go func() {
+		defer s.consumers.Done()
+		if lease, err := pool.Acquire(s.ctx, frameBytes); err == nil {
+			s.reserved = lease // read by Data only after the resume below
+		}
+		s.conn.ResumeReading()
+	}()
+	return false
+}
+
+func (s *session) releaseReserved() {
+	if s.reserved.Size() > 0 {
+		_ = s.reserved.Release()
+		s.reserved = arena.Lease{}
+	}
+}
+
+// releaseWhenWritten gives a large record's admission back once its batch
+// is written (or failed): its staging memory is free then.
+func releaseWhenWritten(ticket segment.Ticket, lease arena.Lease) {
+	if lease.Size() == 0 {
+		return
+	}
+	go func() {
+		<-ticket.Done()
+		_ = lease.Release()
+	}()
 }
 
 func (s *session) validateRecord(p wire.Produce) *wire.Error {
@@ -285,7 +365,7 @@ func (s *session) flushRun() bool {
 		}
 		s.conn.PauseReading()
 		s.out.credits.whenAvailable(n, s.conn.ResumeReading)
-		s.resetRun()
+		s.dropRun()
 		return false
 	}
 	ticket, err := s.runLog.TryAppendBatch(s.bodies, s.crcs)
@@ -294,7 +374,7 @@ func (s *session) flushRun() bool {
 		s.conn.PauseReading()
 		room := s.runLog.RoomFor(s.runBytes)
 		go s.resumeWhen(room)
-		s.resetRun()
+		s.dropRun()
 		return false
 	}
 	if err != nil {
@@ -303,12 +383,31 @@ func (s *session) flushRun() bool {
 		for _, id := range s.ids {
 			s.reply(id, failure)
 		}
+		s.releaseRunLease()
 		s.resetRun()
 		return true
 	}
+	releaseWhenWritten(ticket, s.runLease)
+	s.runLease = arena.Lease{}
 	s.out.pushAcks(ticket, s.runPartition, s.ids)
 	s.resetRun()
 	return true
+}
+
+// dropRun abandons the run until its bytes are handed back; a large
+// record's admission is kept for it.
+func (s *session) dropRun() {
+	if s.runLease.Size() > 0 {
+		s.reserved, s.runLease = s.runLease, arena.Lease{}
+	}
+	s.resetRun()
+}
+
+func (s *session) releaseRunLease() {
+	if s.runLease.Size() > 0 {
+		_ = s.runLease.Release()
+		s.runLease = arena.Lease{}
+	}
 }
 
 // resetRun empties the run, dropping its references into the read buffer.
@@ -335,8 +434,10 @@ func (s *session) pauseForOutput() {
 
 // ReadStopped implements loop.Session: finish in-flight work, then close.
 func (s *session) ReadStopped(cause error) {
-	s.cancel() // end long polls
+	s.cancel() // end long polls and admission waits
 	s.consumers.Wait()
+	s.releaseRunLease()
+	s.releaseReserved()
 	s.groupsMu.Lock()
 	for g := range s.groups {
 		g.Release(s.conn.ID()) // its leases go back at once

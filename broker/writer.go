@@ -8,11 +8,6 @@ import (
 	"github.com/ironbus/ironbus/wire"
 )
 
-// outputLimit bounds the reply bytes queued for a connection before its
-// session stops reading (a client that sends requests and never reads the
-// answers).
-const outputLimit = 8 << 20
-
 // ackGroup is one run of produce requests appended with one AppendBatch:
 // their offsets are ticket.First, ticket.First+1, … in request order, and
 // their request ids sit in the writer's id ring at [start, start+count).
@@ -31,6 +26,9 @@ type ackGroup struct {
 type writer struct {
 	conn    loop.Conn
 	credits *credits
+	// limit bounds the reply bytes queued before the session stops
+	// reading (a client that sends requests and never reads the answers).
+	limit int
 	ids     []uint32 // ring of produce request ids, one per credit
 	tail    int      // next free slot (touched by the session's reader only)
 
@@ -48,8 +46,8 @@ type writer struct {
 	pending []ackGroup
 }
 
-func newWriter(conn loop.Conn, window int) *writer {
-	w := &writer{conn: conn, credits: newCredits(window), ids: make([]uint32, window),
+func newWriter(conn loop.Conn, window, limit int) *writer {
+	w := &writer{conn: conn, credits: newCredits(window), limit: limit, ids: make([]uint32, window),
 		acks: make(chan ackGroup, window), signal: make(chan struct{}, 1),
 		done: make(chan struct{}), exited: make(chan struct{}), buf: make([]byte, 0, 64<<10)}
 	go w.run()
@@ -76,7 +74,7 @@ func (w *writer) frame(b []byte) (over bool) {
 	w.mu.Lock()
 	w.queued = append(w.queued, b)
 	w.queuedBytes += len(b)
-	over = w.queuedBytes > outputLimit
+	over = w.queuedBytes > w.limit
 	w.mu.Unlock()
 	select {
 	case w.signal <- struct{}{}:
@@ -89,7 +87,7 @@ func (w *writer) frame(b []byte) (over bool) {
 // once if it already is).
 func (w *writer) whenDrained(fn func()) {
 	w.mu.Lock()
-	if w.queuedBytes <= outputLimit/2 {
+	if w.queuedBytes <= w.limit/2 {
 		w.mu.Unlock()
 		fn()
 		return

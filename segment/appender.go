@@ -66,6 +66,9 @@ func (a *appender) newStaging(writing *batch) *batch {
 	spare := a.spare
 	a.spare = nil
 	if a.mode != IODirect {
+		if spare == nil {
+			spare = make([]byte, 0, a.log.opts.StagingBytes)
+		}
 		return a.log.newBatch(spare)
 	}
 	if spare == nil {
@@ -85,7 +88,10 @@ func (a *appender) recycle(b *batch) {
 	switch {
 	case b.slab != nil:
 		a.spare = b.slab
-	case a.mode != IODirect:
+	case a.mode != IODirect && cap(b.buf) <= a.log.opts.StagingBytes:
+		// A batch that grew past the staging size held one large record:
+		// its buffer goes back to the heap rather than staying with the
+		// log, so a log's staging memory stays within two staging sizes.
 		a.spare = b.buf
 	}
 	b.buf, b.slab = nil, nil

@@ -29,8 +29,8 @@ type writer struct {
 	// limit bounds the reply bytes queued before the session stops
 	// reading (a client that sends requests and never reads the answers).
 	limit int
-	ids     []uint32 // ring of produce request ids, one per credit
-	tail    int      // next free slot (touched by the session's reader only)
+	ids   []uint32 // ring of produce request ids, one per credit
+	tail  int      // next free slot (touched by the session's reader only)
 
 	acks   chan ackGroup
 	signal chan struct{} // a reply was queued

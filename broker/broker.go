@@ -143,7 +143,7 @@ func (b *Broker) group(l *segment.Log, stream []byte, partition uint32, name []b
 	if len(b.groups) >= b.cfg.MaxGroups {
 		return nil, wire.NewError(wire.CodeBusy, "the broker serves at most %d consumer groups (serve --max-groups); group %q was not opened", b.cfg.MaxGroups, key.group)
 	}
-	g, err := consumer.Open(l, key.group, consumer.Options{Visibility: b.cfg.Visibility})
+	g, err := consumer.Open(l, key.group, consumer.Options{Visibility: b.cfg.Visibility, MaxInFlight: b.cfg.MaxInFlight})
 	if errors.Is(err, consumer.ErrInvalidName) {
 		return nil, wire.NewError(wire.CodeInvalidName, "%v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ironbus/ironbus/arena"
+	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/segment/vfs"
@@ -37,13 +38,16 @@ type Config struct {
 	MaxConsumeWait time.Duration
 	// CheckpointInterval is how often group cursors are persisted (200 ms).
 	CheckpointInterval time.Duration
-	// MaxStreams bounds the streams the broker serves (1,024): each holds
+	// MaxStreams bounds the streams the broker serves (256): each holds
 	// staging buffers, so the RAM budget needs a number. Streams already
 	// on disk open even past it; new ones are refused.
 	MaxStreams int
-	// MaxGroups bounds the consumer groups across all streams (1,024):
+	// MaxGroups bounds the consumer groups across all streams (256):
 	// each may hold MaxInFlight leases.
 	MaxGroups int
+	// MaxInFlight bounds the deliveries a group has leased and not yet
+	// had acknowledged (8,192).
+	MaxInFlight int
 	// ConnectionOutput bounds the reply bytes queued for one connection
 	// before its session stops reading (4 MiB).
 	ConnectionOutput int
@@ -64,8 +68,8 @@ const (
 	DefaultIdleTimeout        = 5 * time.Minute
 	DefaultMaxConsumeWait     = 30 * time.Second
 	DefaultCheckpointInterval = 200 * time.Millisecond
-	DefaultMaxStreams         = 1024
-	DefaultMaxGroups          = 1024
+	DefaultMaxStreams         = 256
+	DefaultMaxGroups          = 256
 	DefaultConnectionOutput   = 4 << 20
 )
 
@@ -99,6 +103,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxGroups <= 0 {
 		c.MaxGroups = DefaultMaxGroups
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = consumer.DefaultMaxInFlight
 	}
 	if c.ConnectionOutput <= 0 {
 		c.ConnectionOutput = DefaultConnectionOutput

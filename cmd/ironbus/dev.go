@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/segment"
 )
@@ -36,6 +37,7 @@ has something to read.`,
 	}
 	cmd.Flags().IntVar(&dev.seed, "seed", 0, "publish this many demo records to the default stream first")
 	cmd.Flags().StringVar(&dev.loop, "loop", loop.BackendAuto, "network backend: auto, uring, epoll or std")
+	cmd.Flags().BoolVar(&opts.json, "json", false, "log one JSON object per line")
 	cmd.Flags().StringVar(&dev.addr, "addr", defaultAddr, "address to listen on; a busy port falls back to a free one")
 	cmd.RunE = classified(func() error { return runDev(opts, dev) })
 	return cmd
@@ -48,7 +50,8 @@ func runDev(opts *globalOptions, dev *devOptions) error {
 	}
 	defer os.RemoveAll(dataDir)
 	serve := &serveOptions{dataDir: dataDir, addr: dev.addr, durability: "sync", ioMode: "auto",
-		segmentBytes: segment.EdgeSegmentSize, loop: dev.loop}
+		segmentBytes: segment.EdgeSegmentSize, loop: dev.loop, maxConnections: broker.DefaultMaxConnections,
+		memory: defaultMemoryOptions()}
 	if !portFree(dev.addr) {
 		serve.addr = "127.0.0.1:0"
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ironbus/ironbus/arena"
 	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/segment"
@@ -35,10 +36,11 @@ type serveOptions struct {
 	insecurePlaintext bool
 	acceptRelaxed     bool
 	loop              string
+	memory            memoryOptions
 }
 
 func newServeCmd(opts *globalOptions) *cobra.Command {
-	serve := &serveOptions{segmentBytes: segment.DefaultSegmentSize}
+	serve := &serveOptions{segmentBytes: segment.DefaultSegmentSize, memory: defaultMemoryOptions()}
 	cmd := &cobra.Command{
 		Use:   "serve --data-dir DIR [--addr HOST:PORT]",
 		Short: "Run the broker on a data directory",
@@ -57,11 +59,21 @@ SIGTERM or SIGINT drain gracefully: stop accepting, answer every request already
 read (acknowledging only what was synced), sync every log, exit 0. A second
 signal exits at once; recovery at the next start truncates anything torn.
 
-The data directory is locked: a second broker on it fails and names the holder.`,
+The data directory is locked: a second broker on it fails and names the holder.
+
+Memory: every buffer the broker may hold is bounded by a knob, and the sum of
+their worst cases is the RAM budget. --ram-ceiling refuses to start when the
+budget does not fit, printing it line by line with the knob to turn, and sets
+the Go runtime's memory limit. --edge picks small-device values for every knob
+you do not set (they fit --ram-ceiling 64MiB); --print-budget shows the budget
+and exits. Segment files read through mmap are page cache the kernel reclaims,
+and are not part of the budget.`,
 		Example: `  ironbus serve --data-dir /var/lib/ironbus
   ironbus serve --data-dir ./data --addr 127.0.0.1:7000 --segment-bytes 8MiB
   ironbus serve --data-dir ./data --io-mode auto --max-connections 32
-  ironbus serve --data-dir ./data --loop epoll`,
+  ironbus serve --data-dir ./data --loop epoll
+  ironbus serve --data-dir /data --edge --ram-ceiling 64MiB
+  ironbus serve --data-dir ./data --max-connections 1000 --print-budget`,
 		Args: cobra.NoArgs,
 	}
 	flags := cmd.Flags()
@@ -74,7 +86,14 @@ The data directory is locked: a second broker on it fails and names the holder.`
 	flags.IntVar(&serve.maxConnections, "max-connections", broker.DefaultMaxConnections, "connections served at once")
 	flags.StringVar(&serve.loop, "loop", loop.BackendAuto, "network backend: auto (fastest this system runs), uring, epoll or std; a named one that cannot run is an error")
 	flags.BoolVar(&serve.insecurePlaintext, "insecure-plaintext-wire", false, "allow a non-loopback --addr without TLS or authentication")
-	cmd.RunE = classified(func() error { return runServe(opts, serve) })
+	flags.BoolVar(&opts.json, "json", false, "log one JSON object per line; with --print-budget, print the budget as JSON (schema ironbus.cli.budget.v1)")
+	addMemoryFlags(cmd, &serve.memory)
+	cmd.RunE = classified(func() error {
+		if serve.memory.edge {
+			serve.applyEdge(cmd.Flags().Changed)
+		}
+		return runServe(opts, serve)
+	})
 	return cmd
 }
 
@@ -85,6 +104,14 @@ func runServe(opts *globalOptions, serve *serveOptions) error {
 	cfg, err := serve.brokerConfig(opts)
 	if err != nil {
 		return err
+	}
+	if serve.memory.printBudget {
+		plan, err := planMemory(serve, &cfg)
+		if err != nil {
+			return err
+		}
+		defer plan.close()
+		return printBudget(opts, plan.budget, serve.memory.ceiling)
 	}
 	return runBroker(cfg, serve, func(addr string) {})
 }
@@ -106,14 +133,25 @@ func (serve *serveOptions) brokerConfig(opts *globalOptions) (broker.Config, err
 	if err := checkListenAddr(serve.addr, serve.insecurePlaintext); err != nil {
 		return broker.Config{}, err
 	}
-	logger := slog.New(slog.NewTextHandler(opts.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	var handler slog.Handler = slog.NewTextHandler(opts.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})
+	if opts.json {
+		handler = slog.NewJSONHandler(opts.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})
+	}
+	logger := slog.New(handler)
+	memory := serve.memory
 	return broker.Config{
-		DataDir:        serve.dataDir,
-		MaxConnections: serve.maxConnections,
-		Version:        mainModuleVersion(),
-		Logger:         logger,
+		DataDir:          serve.dataDir,
+		MaxConnections:   serve.maxConnections,
+		MaxFrame:         uint32(memory.maxFrame),
+		Window:           uint32(memory.window),
+		MaxStreams:       memory.maxStreams,
+		MaxGroups:        memory.maxGroups,
+		MaxInFlight:      memory.maxInFlight,
+		ConnectionOutput: int(memory.connectionOutput),
+		Version:          mainModuleVersion(),
+		Logger:           logger,
 		Storage: segment.Options{Durability: durability, AcceptRelaxedDurability: serve.acceptRelaxed,
-			IOMode: ioMode, SegmentSize: serve.segmentBytes, Logger: logger,
+			IOMode: ioMode, SegmentSize: serve.segmentBytes, StagingBytes: int(memory.stagingBytes), Logger: logger,
 			Owner: fmt.Sprintf("ironbus serve (pid %d, addr %s)", os.Getpid(), serve.addr)},
 	}, nil
 }
@@ -139,11 +177,19 @@ func checkListenAddr(addr string, insecurePlaintext bool) error {
 // called with the bound address once the broker accepts connections.
 func runBroker(cfg broker.Config, serve *serveOptions, ready func(addr string)) error {
 	logger, addr := cfg.Logger, serve.addr
+	plan, err := planMemory(serve, &cfg)
+	if err != nil {
+		return err
+	}
+	defer plan.close()
+	if err := plan.enforce(serve.memory.ceiling); err != nil {
+		return err
+	}
 	b, err := broker.Open(cfg)
 	if err != nil {
 		return brokerOpenError(cfg.DataDir, err)
 	}
-	server, choice, err := loop.New(serve.loop, loop.Config{Logger: logger, MaxBuffer: int(b.MaxFrame()) + 64<<10}, b)
+	server, choice, err := loop.New(serve.loop, plan.loopConfig(logger), b)
 	if err != nil {
 		_ = b.Close()
 		if errors.Is(err, loop.ErrUnsupported) {
@@ -162,7 +208,8 @@ func runBroker(cfg broker.Config, serve *serveOptions, ready func(addr string)) 
 	served := make(chan error, 1)
 	go func() { served <- server.Serve() }()
 	logger.Info("serving", "version", cfg.Version, "data_dir", cfg.DataDir, "addr", bound.String(),
-		"backend", choice.Backend, "backend_reason", choice.Reason, "durability", cfg.Storage.Durability.String(), "io_mode", b.Dir().IOMode().String())
+		"backend", choice.Backend, "backend_reason", choice.Reason,
+		"ram_budget", arena.FormatBytes(plan.budget.Total()), "ram_ceiling", ceilingText(serve.memory.ceiling), "durability", cfg.Storage.Durability.String(), "io_mode", b.Dir().IOMode().String())
 	ready(bound.String())
 	select {
 	case sig := <-signals:

@@ -38,7 +38,9 @@ func parseSize(text string) (int64, error) {
 type sizeValue struct{ bytes *int64 }
 
 func (v sizeValue) String() string {
-	if v.bytes == nil {
+	// Empty for zero ("none", "the default"), so --help prints no
+	// "(default 0B)" after a knob whose zero means something else.
+	if v.bytes == nil || *v.bytes == 0 {
 		return ""
 	}
 	return formatSize(*v.bytes)

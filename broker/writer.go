@@ -1,9 +1,12 @@
 package broker
 
 import (
+	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ironbus/ironbus/loop"
+	"github.com/ironbus/ironbus/ring"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/wire"
 )
@@ -32,8 +35,15 @@ type writer struct {
 	ids   []uint32 // ring of produce request ids, one per credit
 	tail  int      // next free slot (touched by the session's reader only)
 
-	acks   chan ackGroup
-	signal chan struct{} // a reply was queued
+	// acks carries runs from the session's reader to the writer: an SPSC
+	// ring (one push and one atomic store per run, no lock) sized by the
+	// window, so the credits the reader holds guarantee it room.
+	acks *ring.SPSC[ackGroup]
+	// parked is set by the writer before it blocks; a push that finds it
+	// set sends the one wake on signal, so a busy writer costs pushers no
+	// channel operation at all.
+	parked atomic.Bool
+	signal chan struct{} // a reply was queued, or a run while parked
 	done   chan struct{} // closed by the session: no more input
 	exited chan struct{}
 
@@ -48,23 +58,43 @@ type writer struct {
 
 func newWriter(conn loop.Conn, window, limit int) *writer {
 	w := &writer{conn: conn, credits: newCredits(window), limit: limit, ids: make([]uint32, window),
-		acks: make(chan ackGroup, window), signal: make(chan struct{}, 1),
-		done: make(chan struct{}), exited: make(chan struct{}), buf: make([]byte, 0, 64<<10)}
+		acks: ring.NewSPSC[ackGroup](window), signal: make(chan struct{}, 1),
+		done: make(chan struct{}), exited: make(chan struct{}), buf: make([]byte, 0, 64<<10),
+		pending: make([]ackGroup, 0, window)}
 	go w.run()
 	return w
 }
 
-// pushAcks queues a run; the caller holds count credits, so the ring and
-// the channel have room. Called from the session's reader only.
+// pushAcks queues a run; the caller holds count credits, so both rings
+// have room. Called from the session's reader only (the SPSC producer).
 func (w *writer) pushAcks(ticket segment.Ticket, partition uint32, ids []uint32) {
 	start := w.tail
 	for _, id := range ids {
 		w.ids[w.tail] = id
 		w.tail = (w.tail + 1) % len(w.ids)
 	}
-	select {
-	case w.acks <- ackGroup{ticket: ticket, partition: partition, start: start, count: len(ids)}:
-	case <-w.exited:
+	group := ackGroup{ticket: ticket, partition: partition, start: start, count: len(ids)}
+	for !w.acks.TryPush(group) {
+		// Unreachable while credits hold (a run takes at least one of
+		// the window's credits, and the ring has a slot per credit);
+		// yield rather than drop if that reasoning is ever broken.
+		select {
+		case <-w.exited:
+			return
+		default:
+			runtime.Gosched()
+		}
+	}
+	w.wake()
+}
+
+// wake sends the writer its one wake if it is parked.
+func (w *writer) wake() {
+	if w.parked.Load() && w.parked.CompareAndSwap(true, false) {
+		select {
+		case w.signal <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -111,7 +141,7 @@ func (w *writer) run() {
 			w.buf = w.buf[:0]
 			continue
 		}
-		if closing && len(w.pending) == 0 && len(w.acks) == 0 && w.empty() {
+		if closing && len(w.pending) == 0 && w.acks.Len() == 0 && w.empty() {
 			return
 		}
 		closing = w.wait(closing)
@@ -120,15 +150,9 @@ func (w *writer) run() {
 
 // collect moves everything queued into the write buffer without blocking.
 func (w *writer) collect() {
-	for {
-		select {
-		case g := <-w.acks:
-			w.pending = append(w.pending, g)
-			continue
-		default:
-		}
-		break
-	}
+	// pending has room for the whole window, and the ring and pending
+	// together hold at most a window of runs: one PopBatch takes them all.
+	w.pending = w.acks.PopBatch(w.pending)
 	w.mu.Lock()
 	for i, b := range w.queued {
 		w.buf = append(w.buf, b...)
@@ -160,14 +184,21 @@ func (w *writer) wait(closing bool) bool {
 	if closing {
 		done = nil
 	}
+	w.parked.Store(true)
+	if w.acks.Len() > 0 {
+		// A run pushed before the flag was visible: take it now. A
+		// pusher that did see the flag leaves one spare wake on signal,
+		// which costs one extra pass.
+		w.parked.Store(false)
+		return closing
+	}
 	select {
-	case g := <-w.acks:
-		w.pending = append(w.pending, g)
 	case <-w.signal:
 	case <-headDone:
 	case <-done:
-		return true
+		closing = true
 	}
+	w.parked.Store(false)
 	return closing
 }
 

@@ -19,23 +19,31 @@ import (
 )
 
 // InProcess runs a broker on a loopback port in this process, on a fresh
-// data directory under dir; stop drains it and removes the directory.
-func InProcess(dir string, storage segment.Options) (addr string, stop func(), err error) {
+// data directory under dir, served by the named network backend (see
+// loop.New; "" is auto); stop drains it and removes the directory. It
+// returns the backend that serves, which auto may have chosen.
+func InProcess(dir string, storage segment.Options, backend string) (addr, served string, stop func(), err error) {
 	dataDir, err := os.MkdirTemp(dir, "netbench-")
 	if err != nil {
-		return "", nil, err
+		return "", "", nil, err
 	}
-	b, err := broker.Open(broker.Config{DataDir: dataDir, Storage: storage})
+	// Room for the idle-connection shape and its busy producers.
+	b, err := broker.Open(broker.Config{DataDir: dataDir, Storage: storage, MaxConnections: 2048})
 	if err != nil {
 		_ = os.RemoveAll(dataDir)
-		return "", nil, err
+		return "", "", nil, err
 	}
-	server := loop.NewStd(loop.Config{MaxBuffer: int(b.MaxFrame()) + 64<<10}, b)
+	server, choice, err := loop.New(backend, loop.Config{MaxBuffer: int(b.MaxFrame()) + 64<<10}, b)
+	if err != nil {
+		_ = b.Close()
+		_ = os.RemoveAll(dataDir)
+		return "", "", nil, err
+	}
 	bound, err := server.Listen("127.0.0.1:0")
 	if err != nil {
 		_ = b.Close()
 		_ = os.RemoveAll(dataDir)
-		return "", nil, err
+		return "", "", nil, err
 	}
 	go func() { _ = server.Serve() }()
 	stop = func() {
@@ -48,11 +56,35 @@ func InProcess(dir string, storage segment.Options) (addr string, stop func(), e
 		_ = b.Close()
 		_ = os.RemoveAll(dataDir)
 	}
-	return bound.String(), stop, nil
+	return bound.String(), choice.Backend, stop, nil
+}
+
+// HoldIdle opens count connections that complete the handshake and then
+// send nothing, as a fleet of quiet devices would; release closes them.
+func HoldIdle(addr string, count int) (release func(), err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	clients := make([]*client.Client, 0, count)
+	release = func() {
+		for _, c := range clients {
+			_ = c.Close()
+		}
+	}
+	for range count {
+		c, err := client.Dial(ctx, addr, client.Options{ClientName: "netbench-idle"})
+		if err != nil {
+			release()
+			return nil, fmt.Errorf("netbench: idle connection %d of %d: %w", len(clients)+1, count, err)
+		}
+		clients = append(clients, c)
+	}
+	return release, nil
 }
 
 // Throughput is the result of a pipelined produce run.
 type Throughput struct {
+	Backend     string  `json:"backend,omitempty"`
+	Idle        int     `json:"idle_connections,omitempty"`
 	Connections int     `json:"connections"`
 	Window      int     `json:"window"`
 	RecordBytes int     `json:"record_bytes"`

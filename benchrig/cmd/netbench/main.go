@@ -1,7 +1,9 @@
 // Command netbench measures the broker over loopback through the Go SDK,
-// next to the raw fdatasync rate and latency measured in the same run:
+// next to the raw fdatasync rate and latency measured in the same run, on
+// each network backend asked for:
 //
 //	go run ./benchrig/cmd/netbench -dir /var/tmp -duration 3s -runs 5
+//	go run ./benchrig/cmd/netbench -loop std,epoll,uring -sizes 256
 package main
 
 import (
@@ -11,6 +13,8 @@ import (
 	"os"
 	"runtime/pprof"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ironbus/ironbus/benchrig/logbench"
@@ -23,31 +27,64 @@ type report struct {
 	RawSync    netbench.Latency      `json:"raw_sync_latency"`
 	RawPerSec  float64               `json:"raw_syncs_per_sec"`
 	Throughput []netbench.Throughput `json:"throughput"`
-	AckLatency []netbench.Latency    `json:"ack_latency_one_in_flight"`
+	AckLatency []latencyRow          `json:"ack_latency_one_in_flight"`
+}
+
+type latencyRow struct {
+	Backend     string `json:"backend"`
+	RecordBytes int    `json:"record_bytes"`
+	netbench.Latency
+}
+
+type options struct {
+	dir, addr, ioMode, cpuProfile string
+	duration                      time.Duration
+	runs, idle                    int
+	backends                      []string
+	sizes                         []int
+	jsonOutput                    bool
 }
 
 func main() {
-	dir := flag.String("dir", os.TempDir(), "directory on the disk to measure")
-	duration := flag.Duration("duration", 3*time.Second, "length of each measurement")
-	runs := flag.Int("runs", 3, "runs per configuration; the median is reported")
-	addr := flag.String("addr", "", "measure a running broker instead of an in-process one")
-	ioMode := flag.String("io-mode", "buffered", "buffered, direct or auto (in-process broker)")
-	jsonOutput := flag.Bool("json", false, "print JSON")
-	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file")
+	var opts options
+	var backends, sizes string
+	flag.StringVar(&opts.dir, "dir", os.TempDir(), "directory on the disk to measure")
+	flag.DurationVar(&opts.duration, "duration", 3*time.Second, "length of each measurement")
+	flag.IntVar(&opts.runs, "runs", 3, "runs per configuration; the median is reported")
+	flag.StringVar(&opts.addr, "addr", "", "measure a running broker instead of an in-process one")
+	flag.StringVar(&opts.ioMode, "io-mode", "buffered", "buffered, direct or auto (in-process broker)")
+	flag.StringVar(&backends, "loop", "auto", "network backends to measure, comma-separated (auto, uring, epoll, std)")
+	flag.StringVar(&sizes, "sizes", "256,1024", "record sizes in bytes, comma-separated")
+	flag.IntVar(&opts.idle, "idle", 1000, "idle connections held open in the idle shape (0 skips it)")
+	flag.BoolVar(&opts.jsonOutput, "json", false, "print JSON")
+	flag.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile to this file")
 	flag.Parse()
-	if err := run(*dir, *duration, *runs, *addr, *ioMode, *jsonOutput, *cpuProfile); err != nil {
+	opts.backends = strings.Split(backends, ",")
+	for _, field := range strings.Split(sizes, ",") {
+		size, err := strconv.Atoi(strings.TrimSpace(field))
+		if err != nil || size <= 0 {
+			fmt.Fprintf(os.Stderr, "netbench: -sizes %q: want positive byte counts\n", sizes)
+			os.Exit(2)
+		}
+		opts.sizes = append(opts.sizes, size)
+	}
+	if err := run(opts); err != nil {
 		fmt.Fprintln(os.Stderr, "netbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir string, duration time.Duration, runs int, addr, ioMode string, jsonOutput bool, cpuProfile string) error {
-	mode, err := segment.ParseIOMode(ioMode)
+// shape is one row of the benchmark: busy pipelined producers, optionally
+// beside a crowd of idle connections.
+type shape struct{ connections, window, idle int }
+
+func run(opts options) error {
+	mode, err := segment.ParseIOMode(opts.ioMode)
 	if err != nil {
 		return err
 	}
-	if cpuProfile != "" {
-		file, err := os.Create(cpuProfile)
+	if opts.cpuProfile != "" {
+		file, err := os.Create(opts.cpuProfile)
 		if err != nil {
 			return err
 		}
@@ -56,50 +93,69 @@ func run(dir string, duration time.Duration, runs int, addr, ioMode string, json
 		defer pprof.StopCPUProfile()
 	}
 	rep := report{Host: logbench.Host()}
-	if err := measureRaw(&rep, dir, duration); err != nil {
+	if err := measureRaw(&rep, opts.dir, opts.duration); err != nil {
 		return err
 	}
-	target := func() (string, func(), error) {
-		if addr != "" {
-			return addr, func() {}, nil
-		}
-		return netbench.InProcess(dir, segment.Options{IOMode: mode})
+	shapes := []shape{{1, 4096, 0}, {8, 512, 0}}
+	if opts.idle > 0 {
+		shapes = append(shapes, shape{8, 512, opts.idle})
 	}
-	for _, size := range []int{256, 1024} {
-		for _, shape := range []struct{ connections, window int }{{1, 4096}, {8, 512}} {
-			best, err := medianThroughput(runs, func() (netbench.Throughput, error) {
-				at, stop, err := target()
+	for _, backend := range opts.backends {
+		target := func() (string, string, func(), error) {
+			if opts.addr != "" {
+				return opts.addr, "remote", func() {}, nil
+			}
+			return netbench.InProcess(opts.dir, segment.Options{IOMode: mode}, backend)
+		}
+		for _, size := range opts.sizes {
+			for _, s := range shapes {
+				best, err := medianThroughput(opts.runs, func() (netbench.Throughput, error) {
+					return measureShape(target, s, size, opts.duration)
+				})
 				if err != nil {
-					return netbench.Throughput{}, err
+					return fmt.Errorf("%s backend: %w", backend, err)
 				}
-				defer stop()
-				return netbench.Produce(at, "bench", shape.connections, shape.window, size, duration)
-			})
+				rep.Throughput = append(rep.Throughput, best)
+			}
+		}
+		for _, size := range opts.sizes {
+			at, served, stop, err := target()
 			if err != nil {
 				return err
 			}
-			rep.Throughput = append(rep.Throughput, best)
+			latency, err := netbench.AckLatency(at, "latency", size, opts.duration*time.Duration(max(opts.runs, 1)))
+			stop()
+			if err != nil {
+				return err
+			}
+			rep.AckLatency = append(rep.AckLatency, latencyRow{Backend: served, RecordBytes: size, Latency: latency})
 		}
 	}
-	for _, size := range []int{256, 1024} {
-		at, stop, err := target()
-		if err != nil {
-			return err
-		}
-		latency, err := netbench.AckLatency(at, "latency", size, duration*time.Duration(max(runs, 1)))
-		stop()
-		if err != nil {
-			return err
-		}
-		rep.AckLatency = append(rep.AckLatency, latency)
-	}
-	if jsonOutput {
+	if opts.jsonOutput {
 		encoder := json.NewEncoder(os.Stdout)
 		encoder.SetIndent("", "  ")
 		return encoder.Encode(rep)
 	}
 	printReport(rep)
 	return nil
+}
+
+func measureShape(target func() (string, string, func(), error), s shape, size int, duration time.Duration) (netbench.Throughput, error) {
+	at, served, stop, err := target()
+	if err != nil {
+		return netbench.Throughput{}, err
+	}
+	defer stop()
+	if s.idle > 0 {
+		release, err := netbench.HoldIdle(at, s.idle)
+		if err != nil {
+			return netbench.Throughput{}, err
+		}
+		defer release()
+	}
+	result, err := netbench.Produce(at, "bench", s.connections, s.window, size, duration)
+	result.Backend, result.Idle = served, s.idle
+	return result, err
 }
 
 func measureRaw(rep *report, dir string, duration time.Duration) error {
@@ -128,14 +184,13 @@ func medianThroughput(runs int, once func() (netbench.Throughput, error)) (netbe
 func printReport(rep report) {
 	fmt.Println("host:", rep.Host)
 	fmt.Printf("raw 256 B write + fdatasync: %.0f/s; %s\n\n", rep.RawPerSec, rep.RawSync)
-	fmt.Printf("%-6s %-11s %-7s %14s %10s\n", "record", "connections", "window", "durable msg/s", "MB/s")
+	fmt.Printf("%-8s %-6s %-11s %-6s %-7s %14s %10s\n", "backend", "record", "connections", "idle", "window", "durable msg/s", "MB/s")
 	for _, t := range rep.Throughput {
-		fmt.Printf("%-6d %-11d %-7d %14.0f %10.1f\n", t.RecordBytes, t.Connections, t.Window, t.PerSecond, t.MBPerSecond)
+		fmt.Printf("%-8s %-6d %-11d %-6d %-7d %14.0f %10.1f\n", t.Backend, t.RecordBytes, t.Connections, t.Idle, t.Window, t.PerSecond, t.MBPerSecond)
 	}
 	fmt.Println()
-	for i, l := range rep.AckLatency {
-		size := []int{256, 1024}[i]
-		fmt.Printf("ack latency, %d B, one in flight: %s  (%.2fx raw p50, %.2fx raw p99)\n", size, l,
+	for _, l := range rep.AckLatency {
+		fmt.Printf("%-8s ack latency, %d B, one in flight: %s  (%.2fx raw p50, %.2fx raw p99)\n", l.Backend, l.RecordBytes, l.Latency,
 			l.P50/rep.RawSync.P50, l.P99/rep.RawSync.P99)
 	}
 }

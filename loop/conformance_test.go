@@ -21,7 +21,7 @@ import (
 // backendsUnderTest lists the backends to check: std always, the reactors
 // where they run (a backend that cannot run here is reported, not failed;
 // TestAutoFallsBack covers the choice).
-func backendsUnderTest(t *testing.T) []string {
+func backendsUnderTest(t testing.TB) []string {
 	names := []string{BackendStd}
 	for _, name := range []string{BackendEpoll, BackendURing} {
 		server, _, err := New(name, Config{Loops: 1}, echoHandler{})
@@ -50,7 +50,7 @@ func forEachBackend(t *testing.T, test func(t *testing.T, backend string)) {
 }
 
 // startServer serves handler on loopback and drains it at cleanup.
-func startServer(t *testing.T, backend string, cfg Config, handler Handler) (Server, string) {
+func startServer(t testing.TB, backend string, cfg Config, handler Handler) (Server, string) {
 	t.Helper()
 	server, choice, err := New(backend, cfg, handler)
 	if err != nil {
@@ -153,7 +153,7 @@ func (s *echoSession) write() {
 	}
 }
 
-func dial(t *testing.T, addr string) net.Conn {
+func dial(t testing.TB, addr string) net.Conn {
 	t.Helper()
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -490,9 +490,16 @@ func TestConformanceLargeFrame(t *testing.T) {
 // ones whose sessions never close.
 func TestConformanceCloseAll(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, backend string) {
+		arrived := make(chan struct{}, 1)
 		handler := funcHandler{open: func(conn Conn) (Session, error) {
 			return funcSession{
-				data:    func(in []byte) (int, error) { return len(in), nil },
+				data: func(in []byte) (int, error) {
+					select {
+					case arrived <- struct{}{}:
+					default:
+					}
+					return len(in), nil
+				},
 				stopped: func(error) {}, // never closes: only CloseAll ends it
 			}, nil
 		}}
@@ -507,6 +514,9 @@ func TestConformanceCloseAll(t *testing.T) {
 		go func() { _ = server.Serve() }()
 		conn := dial(t, bound.String())
 		_, _ = conn.Write([]byte("hello"))
+		// Until the server accepted it, the connection waits in the
+		// listener's backlog, which Shutdown drops instead of draining.
+		<-arrived
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
 		if err := server.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
@@ -586,6 +596,64 @@ func TestConformanceLargeFramePool(t *testing.T) {
 		}
 		if pool.InUse() != 0 || slab.InUse() > conns {
 			t.Fatalf("memory still held after every frame was consumed: pool %d bytes, slab %d buffers", pool.InUse(), slab.InUse())
+		}
+	})
+}
+
+// TestConformancePausedPeerClose: bytes a paused session left unconsumed
+// are offered again on resume even though the peer hung up meanwhile, and
+// only then does reading end with io.EOF.
+func TestConformancePausedPeerClose(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, backend string) {
+		offered := make(chan string, 4)
+		stopped := make(chan error, 1)
+		conns := make(chan Conn, 1)
+		handler := funcHandler{open: func(conn Conn) (Session, error) {
+			conns <- conn
+			first := true
+			return funcSession{
+				data: func(in []byte) (int, error) {
+					offered <- string(in)
+					if first {
+						first = false
+						conn.PauseReading()
+						return 0, nil
+					}
+					return len(in), nil
+				},
+				stopped: func(cause error) { stopped <- cause; _ = conn.Close() },
+			}, nil
+		}}
+		_, addr := startServer(t, backend, Config{}, handler)
+		client := dial(t, addr)
+		if _, err := client.Write([]byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+		if got := <-offered; got != "hello" {
+			t.Fatalf("first offer %q", got)
+		}
+		_ = client.Close()
+		select {
+		case cause := <-stopped:
+			t.Fatalf("ReadStopped(%v) while paused with bytes pending", cause)
+		case <-time.After(300 * time.Millisecond):
+		}
+		(<-conns).ResumeReading()
+		select {
+		case got := <-offered:
+			if got != "hello" {
+				t.Fatalf("offered %q on resume, want the pending bytes", got)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the pending bytes were not offered again on resume")
+		}
+		select {
+		case cause := <-stopped:
+			if !errors.Is(cause, io.EOF) {
+				t.Fatalf("ReadStopped(%v), want io.EOF", cause)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("ReadStopped was not called after the pending bytes")
 		}
 	})
 }

@@ -2,9 +2,7 @@ package loop
 
 import (
 	"context"
-	"fmt"
 	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,11 +35,7 @@ type epollConn struct {
 	flushPending atomic.Bool
 	readTimeout  atomic.Int64
 
-	outMu    sync.Mutex // guards out, space, done
-	out      []byte
-	space    chan struct{} // closed when out shrinks: blocked writers retry
-	done     bool
-	doneChan chan struct{}
+	output outputQueue
 }
 
 var _ Conn = (*epollConn)(nil)
@@ -51,8 +45,8 @@ func newEpollConn(r *reactor, fd int, id uint64) *epollConn {
 	if sa, err := unix.Getpeername(fd); err == nil {
 		remote = sockaddrToTCP(sa).String()
 	}
-	return &epollConn{reactor: r, fd: fd, id: id, remote: remote, space: make(chan struct{}),
-		doneChan: make(chan struct{}), in: newInputBuffer(r.server.cfg)}
+	return &epollConn{reactor: r, fd: fd, id: id, remote: remote, output: newOutputQueue(),
+		in: newInputBuffer(r.server.cfg)}
 }
 
 func (c *epollConn) ID() uint64                     { return c.id }
@@ -74,37 +68,15 @@ func (c *epollConn) ResumeReading() {
 // everything queued with one write per pass. It blocks while more than the
 // output limit is waiting, up to the write timeout.
 func (c *epollConn) Write(b []byte) error {
-	limit := c.reactor.server.cfg.OutputLimit
-	var timer *time.Timer
-	c.outMu.Lock()
-	for len(c.out) > limit && !c.done {
-		if timer == nil {
-			timer = time.NewTimer(c.reactor.server.cfg.WriteTimeout)
-			defer timer.Stop()
-		}
-		space := c.space
-		c.outMu.Unlock()
-		select {
-		case <-space:
-		case <-c.doneChan:
-		case <-timer.C:
-			return fmt.Errorf("loop: write to %s: %w", c.remote, errWriteTimeout)
-		}
-		c.outMu.Lock()
+	cfg := &c.reactor.server.cfg
+	if err := c.output.write(b, cfg.OutputLimit, cfg.WriteTimeout, c.remote); err != nil {
+		return err
 	}
-	if c.done {
-		c.outMu.Unlock()
-		return net.ErrClosed
-	}
-	c.out = append(c.out, b...)
-	c.outMu.Unlock()
 	if c.flushPending.CompareAndSwap(false, true) {
 		c.reactor.post(c, taskFlush)
 	}
 	return nil
 }
-
-var errWriteTimeout = &timeoutError{}
 
 // Close implements Conn: queued output is sent first, up to the write
 // timeout.
@@ -117,22 +89,13 @@ func (c *epollConn) Close() error {
 
 // waiting reports whether output waits to be sent. Reactor only.
 func (c *epollConn) waiting() bool {
-	if len(c.sending) > 0 {
-		return true
-	}
-	c.outMu.Lock()
-	defer c.outMu.Unlock()
-	return len(c.out) > 0
+	return len(c.sending) > 0 || c.output.queued()
 }
 
 // take moves queued output into sending and lets blocked writers go on.
 // Reactor only.
 func (c *epollConn) take() {
-	c.outMu.Lock()
-	c.sending, c.out = c.out, c.sending[:0]
-	close(c.space)
-	c.space = make(chan struct{})
-	c.outMu.Unlock()
+	c.sending = c.output.take(c.sending)
 }
 
 // flush writes queued output, one write per pass when the socket takes it
@@ -199,10 +162,7 @@ func (r *reactor) closeConn(c *epollConn) {
 	} else {
 		c.in.release()
 	}
-	c.outMu.Lock()
-	c.done = true
-	close(c.doneChan)
-	c.outMu.Unlock()
+	c.output.finish()
 	r.stopReading(c, net.ErrClosed)
 	r.server.forget(c)
 }

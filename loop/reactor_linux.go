@@ -2,26 +2,12 @@ package loop
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"io"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
-)
-
-// taskKind is what another goroutine asks a reactor to do.
-type taskKind uint8
-
-const (
-	taskAdd         taskKind = iota // a new connection: open its session, watch it
-	taskFlush                       // output was queued
-	taskResume                      // the session resumed reading
-	taskStopReading                 // the server drains
-	taskClose                       // the session closed the connection
-	taskMemory                      // a wait for the large-frame pool ended (err says how)
 )
 
 type task struct {
@@ -43,20 +29,16 @@ func (*timeoutError) Error() string { return "loop: read timeout" }
 func (*timeoutError) Timeout() bool { return true }
 
 // reactor is one event loop: an epoll instance and the goroutine that
-// waits on it. Everything below mu is touched by that goroutine only;
+// waits on it. Everything below queue is touched by that goroutine only;
 // other goroutines reach it through post, which queues a task and wakes the
 // loop through an eventfd (at most one wake pending, by the woken flag).
 type reactor struct {
 	server *EpollServer
 	index  int
 	epfd   int
-	wakefd int
-	woken  atomic.Bool
+	parker *parker
 	halted atomic.Bool
-
-	mu        sync.Mutex
-	tasks     []task
-	fdsClosed bool // set under mu before wakefd closes: no late wake writes to a reused descriptor
+	queue  taskQueue[task]
 
 	conns     map[int]*epollConn
 	readBuf   []byte
@@ -82,7 +64,13 @@ func newReactor(s *EpollServer, index int) (*reactor, error) {
 		_ = unix.Close(wakefd)
 		return nil, err
 	}
-	return &reactor{server: s, index: index, epfd: epfd, wakefd: wakefd, conns: map[int]*epollConn{},
+	parker, err := newParker(epfd)
+	if err != nil {
+		_ = unix.Close(epfd)
+		_ = unix.Close(wakefd)
+		return nil, err
+	}
+	return &reactor{server: s, index: index, epfd: epfd, parker: parker, queue: taskQueue[task]{wakefd: wakefd}, conns: map[int]*epollConn{},
 		readBuf: make([]byte, s.cfg.ReadBufferSize), events: make([]unix.EpollEvent, 256),
 		started: time.Now()}, nil
 }
@@ -90,31 +78,13 @@ func newReactor(s *EpollServer, index int) (*reactor, error) {
 // post queues a task for the loop and wakes it. Safe from any goroutine.
 func (r *reactor) post(c *epollConn, kind taskKind) { r.postTask(task{conn: c, kind: kind}) }
 
-func (r *reactor) postTask(t task) {
-	r.mu.Lock()
-	r.tasks = append(r.tasks, t)
-	r.mu.Unlock()
-	r.wake()
-}
-
-func (r *reactor) wake() {
-	if !r.woken.CompareAndSwap(false, true) {
-		return
-	}
-	var one [8]byte
-	binary.LittleEndian.PutUint64(one[:], 1)
-	r.mu.Lock()
-	if !r.fdsClosed {
-		_, _ = unix.Write(r.wakefd, one[:])
-	}
-	r.mu.Unlock()
-}
+func (r *reactor) postTask(t task) { r.queue.post(t) }
 
 // stop ends the loop; the run goroutine closes the descriptors.
 func (r *reactor) stop() {
 	r.halted.Store(true)
-	r.woken.Store(false)
-	r.wake()
+	r.queue.rearm()
+	r.queue.wake()
 }
 
 // Busy returns the share of wall time the loop spent handling events.
@@ -126,8 +96,8 @@ func (r *reactor) run() {
 	defer r.closeDescriptors()
 	var spare []task
 	for !r.halted.Load() {
-		n, err := unix.EpollWait(r.epfd, r.events, int(timeoutCheck/time.Millisecond))
-		if err != nil && err != unix.EINTR {
+		n, err := r.wait()
+		if err != nil {
 			r.server.cfg.Logger.Error("epoll_wait failed; the reactor stops", "reactor", r.index, "error", err.Error())
 			return
 		}
@@ -141,12 +111,39 @@ func (r *reactor) run() {
 	}
 }
 
+// wait returns the ready events: at once when there are some, otherwise
+// after sleeping in the netpoller (holding no P) until there are, or until
+// the timeout sweep is due.
+func (r *reactor) wait() (int, error) {
+	n, err := r.poll()
+	if n > 0 || err != nil {
+		return n, err
+	}
+	parkErr := r.parker.park(timeoutCheck, func() bool {
+		n, err = r.poll()
+		return n > 0 || err != nil
+	})
+	if err == nil {
+		err = parkErr
+	}
+	return n, err
+}
+
+// poll takes the ready events without blocking.
+func (r *reactor) poll() (int, error) {
+	n, err := unix.EpollWait(r.epfd, r.events, 0)
+	if err == unix.EINTR {
+		return 0, nil
+	}
+	return max(n, 0), err
+}
+
 func (r *reactor) dispatch(event unix.EpollEvent) {
 	fd := int(event.Fd)
-	if fd == r.wakefd {
-		r.woken.Store(false) // a post after this point wakes us again
+	if fd == r.queue.wakefd {
+		r.queue.rearm() // a post after this point wakes us again
 		var buf [8]byte
-		_, _ = unix.Read(r.wakefd, buf[:])
+		_, _ = unix.Read(r.queue.wakefd, buf[:])
 		return
 	}
 	c := r.conns[fd]
@@ -163,10 +160,7 @@ func (r *reactor) dispatch(event unix.EpollEvent) {
 
 // runTasks handles everything posted since the last pass.
 func (r *reactor) runTasks(spare []task) []task {
-	r.mu.Lock()
-	tasks := r.tasks
-	r.tasks = spare[:0]
-	r.mu.Unlock()
+	tasks := r.queue.take(spare)
 	for _, t := range tasks {
 		c := t.conn
 		switch t.kind {
@@ -184,7 +178,6 @@ func (r *reactor) runTasks(spare []task) []task {
 			r.memoryArrived(c, t.err)
 		}
 	}
-	clear(tasks)
 	return tasks
 }
 
@@ -380,11 +373,9 @@ func (r *reactor) closeDescriptors() {
 	for _, c := range r.conns {
 		r.closeConn(c)
 	}
-	r.mu.Lock()
-	r.fdsClosed = true
+	r.parker.close()
 	_ = unix.Close(r.epfd)
-	_ = unix.Close(r.wakefd)
-	r.mu.Unlock()
+	r.queue.close()
 }
 
 // isRetryable says whether a write error means "try later".

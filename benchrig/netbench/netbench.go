@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -91,12 +93,17 @@ type Throughput struct {
 	Records     uint64  `json:"records"`
 	PerSecond   float64 `json:"records_per_sec"`
 	MBPerSecond float64 `json:"mb_per_sec"`
+	// PeakAnonymous is the broker's largest resident anonymous memory
+	// seen during the run (sampled every 50 ms), when its pid was given.
+	PeakAnonymous int64 `json:"peak_rss_anon_bytes,omitempty"`
 }
 
 // Produce sends records of payloadBytes from connections connections, each
 // with a pipelined producer keeping window records in flight, for
 // duration, and counts durable acknowledgements.
-func Produce(addr, stream string, connections, window, payloadBytes int, duration time.Duration) (Throughput, error) {
+// A brokerPID above 0 names a broker process whose anonymous resident
+// memory is sampled during the run.
+func Produce(addr, stream string, connections, window, payloadBytes int, duration time.Duration, brokerPID int) (Throughput, error) {
 	var acked atomic.Uint64
 	var failure atomic.Pointer[error]
 	var wg sync.WaitGroup
@@ -111,14 +118,48 @@ func Produce(addr, stream string, connections, window, payloadBytes int, duratio
 			}
 		}()
 	}
+	peak := samplePeakAnonymous(brokerPID)
 	wg.Wait()
 	elapsed := time.Since(start).Seconds()
+	peakAnonymous := peak()
 	if err := failure.Load(); err != nil {
 		return Throughput{}, *err
 	}
 	n := acked.Load()
 	return Throughput{Connections: connections, Window: window, RecordBytes: payloadBytes, Records: n,
-		PerSecond: float64(n) / elapsed, MBPerSecond: float64(n) * float64(payloadBytes) / elapsed / 1e6}, nil
+		PerSecond: float64(n) / elapsed, MBPerSecond: float64(n) * float64(payloadBytes) / elapsed / 1e6,
+		PeakAnonymous: peakAnonymous}, nil
+}
+
+// samplePeakAnonymous samples the anonymous resident memory of process pid
+// (RssAnon in /proc/PID/status) until the returned function is called,
+// which returns the peak; 0 when pid is 0 or the system does not say.
+func samplePeakAnonymous(pid int) (stop func() int64) {
+	if pid <= 0 {
+		return func() int64 { return 0 }
+	}
+	done := make(chan struct{})
+	result := make(chan int64, 1)
+	go func() {
+		var peak int64
+		ticker := time.NewTicker(50 * time.Millisecond)
+		defer ticker.Stop()
+		for {
+			if anonymous, err := readAnonymous(pid); err == nil {
+				peak = max(peak, anonymous)
+			}
+			select {
+			case <-done:
+				result <- peak
+				return
+			case <-ticker.C:
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		return <-result
+	}
 }
 
 func produceOne(addr, stream string, window, payloadBytes int, stopAt time.Time, acked *atomic.Uint64) error {
@@ -200,4 +241,19 @@ func Summarize(samples []time.Duration) (Latency, error) {
 
 func (l Latency) String() string {
 	return fmt.Sprintf("p50 %.0f µs  p99 %.0f µs  p99.9 %.0f µs  max %.0f µs  (%d samples)", l.P50, l.P99, l.P999, l.Max, l.Samples)
+}
+
+// readAnonymous reads RssAnon of process pid, in bytes.
+func readAnonymous(pid int) (int64, error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(status)) {
+		if rest, found := strings.CutPrefix(line, "RssAnon:"); found {
+			kilobytes, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kilobytes << 10, err
+		}
+	}
+	return 0, errors.New("netbench: no RssAnon in /proc status")
 }

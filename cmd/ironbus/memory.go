@@ -113,7 +113,10 @@ func planMemory(serve *serveOptions, cfg *broker.Config) (*memoryPlan, error) {
 		readBufferSize, serve.maxConnections, true); err != nil {
 		return nil, exitErrorf(exitUsage, "reserving read buffers: %w", err)
 	}
-	plan.budget.Register("reactor read buffers", "one 64 KiB buffer per core", int64(plan.loops)*readBufferSize)
+	perReactor, explanation := loop.ReactorMemory(serve.loop, readBufferSize)
+	if perReactor > 0 {
+		plan.budget.Register("network reactors", explanation, int64(plan.loops)*perReactor)
+	}
 	plan.budget.Register("socket output queues", "--max-connections × --connection-output",
 		int64(serve.maxConnections)*memory.connectionOutput)
 	if plan.largeFrames, err = arena.NewSharedPool(plan.budget, "large frames being read", "--large-frame-pool", pool); err != nil {

@@ -181,3 +181,42 @@ func TestCancelPendingRecv(t *testing.T) {
 		t.Fatalf("recv %+v (%v), cancel %+v", cqes[1], cqes[1].Err(), cqes[2])
 	}
 }
+
+// TestCancelFd cancels a pending RECV and a pending multishot RECV on one
+// socket with one CancelFd|CancelAll, and each posts its final CQE.
+func TestCancelFd(t *testing.T) {
+	r := newTestRing(t, 8, Options{})
+	buffers, err := NewBufferRing(r, 3, 4, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buffers.Close()
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(pair[0])
+	defer unix.Close(pair[1])
+	in := offHeap(t, 64)
+	sqe := getSQE(t, r)
+	sqe.PrepRecv(pair[0], addressOf(in), uint32(len(in)), 0)
+	sqe.SetUserData(1)
+	sqe = getSQE(t, r)
+	sqe.PrepMultishotRecv(pair[0], buffers.Group(), 0)
+	sqe.SetUserData(2)
+	if _, err := r.Submit(); err != nil {
+		t.Fatal(err)
+	}
+	sqe = getSQE(t, r)
+	sqe.PrepCancelFd(pair[0], CancelAll)
+	sqe.SetUserData(3)
+	cqes := collect(t, r, 3)
+	if cqes[3].Result != 2 {
+		t.Fatalf("cancel %+v, want 2 cancelled", cqes[3])
+	}
+	for _, token := range []uint64{1, 2} {
+		if cqe := cqes[token]; !errors.Is(cqe.Err(), unix.ECANCELED) || cqe.More() {
+			t.Fatalf("operation %d ended with %+v, want a final ECANCELED", token, cqe)
+		}
+	}
+}

@@ -115,6 +115,16 @@ func (sqe *SQE) PrepCancel(target uint64, flags uint32) {
 	sqe.OpFlags = flags
 }
 
+// PrepCancelFd cancels the operations on fd (IORING_ASYNC_CANCEL_FD,
+// 5.19): the first one, or every one with CancelAll in flags. Result: the
+// number cancelled, or -ENOENT when none matched. Like PrepCancel, each
+// cancelled operation still posts its own final CQE. fd must stay open
+// until this SQE is submitted, because the kernel matches by file.
+func (sqe *SQE) PrepCancelFd(fd int, flags uint32) {
+	sqe.prepare(OpAsyncCancel, fd, 0, 0, 0)
+	sqe.OpFlags = flags | CancelFd
+}
+
 // PrepTimeout completes after the time in timestamp, or after count other
 // CQEs when count is non-zero; flags are Timeout*. Result is -ETIME when the
 // time ran out. The kernel copies *timestamp when it consumes the SQE, so

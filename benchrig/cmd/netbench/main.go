@@ -39,7 +39,7 @@ type latencyRow struct {
 type options struct {
 	dir, addr, ioMode, cpuProfile string
 	duration                      time.Duration
-	runs, idle                    int
+	runs, idle, brokerPID         int
 	backends                      []string
 	sizes                         []int
 	jsonOutput                    bool
@@ -55,6 +55,7 @@ func main() {
 	flag.StringVar(&opts.ioMode, "io-mode", "buffered", "buffered, direct or auto (in-process broker)")
 	flag.StringVar(&backends, "loop", "auto", "network backends to measure, comma-separated (auto, uring, epoll, std)")
 	flag.StringVar(&sizes, "sizes", "256,1024", "record sizes in bytes, comma-separated")
+	flag.IntVar(&opts.brokerPID, "pid", 0, "with -addr: the broker's pid, to report its peak anonymous RSS per row")
 	flag.IntVar(&opts.idle, "idle", 1000, "idle connections held open in the idle shape (0 skips it)")
 	flag.BoolVar(&opts.jsonOutput, "json", false, "print JSON")
 	flag.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile to this file")
@@ -110,7 +111,7 @@ func run(opts options) error {
 		for _, size := range opts.sizes {
 			for _, s := range shapes {
 				best, err := medianThroughput(opts.runs, func() (netbench.Throughput, error) {
-					return measureShape(target, s, size, opts.duration)
+					return measureShape(target, s, size, opts.duration, opts.brokerPID)
 				})
 				if err != nil {
 					return fmt.Errorf("%s backend: %w", backend, err)
@@ -140,7 +141,7 @@ func run(opts options) error {
 	return nil
 }
 
-func measureShape(target func() (string, string, func(), error), s shape, size int, duration time.Duration) (netbench.Throughput, error) {
+func measureShape(target func() (string, string, func(), error), s shape, size int, duration time.Duration, brokerPID int) (netbench.Throughput, error) {
 	at, served, stop, err := target()
 	if err != nil {
 		return netbench.Throughput{}, err
@@ -153,7 +154,7 @@ func measureShape(target func() (string, string, func(), error), s shape, size i
 		}
 		defer release()
 	}
-	result, err := netbench.Produce(at, "bench", s.connections, s.window, size, duration)
+	result, err := netbench.Produce(at, "bench", s.connections, s.window, size, duration, brokerPID)
 	result.Backend, result.Idle = served, s.idle
 	return result, err
 }
@@ -184,9 +185,14 @@ func medianThroughput(runs int, once func() (netbench.Throughput, error)) (netbe
 func printReport(rep report) {
 	fmt.Println("host:", rep.Host)
 	fmt.Printf("raw 256 B write + fdatasync: %.0f/s; %s\n\n", rep.RawPerSec, rep.RawSync)
-	fmt.Printf("%-8s %-6s %-11s %-6s %-7s %14s %10s\n", "backend", "record", "connections", "idle", "window", "durable msg/s", "MB/s")
+	fmt.Printf("%-8s %-6s %-11s %-6s %-7s %14s %10s %14s\n", "backend", "record", "connections", "idle", "window", "durable msg/s", "MB/s", "broker RssAnon")
 	for _, t := range rep.Throughput {
-		fmt.Printf("%-8s %-6d %-11d %-6d %-7d %14.0f %10.1f\n", t.Backend, t.RecordBytes, t.Connections, t.Idle, t.Window, t.PerSecond, t.MBPerSecond)
+		memory := "-"
+		if t.PeakAnonymous > 0 {
+			memory = fmt.Sprintf("%.1f MiB", float64(t.PeakAnonymous)/(1<<20))
+		}
+		fmt.Printf("%-8s %-6d %-11d %-6d %-7d %14.0f %10.1f %14s\n", t.Backend, t.RecordBytes, t.Connections, t.Idle, t.Window,
+			t.PerSecond, t.MBPerSecond, memory)
 	}
 	fmt.Println()
 	for _, l := range rep.AckLatency {

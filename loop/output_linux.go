@@ -1,0 +1,84 @@
+package loop
+
+import (
+	"fmt"
+	"net"
+	"sync"
+	"time"
+)
+
+// outputQueue is the output side every reactor connection shares: bytes
+// other goroutines queued with Write and the reactor has not taken yet.
+// Writers block while more than the output limit waits, so a peer that
+// stops reading costs at most the limit, and give up after the write
+// timeout instead of blocking a session forever.
+type outputQueue struct {
+	mu       sync.Mutex // guards out, space, done
+	out      []byte
+	space    chan struct{} // closed when out shrinks: blocked writers retry
+	done     bool
+	doneChan chan struct{}
+}
+
+func newOutputQueue() outputQueue {
+	return outputQueue{space: make(chan struct{}), doneChan: make(chan struct{})}
+}
+
+// write appends b once no more than limit bytes wait, and fails after
+// timeout (a peer that does not read) or once the connection is closed.
+// remote names the peer in the timeout error.
+func (q *outputQueue) write(b []byte, limit int, timeout time.Duration, remote string) error {
+	var timer *time.Timer
+	q.mu.Lock()
+	for len(q.out) > limit && !q.done {
+		if timer == nil {
+			timer = time.NewTimer(timeout)
+			defer timer.Stop()
+		}
+		space := q.space
+		q.mu.Unlock()
+		select {
+		case <-space:
+		case <-q.doneChan:
+		case <-timer.C:
+			return fmt.Errorf("loop: write to %s: %w", remote, errWriteTimeout)
+		}
+		q.mu.Lock()
+	}
+	if q.done {
+		q.mu.Unlock()
+		return net.ErrClosed
+	}
+	q.out = append(q.out, b...)
+	q.mu.Unlock()
+	return nil
+}
+
+var errWriteTimeout = &timeoutError{}
+
+// queued reports whether output waits to be taken.
+func (q *outputQueue) queued() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.out) > 0
+}
+
+// take swaps the queued output with spare (emptied, its memory reused for
+// the next writes) and lets blocked writers go on.
+func (q *outputQueue) take(spare []byte) []byte {
+	q.mu.Lock()
+	taken := q.out
+	q.out = spare[:0]
+	close(q.space)
+	q.space = make(chan struct{})
+	q.mu.Unlock()
+	return taken
+}
+
+// finish fails every present and future write: the connection closed.
+func (q *outputQueue) finish() {
+	q.mu.Lock()
+	q.done = true
+	close(q.doneChan)
+	q.mu.Unlock()
+}

@@ -1,0 +1,250 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"net"
+	"runtime"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/ironbus/ironbus/loop/uring"
+	"golang.org/x/sys/unix"
+)
+
+// uringConn is a connection served by an io_uring reactor. The fields
+// without a lock comment or atomic type belong to the reactor goroutine.
+type uringConn struct {
+	reactor *uringReactor
+	fd      int
+	id      uint64
+	remote  string
+	session Session
+
+	slot, generation uint32 // its place in the reactor's slotTable
+
+	in       inputBuffer // bytes the session has not consumed yet
+	spill    spillBuffer // received bytes the session could not take yet; they follow in
+	heldEnd  error       // how reading ended (EOF, error), held until spill was delivered
+	reading  bool
+	closed   bool // closed for the session; the descriptor waits for released
+	released bool // descriptor closed and slot freed: no operation remains
+	lastRead time.Time
+	closeAt  time.Time // when a requested close gives up on unsent output
+
+	recvArmed      bool // a multishot RECV may still post completions
+	recvCancelling bool
+	sendArmed      bool           // a SEND is in flight; sending is pinned
+	sending        []byte         // output taken from output, sent up to sent
+	sent           int            //
+	pinner         runtime.Pinner // keeps sending in place for the kernel
+
+	memoryWait   bool // a goroutine waits for large-frame memory and owns in
+	memoryCancel context.CancelFunc
+
+	paused       atomic.Bool
+	closing      atomic.Bool
+	closeNow     atomic.Bool
+	flushPending atomic.Bool
+	readTimeout  atomic.Int64
+
+	output outputQueue
+}
+
+var _ Conn = (*uringConn)(nil)
+
+func newURingConn(r *uringReactor, fd int, id uint64) *uringConn {
+	remote := "unknown"
+	if sa, err := unix.Getpeername(fd); err == nil {
+		remote = sockaddrToTCP(sa).String()
+	}
+	return &uringConn{reactor: r, fd: fd, id: id, remote: remote, output: newOutputQueue(),
+		in: newInputBuffer(r.server.cfg)}
+}
+
+func (c *uringConn) ID() uint64                     { return c.id }
+func (c *uringConn) RemoteAddr() string             { return c.remote }
+func (c *uringConn) SetReadTimeout(d time.Duration) { c.readTimeout.Store(int64(d)) }
+
+// PauseReading implements Conn; the reactor cancels the RECV the next time
+// it looks at the connection, and keeps what arrives meanwhile.
+func (c *uringConn) PauseReading() { c.paused.Store(true) }
+
+// ResumeReading implements Conn.
+func (c *uringConn) ResumeReading() {
+	if c.paused.Swap(false) {
+		c.reactor.queue.post(uringTask{conn: c, kind: taskResume})
+	}
+}
+
+// Write implements Conn: it queues b and wakes the reactor, which sends
+// everything queued in one SEND. It blocks while more than the output limit
+// is waiting, up to the write timeout.
+func (c *uringConn) Write(b []byte) error {
+	cfg := &c.reactor.server.cfg
+	if err := c.output.write(b, cfg.OutputLimit, cfg.WriteTimeout, c.remote); err != nil {
+		return err
+	}
+	if c.flushPending.CompareAndSwap(false, true) {
+		c.reactor.queue.post(uringTask{conn: c, kind: taskFlush})
+	}
+	return nil
+}
+
+// Close implements Conn: queued output is sent first, up to the write
+// timeout.
+func (c *uringConn) Close() error {
+	if !c.closing.Swap(true) {
+		c.reactor.queue.post(uringTask{conn: c, kind: taskClose})
+	}
+	return nil
+}
+
+// waiting reports whether output waits to be sent. Reactor only.
+func (c *uringConn) waiting() bool {
+	return c.sendArmed || c.sent < len(c.sending) || c.output.queued()
+}
+
+// add gives a new connection a slot, opens its session and starts
+// receiving.
+func (r *uringReactor) add(c *uringConn) {
+	slot, generation, ok := r.slots.add(c)
+	if !ok || !r.haltBegan.IsZero() {
+		if ok {
+			r.slots.remove(slot)
+		}
+		_ = unix.Close(c.fd)
+		c.closed, c.released = true, true
+		c.output.finish()
+		r.server.forget(c)
+		return
+	}
+	c.slot, c.generation = slot, generation
+	session, err := r.server.handler.Open(c)
+	if err != nil {
+		// The handler may have queued an explanation: send it, then close.
+		c.closing.Store(true)
+		r.requestClose(c)
+		return
+	}
+	c.session, c.reading, c.lastRead = session, true, r.now
+	c.in.sizer, _ = session.(FrameSizer)
+	r.syncRecv(c)
+}
+
+// flush sends queued output: everything queued goes into one SEND, and
+// the next waits for its completion, so a connection has at most one SEND
+// in flight. Reactor only.
+func (r *uringReactor) flush(c *uringConn) {
+	c.flushPending.Store(false)
+	if c.closed || c.sendArmed {
+		return // the SEND's completion flushes again
+	}
+	if c.sent == len(c.sending) && c.output.queued() {
+		c.sending, c.sent = c.output.take(c.sending), 0
+	}
+	if c.sent == len(c.sending) {
+		if c.closing.Load() {
+			r.closeConn(c)
+		}
+		return
+	}
+	rest := c.sending[c.sent:]
+	rest = rest[:min(len(rest), uringMaxSend)]
+	// The kernel reads sending after this call returns: pin it until the
+	// completion, and keep it referenced from the conn (its slot holds the
+	// conn until the SEND has posted its final completion).
+	c.pinner.Pin(&rest[0])
+	sqe := r.sqe()
+	sqe.PrepSend(c.fd, uintptr(unsafe.Pointer(&rest[0])), uint32(len(rest)), unix.MSG_NOSIGNAL)
+	sqe.SetUserData(c.token(opSend))
+	c.sendArmed = true
+}
+
+// sent handles a SEND completion: a short send leaves the rest for the
+// next SEND, a failure ends the connection.
+func (r *uringReactor) sent(c *uringConn, cqe uring.CQE) {
+	c.sendArmed = false
+	c.pinner.Unpin()
+	if c.closed {
+		r.release(c)
+		return
+	}
+	switch err := cqe.Err(); {
+	case err == nil:
+		c.sent += int(cqe.Result)
+		if c.sent == len(c.sending) {
+			c.sending, c.sent = c.sending[:0], 0
+		}
+	case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR), errors.Is(err, unix.ECANCELED):
+		// Passing, or a cancel meant for an earlier operation: send again.
+	default:
+		r.stopReading(c, err)
+		r.closeConn(c)
+		return
+	}
+	r.flush(c)
+}
+
+// requestClose closes now when nothing waits to be sent (or the close is
+// forced), else after the output drains or the write timeout passes.
+func (r *uringReactor) requestClose(c *uringConn) {
+	if c.closed {
+		return
+	}
+	if c.closeNow.Load() || !c.waiting() {
+		r.closeConn(c)
+		return
+	}
+	if c.closeAt.IsZero() {
+		c.closeAt = r.now.Add(r.server.cfg.WriteTimeout)
+	}
+	r.flush(c)
+}
+
+// closeConn ends the connection for its session and everyone waiting,
+// and cancels its operations; the descriptor is closed and the slot freed
+// by release once the last of them has posted its final completion, so
+// no operation can touch a reused descriptor, slot or buffer. Reactor only.
+func (r *uringReactor) closeConn(c *uringConn) {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	if c.memoryWait {
+		c.memoryCancel() // the waiter's taskMemory releases the buffer
+	} else {
+		c.in.release()
+	}
+	c.spill.release(&r.spillPool)
+	c.heldEnd = nil
+	c.output.finish()
+	r.stopReading(c, net.ErrClosed)
+	r.server.forget(c)
+	if (c.recvArmed || c.sendArmed) && !r.tearingDown {
+		// The kernel matches by file, so the descriptor stays open until
+		// this is submitted (release runs only after the final CQEs).
+		sqe := r.sqe()
+		sqe.PrepCancelFd(c.fd, uring.CancelAll)
+		sqe.SetUserData(uring.EncodeUserData(opCancel, 0, 0))
+		return
+	}
+	r.release(c)
+}
+
+// release closes the descriptor and frees the slot of a closed connection
+// once no operation of its remains (or the ring is gone). The descriptor
+// is closed with a plain close(2): nothing references it any more, and an
+// IORING_OP_CLOSE would be one more completion to wait for.
+func (r *uringReactor) release(c *uringConn) {
+	if !c.closed || c.released || (!r.tearingDown && (c.recvArmed || c.sendArmed)) {
+		return
+	}
+	c.released = true
+	if c.sendArmed {
+		c.pinner.Unpin() // the ring is closed: its SEND was cancelled
+	}
+	_ = unix.Close(c.fd)
+	r.slots.remove(c.slot)
+}

@@ -202,8 +202,21 @@ func (s *session) ack(frame wire.Frame) error {
 		} else {
 			status = g.Ack(e.Offset, e.Lease)
 		}
-		s.statuses = append(s.statuses, uint8(status))
+		s.statuses = append(s.statuses, ackStatus(status))
 	}
 	s.send(wire.Append(nil, frame.RequestID, &wire.AckResult{Statuses: s.statuses}))
 	return nil
+}
+
+// ackStatus maps a group status to the wire's AckResult codes: a lapsed
+// lease is fenced like a stale one (nothing changed, the record will be
+// redelivered).
+func ackStatus(status consumer.Status) uint8 {
+	switch status {
+	case consumer.StatusOK:
+		return wire.AckOK
+	case consumer.StatusUnknown:
+		return wire.AckUnknown
+	}
+	return wire.AckStale
 }

@@ -1,8 +1,6 @@
 package consumer
 
 import (
-	"container/heap"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -12,334 +10,184 @@ import (
 	"github.com/ironbus/ironbus/segment"
 )
 
-// Defaults.
-const (
-	DefaultVisibility  = 30 * time.Second
-	DefaultMaxInFlight = 8192
-)
-
-// DefaultBackoff is the nack delay schedule, indexed by attempt.
-var DefaultBackoff = []time.Duration{100 * time.Millisecond, 500 * time.Millisecond,
-	2 * time.Second, 10 * time.Second, 30 * time.Second}
-
-// Sentinel errors.
-var (
-	ErrInvalidName = errors.New("consumer: invalid group name")
-	ErrClosed      = errors.New("consumer: group closed")
-)
-
-// Status is the outcome of an ack or nack of one record.
-type Status uint8
-
-// Statuses.
-const (
-	StatusOK      Status = iota // done
-	StatusStale                 // the lease token is not the current one: fenced
-	StatusUnknown               // the record is not leased (already done, or never delivered)
-)
-
-// Options configure a group.
-type Options struct {
-	Visibility  time.Duration
-	MaxInFlight int
-	Backoff     []time.Duration
-	// Now is the monotonic clock for lease deadlines; time.Now by default.
-	Now func() time.Time
-}
-
-func (o Options) withDefaults() Options {
-	if o.Visibility <= 0 {
-		o.Visibility = DefaultVisibility
-	}
-	if o.MaxInFlight <= 0 {
-		o.MaxInFlight = DefaultMaxInFlight
-	}
-	if len(o.Backoff) == 0 {
-		o.Backoff = DefaultBackoff
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	return o
-}
-
-// Delivery is one record handed to a consumer under a lease. Body is a
-// copy the caller owns.
+// Delivery is one record handed to a consumer. Body is a copy the caller
+// owns. Lease is zero for types without leases (broadcast, streaming).
 type Delivery struct {
 	Offset      uint64
 	Lease       uint64
-	Attempt     uint32
+	Attempt     uint32 // 1 on the first delivery
 	Redelivered bool
 	Timestamp   int64
 	BodyCRC     uint32
 	Body        []byte
 }
 
-// Gap is a range of offsets the group will never deliver.
+// Gap is a range of offsets the group will never deliver: retention, a
+// disk-full drop or a quarantine removed them before the group got there.
 type Gap struct {
 	From, To uint64 // To exclusive
 	Reason   string
 }
 
-type lease struct {
-	token    uint64
-	owner    uint64
-	deadline time.Time
-	attempt  uint32
+// Count returns how many offsets the gap covers.
+func (g Gap) Count() uint64 { return g.To - g.From }
+
+// Stats is a snapshot of a group's state, for metrics and tests.
+type Stats struct {
+	Type                Type
+	Committed, Next     uint64
+	Members             int
+	Leased              int // live leases (credit in use)
+	Unsettled           int // leased + waiting + parked + moving to the dead-letter queue
+	AckedAheadRanges    int
+	DeadLettered        uint64
+	DeadLetterFailures  uint64
+	LastDeadLetterError string
 }
 
-// Group is one work group on one log. Its methods are safe for concurrent
-// use.
+// Group is one consumer group on one log. Its methods are safe for
+// concurrent use.
+//
+// Lock order: checkpointMu before mu. Nothing blocks on I/O other than a
+// record read while holding mu; checkpoint writes and dead-letter appends
+// run with mu released.
 type Group struct {
 	name string
 	log  *segment.Log
 	opts Options
+	kind Type
+
+	checkpointMu sync.Mutex // serializes checkpoint writes so an older state never lands last
 
 	mu         sync.Mutex
 	closed     bool
-	reader     *segment.Reader // positioned at next
-	next       uint64          // lowest offset never delivered
-	committed  uint64          // every offset below is done
-	done       map[uint64]struct{}
-	skipped    []Gap // gaps above committed, in order
+	start      StartPosition // how the group was created, kept for the record
+	reader     *segment.Reader
+	next       uint64  // lowest offset never read by the group
+	committed  uint64  // every offset below is done
+	done       spanSet // done above committed: acked, terminated, dead-lettered, gaps
 	leases     map[uint64]*lease
-	redeliver  redeliveryQueue
+	deadlines  deadlineQueue
+	pending    map[uint64]*pendingRecord // waiting for (re)delivery
+	due        pendingQueue
+	restored   map[uint64]uint32 // delivery counts from the checkpoint, not yet re-read
+	moves      map[uint64]*move  // records on their way to the dead-letter queue
+	members    map[uint64]struct{}
+	keys       keyRouter
 	generation uint64
+	highWater  uint64 // broadcast: one past the highest offset ever delivered
+	reading    uint64 // broadcast: the attached reader, 0 when none
 	dirty      bool
+	acksSince  int
+	stats      Stats
 }
 
 const checkpointPrefix = "group-"
 
-// Open loads (or creates) the group name on log. A new group starts at the
-// earliest offset the log still holds.
+// Open loads the group name on log, or creates it with opts.Type and
+// opts.Start when it has no checkpoint yet. Opening an existing group as
+// another type fails with ErrTypeMismatch.
 func Open(log *segment.Log, name string, opts Options) (*Group, error) {
 	if err := segment.ValidateStreamName(name); err != nil || len(name)+len(checkpointPrefix) > segment.MaxStreamNameLength {
 		return nil, fmt.Errorf("%w: %q (1-%d letters, digits, '-', '_' or '.')", ErrInvalidName, name,
 			segment.MaxStreamNameLength-len(checkpointPrefix))
 	}
-	g := &Group{name: name, log: log, opts: opts.withDefaults(), done: map[uint64]struct{}{},
-		leases: map[uint64]*lease{}}
-	cursor := log.FirstOffset()
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	g := &Group{name: name, log: log, opts: opts, kind: opts.Type, leases: map[uint64]*lease{},
+		pending: map[uint64]*pendingRecord{}, restored: map[uint64]uint32{}, moves: map[uint64]*move{},
+		members: map[uint64]struct{}{}, keys: keyRouter{keys: map[uint64]*keyState{}}}
 	data, err := log.ReadCheckpoint(checkpointPrefix + name)
 	switch {
-	case err == nil && len(data) == 9 && data[0] == 1:
-		cursor = max(binary.LittleEndian.Uint64(data[1:9]), cursor)
 	case err == nil:
-		return nil, fmt.Errorf("consumer: group %s: checkpoint of %d bytes is not version 1", name, len(data))
-	case !errors.Is(err, segment.ErrNotFound):
+		st, derr := decodeState(data)
+		if derr != nil {
+			return nil, fmt.Errorf("consumer: group %s: %w", name, derr)
+		}
+		if st.Type != opts.Type {
+			return nil, fmt.Errorf("%w: group %s is a %s group, opened as %s", ErrTypeMismatch, name, st.Type, opts.Type)
+		}
+		g.restore(st)
+		return g, nil
+	case errors.Is(err, segment.ErrNotFound):
+		return g, g.create()
+	default:
 		return nil, fmt.Errorf("consumer: group %s: %w", name, err)
 	}
-	cursor = min(cursor, log.Committed())
-	g.next, g.committed = cursor, cursor
-	return g, nil
+}
+
+// create positions a new group and persists its type at once, so a later
+// Open with another type is refused. A failed write (disk full, frozen
+// log) does not stop consumption: the state stays dirty and the next
+// checkpoint tries again.
+func (g *Group) create() error {
+	start, err := g.startOffset()
+	if err != nil {
+		return fmt.Errorf("consumer: group %s: start position: %w", g.name, err)
+	}
+	g.start = g.opts.Start
+	g.next, g.committed, g.highWater = start, start, start
+	g.dirty = true
+	_ = g.Checkpoint()
+	return nil
+}
+
+func (g *Group) startOffset() (uint64, error) {
+	first, end := g.log.FirstOffset(), g.log.Committed()
+	switch g.opts.Start.Kind {
+	case StartLatest:
+		return end, nil
+	case StartOffset:
+		return min(max(g.opts.Start.Offset, first), end), nil
+	case StartTime:
+		offset, err := g.log.OffsetForTime(g.opts.Start.Time)
+		return max(offset, first), err
+	}
+	return first, nil
+}
+
+// restore installs a decoded checkpoint. Delivery counts and pending
+// dead-letter moves come back; leases do not (their holders are gone), so
+// every record that was unsettled is delivered again, counted.
+func (g *Group) restore(st state) {
+	end := g.log.Committed()
+	// A log that came back shorter (a torn tail dropped) must not leave
+	// the cursor past offsets that will be written again.
+	g.committed = min(st.Committed, end)
+	g.start = st.Start
+	for _, span := range st.Done {
+		if span.From < end {
+			g.done.add(span.From, min(span.To, end))
+		}
+	}
+	g.committed = g.done.advance(g.committed)
+	for _, c := range st.Counts {
+		if _, done := g.done.contains(c.Offset); !done && c.Offset >= g.committed && c.Offset < end {
+			g.restored[c.Offset] = c.Deliveries
+		}
+	}
+	for _, m := range st.Moves {
+		if g.opts.DeadLetters == nil {
+			g.restored[m.Offset] = m.Attempts // no queue to finish the move: deliver it again
+			continue
+		}
+		g.moves[m.Offset] = &move{offset: m.Offset, attempts: m.Attempts, reason: m.Reason,
+			deadLetterEnd: m.DeadLetterEnd, intent: true, mayExist: true}
+	}
+	g.next, g.highWater = g.committed, g.committed
 }
 
 // Name returns the group's name.
 func (g *Group) Name() string { return g.name }
 
-// Fetch leases up to max records (and about maxBytes of bodies; at least
-// one record whatever its size) to owner, redeliveries first. Gaps the
-// group crossed are returned once.
-func (g *Group) Fetch(owner uint64, max, maxBytes int, visibility time.Duration) ([]Delivery, []Gap, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
-		return nil, nil, ErrClosed
-	}
-	if visibility <= 0 {
-		visibility = g.opts.Visibility
-	}
-	now := g.opts.Now()
-	g.expireLocked(now)
-	f := fetch{owner: owner, max: max, maxBytes: maxBytes, deadline: now.Add(visibility)}
-	if err := g.redeliverLocked(&f, now); err != nil {
-		return f.deliveries, f.gaps, err
-	}
-	err := g.deliverNewLocked(&f)
-	return f.deliveries, f.gaps, err
-}
+// Type returns the group's type.
+func (g *Group) Type() Type { return g.kind }
 
-type fetch struct {
-	owner      uint64
-	max        int
-	maxBytes   int
-	bytes      int
-	deadline   time.Time
-	deliveries []Delivery
-	gaps       []Gap
-}
-
-func (f *fetch) full() bool {
-	return len(f.deliveries) >= f.max || (len(f.deliveries) > 0 && f.bytes >= f.maxBytes)
-}
-
-// expireLocked turns leases past their deadline into due redeliveries.
-// REQUIRES: g.mu held.
-func (g *Group) expireLocked(now time.Time) {
-	for offset, l := range g.leases {
-		if !now.Before(l.deadline) {
-			delete(g.leases, offset)
-			heap.Push(&g.redeliver, redelivery{offset: offset, due: now, attempt: l.attempt})
-		}
-	}
-}
-
-// redeliverLocked hands out due redeliveries. REQUIRES: g.mu held.
-func (g *Group) redeliverLocked(f *fetch, now time.Time) error {
-	for g.redeliver.Len() > 0 && !f.full() && len(g.leases) < g.opts.MaxInFlight {
-		top := g.redeliver[0]
-		if top.due.After(now) {
-			return nil
-		}
-		heap.Pop(&g.redeliver)
-		entry, err := readOne(g.log, top.offset)
-		if errors.Is(err, io.EOF) || (err == nil && entry.Gap != nil) {
-			g.markDoneLocked(top.offset) // removed by retention meanwhile
-			continue
-		}
-		if err != nil {
-			heap.Push(&g.redeliver, top)
-			return err
-		}
-		g.leaseLocked(f, entry, top.attempt+1, true)
-	}
-	return nil
-}
-
-// deliverNewLocked hands out records never delivered. REQUIRES: g.mu held.
-func (g *Group) deliverNewLocked(f *fetch) error {
-	if g.reader == nil || g.reader.Offset() != g.next {
-		g.closeReaderLocked()
-		g.reader = g.log.NewReader(g.next)
-	}
-	for !f.full() && len(g.leases) < g.opts.MaxInFlight {
-		entry, err := g.reader.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if entry.Gap != nil {
-			gap := Gap{From: entry.Gap.From, To: entry.Gap.To, Reason: entry.Gap.Reason}
-			f.gaps = append(f.gaps, gap)
-			g.next = gap.To
-			g.skipped = append(g.skipped, gap)
-			g.advanceLocked()
-			continue
-		}
-		g.next = entry.Offset + 1
-		g.leaseLocked(f, entry, 1, false)
-	}
-	return nil
-}
-
-// leaseLocked records a lease and adds the delivery. REQUIRES: g.mu held.
-func (g *Group) leaseLocked(f *fetch, entry segment.Entry, attempt uint32, redelivered bool) {
-	g.generation++
-	g.leases[entry.Offset] = &lease{token: g.generation, owner: f.owner, deadline: f.deadline, attempt: attempt}
-	f.deliveries = append(f.deliveries, Delivery{Offset: entry.Offset, Lease: g.generation, Attempt: attempt,
-		Redelivered: redelivered, Timestamp: entry.Timestamp, BodyCRC: entry.BodyCRC,
-		Body: append([]byte(nil), entry.Body...)})
-	f.bytes += len(entry.Body)
-}
-
-// readOne reads the record at offset.
-func readOne(log *segment.Log, offset uint64) (segment.Entry, error) {
-	r := log.NewReader(offset)
-	defer r.Close()
-	entry, err := r.Next()
-	if err == nil && entry.Gap == nil {
-		entry.Body = append([]byte(nil), entry.Body...)
-	}
-	return entry, err
-}
-
-// Ack marks the leased record done.
-func (g *Group) Ack(offset, token uint64) Status {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	status := g.checkLeaseLocked(offset, token)
-	if status == StatusOK {
-		delete(g.leases, offset)
-		g.markDoneLocked(offset)
-	}
-	return status
-}
-
-// Nack returns the leased record for redelivery after delay; a negative
-// delay uses the group's backoff for the record's attempt.
-func (g *Group) Nack(offset, token uint64, delay time.Duration) Status {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	status := g.checkLeaseLocked(offset, token)
-	if status != StatusOK {
-		return status
-	}
-	l := g.leases[offset]
-	delete(g.leases, offset)
-	if delay < 0 {
-		delay = g.opts.Backoff[min(int(l.attempt), len(g.opts.Backoff))-1]
-	}
-	heap.Push(&g.redeliver, redelivery{offset: offset, due: g.opts.Now().Add(delay), attempt: l.attempt})
-	return StatusOK
-}
-
-func (g *Group) checkLeaseLocked(offset, token uint64) Status {
-	l, ok := g.leases[offset]
-	switch {
-	case !ok:
-		return StatusUnknown
-	case l.token != token:
-		return StatusStale
-	}
-	return StatusOK
-}
-
-// Release returns every lease owner holds for immediate redelivery: its
-// connection closed, so waiting out the visibility timeout helps no one.
-func (g *Group) Release(owner uint64) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	now := g.opts.Now()
-	for offset, l := range g.leases {
-		if l.owner == owner {
-			delete(g.leases, offset)
-			heap.Push(&g.redeliver, redelivery{offset: offset, due: now, attempt: l.attempt})
-		}
-	}
-}
-
-// markDoneLocked records offset as done and advances the cursor.
-// REQUIRES: g.mu held.
-func (g *Group) markDoneLocked(offset uint64) {
-	if offset >= g.committed {
-		g.done[offset] = struct{}{}
-	}
-	g.advanceLocked()
-}
-
-// advanceLocked moves the cursor over done offsets and gaps.
-// REQUIRES: g.mu held.
-func (g *Group) advanceLocked() {
-	before := g.committed
-	for {
-		if _, ok := g.done[g.committed]; ok {
-			delete(g.done, g.committed)
-			g.committed++
-			continue
-		}
-		if len(g.skipped) > 0 && g.skipped[0].From <= g.committed {
-			g.committed = max(g.committed, g.skipped[0].To)
-			g.skipped = g.skipped[1:]
-			continue
-		}
-		break
-	}
-	if g.committed != before {
-		g.dirty = true
-	}
-}
+// Log returns the log the group reads (the streaming tier reads it
+// directly from the committed position).
+func (g *Group) Log() *segment.Log { return g.log }
 
 // Committed returns the group's cursor: every offset below it is done.
 func (g *Group) Committed() uint64 {
@@ -348,40 +196,88 @@ func (g *Group) Committed() uint64 {
 	return g.committed
 }
 
-// NextDue returns when the earliest waiting redelivery becomes due, if any.
-func (g *Group) NextDue() (time.Time, bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.redeliver.Len() == 0 {
-		return time.Time{}, false
-	}
-	return g.redeliver[0].due, true
-}
-
-// Next returns the lowest offset the group has never delivered.
+// Next returns the lowest offset the group has never read: new records
+// at or after it wake a waiting consumer.
 func (g *Group) Next() uint64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.next
 }
 
-// Checkpoint persists the cursor when it moved since the last checkpoint.
-func (g *Group) Checkpoint() error {
+// Stats returns a snapshot of the group's state.
+func (g *Group) Stats() Stats {
 	g.mu.Lock()
-	if !g.dirty {
-		g.mu.Unlock()
-		return nil
+	defer g.mu.Unlock()
+	s := g.stats
+	s.Type, s.Committed, s.Next, s.Members = g.kind, g.committed, g.next, len(g.members)
+	s.Leased, s.Unsettled, s.AckedAheadRanges = len(g.leases), g.unsettledLocked(), g.done.len()
+	return s
+}
+
+// unsettledLocked counts records delivered or read but not done.
+// REQUIRES: g.mu held.
+func (g *Group) unsettledLocked() int { return len(g.leases) + len(g.pending) + len(g.moves) }
+
+// Release ends owner's membership: its connection closed. Its leases go
+// back for immediate redelivery (waiting out the visibility timeout helps
+// no one), a key-shared group hands its keys to the remaining members,
+// and a broadcast group loses its reader. When the last member leaves,
+// the group checkpoints (a clean disconnect loses no acked work).
+func (g *Group) Release(owner uint64) {
+	g.mu.Lock()
+	_, member := g.members[owner]
+	delete(g.members, owner)
+	switch {
+	case g.kind.leased():
+		now := g.opts.Now()
+		for offset, l := range g.leases {
+			if l.owner == owner {
+				g.lapseLocked(offset, l, now)
+			}
+		}
+	case g.kind == TypeBroadcast && g.reading == owner:
+		g.reading = 0
+		g.next = g.committed // what was not acked goes to the next reader
 	}
-	data := binary.LittleEndian.AppendUint64([]byte{1}, g.committed)
-	g.dirty = false
+	last := member && len(g.members) == 0
 	g.mu.Unlock()
-	if err := g.log.WriteCheckpoint(checkpointPrefix+g.name, data); err != nil {
-		g.mu.Lock()
-		g.dirty = true
-		g.mu.Unlock()
-		return err
+	if last {
+		_ = g.Checkpoint()
 	}
-	return nil
+}
+
+// NextDue returns the next instant at which a record becomes deliverable
+// through time alone: a nack delay running out, or a lease expiring. It
+// ignores what is already due but blocked (no credit, a busy key), so a
+// caller that waits until the answer never spins.
+func (g *Group) NextDue() (time.Time, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.kind.leased() {
+		return time.Time{}, false
+	}
+	now := g.opts.Now()
+	var next time.Time
+	found := false
+	consider := func(t time.Time) {
+		if t.After(now) && (!found || t.Before(next)) {
+			next, found = t, true
+		}
+	}
+	if l, ok := g.earliestLeaseLocked(); ok {
+		consider(l)
+	}
+	if len(g.leases) < g.opts.MaxInFlight {
+		for _, p := range g.due {
+			consider(p.due)
+		}
+	}
+	if g.hasMoveRetryLocked() {
+		for _, m := range g.moves {
+			consider(m.retryAt)
+		}
+	}
+	return next, found
 }
 
 // Close checkpoints and releases the group's reader.
@@ -401,27 +297,40 @@ func (g *Group) closeReaderLocked() {
 	}
 }
 
-type redelivery struct {
-	offset  uint64
-	due     time.Time
-	attempt uint32
-}
-
-// redeliveryQueue is a min-heap by due time, then offset.
-type redeliveryQueue []redelivery
-
-func (q redeliveryQueue) Len() int { return len(q) }
-func (q redeliveryQueue) Less(i, j int) bool {
-	if !q[i].due.Equal(q[j].due) {
-		return q[i].due.Before(q[j].due)
+// readerAtLocked returns the group's reader positioned at offset.
+// REQUIRES: g.mu held.
+func (g *Group) readerAtLocked(offset uint64) *segment.Reader {
+	if g.reader == nil || g.reader.Offset() != offset {
+		g.closeReaderLocked()
+		g.reader = g.log.NewReader(offset)
 	}
-	return q[i].offset < q[j].offset
+	return g.reader
 }
-func (q redeliveryQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *redeliveryQueue) Push(x any)   { *q = append(*q, x.(redelivery)) }
-func (q *redeliveryQueue) Pop() any {
-	old := *q
-	item := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return item
+
+// readOne reads the record at offset; io.EOF or a gap entry mean the log
+// no longer holds it.
+func readOne(log *segment.Log, offset uint64) (segment.Entry, error) {
+	r := log.NewReader(offset)
+	defer r.Close()
+	entry, err := r.Next()
+	if err == nil && entry.Gap == nil {
+		entry.Body = append([]byte(nil), entry.Body...)
+		entry.Frame = nil
+	}
+	return entry, err
+}
+
+// gone reports whether a readOne result means the record was removed.
+func gone(entry segment.Entry, err error) bool {
+	return errors.Is(err, io.EOF) || (err == nil && entry.Gap != nil)
+}
+
+// addGap appends gap to gaps, merging it with an adjacent one of the same
+// reason, so one removal is reported as one gap.
+func addGap(gaps []Gap, gap Gap) []Gap {
+	if n := len(gaps); n > 0 && gaps[n-1].To == gap.From && gaps[n-1].Reason == gap.Reason {
+		gaps[n-1].To = gap.To
+		return gaps
+	}
+	return append(gaps, gap)
 }

@@ -1,0 +1,98 @@
+package consumer
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+)
+
+func sampleState() state {
+	return state{Type: TypeKeyShared, Start: StartPosition{Kind: StartTime, Time: -5}, Committed: 100,
+		Done:   []Span{{From: 102, To: 105}, {From: 200, To: 1 << 40}},
+		Counts: []deliveryCount{{Offset: 100, Deliveries: 3}, {Offset: 101, Deliveries: 1}, {Offset: 106, Deliveries: 5}},
+		Moves:  []moveIntent{{Offset: 101, DeadLetterEnd: 7, Attempts: 5, Reason: ReasonMaxDeliver}}}
+}
+
+func TestCheckpointRoundTrip(t *testing.T) {
+	for _, st := range []state{sampleState(), {Type: TypeWork}, {Type: TypeStreaming, Committed: 1<<64 - 1}} {
+		got, err := decodeState(encodeState(nil, st))
+		if err != nil {
+			t.Fatalf("decode %+v: %v", st, err)
+		}
+		normalize(&got)
+		normalize(&st)
+		if !reflect.DeepEqual(got, st) {
+			t.Fatalf("round trip:\n got %+v\nwant %+v", got, st)
+		}
+	}
+}
+
+// normalize makes empty lists comparable whether nil or not.
+func normalize(st *state) {
+	if len(st.Done) == 0 {
+		st.Done = nil
+	}
+	if len(st.Counts) == 0 {
+		st.Counts = nil
+	}
+	if len(st.Moves) == 0 {
+		st.Moves = nil
+	}
+}
+
+func TestCheckpointReadsVersionOne(t *testing.T) {
+	st, err := decodeState([]byte{1, 42, 0, 0, 0, 0, 0, 0, 0})
+	if err != nil || st.Type != TypeWork || st.Committed != 42 {
+		t.Fatalf("version 1: %+v %v", st, err)
+	}
+}
+
+func TestCheckpointDecodeErrorsAreTyped(t *testing.T) {
+	good := encodeState(nil, sampleState())
+	cases := map[string]struct {
+		data []byte
+		want error
+	}{
+		"empty":       {nil, ErrCorruptCheckpoint},
+		"newer":       {append([]byte{9}, good[1:]...), ErrCheckpointTooNew},
+		"version 0":   {append([]byte{0}, good[1:]...), ErrCorruptCheckpoint},
+		"short v1":    {[]byte{1, 2, 3}, ErrCorruptCheckpoint},
+		"truncated":   {good[:len(good)-3], ErrCorruptCheckpoint},
+		"trailing":    {append(append([]byte(nil), good...), 0), ErrCorruptCheckpoint},
+		"bad type":    {append([]byte{2, 9}, good[2:]...), ErrCorruptCheckpoint},
+		"huge list":   {append(append([]byte(nil), good[:27]...), 0xff, 0xff, 0xff, 0xff, 0x0f), ErrCorruptCheckpoint},
+		"header only": {good[:20], ErrCorruptCheckpoint},
+	}
+	for name, c := range cases {
+		if _, err := decodeState(c.data); !errors.Is(err, c.want) {
+			t.Errorf("%s: got %v, want %v", name, err, c.want)
+		}
+	}
+}
+
+// FuzzDecodeState: the decoder never panics or allocates beyond its
+// input, and whatever it accepts encodes back to the same state.
+func FuzzDecodeState(f *testing.F) {
+	f.Add(encodeState(nil, sampleState()))
+	f.Add(encodeState(nil, state{Type: TypeBroadcast, Committed: 9}))
+	f.Add([]byte{1, 1, 2, 3, 4, 5, 6, 7, 8})
+	f.Add([]byte{2})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		st, err := decodeState(data)
+		if err != nil {
+			if !errors.Is(err, ErrCorruptCheckpoint) && !errors.Is(err, ErrCheckpointTooNew) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		again, err := decodeState(encodeState(nil, st))
+		if err != nil {
+			t.Fatalf("re-encoded state fails: %v (%+v)", err, st)
+		}
+		normalize(&st)
+		normalize(&again)
+		if !reflect.DeepEqual(st, again) {
+			t.Fatalf("re-encoding changed the state:\n%+v\n%+v", st, again)
+		}
+	})
+}

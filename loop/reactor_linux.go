@@ -141,9 +141,7 @@ func (r *reactor) poll() (int, error) {
 func (r *reactor) dispatch(event unix.EpollEvent) {
 	fd := int(event.Fd)
 	if fd == r.queue.wakefd {
-		r.queue.rearm() // a post after this point wakes us again
-		var buf [8]byte
-		_, _ = unix.Read(r.queue.wakefd, buf[:])
+		r.queue.consumeWake()
 		return
 	}
 	c := r.conns[fd]

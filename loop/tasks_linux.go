@@ -56,8 +56,22 @@ func (q *taskQueue[T]) wake() {
 	q.mu.Unlock()
 }
 
+// consumeWake drains the eventfd, then rearms. The other order loses
+// wake-ups for good: a post between the rearm and the read sets the flag
+// and writes, the read swallows that write, and the flag stays set, so no
+// later post writes again and the loop only wakes on its 100 ms sweep
+// (seen as 100 ms acks under load). Tasks posted while the flag was still
+// set are taken by the take that follows. Reactor only, when the eventfd
+// polled readable.
+func (q *taskQueue[T]) consumeWake() {
+	var count [8]byte
+	_, _ = unix.Read(q.wakefd, count[:])
+	q.rearm()
+}
+
 // rearm says the reactor consumed the wake-up: a post after this wakes it
-// again. Reactor only.
+// again. Reactor only, and only after the eventfd was drained (read, or a
+// READ completed), never before: see reactor.dispatch.
 func (q *taskQueue[T]) rearm() { q.woken.Store(false) }
 
 // take returns the tasks posted so far, and gives the queue spare (the

@@ -657,3 +657,26 @@ func TestConformancePausedPeerClose(t *testing.T) {
 		}
 	})
 }
+
+// TestConformanceBusyGauge: a reactor backend counts the time its
+// reactors spent on a connection's traffic; std has no reactors.
+func TestConformanceBusyGauge(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, backend string) {
+		server, addr := startServer(t, backend, Config{Loops: 2}, echoHandler{})
+		exchange(t, dial(t, addr), randomPayload(1_000_000, 7), 7)
+		busy := server.Busy()
+		if backend == BackendStd {
+			if busy != nil {
+				t.Fatalf("std reports reactors: %v", busy)
+			}
+			return
+		}
+		var total time.Duration
+		for _, d := range busy {
+			total += d
+		}
+		if len(busy) != 2 || total <= 0 {
+			t.Fatalf("Busy() = %v after echoing 1 MB over 2 reactors", busy)
+		}
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -54,6 +55,15 @@ func NewEpoll(cfg Config, handler Handler) (*EpollServer, error) {
 
 // Backend implements Server.
 func (s *EpollServer) Backend() string { return "epoll" }
+
+// Busy returns the time each reactor spent handling events.
+func (s *EpollServer) Busy() []time.Duration {
+	busy := make([]time.Duration, len(s.reactors))
+	for i, r := range s.reactors {
+		busy[i] = time.Duration(r.busy.Load())
+	}
+	return busy
+}
 
 // Listen implements Server: a blocking listening socket, so the accept
 // goroutine sleeps in the kernel instead of polling.

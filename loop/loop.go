@@ -78,6 +78,10 @@ type Server interface {
 	CloseAll()
 	// Backend names the backend for logs ("std", "epoll", "uring").
 	Backend() string
+	// Busy returns, per reactor, the time it has spent handling events
+	// since it started (a counter: its rate is the loop-busy gauge). The
+	// std backend has no reactors and returns nil.
+	Busy() []time.Duration
 }
 
 // Config bounds the network side.

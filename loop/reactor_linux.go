@@ -45,7 +45,6 @@ type reactor struct {
 	events    []unix.EpollEvent
 	lastCheck time.Time
 	busy      atomic.Int64 // nanoseconds spent handling events
-	started   time.Time
 }
 
 func newReactor(s *EpollServer, index int) (*reactor, error) {
@@ -71,8 +70,7 @@ func newReactor(s *EpollServer, index int) (*reactor, error) {
 		return nil, err
 	}
 	return &reactor{server: s, index: index, epfd: epfd, parker: parker, queue: taskQueue[task]{wakefd: wakefd}, conns: map[int]*epollConn{},
-		readBuf: make([]byte, s.cfg.ReadBufferSize), events: make([]unix.EpollEvent, 256),
-		started: time.Now()}, nil
+		readBuf: make([]byte, s.cfg.ReadBufferSize), events: make([]unix.EpollEvent, 256)}, nil
 }
 
 // post queues a task for the loop and wakes it. Safe from any goroutine.
@@ -85,11 +83,6 @@ func (r *reactor) stop() {
 	r.halted.Store(true)
 	r.queue.rearm()
 	r.queue.wake()
-}
-
-// Busy returns the share of wall time the loop spent handling events.
-func (r *reactor) Busy() float64 {
-	return float64(r.busy.Load()) / float64(time.Since(r.started))
 }
 
 func (r *reactor) run() {

@@ -34,6 +34,9 @@ func NewStd(cfg Config, handler Handler) *StdServer {
 // Backend implements Server.
 func (s *StdServer) Backend() string { return "std" }
 
+// Busy is nil: the std backend has no reactors.
+func (s *StdServer) Busy() []time.Duration { return nil }
+
 // Listen implements Server.
 func (s *StdServer) Listen(addr string) (net.Addr, error) {
 	listener, err := net.Listen("tcp", addr)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ironbus/ironbus/loop/uring"
 	"golang.org/x/sys/unix"
@@ -265,12 +266,11 @@ func (s *URingServer) forget(c *uringConn) {
 	}
 }
 
-// Busy returns each reactor's share of wall time spent handling
-// completions, the same gauge the epoll reactors keep.
-func (s *URingServer) Busy() []float64 {
-	busy := make([]float64, len(s.reactors))
+// Busy returns the time each reactor spent handling completions.
+func (s *URingServer) Busy() []time.Duration {
+	busy := make([]time.Duration, len(s.reactors))
 	for i, r := range s.reactors {
-		busy[i] = r.Busy()
+		busy[i] = time.Duration(r.busy.Load())
 	}
 	return busy
 }

@@ -49,12 +49,11 @@ type uringTask struct {
 // that goroutine's alone; other goroutines reach it through queue, whose
 // eventfd is read by a READ the loop keeps posted on the ring.
 type uringReactor struct {
-	server  *URingServer
-	index   int
-	queue   taskQueue[uringTask]
-	halted  atomic.Bool
-	busy    atomic.Int64 // nanoseconds spent handling completions and tasks
-	started time.Time
+	server *URingServer
+	index  int
+	queue  taskQueue[uringTask]
+	halted atomic.Bool
+	busy   atomic.Int64 // nanoseconds spent handling completions and tasks
 
 	ring       *uring.Ring
 	buffers    *uring.BufferRing
@@ -83,7 +82,7 @@ type uringReactor struct {
 }
 
 func newURingReactor(s *URingServer, index int) *uringReactor {
-	r := &uringReactor{server: s, index: index, listenFD: -1, completionSignal: -1, started: time.Now(),
+	r := &uringReactor{server: s, index: index, listenFD: -1, completionSignal: -1,
 		queue: taskQueue[uringTask]{wakefd: -1}}
 	r.collect = func(cqe uring.CQE) bool {
 		r.completions = append(r.completions, cqe)
@@ -191,11 +190,6 @@ func (r *uringReactor) stop() {
 	r.halted.Store(true)
 	r.queue.rearm()
 	r.queue.wake()
-}
-
-// Busy returns the share of wall time the loop spent handling completions.
-func (r *uringReactor) Busy() float64 {
-	return float64(r.busy.Load()) / float64(time.Since(r.started))
 }
 
 // loop is one io_uring_enter per pass: it submits everything the previous

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -205,6 +206,7 @@ func runBroker(cfg broker.Config, serve *serveOptions, ready func(addr string)) 
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(signals)
+	started := time.Now()
 	served := make(chan error, 1)
 	go func() { served <- server.Serve() }()
 	logger.Info("serving", "version", cfg.Version, "data_dir", cfg.DataDir, "addr", bound.String(),
@@ -223,12 +225,12 @@ func runBroker(cfg broker.Config, serve *serveOptions, ready func(addr string)) 
 		logger.Warn("second signal: exiting now; recovery will truncate anything torn", "signal", sig.String())
 		os.Exit(1)
 	}()
-	return drain(b, server, logger)
+	return drain(b, server, logger, started)
 }
 
 // drain stops accepting, lets every connection finish what it read, then
 // closes the broker (a final sync of every log).
-func drain(b *broker.Broker, server loop.Server, logger *slog.Logger) error {
+func drain(b *broker.Broker, server loop.Server, logger *slog.Logger, started time.Time) error {
 	b.Drain()
 	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
@@ -239,7 +241,7 @@ func drain(b *broker.Broker, server loop.Server, logger *slog.Logger) error {
 	if err := b.Close(); err != nil {
 		return exitErrorf(exitInternal, "closing the data directory: %w", err)
 	}
-	logger.Info("stopped cleanly")
+	logger.Info("stopped cleanly", "reactor_busy", busyShares(server.Busy(), time.Since(started)))
 	return nil
 }
 
@@ -251,4 +253,17 @@ func brokerOpenError(dataDir string, err error) error {
 		return exitErrorf(exitUnreadable, "%w", err)
 	}
 	return exitErrorf(exitInternal, "opening %s: %w", dataDir, err)
+}
+
+// busyShares renders each reactor's busy time as a share of the uptime,
+// "12.5%,3.1%" ("none" for the std backend).
+func busyShares(busy []time.Duration, uptime time.Duration) string {
+	if len(busy) == 0 || uptime <= 0 {
+		return "none"
+	}
+	shares := make([]string, len(busy))
+	for i, d := range busy {
+		shares[i] = fmt.Sprintf("%.1f%%", 100*float64(d)/float64(uptime))
+	}
+	return strings.Join(shares, ",")
 }

@@ -63,9 +63,20 @@ func (q *outputQueue) queued() bool {
 	return len(q.out) > 0
 }
 
+// retainedOutput is the largest buffer a connection keeps for its next
+// writes: one grown by a burst is let go, so an idle connection holds at
+// most two of these, not two bursts.
+const retainedOutput = 64 << 10
+
 // take swaps the queued output with spare (emptied, its memory reused for
-// the next writes) and lets blocked writers go on.
+// the next writes unless a burst grew it past retainedOutput) and lets
+// blocked writers go on. While busy a connection holds at most two
+// buffers of the output limit plus one write: the one being sent and the
+// one filling, which the RAM budget counts.
 func (q *outputQueue) take(spare []byte) []byte {
+	if cap(spare) > retainedOutput {
+		spare = nil
+	}
 	q.mu.Lock()
 	taken := q.out
 	q.out = spare[:0]

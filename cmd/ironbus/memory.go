@@ -117,8 +117,9 @@ func planMemory(serve *serveOptions, cfg *broker.Config) (*memoryPlan, error) {
 	if perReactor > 0 {
 		plan.budget.Register("network reactors", explanation, int64(plan.loops)*perReactor)
 	}
-	plan.budget.Register("socket output queues", "--max-connections × --connection-output",
-		int64(serve.maxConnections)*memory.connectionOutput)
+	// One buffer being sent and one filling, each up to the limit.
+	plan.budget.Register("socket output queues", "--max-connections × 2 × --connection-output",
+		int64(serve.maxConnections)*2*memory.connectionOutput)
 	if plan.largeFrames, err = arena.NewSharedPool(plan.budget, "large frames being read", "--large-frame-pool", pool); err != nil {
 		plan.close()
 		return nil, exitErrorf(exitUsage, "--large-frame-pool: %w", err)

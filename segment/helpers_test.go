@@ -41,9 +41,17 @@ func seededRandom(seed uint64) io.Reader {
 	return &rngReader{rng: rand.New(rand.NewPCG(seed, seed^0xabcdef))}
 }
 
-type rngReader struct{ rng *rand.Rand }
+// rngReader is shared by every log of a directory, whose appenders and
+// segment preparers read tokens concurrently: the lock keeps the source
+// (not safe for concurrent use) whole.
+type rngReader struct {
+	mu  sync.Mutex
+	rng *rand.Rand
+}
 
 func (r *rngReader) Read(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for i := range p {
 		p[i] = byte(r.rng.Uint32())
 	}

@@ -23,7 +23,10 @@ type Broker struct {
 	logs   map[string]*segment.Log // stream name -> partition 0
 
 	groupsMu sync.Mutex
-	groups   map[groupKey]*consumer.Group
+	groups   map[groupKey]*servedGroup
+
+	deadLetters     deadLetterStore
+	openDeadLetters atomic.Int64 // dead-letter logs open: they count against MaxStreams
 
 	connections atomic.Int64
 	draining    atomic.Bool
@@ -51,7 +54,7 @@ func Open(cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, dir: dir, logs: map[string]*segment.Log{}, groups: map[groupKey]*consumer.Group{},
+	b := &Broker{cfg: cfg, dir: dir, logs: map[string]*segment.Log{}, groups: map[groupKey]*servedGroup{},
 		stop: make(chan struct{}), flushed: make(chan struct{})}
 	ids, err := dir.Logs()
 	if err != nil {
@@ -83,8 +86,14 @@ func (b *Broker) Dir() *segment.Dir { return b.dir }
 func (b *Broker) MaxFrame() uint32 { return b.cfg.MaxFrame }
 
 // logFor returns the log of a stream partition, creating the stream on
-// first use. The lookup does not allocate.
+// first use; the name ".dlq.<stream>" reads a stream's dead-letter queue.
+// The lookup does not allocate.
 func (b *Broker) logFor(stream []byte, partition uint32) (*segment.Log, *wire.Error) {
+	if len(stream) > 0 && stream[0] == '.' {
+		if source, ok := deadLetterSource(string(stream)); ok {
+			return b.deadLetterReadLog(source, partition)
+		}
+	}
 	if partition != 0 {
 		return nil, wire.NewError(wire.CodeNotFound, "stream %q has one partition (0); partition %d does not exist", stream, partition)
 	}
@@ -109,7 +118,7 @@ func (b *Broker) createLog(stream string) (*segment.Log, *wire.Error) {
 	if b.draining.Load() {
 		return nil, wire.NewError(wire.CodeShuttingDown, "the broker is shutting down")
 	}
-	if len(b.logs) >= b.cfg.MaxStreams {
+	if len(b.logs)+int(b.openDeadLetters.Load()) >= b.cfg.MaxStreams {
 		return nil, wire.NewError(wire.CodeBusy, "the broker serves at most %d streams (serve --max-streams); stream %q was not created", b.cfg.MaxStreams, stream)
 	}
 	l, err := b.dir.OpenLog(segment.LogID{Stream: stream})
@@ -119,39 +128,6 @@ func (b *Broker) createLog(stream string) (*segment.Log, *wire.Error) {
 	b.logs[stream] = l
 	b.cfg.Logger.Info("stream created", "stream", stream)
 	return l, nil
-}
-
-// groupFor returns a stream partition's log and one of its work groups.
-func (b *Broker) groupFor(stream []byte, partition uint32, name []byte) (*segment.Log, *consumer.Group, *wire.Error) {
-	l, err := b.logFor(stream, partition)
-	if err != nil {
-		return nil, nil, err
-	}
-	g, err := b.group(l, stream, partition, name)
-	return l, g, err
-}
-
-// group returns the work group of a stream partition, loading it (from
-// its checkpoint) on first use.
-func (b *Broker) group(l *segment.Log, stream []byte, partition uint32, name []byte) (*consumer.Group, *wire.Error) {
-	key := groupKey{stream: string(stream), partition: partition, group: string(name)}
-	b.groupsMu.Lock()
-	defer b.groupsMu.Unlock()
-	if g, ok := b.groups[key]; ok {
-		return g, nil
-	}
-	if len(b.groups) >= b.cfg.MaxGroups {
-		return nil, wire.NewError(wire.CodeBusy, "the broker serves at most %d consumer groups (serve --max-groups); group %q was not opened", b.cfg.MaxGroups, key.group)
-	}
-	g, err := consumer.Open(l, key.group, consumer.Options{Visibility: b.cfg.Visibility, MaxInFlight: b.cfg.MaxInFlight})
-	if errors.Is(err, consumer.ErrInvalidName) {
-		return nil, wire.NewError(wire.CodeInvalidName, "%v", err)
-	}
-	if err != nil {
-		return nil, storageError(err)
-	}
-	b.groups[key] = g
-	return g, nil
 }
 
 // storageError maps an engine error to a structured wire error.
@@ -205,12 +181,15 @@ func (b *Broker) Close() error {
 		close(b.stop)
 		<-b.flushed
 		b.groupsMu.Lock()
-		for _, g := range b.groups {
-			if cerr := g.Close(); cerr != nil && err == nil {
+		for _, served := range b.groups {
+			if cerr := served.group.Close(); cerr != nil && err == nil {
 				err = cerr
 			}
 		}
 		b.groupsMu.Unlock()
+		if cerr := b.deadLetters.close(); cerr != nil && err == nil {
+			err = cerr
+		}
 		if cerr := b.dir.Close(); cerr != nil && err == nil {
 			err = cerr
 		}
@@ -232,8 +211,8 @@ func (b *Broker) flushCheckpoints() {
 		}
 		b.groupsMu.Lock()
 		groups := make([]*consumer.Group, 0, len(b.groups))
-		for _, g := range b.groups {
-			groups = append(groups, g)
+		for _, served := range b.groups {
+			groups = append(groups, served.group)
 		}
 		b.groupsMu.Unlock()
 		for _, g := range groups {

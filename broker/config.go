@@ -48,6 +48,13 @@ type Config struct {
 	// MaxInFlight bounds the deliveries a group has leased and not yet
 	// had acknowledged (8,192).
 	MaxInFlight int
+	// MaxUnsettled bounds the records a group has delivered and not yet
+	// had settled: leased, waiting out a nack delay, parked behind a key
+	// (2 × MaxInFlight). With MaxInFlight it bounds a group's memory.
+	MaxUnsettled int
+	// MaxDeliver is how many times a record is delivered before it moves
+	// to its stream's dead-letter queue (5).
+	MaxDeliver int
 	// ConnectionOutput bounds the reply bytes queued for one connection
 	// before its session stops reading (4 MiB).
 	ConnectionOutput int
@@ -106,6 +113,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = consumer.DefaultMaxInFlight
+	}
+	if c.MaxUnsettled < c.MaxInFlight {
+		c.MaxUnsettled = 2 * c.MaxInFlight
+	}
+	if c.MaxDeliver <= 0 {
+		c.MaxDeliver = consumer.DefaultMaxDeliver
 	}
 	if c.ConnectionOutput <= 0 {
 		c.ConnectionOutput = DefaultConnectionOutput

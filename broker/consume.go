@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/ironbus/ironbus/consumer"
@@ -13,6 +14,8 @@ import (
 const (
 	maxConsumeRecords = 10_000
 	defaultMaxBytes   = 1 << 20
+	// consumeRetryAfter is the hint sent with a busy broadcast group.
+	consumeRetryAfter = time.Second
 )
 
 // consume starts answering a Consume on its own goroutine: it may wait for
@@ -22,19 +25,23 @@ func (s *session) consume(frame wire.Frame) error {
 	if err != nil {
 		return s.malformed(frame, err)
 	}
-	if c.Mode != wire.ModeWork {
-		s.reply(frame.RequestID, wire.NewError(wire.CodeUnsupportedMode, "consume mode %d is not served yet; use work (%d)", c.Mode, wire.ModeWork))
+	kind, ok := modeType(c.Mode)
+	if !ok || (kind != consumer.TypeWork && s.capabilities&wire.CapGroups == 0) {
+		s.reply(frame.RequestID, wire.NewError(wire.CodeUnsupportedMode,
+			"consume mode %d is not served on this connection; modes: work (1), and with the groups capability key_shared (2), broadcast (3), streaming (4)", c.Mode))
 		return nil
 	}
-	l, g, werr := s.broker.groupFor(c.Stream, c.Partition, c.Group)
+	served, werr := s.broker.openGroup(c.Stream, c.Partition, c.Group, groupSpec{kind: kind})
 	if werr != nil {
 		s.reply(frame.RequestID, werr)
 		return nil
 	}
 	s.groupsMu.Lock()
-	s.groups[g] = struct{}{}
+	if _, ok := s.groups[served]; !ok {
+		s.groups[served] = served.group.Committed() // a streaming read starts at the committed position
+	}
 	s.groupsMu.Unlock()
-	request := consumeRequest{id: frame.RequestID, log: l, group: g, partition: c.Partition,
+	request := consumeRequest{id: frame.RequestID, served: served, partition: c.Partition,
 		max: int(min(max(c.MaxRecords, 1), maxConsumeRecords)), maxBytes: int(c.MaxBytes),
 		lease: time.Duration(c.LeaseMs) * time.Millisecond, deadline: s.waitDeadline(c.WaitMs),
 		wait:         c.WaitMs > 0 && c.Flags&wire.ConsumeNoWait == 0 && s.capabilities&wire.CapLongPoll != 0,
@@ -53,8 +60,7 @@ const deliverFields = 4 + 8 + 8 + 4 + 1 + 8 + 4
 
 type consumeRequest struct {
 	id           uint32
-	log          *segment.Log
-	group        *consumer.Group
+	served       *servedGroup
 	partition    uint32
 	max          int
 	maxBytes     int
@@ -65,15 +71,23 @@ type consumeRequest struct {
 	maxFrameBody int  // largest record body a Deliver to this client can carry
 }
 
-// serveConsume fetches, waiting for new records (or a due redelivery)
-// until the deadline when nothing is ready, and sends the answer as one
-// buffer: Gap and Deliver frames, then ConsumeEnd.
+// serveConsume fetches, waiting for new records (or a due redelivery, or
+// an ack that frees a credit or a key) until the deadline when nothing is
+// ready, and sends the answer as one buffer: Gap and Deliver frames, then
+// ConsumeEnd.
 func (s *session) serveConsume(r consumeRequest) {
 	defer s.consumers.Done()
 	for {
-		deliveries, gaps, err := r.group.Fetch(s.conn.ID(), r.max, r.maxBytes, r.lease)
+		// Taken before the fetch, so nothing that happens between the
+		// fetch and the wait can be missed.
+		var wake <-chan struct{}
+		if r.wait {
+			wake = r.served.wake.channel()
+		}
+		durable := r.served.log.Committed()
+		deliveries, gaps, err := s.fetch(r)
 		if err != nil {
-			s.replyFromConsumer(r.id, storageError(err))
+			s.replyFromConsumer(r.id, consumerError(err))
 			return
 		}
 		if len(deliveries) > 0 || len(gaps) > 0 || !r.wait || !time.Now().Before(r.deadline) {
@@ -84,11 +98,41 @@ func (s *session) serveConsume(r consumeRequest) {
 			s.out.frame(encodeConsume(r, deliveries, gaps, endReason(r, deliveries)))
 			return
 		}
-		if !s.waitForRecords(r) {
+		if !s.waitForRecords(r, wake, durable) {
 			s.out.frame(encodeConsume(r, nil, nil, wire.EndWaited))
 			return
 		}
 	}
+}
+
+// fetch gets the next records for this connection by the group's type:
+// leased (work, key-shared), from the one reader's position (broadcast),
+// or from this connection's read position (streaming).
+func (s *session) fetch(r consumeRequest) ([]consumer.Delivery, []consumer.Gap, error) {
+	g := r.served.group
+	if g.Type() != consumer.TypeStreaming {
+		return g.Fetch(s.conn.ID(), r.max, r.maxBytes, r.lease)
+	}
+	from := s.readPosition(r.served)
+	deliveries, gaps, err := g.Read(from, r.max, r.maxBytes)
+	next := from
+	if n := len(deliveries); n > 0 {
+		next = max(next, deliveries[n-1].Offset+1)
+	}
+	for _, gap := range gaps {
+		next = max(next, gap.To)
+	}
+	s.groupsMu.Lock()
+	s.groups[r.served] = max(s.groups[r.served], next)
+	s.groupsMu.Unlock()
+	return deliveries, gaps, err
+}
+
+// readPosition is where this connection's next streaming read starts.
+func (s *session) readPosition(served *servedGroup) uint64 {
+	s.groupsMu.Lock()
+	defer s.groupsMu.Unlock()
+	return s.groups[served]
 }
 
 // replyFromConsumer queues an error from a consume goroutine, which must
@@ -97,17 +141,36 @@ func (s *session) replyFromConsumer(requestID uint32, e *wire.Error) {
 	s.out.frame(wire.Append(nil, requestID, e))
 }
 
-// waitForRecords blocks until the log commits past the group's next
-// offset, a redelivery falls due, the deadline passes or the connection
-// closes; false means stop waiting.
-func (s *session) waitForRecords(r consumeRequest) bool {
+// waitForRecords blocks until a record past the group's position becomes
+// durable, the group's wakeup fires (an ack freed a credit or a key, a
+// member left), a redelivery or lease expiry falls due, the deadline
+// passes or the connection closes; false means stop waiting. durable is
+// the log's committed end before the fetch that found nothing: a group
+// still short of it was held back by its limits, not by a lack of
+// records, so only its wakeup or time can help it.
+func (s *session) waitForRecords(r consumeRequest, wake <-chan struct{}, durable uint64) bool {
+	g := r.served.group
 	until := r.deadline
-	if due, ok := r.group.NextDue(); ok && due.Before(until) {
+	if due, ok := g.NextDue(); ok && due.Before(until) {
 		until = due
 	}
 	ctx, cancel := context.WithDeadline(s.ctx, until)
 	defer cancel()
-	_, err := r.log.WaitCommitted(ctx, r.group.Next())
+	go func() {
+		select {
+		case <-wake:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	position := g.Next()
+	if g.Type() == consumer.TypeStreaming {
+		position = s.readPosition(r.served)
+	}
+	if position < durable {
+		position = math.MaxUint64 // held back: a new record would not help
+	}
+	_, err := r.served.log.WaitCommitted(ctx, position)
 	if s.ctx.Err() != nil {
 		return false
 	}
@@ -139,8 +202,11 @@ func (s *session) dropUnsendable(r consumeRequest, deliveries []consumer.Deliver
 			continue
 		}
 		for _, back := range deliveries {
-			r.group.Nack(back.Offset, back.Lease, 0)
+			if back.Lease != 0 {
+				r.served.group.Nack(back.Offset, back.Lease, 0)
+			}
 		}
+		r.served.wake.notify()
 		return wire.NewError(wire.CodeRecordTooLarge, "the record at offset %d has a %d-byte body; a frame you accept holds at most %d: raise Hello max_frame",
 			d.Offset, len(d.Body), r.maxFrameBody)
 	}
@@ -150,7 +216,7 @@ func (s *session) dropUnsendable(r consumeRequest, deliveries []consumer.Deliver
 func encodeConsume(r consumeRequest, deliveries []consumer.Delivery, gaps []consumer.Gap, reason uint8) []byte {
 	size := 32
 	for _, d := range deliveries {
-		size += wire.HeaderSize + 45 + len(d.Body)
+		size += wire.HeaderSize + deliverFields + len(d.Body)
 	}
 	buf := make([]byte, 0, size)
 	for _, g := range gaps {
@@ -172,51 +238,4 @@ func encodeConsume(r consumeRequest, deliveries []consumer.Delivery, gaps []cons
 			Attempt: d.Attempt, Flags: flags, Timestamp: d.Timestamp, BodyCRC: d.BodyCRC, Body: d.Body})
 	}
 	return wire.Append(buf, r.id, &wire.ConsumeEnd{Delivered: uint32(len(deliveries)), Reason: reason})
-}
-
-// ack applies an Ack or Nack and answers with one status per entry.
-func (s *session) ack(frame wire.Frame) error {
-	a, err := wire.DecodeAck(frame.Body, s.entries)
-	if err != nil {
-		return s.malformed(frame, err)
-	}
-	s.entries = a.Entries[:0]
-	if a.Op != wire.AckDone && a.Op != wire.AckNack {
-		s.reply(frame.RequestID, wire.NewError(wire.CodeInvalidRequest, "ack op %d is not ack (0) or nack (1)", a.Op))
-		return nil
-	}
-	_, g, werr := s.broker.groupFor(a.Stream, a.Partition, a.Group)
-	if werr != nil {
-		s.reply(frame.RequestID, werr)
-		return nil
-	}
-	delay := time.Duration(a.DelayMs) * time.Millisecond
-	if a.DelayMs == wire.NackDefaultDelay {
-		delay = -1
-	}
-	s.statuses = s.statuses[:0]
-	for _, e := range a.Entries {
-		var status consumer.Status
-		if a.Op == wire.AckNack {
-			status = g.Nack(e.Offset, e.Lease, delay)
-		} else {
-			status = g.Ack(e.Offset, e.Lease)
-		}
-		s.statuses = append(s.statuses, ackStatus(status))
-	}
-	s.send(wire.Append(nil, frame.RequestID, &wire.AckResult{Statuses: s.statuses}))
-	return nil
-}
-
-// ackStatus maps a group status to the wire's AckResult codes: a lapsed
-// lease is fenced like a stale one (nothing changed, the record will be
-// redelivered).
-func ackStatus(status consumer.Status) uint8 {
-	switch status {
-	case consumer.StatusOK:
-		return wire.AckOK
-	case consumer.StatusUnknown:
-		return wire.AckUnknown
-	}
-	return wire.AckStale
 }

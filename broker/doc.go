@@ -1,9 +1,14 @@
 // Package broker ties logs, consumer groups and connections together: it
 // implements loop.Handler, so it sees frames, never sockets.
 //
-// Built so far (the serve issue): streams (one partition each, created on
-// first use), the produce path, work-group consume with leases, ack and
-// nack, connection limits and timeouts. Issue by issue it grows the rest
+// Built so far: streams (one partition each, created on first use), the
+// produce path, connection limits and timeouts, and the consumer model of
+// package consumer served whole: groups of every type opened with their
+// start position (groups.go), consume with long polls woken by durable
+// records and by acks that free a credit or a key (consume.go), every ack
+// op (ack.go), connections as group members released when they close,
+// and a dead-letter queue per stream in <data-dir>/deadletters, read on
+// the wire as ".dlq.<stream>" (deadletters.go). Issue by issue it grows the rest
 // of DESIGN.md's broker: partitions and subject routing, profiles and
 // config, metrics and health, auth.
 //

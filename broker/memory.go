@@ -12,9 +12,12 @@ import (
 // estimates, checked by the RSS-under-load test (TestRAMCeilingHoldsUnderLoad
 // in cmd/ironbus), not measured at run time.
 const (
-	// leaseCost is one in-flight delivery of a work group: the lease, its
-	// map slot and its redelivery-heap entry, with map slack.
-	leaseCost = 256
+	// leaseCost is one in-flight delivery of a group: the lease, its map
+	// slot and its deadline-heap entry (256 B with map slack), plus the
+	// waiting record it can turn into (a nack, a lapse, a key parked
+	// behind it: 128 B). A group holds at most MaxInFlight leases and
+	// MaxUnsettled = 2 × MaxInFlight records in all, so this bounds both.
+	leaseCost = 384
 	// sessionStacks covers the goroutines a connection may run (the
 	// writer, a consume wait, the std backend's reader) at grown stacks.
 	sessionStacks = 64 << 10
@@ -55,7 +58,7 @@ func (c Config) RegisterMemory(budget *arena.Budget) error {
 	}
 	budget.Register("segment indexes", "--max-streams × open segments × --segment-bytes / 64 KiB × 24 B",
 		int64(c.MaxStreams)*indexBytes(c.Storage.SegmentSize, c.Storage.MaxOpenSegments))
-	budget.Register("consumer group leases", "--max-groups × --max-in-flight × 256 B",
+	budget.Register("consumer group leases", "--max-groups × --max-in-flight × 384 B",
 		int64(c.MaxGroups)*int64(c.MaxInFlight)*leaseCost)
 	return nil
 }

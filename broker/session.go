@@ -56,7 +56,9 @@ type session struct {
 
 	consumers sync.WaitGroup
 	groupsMu  sync.Mutex
-	groups    map[*consumer.Group]struct{}
+	// groups this connection consumed, each with its streaming read
+	// position (unused by the other types): released when it closes.
+	groups map[*servedGroup]uint64
 }
 
 var (
@@ -68,7 +70,7 @@ func newSession(b *Broker, conn loop.Conn) *session {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &session{broker: b, conn: conn, out: newWriter(conn, int(b.cfg.Window), b.cfg.ConnectionOutput), ctx: ctx, cancel: cancel,
 		bodies: make([][]byte, 0, maxRun), crcs: make([]uint32, 0, maxRun), ids: make([]uint32, 0, maxRun),
-		groups: map[*consumer.Group]struct{}{}}
+		groups: map[*servedGroup]uint64{}}
 }
 
 // Data implements loop.Session: it handles every whole frame in in, and
@@ -162,6 +164,8 @@ func (s *session) handle(frame wire.Frame) (outcome, error) {
 		err = s.consume(frame)
 	case wire.TypeAck:
 		err = s.ack(frame)
+	case wire.TypeOpenGroup:
+		err = s.openGroupRequest(frame)
 	case wire.TypePing:
 		err = s.ping(frame)
 	case wire.TypePong:
@@ -248,7 +252,14 @@ func (s *session) produce(frame wire.Frame) (outcome, error) {
 		}
 		return outcomeDone, s.malformed(frame, err)
 	}
-	l, werr := s.broker.logFor(p.Stream, p.Partition)
+	var l *segment.Log
+	var werr *wire.Error
+	if len(p.Stream) > 0 && p.Stream[0] == '.' {
+		// Internal streams (dead-letter queues) are written by the broker only.
+		werr = wire.NewError(wire.CodeInvalidName, "stream %q is internal and read-only; produce to a stream whose name does not start with '.'", p.Stream)
+	} else {
+		l, werr = s.broker.logFor(p.Stream, p.Partition)
+	}
 	if werr == nil {
 		werr = s.validateRecord(p)
 	}
@@ -439,8 +450,12 @@ func (s *session) ReadStopped(cause error) {
 	s.releaseRunLease()
 	s.releaseReserved()
 	s.groupsMu.Lock()
-	for g := range s.groups {
-		g.Release(s.conn.ID()) // its leases go back at once
+	for served := range s.groups {
+		served.group.Release(s.conn.ID()) // its leases and keys go to the others at once
+		if served.group.Type() == consumer.TypeStreaming {
+			_ = served.group.Checkpoint() // a clean disconnect keeps its last commit
+		}
+		served.wake.notify()
 	}
 	s.groupsMu.Unlock()
 	var timeout interface{ Timeout() bool }

@@ -23,6 +23,15 @@ const (
 	// AckUnknown: the record is not leased: already acknowledged, or
 	// never delivered.
 	AckUnknown = AckStatus(wire.AckUnknown)
+	// AckExpired: the lease lapsed (its time ran out, or the connection
+	// holding it closed). Nothing changed; the record is delivered again.
+	AckExpired = AckStatus(wire.AckExpired)
+	// AckCapped: Extend renewed the lease, but only up to the hard cap of
+	// the attempt (5 minutes from its delivery): finish or give it back.
+	AckCapped = AckStatus(wire.AckCapped)
+	// AckOutOfRange: CumulativeAck or Commit named an offset past what
+	// the group can have seen; nothing changed.
+	AckOutOfRange = AckStatus(wire.AckOutOfRange)
 )
 
 func (s AckStatus) String() string {
@@ -33,6 +42,12 @@ func (s AckStatus) String() string {
 		return "stale"
 	case AckUnknown:
 		return "unknown"
+	case AckExpired:
+		return "expired"
+	case AckCapped:
+		return "capped"
+	case AckOutOfRange:
+		return "out_of_range"
 	}
 	return fmt.Sprintf("status(%d)", int(s))
 }

@@ -309,7 +309,7 @@ func (c *Client) finish(e entry, err error) {
 	switch e.kind {
 	case kindProduce, kindProducer:
 		c.finishProduce(e, Ack{}, err)
-	case kindFetch, kindAck, kindPing:
+	case kindFetch, kindAck, kindPing, kindOpenGroup:
 		e.call.err = err
 		e.call.done <- struct{}{}
 	}

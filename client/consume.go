@@ -20,7 +20,11 @@ const (
 
 // FetchOptions shape one Fetch.
 type FetchOptions struct {
-	Partition  uint32
+	Partition uint32
+	// Type is the group's type (GroupWork when zero). A group that does
+	// not exist is created with it, starting at the earliest record
+	// (OpenGroup picks another start); one that exists must have it.
+	Type       GroupType
 	MaxRecords int // default DefaultFetchRecords
 	// MaxBytes bounds the record bodies of one Fetch, except that the
 	// first record is delivered whatever its size; default
@@ -70,8 +74,10 @@ type FetchResult struct {
 }
 
 // Fetch leases up to MaxRecords records of a stream partition to group
-// (work mode: each record goes to one consumer of the group at a time)
-// and returns them. Acknowledge each with Ack once processed, or Nack it;
+// and returns them. In a work group each record goes to one consumer at
+// a time; in a key-shared group each key's records go to one connection,
+// one at a time; a broadcast or streaming group's records come without
+// a lease (Lease 0) and are settled with CumulativeAck or Commit. Acknowledge each with Ack once processed, or Nack it;
 // a record neither acked nor nacked is redelivered when its lease
 // expires, so processing is at-least-once.
 //
@@ -110,15 +116,15 @@ func (c *Client) Fetch(ctx context.Context, stream, group string, opts FetchOpti
 
 func consumeMessage(stream, group string, opts FetchOptions) *wire.Consume {
 	msg := &wire.Consume{
-		Stream: []byte(stream), Partition: opts.Partition, Group: []byte(group), Mode: wire.ModeWork,
+		Stream: []byte(stream), Partition: opts.Partition, Group: []byte(group), Mode: opts.Type.mode(),
 		MaxRecords: DefaultFetchRecords, MaxBytes: DefaultFetchBytes,
 		WaitMs: clampMillis(opts.Wait), LeaseMs: clampMillis(opts.Lease),
 	}
 	if opts.MaxRecords > 0 {
-		msg.MaxRecords = uint32(min(opts.MaxRecords, math.MaxUint32))
+		msg.MaxRecords = clampCount(opts.MaxRecords)
 	}
 	if opts.MaxBytes > 0 {
-		msg.MaxBytes = uint32(min(opts.MaxBytes, math.MaxUint32))
+		msg.MaxBytes = clampCount(opts.MaxBytes)
 	}
 	if msg.WaitMs == 0 {
 		msg.Flags |= wire.ConsumeNoWait

@@ -24,6 +24,8 @@ func (c *Client) dispatch(f wire.Frame) error {
 		return c.onAckResult(f)
 	case wire.TypePong:
 		return c.onPong(f)
+	case wire.TypeGroupInfo:
+		return c.onGroupInfo(f)
 	case wire.TypePing:
 		payload, err := wire.DecodePing(f.Body)
 		if err != nil {
@@ -178,6 +180,20 @@ func (c *Client) onPong(f wire.Frame) error {
 	if payload != e.call.payload {
 		e.call.err = fmt.Errorf("%w: Pong payload %d, Ping sent %d", ErrProtocol, payload, e.call.payload)
 	}
+	e.call.done <- struct{}{}
+	return nil
+}
+
+func (c *Client) onGroupInfo(f wire.Frame) error {
+	info, err := wire.DecodeGroupInfo(f.Body)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrProtocol, err)
+	}
+	e, ok, err := c.take(f, acceptsGroup)
+	if !ok {
+		return err // nil for an abandoned OpenGroup
+	}
+	e.call.group = GroupInfo{Type: GroupType(info.Mode), Committed: info.Committed}
 	e.call.done <- struct{}{}
 	return nil
 }

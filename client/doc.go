@@ -1,6 +1,7 @@
 // Package client is the Go SDK of IronBus: a connection speaking the
-// client protocol (docs/WIRE.md), an awaited and a pipelined producer, a
-// work-mode consumer (Fetch, Ack, Nack) and Ping.
+// client protocol (docs/WIRE.md), an awaited and a pipelined producer,
+// consumers of every group type (Fetch and its settlements, and Consume,
+// a handler loop for work and key-shared groups) and Ping.
 //
 // Invariant: the client never hides an error from its caller. Every
 // record sent gets an answer: an Ack, the server's error, or the reason
@@ -34,10 +35,41 @@
 // *wire.Error such as no_space or busy) was not stored.
 //
 // Consuming is at-least-once too: Fetch leases records to the group; a
-// record not acknowledged before its lease expires is delivered again
-// (Attempt counts the deliveries). Ack commits records, Nack returns them
-// for redelivery after a delay; a stale lease (the record was leased
-// again meanwhile) is fenced and reported as AckStale.
+// record not acknowledged before its lease expires, or whose connection
+// closed, is delivered again (Attempt counts the deliveries, across
+// broker restarts; Redelivered flags them). A record delivered the
+// group's max-deliver times (5) moves to the stream's dead-letter queue,
+// readable as the stream ".dlq.<stream>". A lease that is no longer
+// current is fenced: AckStale (another grant is current) or AckExpired
+// (it lapsed); nothing changed and the record is, or will be, delivered
+// again.
+//
+// # Consumer groups
+//
+// A group's type is fixed when it is created: GroupWork (competing
+// consumers), GroupKeyShared (each key owned by one connection, its
+// records in offset order), GroupBroadcast (one reader, settled with
+// CumulativeAck) or GroupStreaming (no leases; Commit stores the
+// position). Fetch creates a missing group with FetchOptions.Type,
+// starting at the earliest record; OpenGroup creates it with a start
+// position (earliest, latest, an offset or a time). Another type for an
+// existing group is refused with a *wire.Error of code
+// group_mode_mismatch naming both.
+//
+// Settling leased records: Ack (processed), Nack (redeliver after a
+// delay, or the group's backoff), Extend (still in progress; renews the
+// lease up to a hard cap of 5 minutes per attempt, AckCapped when cut),
+// Term (settle without processing), Reject (to the dead-letter queue
+// now) and AckRange (everything in a range this connection holds).
+//
+// Consume runs a Handler on every record of a work or key-shared group
+// until its context ends: it acks when the handler returns nil, nacks on
+// an error (after ConsumeOptions.NackDelay, the group's backoff by
+// default, or the delay of RetryAfter), extends the leases of the batch
+// while the handler runs, returns unhandled records at once when it
+// stops, and hands gap advisories to ConsumeOptions.OnGap. It processes
+// one record at a time; run several Consume calls (on one or several
+// connections) for parallelism.
 //
 // # Reconnecting is explicit
 //

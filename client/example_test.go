@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"os"
 	"time"
 
+	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/client"
+	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -137,4 +140,117 @@ func ExampleClient_Fetch() {
 	// offset 1, attempt 1: resize photo-2.jpg
 	// offset 2, attempt 1: resize photo-3.jpg
 	// ack: [ok ok ok]
+}
+
+// startServedBroker runs a real in-process broker on a temporary data
+// directory, for the examples that need the whole consumer model.
+func startServedBroker() (addr string, stop func()) {
+	dir, err := os.MkdirTemp("", "ironbus-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	b, err := broker.Open(broker.Config{DataDir: dir})
+	if err != nil {
+		log.Fatal(err)
+	}
+	server, _, err := loop.New(loop.BackendAuto, loop.Config{}, b)
+	if err != nil {
+		log.Fatal(err)
+	}
+	bound, err := server.Listen("127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	go func() { _ = server.Serve() }()
+	return bound.String(), func() {
+		b.Drain()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := server.Shutdown(ctx); err != nil {
+			server.CloseAll()
+		}
+		_ = b.Close()
+		_ = os.RemoveAll(dir)
+	}
+}
+
+// Run a handler on every record of a work group: nil acknowledges, an
+// error returns the record for a retry, and long handlers keep their
+// leases. Consume returns when its context ends.
+func ExampleClient_Consume() {
+	addr, stop := startServedBroker()
+	defer stop()
+
+	c, err := client.Dial(context.Background(), addr, client.Options{ClientName: "mailer"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	for _, to := range []string{"ada", "grace", "linus"} {
+		if _, err := c.Produce(context.Background(), "emails", client.Record{Payload: []byte(to)}); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	failedOnce := false
+	handler := func(ctx context.Context, m client.Message) error {
+		if string(m.Payload) == "grace" && !failedOnce {
+			failedOnce = true
+			return client.RetryAfter(0, errors.New("smtp: try again"))
+		}
+		fmt.Printf("sent to %s (attempt %d)\n", m.Payload, m.Attempt)
+		if string(m.Payload) == "grace" {
+			cancel() // done for this example
+		}
+		return nil
+	}
+	err = c.Consume(ctx, "emails", "mailers", handler, client.ConsumeOptions{
+		Lease: 10 * time.Second,
+		OnGap: func(g client.Gap) { log.Printf("records %d-%d are gone: %s", g.From, g.To, g.Reason) },
+	})
+	fmt.Println("stopped:", err)
+	// Output:
+	// sent to ada (attempt 1)
+	// sent to linus (attempt 1)
+	// sent to grace (attempt 2)
+	// stopped: context canceled
+}
+
+// Create a broadcast group that starts at the latest record, read what
+// follows and settle it with one cumulative ack.
+func ExampleClient_OpenGroup() {
+	addr, stop := startServedBroker()
+	defer stop()
+
+	ctx := context.Background()
+	c, err := client.Dial(ctx, addr, client.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	c.Produce(ctx, "ticks", client.Record{Payload: []byte("old")})
+
+	info, err := c.OpenGroup(ctx, "ticks", "dashboard", client.GroupOptions{
+		Type: client.GroupBroadcast, Start: client.StartPosition{Kind: client.StartLatest}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("starts at", info.Committed)
+	c.Produce(ctx, "ticks", client.Record{Payload: []byte("new")})
+
+	result, err := c.Fetch(ctx, "ticks", "dashboard", client.FetchOptions{Type: client.GroupBroadcast, Wait: time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, m := range result.Messages {
+		fmt.Printf("offset %d: %s\n", m.Offset, m.Payload)
+	}
+	last := result.Messages[len(result.Messages)-1]
+	status, err := c.CumulativeAck(ctx, "ticks", "dashboard", 0, last.Offset+1)
+	fmt.Println("cumulative ack:", status, err)
+	// Output:
+	// starts at 1
+	// offset 1: new
+	// cumulative ack: ok <nil>
 }

@@ -14,6 +14,7 @@ const (
 	kindAck            // an Ack or Nack
 	kindPing           // Client.Ping
 	kindKeepalive      // an idle keepalive; its Pong is dropped
+	kindOpenGroup      // an OpenGroup: GroupInfo
 )
 
 // entry is one request in flight. Entries live by value in the table's
@@ -117,6 +118,7 @@ type call struct {
 	want     int         // Ack: the number of entries sent
 	statuses []AckStatus // Ack: one per entry
 	payload  uint64      // Ping: the payload sent
+	group    GroupInfo   // OpenGroup
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
@@ -142,6 +144,8 @@ func (k kind) String() string {
 		return "Ack"
 	case kindPing, kindKeepalive:
 		return "Ping"
+	case kindOpenGroup:
+		return "OpenGroup"
 	}
 	return "free slot"
 }
@@ -152,5 +156,6 @@ const (
 	acceptsFetch   = 1 << kindFetch
 	acceptsAck     = 1 << kindAck
 	acceptsPong    = 1<<kindPing | 1<<kindKeepalive
+	acceptsGroup   = 1 << kindOpenGroup
 	acceptsAny     = 0xff
 )

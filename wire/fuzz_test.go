@@ -54,6 +54,15 @@ func seedMessages() []wire.Message {
 		&wire.Gap{Partition: 0, From: 5, To: 5, Reason: wire.GapLost},
 		&wire.Error{Code: wire.CodeBusy, Retryable: true, RetryAfter: 250 * time.Millisecond, Message: "window full"},
 		&wire.Error{Code: wire.CodeMalformed, Closes: true, Message: ""},
+		&wire.Ack{Stream: []byte("jobs"), Group: []byte("g"), Op: wire.AckExtend, DelayMs: 60000, Entries: []wire.AckEntry{{Offset: 3, Lease: 4}}},
+		&wire.Ack{Stream: []byte("jobs"), Group: []byte("g"), Op: wire.AckRange, Entries: []wire.AckEntry{{Offset: 10, Lease: 1010}}},
+		&wire.Ack{Stream: []byte("feed"), Group: []byte("b"), Op: wire.AckCumulative, Entries: []wire.AckEntry{{Offset: 77}}},
+		&wire.Ack{Stream: []byte("feed"), Group: []byte("s"), Op: wire.AckCommit, Entries: []wire.AckEntry{{Offset: math.MaxUint64}}},
+		&wire.AckResult{Statuses: []uint8{wire.AckExpired, wire.AckCapped, wire.AckOutOfRange}},
+		&wire.Consume{Stream: []byte("feed"), Group: []byte("b"), Mode: wire.ModeBroadcast, MaxRecords: 1},
+		&wire.OpenGroup{Stream: []byte("orders"), Partition: 0, Group: []byte("billing"), Mode: wire.ModeKeyShared, StartKind: wire.StartTime, StartValue: 1735787045000},
+		&wire.OpenGroup{Stream: []byte{}, Group: []byte{}, Mode: wire.ModeStreaming, StartKind: wire.StartOffset, StartValue: math.MaxUint64},
+		&wire.GroupInfo{Mode: wire.ModeWork, Committed: 42},
 	}
 }
 
@@ -293,6 +302,12 @@ func decodeBody(t wire.Type, body []byte, entries []wire.AckEntry) (m wire.Messa
 	case wire.TypeError:
 		decoded, err := wire.DecodeError(body)
 		return decoded, true, err
+	case wire.TypeOpenGroup:
+		decoded, err := wire.DecodeOpenGroup(body)
+		return &decoded, true, err
+	case wire.TypeGroupInfo:
+		decoded, err := wire.DecodeGroupInfo(body)
+		return &decoded, true, err
 	}
 	return nil, false, nil
 }
@@ -360,6 +375,10 @@ func checkInvariants(t *testing.T, m wire.Message) {
 		if len(m.Entries) > wire.MaxAckEntries {
 			t.Fatalf("Ack accepted with %d entries", len(m.Entries))
 		}
+	case *wire.OpenGroup:
+		if m.StartKind > wire.StartTime {
+			t.Fatalf("OpenGroup accepted with start kind %d", m.StartKind)
+		}
 	}
 }
 
@@ -376,6 +395,7 @@ func FuzzDecodeMessages(f *testing.F) {
 	f.Add(byte(wire.TypeAck), []byte{1, 0, 's', 0, 0, 0, 0, 1, 0, 'g', 0, 0, 0, 0, 0, 0x01, 0x10})
 	f.Add(byte(wire.TypeHello), (&wire.Hello{MinVersion: 2, MaxVersion: 1}).AppendBody(nil))
 	f.Add(byte(200), []byte("future body"))
+	f.Add(byte(wire.TypeOpenGroup), (&wire.OpenGroup{Stream: []byte("s"), Group: []byte("g"), Mode: 1, StartKind: 9}).AppendBody(nil))
 
 	f.Fuzz(func(t *testing.T, typeByte byte, body []byte) {
 		frameType := wire.Type(typeByte)

@@ -164,13 +164,12 @@ func DecodeProduceAck(body []byte) (ProduceAck, error) {
 	return m, r.done()
 }
 
-// Consume modes. Version 1 serves ModeWork; the consumers issue adds the
-// others under the same verb.
+// Consume modes: a group's type, fixed when the group is created.
 const (
 	ModeWork      uint8 = 1 // competing consumers, each record leased to one
-	ModeKeyShared uint8 = 2 // reserved
-	ModeBroadcast uint8 = 3 // reserved
-	ModeStreaming uint8 = 4 // reserved
+	ModeKeyShared uint8 = 2 // competing consumers, each key owned by one of them, per-key order
+	ModeBroadcast uint8 = 3 // one reader at a time, no leases, settled by a cumulative ack
+	ModeStreaming uint8 = 4 // no leases: the consumer commits its position
 )
 
 // Consume flag bits.
@@ -286,10 +285,18 @@ func DecodeConsumeEnd(body []byte) (ConsumeEnd, error) {
 	return m, r.done()
 }
 
-// Ack operations.
+// Ack operations. Ops 0–4 take (offset, lease) entries of leased
+// records; AckRange takes (from, to) pairs; AckCumulative and AckCommit
+// take entries whose offset is the new position (lease 0).
 const (
-	AckDone uint8 = 0 // processed: commit
-	AckNack uint8 = 1 // not processed: redeliver after the delay
+	AckDone       uint8 = 0 // processed: commit
+	AckNack       uint8 = 1 // not processed: redeliver after the delay
+	AckExtend     uint8 = 2 // still in progress: renew the lease for delay_ms (0 = the group's visibility)
+	AckTerm       uint8 = 3 // settle without processing and without the dead-letter queue
+	AckReject     uint8 = 4 // move to the dead-letter queue now
+	AckRange      uint8 = 5 // settle every record in [offset, lease) leased to this connection
+	AckCumulative uint8 = 6 // broadcast: every offset below the entry's offset is done
+	AckCommit     uint8 = 7 // streaming: store the entry's offset as the committed position
 )
 
 // NackDefaultDelay asks for the group's backoff schedule.
@@ -354,9 +361,12 @@ func DecodeAck(body []byte, entries []AckEntry) (Ack, error) {
 
 // AckResult statuses.
 const (
-	AckOK      uint8 = 0 // done
-	AckStale   uint8 = 1 // the lease was not the current one (fenced); nothing changed
-	AckUnknown uint8 = 2 // the record is not leased (already acked, or never delivered)
+	AckOK         uint8 = 0 // done
+	AckStale      uint8 = 1 // the lease was not the current one (fenced); nothing changed
+	AckUnknown    uint8 = 2 // the record is not leased (already acked, or never delivered)
+	AckExpired    uint8 = 3 // the lease lapsed (timeout or its holder left); nothing changed, the record will be redelivered
+	AckCapped     uint8 = 4 // Extend: extended, but only up to the hard cap of the attempt
+	AckOutOfRange uint8 = 5 // cumulative ack or commit past what the group can have seen; nothing changed
 )
 
 // AckResult answers an Ack with one status per entry (S→C).

@@ -20,6 +20,8 @@ const (
 	TypeAckResult  Type = 11 // S→C: outcome of each entry of an Ack
 	TypeGap        Type = 12 // S→C: offsets a consumer will never see, and why
 	TypeError      Type = 13 // S→C: structured error answering a request
+	TypeOpenGroup  Type = 14 // C→S: open a group, creating it with a mode and start position
+	TypeGroupInfo  Type = 15 // S→C: answers OpenGroup
 )
 
 // TypeInfo describes a frame type for docs and tests.
@@ -43,13 +45,15 @@ var typeInfo = []TypeInfo{
 	{TypeAckResult, "AckResult", "S→C"},
 	{TypeGap, "Gap", "S→C"},
 	{TypeError, "Error", "S→C"},
+	{TypeOpenGroup, "OpenGroup", "C→S"},
+	{TypeGroupInfo, "GroupInfo", "S→C"},
 }
 
 // Types lists every frame type of this protocol version.
 func Types() []TypeInfo { return append([]TypeInfo(nil), typeInfo...) }
 
 // Known reports whether t is a frame type of this protocol version.
-func (t Type) Known() bool { return t >= TypeHello && t <= TypeError }
+func (t Type) Known() bool { return t >= TypeHello && t <= TypeGroupInfo }
 
 func (t Type) String() string {
 	if t.Known() {
@@ -65,7 +69,10 @@ const (
 	CapGapAdvisory uint64 = 1 << 0
 	// CapLongPoll: Consume may wait for new records (wait_ms > 0).
 	CapLongPoll uint64 = 1 << 1
+	// CapGroups: the consumer model beyond work mode: OpenGroup, the
+	// key_shared, broadcast and streaming modes, and Ack ops 2–7.
+	CapGroups uint64 = 1 << 2
 )
 
 // Capabilities this implementation supports.
-const Capabilities = CapGapAdvisory | CapLongPoll
+const Capabilities = CapGapAdvisory | CapLongPoll | CapGroups

@@ -1,0 +1,161 @@
+package broker
+
+import (
+	"time"
+
+	"github.com/ironbus/ironbus/consumer"
+	"github.com/ironbus/ironbus/wire"
+)
+
+// ack applies an Ack: one operation on up to MaxAckEntries entries,
+// answered with one status per entry. Operations that free a credit or a
+// key wake the group's long polls.
+func (s *session) ack(frame wire.Frame) error {
+	a, err := wire.DecodeAck(frame.Body, s.entries)
+	if err != nil {
+		return s.malformed(frame, err)
+	}
+	s.entries = a.Entries[:0]
+	if a.Op > wire.AckCommit || (a.Op > wire.AckNack && s.capabilities&wire.CapGroups == 0) {
+		s.reply(frame.RequestID, wire.NewError(wire.CodeInvalidRequest,
+			"ack op %d is not served on this connection; ops: done (0), nack (1), and with the groups capability extend (2), term (3), reject (4), range (5), cumulative (6), commit (7)", a.Op))
+		return nil
+	}
+	served, werr := s.ackGroup(a)
+	if werr != nil {
+		s.reply(frame.RequestID, werr)
+		return nil
+	}
+	s.statuses = s.statuses[:0]
+	if served == nil { // not open since the broker started: no lease exists
+		for range a.Entries {
+			s.statuses = append(s.statuses, wire.AckUnknown)
+		}
+		s.send(wire.Append(nil, frame.RequestID, &wire.AckResult{Statuses: s.statuses}))
+		return nil
+	}
+	if werr := opAllowed(served, a.Op); werr != nil {
+		s.reply(frame.RequestID, werr)
+		return nil
+	}
+	if a.Op == wire.AckReject {
+		// A rejection waits for the dead-letter append to be durable: do
+		// not hold up the connection's reader for it.
+		entries := append([]wire.AckEntry(nil), a.Entries...)
+		s.consumers.Add(1)
+		go func() {
+			defer s.consumers.Done()
+			statuses := make([]uint8, 0, len(entries))
+			for _, e := range entries {
+				status, _ := served.group.Reject(e.Offset, e.Lease, "")
+				statuses = append(statuses, ackStatus(status))
+			}
+			served.wake.notify()
+			s.out.frame(wire.Append(nil, frame.RequestID, &wire.AckResult{Statuses: statuses}))
+		}()
+		return nil
+	}
+	for _, e := range a.Entries {
+		s.statuses = append(s.statuses, s.applyAck(served, a, e))
+	}
+	if a.Op != wire.AckExtend && a.Op != wire.AckCommit {
+		served.wake.notify()
+	}
+	s.send(wire.Append(nil, frame.RequestID, &wire.AckResult{Statuses: s.statuses}))
+	return nil
+}
+
+// ackGroup finds the group an Ack names. Lease operations act only on a
+// group this broker has open (nil otherwise: nothing is leased); a
+// cumulative ack or a commit opens its group, whose type it implies.
+func (s *session) ackGroup(a wire.Ack) (*servedGroup, *wire.Error) {
+	switch a.Op {
+	case wire.AckCumulative:
+		return s.broker.openGroup(a.Stream, a.Partition, a.Group, groupSpec{kind: consumer.TypeBroadcast})
+	case wire.AckCommit:
+		return s.broker.openGroup(a.Stream, a.Partition, a.Group, groupSpec{kind: consumer.TypeStreaming})
+	}
+	return s.broker.loadedGroup(a.Stream, a.Partition, a.Group), nil
+}
+
+// opAllowed refuses an operation the group's type does not have.
+func opAllowed(served *servedGroup, op uint8) *wire.Error {
+	kind := served.group.Type()
+	leased := kind == consumer.TypeWork || kind == consumer.TypeKeyShared
+	if op <= wire.AckRange && !leased {
+		return wire.NewError(wire.CodeGroupModeMismatch, "group %q of stream %q is a %s group: its records are not leased, so ack op %d does not apply (use cumulative or commit)",
+			served.key.group, served.key.stream, kind, op)
+	}
+	return nil
+}
+
+// applyAck performs one entry's operation and returns its wire status.
+func (s *session) applyAck(served *servedGroup, a wire.Ack, e wire.AckEntry) uint8 {
+	g := served.group
+	switch a.Op {
+	case wire.AckNack:
+		delay := time.Duration(a.DelayMs) * time.Millisecond
+		if a.DelayMs == wire.NackDefaultDelay {
+			delay = -1
+		}
+		return ackStatus(g.Nack(e.Offset, e.Lease, delay))
+	case wire.AckExtend:
+		return ackStatus(g.Extend(e.Offset, e.Lease, time.Duration(a.DelayMs)*time.Millisecond))
+	case wire.AckTerm:
+		return ackStatus(g.Term(e.Offset, e.Lease))
+	case wire.AckRange:
+		if g.AckRange(s.conn.ID(), e.Offset, e.Lease) > 0 {
+			return wire.AckOK
+		}
+		return wire.AckUnknown
+	case wire.AckCumulative:
+		return cursorStatus(g.CumulativeAck(e.Offset))
+	case wire.AckCommit:
+		return cursorStatus(g.Commit(e.Offset))
+	}
+	return ackStatus(g.Ack(e.Offset, e.Lease))
+}
+
+// cursorStatus maps the outcome of a cumulative ack or a commit.
+func cursorStatus(err error) uint8 {
+	if err != nil {
+		return wire.AckOutOfRange
+	}
+	return wire.AckOK
+}
+
+// ackStatus maps a group status to the wire's AckResult codes.
+func ackStatus(status consumer.Status) uint8 {
+	switch status {
+	case consumer.StatusOK:
+		return wire.AckOK
+	case consumer.StatusUnknown:
+		return wire.AckUnknown
+	case consumer.StatusExpired:
+		return wire.AckExpired
+	case consumer.StatusCapped:
+		return wire.AckCapped
+	}
+	return wire.AckStale
+}
+
+// openGroupRequest answers an OpenGroup: the group, created with the
+// requested mode and start when it does not exist yet.
+func (s *session) openGroupRequest(frame wire.Frame) error {
+	m, err := wire.DecodeOpenGroup(frame.Body)
+	if err != nil {
+		return s.malformed(frame, err)
+	}
+	kind, ok := modeType(m.Mode)
+	if !ok {
+		s.reply(frame.RequestID, wire.NewError(wire.CodeUnsupportedMode, "consume mode %d: the modes are work (1), key_shared (2), broadcast (3) and streaming (4)", m.Mode))
+		return nil
+	}
+	served, werr := s.broker.openGroup(m.Stream, m.Partition, m.Group, groupSpec{kind: kind, start: startPosition(m.StartKind, m.StartValue)})
+	if werr != nil {
+		s.reply(frame.RequestID, werr)
+		return nil
+	}
+	s.send(wire.Append(nil, frame.RequestID, &wire.GroupInfo{Mode: typeMode(served.group.Type()), Committed: served.group.Committed()}))
+	return nil
+}

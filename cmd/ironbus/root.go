@@ -68,6 +68,7 @@ Exit codes: 0 clean, 1 usage, 2 not found, 3 damage found, 4 unreadable,
 		newDevCmd(opts),
 		newPubCmd(opts),
 		newSubCmd(opts),
+		newCumulativeAckCmd(opts),
 	)
 	return root
 }

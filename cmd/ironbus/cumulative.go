@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ironbus/ironbus/client"
+	"github.com/ironbus/ironbus/segment"
+)
+
+type cumulativeOptions struct {
+	addr      string
+	stream    string
+	group     string
+	partition uint32
+	upTo      uint64
+	set       bool
+}
+
+// cumulativeOutput is the --json form of cumulative-ack.
+type cumulativeOutput struct {
+	Stream    string `json:"stream"`
+	Group     string `json:"group"`
+	Partition uint32 `json:"partition"`
+	UpTo      uint64 `json:"up_to"`
+	Status    string `json:"status"`
+}
+
+func newCumulativeAckCmd(opts *globalOptions) *cobra.Command {
+	cumulative := &cumulativeOptions{}
+	cmd := &cobra.Command{
+		Use:   "cumulative-ack --group G --up-to OFFSET",
+		Short: "Move a broadcast group's cursor: every offset below --up-to is done",
+		Long: `Settle a broadcast group up to an offset: every record below --up-to is
+done for the group, and its next reader starts there. It is idempotent; an
+offset past what the group's reader was given is refused (out_of_range).
+
+A broadcast group has one reader at a time; run this between readers (or
+let the reader settle with sub --broadcast --ack).`,
+		Example: `  ironbus cumulative-ack --stream audit --group archive --up-to 1200
+  ironbus cumulative-ack --group archive --up-to 1200 --json`,
+		Args: cobra.NoArgs,
+	}
+	flags := cmd.Flags()
+	addAddrFlag(cmd, &cumulative.addr)
+	flags.StringVar(&cumulative.stream, "stream", segment.DefaultStream, "stream of the group")
+	flags.StringVar(&cumulative.group, "group", "", "broadcast group to settle (required)")
+	flags.Uint32Var(&cumulative.partition, "partition", 0, "partition of the stream")
+	flags.Uint64Var(&cumulative.upTo, "up-to", 0, "first offset not settled: every offset below it is done (required)")
+	flags.BoolVar(&opts.json, "json", false, "print one JSON object")
+	cmd.RunE = classified(func() error {
+		cumulative.set = cmd.Flags().Changed("up-to")
+		return runCumulativeAck(cmd.Context(), opts, cumulative)
+	})
+	return cmd
+}
+
+func runCumulativeAck(ctx context.Context, opts *globalOptions, cumulative *cumulativeOptions) error {
+	switch {
+	case cumulative.group == "":
+		return exitErrorf(exitUsage, "--group is required")
+	case !cumulative.set:
+		return exitErrorf(exitUsage, "--up-to is required: the first offset that is not done")
+	}
+	c, err := dialBroker(ctx, cumulative.addr, 1)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if _, err := c.OpenGroup(ctx, cumulative.stream, cumulative.group, client.GroupOptions{Type: client.GroupBroadcast}); err != nil {
+		return subError(err)
+	}
+	status, err := c.CumulativeAck(ctx, cumulative.stream, cumulative.group, cumulative.partition, cumulative.upTo)
+	if err != nil {
+		return subError(err)
+	}
+	if opts.json {
+		if err := writeJSON(opts.stdout, cumulativeOutput{Stream: cumulative.stream, Group: cumulative.group,
+			Partition: cumulative.partition, UpTo: cumulative.upTo, Status: status.String()}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(opts.stdout, "%s/%s partition %d: settled below %d (%s)\n", cumulative.stream, cumulative.group,
+			cumulative.partition, cumulative.upTo, status)
+	}
+	if status != client.AckOK {
+		return exitErrorf(exitDamage, "the broker answered %s for --up-to %d", status, cumulative.upTo)
+	}
+	return nil
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// publishNumbered publishes line-0 … line-(n-1) to stream through `ironbus pub`.
+func publishNumbered(t *testing.T, addr, stream string, n int) {
+	t.Helper()
+	var lines []string
+	for i := range n {
+		lines = append(lines, fmt.Sprint("line-", i))
+	}
+	pub := exec.Command(binaryPath, "pub", "--addr", addr, "--stream", stream)
+	pub.Stdin = strings.NewReader(strings.Join(lines, "\n") + "\n")
+	if out, err := pub.CombinedOutput(); err != nil {
+		t.Fatalf("pub: %v\n%s", err, out)
+	}
+}
+
+func subLines(t *testing.T, args ...string) []string {
+	t.Helper()
+	result := runCLI(t, append([]string{"sub"}, args...)...)
+	expectCode(t, result, exitClean)
+	text := strings.TrimSpace(result.stdout)
+	if text == "" {
+		return nil
+	}
+	return strings.Split(text, "\n")
+}
+
+// TestSubGroupTypesAndStarts drives every group type and start position
+// through the CLI against a real broker.
+func TestSubGroupTypesAndStarts(t *testing.T) {
+	broker := startBroker(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
+	publishNumbered(t, broker.addr, "events", 10)
+	at := []string{"--addr", broker.addr, "--stream", "events", "--wait", "300ms"}
+
+	if got := subLines(t, append(at, "--group", "late", "--from", "7", "--ack")...); len(got) != 3 || got[0] != "#7 key= payload=line-7" {
+		t.Fatalf("--from 7 printed %q", got)
+	}
+	if got := subLines(t, append(at, "--group", "tail", "--from", "latest")...); len(got) != 0 {
+		t.Fatalf("--from latest printed %q", got)
+	}
+	if got := subLines(t, append(at, "--group", "future", "--from-time", "2999-01-01T00:00:00Z")...); len(got) != 0 {
+		t.Fatalf("--from-time in the future printed %q", got)
+	}
+
+	// Broadcast: --ack moves the cursor, so a second reader starts after it.
+	if got := subLines(t, append(at, "--group", "fan", "--broadcast", "--max", "4", "--ack")...); len(got) != 4 {
+		t.Fatalf("broadcast printed %q", got)
+	}
+	if got := subLines(t, append(at, "--group", "fan", "--broadcast", "--max", "1")...); len(got) != 1 || got[0] != "#4 key= payload=line-4" {
+		t.Fatalf("broadcast after a cumulative ack printed %q", got)
+	}
+	settle := runCLI(t, "cumulative-ack", "--addr", broker.addr, "--stream", "events", "--group", "fan", "--up-to", "5", "--json")
+	expectCode(t, settle, exitClean)
+	if !strings.Contains(settle.stdout, `"up_to":5`) {
+		t.Fatalf("cumulative-ack --json printed %q", settle.stdout)
+	}
+	if got := subLines(t, append(at, "--group", "fan", "--broadcast", "--max", "1")...); len(got) != 1 || got[0] != "#5 key= payload=line-5" {
+		t.Fatalf("broadcast after cumulative-ack printed %q", got)
+	}
+	beyond := runCLI(t, "cumulative-ack", "--addr", broker.addr, "--stream", "events", "--group", "fan", "--up-to", "9")
+	expectCode(t, beyond, exitDamage)
+	if !strings.Contains(beyond.stderr, "out_of_range") {
+		t.Fatalf("settling past what was read: %q", beyond.stderr)
+	}
+
+	// Streaming: --ack commits the position.
+	if got := subLines(t, append(at, "--group", "replay", "--streaming", "--max", "5", "--ack")...); len(got) != 5 {
+		t.Fatalf("streaming printed %q", got)
+	}
+	if got := subLines(t, append(at, "--group", "replay", "--streaming", "--max", "1")...); len(got) != 1 || got[0] != "#5 key= payload=line-5" {
+		t.Fatalf("streaming after a commit printed %q", got)
+	}
+
+	// A group keeps its type: consuming it as another is refused by name.
+	mismatch := runCLI(t, append([]string{"sub"}, append(at, "--group", "replay", "--key-shared")...)...)
+	expectCode(t, mismatch, exitDamage)
+	if !strings.Contains(mismatch.stderr, "streaming") || !strings.Contains(mismatch.stderr, "key-shared") {
+		t.Fatalf("type mismatch does not name both types: %q", mismatch.stderr)
+	}
+}
+
+// TestSubSettleFlags: --term settles for good, --nack with --nack-delay
+// brings the records back after the delay.
+func TestSubSettleFlags(t *testing.T) {
+	broker := startBroker(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
+	publishNumbered(t, broker.addr, "jobs", 3)
+	at := []string{"--addr", broker.addr, "--stream", "jobs", "--wait", "300ms"}
+	if got := subLines(t, append(at, "--group", "w", "--max", "1", "--term")...); len(got) != 1 {
+		t.Fatalf("--term printed %q", got)
+	}
+	if got := subLines(t, append(at, "--group", "w", "--max", "2", "--nack", "--nack-delay", "200ms")...); len(got) != 2 {
+		t.Fatalf("--nack printed %q", got)
+	}
+	again := subLines(t, append(at, "--group", "w", "--wait", "2s", "--max", "2", "--ack")...)
+	if len(again) != 2 || !strings.HasPrefix(again[0], "#1 ") || !strings.Contains(again[0], "(attempt 2)") {
+		t.Fatalf("after --nack-delay the group gave %q, want #1 and #2 on their second attempt", again)
+	}
+	for _, args := range [][]string{
+		{"--group", "w", "--ack", "--term"},
+		{"--group", "w", "--broadcast", "--streaming"},
+		{"--group", "w", "--nack-delay", "1s"},
+		{"--group", "w", "--from", "soon"},
+		{"--group", "w", "--from-time", "yesterday"},
+		{"--group", "w", "--from", "1", "--from-time", "2026-01-01T00:00:00Z"},
+		{"--group", "w", "--broadcast", "--term"},
+	} {
+		result := runCLI(t, append([]string{"sub", "--addr", broker.addr}, args...)...)
+		expectCode(t, result, exitUsage)
+	}
+}

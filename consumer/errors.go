@@ -31,6 +31,8 @@ var (
 	// ErrNoDeadLetters: a record was rejected but the group has no
 	// dead-letter queue to move it to.
 	ErrNoDeadLetters = errors.New("consumer: group has no dead-letter queue")
+	// ErrNoGroup: the log has no checkpoint for the group asked about.
+	ErrNoGroup = errors.New("consumer: no such group")
 	// ErrNotDeadLetter: a record in a dead-letter log lacks the headers
 	// that say where it came from.
 	ErrNotDeadLetter = errors.New("consumer: record is not a dead letter")

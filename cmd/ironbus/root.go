@@ -69,6 +69,8 @@ Exit codes: 0 clean, 1 usage, 2 not found, 3 damage found, 4 unreadable,
 		newPubCmd(opts),
 		newSubCmd(opts),
 		newCumulativeAckCmd(opts),
+		newGroupCmd(opts),
+		newDeadLetterCmd(opts),
 	)
 	return root
 }

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestGroupAndDeadLetterListings: a poison record's journey as the offline
+// tools show it: its group's delivery counts, then its dead-letter queue.
+func TestGroupAndDeadLetterListings(t *testing.T) {
+	dataDir := t.TempDir()
+	broker := startBroker(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
+	publishNumbered(t, broker.addr, "orders", 3)
+	at := []string{"--addr", broker.addr, "--stream", "orders", "--group", "billing", "--wait", "1s"}
+	for range 5 {
+		subLines(t, append(at, "--max", "3", "--nack", "--nack-delay", "1ms")...)
+	}
+	// The sixth fetch finds every record at max-deliver and moves it.
+	if got := subLines(t, append(at, "--max", "3")...); len(got) != 0 {
+		t.Fatalf("records past max-deliver were delivered again: %q", got)
+	}
+	if live := subLines(t, "--addr", broker.addr, "--stream", ".dlq.orders", "--group", "triage", "--max", "3", "--wait", "1s"); len(live) != 3 {
+		t.Fatalf("the live dead-letter stream gave %q", live)
+	}
+	if code := broker.stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("stop exited %d", code)
+	}
+
+	groups := runCLI(t, "group", "ls", "--data-dir", dataDir, "--json")
+	expectCode(t, groups, exitClean)
+	var listed groupsOutput
+	if err := json.Unmarshal([]byte(groups.stdout), &listed); err != nil {
+		t.Fatalf("group ls --json: %q %v", groups.stdout, err)
+	}
+	if len(listed.Groups) != 1 || listed.Groups[0].Group != "billing" || listed.Groups[0].Committed != 3 || listed.Groups[0].Type != "work" {
+		t.Fatalf("group ls: %+v", listed.Groups)
+	}
+	info := runCLI(t, "group", "info", "--data-dir", dataDir, "--stream", "orders", "--group", "billing")
+	expectCode(t, info, exitClean)
+	if !strings.Contains(info.stdout, "orders/0 billing: work, committed 3 of 3") {
+		t.Fatalf("group info: %q", info.stdout)
+	}
+	missing := runCLI(t, "group", "info", "--data-dir", dataDir, "--stream", "orders", "--group", "nobody")
+	expectCode(t, missing, exitNotFound)
+
+	queues := runCLI(t, "dlq", "ls", "--data-dir", dataDir)
+	expectCode(t, queues, exitClean)
+	if !strings.Contains(queues.stdout, "orders: 3 records") || !strings.Contains(queues.stdout, ".dlq.orders") {
+		t.Fatalf("dlq ls: %q", queues.stdout)
+	}
+	empty := runCLI(t, "dlq", "ls", "--data-dir", t.TempDir())
+	expectCode(t, empty, exitNotFound)
+}

@@ -50,6 +50,11 @@ func TestGroupAndDeadLetterListings(t *testing.T) {
 	if !strings.Contains(queues.stdout, "orders: 3 records") || !strings.Contains(queues.stdout, ".dlq.orders") {
 		t.Fatalf("dlq ls: %q", queues.stdout)
 	}
+	peek := runCLI(t, "dlq", "peek", "--data-dir", dataDir, "--stream", "orders")
+	expectCode(t, peek, exitClean)
+	if !strings.Contains(peek.stdout, "#0 from orders/0#0 group=billing attempts=5 reason=max-deliver payload=line-0") {
+		t.Fatalf("dlq peek: %q", peek.stdout)
+	}
 	empty := runCLI(t, "dlq", "ls", "--data-dir", t.TempDir())
 	expectCode(t, empty, exitNotFound)
 }

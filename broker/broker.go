@@ -32,7 +32,11 @@ type Broker struct {
 	draining    atomic.Bool
 	stop        chan struct{}
 	flushed     chan struct{}
-	closeOnce   sync.Once
+	// checkpointDue nudges the flusher when a group's acks made a
+	// checkpoint due: the ack arrived on a reactor, which must not wait
+	// for the file sync itself.
+	checkpointDue chan struct{}
+	closeOnce     sync.Once
 }
 
 type groupKey struct {
@@ -55,7 +59,7 @@ func Open(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b := &Broker{cfg: cfg, dir: dir, logs: map[string]*segment.Log{}, groups: map[groupKey]*servedGroup{},
-		stop: make(chan struct{}), flushed: make(chan struct{})}
+		stop: make(chan struct{}), flushed: make(chan struct{}), checkpointDue: make(chan struct{}, 1)}
 	ids, err := dir.Logs()
 	if err != nil {
 		_ = dir.Close()
@@ -198,7 +202,8 @@ func (b *Broker) Close() error {
 }
 
 // flushCheckpoints persists moved group cursors every CheckpointInterval,
-// so a crash redelivers at most that much acknowledged work.
+// and at once when a group's acks made a checkpoint due, so a crash
+// redelivers at most that much acknowledged work.
 func (b *Broker) flushCheckpoints() {
 	defer close(b.flushed)
 	ticker := time.NewTicker(b.cfg.CheckpointInterval)
@@ -208,6 +213,7 @@ func (b *Broker) flushCheckpoints() {
 		case <-b.stop:
 			return
 		case <-ticker.C:
+		case <-b.checkpointDue:
 		}
 		b.groupsMu.Lock()
 		groups := make([]*consumer.Group, 0, len(b.groups))
@@ -220,5 +226,13 @@ func (b *Broker) flushCheckpoints() {
 				b.cfg.Logger.Warn("group checkpoint failed", "group", g.Name(), "error", err.Error())
 			}
 		}
+	}
+}
+
+// nudgeCheckpoints asks the flusher for a checkpoint pass; never blocks.
+func (b *Broker) nudgeCheckpoints() {
+	select {
+	case b.checkpointDue <- struct{}{}:
+	default:
 	}
 }

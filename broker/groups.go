@@ -124,7 +124,8 @@ func (b *Broker) openGroup(stream []byte, partition uint32, name []byte, spec gr
 		return nil, wire.NewError(wire.CodeBusy, "the broker serves at most %d consumer groups (serve --max-groups); group %q was not opened", b.cfg.MaxGroups, key.group)
 	}
 	opts := consumer.Options{Type: spec.kind, Start: spec.start, Visibility: b.cfg.Visibility,
-		MaxInFlight: b.cfg.MaxInFlight, MaxUnsettled: b.cfg.MaxUnsettled, MaxDeliver: b.cfg.MaxDeliver}
+		MaxInFlight: b.cfg.MaxInFlight, MaxUnsettled: b.cfg.MaxUnsettled, MaxDeliver: b.cfg.MaxDeliver,
+		CheckpointDue: b.nudgeCheckpoints}
 	// A dead-letter queue has no queue of its own: its records are never
 	// moved again (and without a queue, never dropped either).
 	if _, internal := deadLetterSource(key.stream); !internal {

@@ -288,6 +288,16 @@ func (g *Group) checkpoint(mode checkpointMode, prepare func()) error {
 	return nil
 }
 
+// checkpointWhenDue writes the checkpoint CheckpointEvery acks made due,
+// or hands it to the caller's CheckpointDue. REQUIRES: g.mu not held.
+func (g *Group) checkpointWhenDue() error {
+	if g.opts.CheckpointDue != nil {
+		g.opts.CheckpointDue()
+		return nil
+	}
+	return g.checkpoint(checkpointIfDue, nil)
+}
+
 // checkpointDueLocked reports whether enough acks or commits accumulated
 // for a checkpoint. REQUIRES: g.mu held.
 func (g *Group) checkpointDueLocked() bool { return g.acksSince >= g.opts.CheckpointEvery }

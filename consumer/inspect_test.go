@@ -55,3 +55,32 @@ func TestInspectReadsTheCheckpoint(t *testing.T) {
 		t.Fatalf("a missing group: %v", err)
 	}
 }
+
+// TestCheckpointDueIsHandedToTheCaller: with CheckpointDue set, the acks
+// that make a checkpoint due call it instead of syncing a file on the
+// acking goroutine (the broker's reactor).
+func TestCheckpointDueIsHandedToTheCaller(t *testing.T) {
+	r := mustRig(t, vfs.NewMemFS())
+	r.appendRecords(4, nil)
+	nudges := 0
+	g := r.open("fast", Options{CheckpointEvery: 2, CheckpointDue: func() { nudges++ }})
+	deliveries, _, err := g.Fetch(1, 4, 1<<20, time.Minute)
+	if err != nil || len(deliveries) != 4 {
+		t.Fatalf("fetched %d: %v", len(deliveries), err)
+	}
+	for _, d := range deliveries {
+		g.Ack(d.Offset, d.Lease)
+	}
+	if nudges == 0 {
+		t.Fatal("CheckpointDue was never called")
+	}
+	if summary, err := InspectGroup(r.log, "fast"); err != nil || summary.Committed != 0 {
+		t.Fatalf("the ack path wrote a checkpoint itself: %+v %v", summary, err)
+	}
+	if err := g.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if summary, _ := InspectGroup(r.log, "fast"); summary.Committed != 4 {
+		t.Fatalf("after Checkpoint the cursor reads %d, want 4", summary.Committed)
+	}
+}

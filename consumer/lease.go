@@ -40,7 +40,7 @@ func (g *Group) Ack(offset, token uint64) Status {
 	due := g.checkpointDueLocked()
 	g.mu.Unlock()
 	if due {
-		_ = g.checkpoint(checkpointIfDue, nil)
+		_ = g.checkpointWhenDue()
 	}
 	return status
 }
@@ -80,7 +80,7 @@ func (g *Group) AckRange(owner, from, to uint64) (acked int) {
 	due := g.checkpointDueLocked()
 	g.mu.Unlock()
 	if due {
-		_ = g.checkpoint(checkpointIfDue, nil)
+		_ = g.checkpointWhenDue()
 	}
 	return acked
 }

@@ -106,6 +106,12 @@ type Options struct {
 	// (1000). Checkpoints are also written on Checkpoint, Close and the
 	// release of the last member.
 	CheckpointEvery int
+	// CheckpointDue, when set, is called instead of writing the
+	// checkpoint inline once CheckpointEvery acks or commits accumulated,
+	// and the caller checkpoints soon (Checkpoint) from a goroutine that
+	// may wait for a file sync. The broker sets it: its acks arrive on a
+	// reactor, which must never wait for a disk. It must not block.
+	CheckpointDue func()
 	// DeadLetters is where poison records go; nil disables max-deliver.
 	DeadLetters DeadLetters
 	// Now is the monotonic clock for lease deadlines and delays; time.Now

@@ -91,7 +91,7 @@ func (g *Group) moveCursor(upTo uint64, limit func() uint64) error {
 	due := g.checkpointDueLocked()
 	g.mu.Unlock()
 	if due {
-		return g.checkpoint(checkpointIfDue, nil)
+		return g.checkpointWhenDue()
 	}
 	return nil
 }

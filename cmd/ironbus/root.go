@@ -71,6 +71,7 @@ Exit codes: 0 clean, 1 usage, 2 not found, 3 damage found, 4 unreadable,
 		newCumulativeAckCmd(opts),
 		newGroupCmd(opts),
 		newDeadLetterCmd(opts),
+		newBenchCmd(opts),
 	)
 	return root
 }

@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -35,6 +37,7 @@ type serveOptions struct {
 	segmentBytes      int64
 	maxConnections    int
 	insecurePlaintext bool
+	profileOut        string
 	acceptRelaxed     bool
 	loop              string
 	memory            memoryOptions
@@ -87,6 +90,7 @@ and are not part of the budget.`,
 	flags.IntVar(&serve.maxConnections, "max-connections", broker.DefaultMaxConnections, "connections served at once")
 	flags.StringVar(&serve.loop, "loop", loop.BackendAuto, "network backend: auto (fastest this system runs), uring, epoll or std; a named one that cannot run is an error")
 	flags.BoolVar(&serve.insecurePlaintext, "insecure-plaintext-wire", false, "allow a non-loopback --addr without TLS or authentication")
+	flags.StringVar(&serve.profileOut, "profile-out", "", "write cpu.pprof (while serving) and heap.pprof (at stop) into this directory")
 	flags.BoolVar(&opts.json, "json", false, "log one JSON object per line; with --print-budget, print the budget as JSON (schema ironbus.cli.budget.v1)")
 	addMemoryFlags(cmd, &serve.memory)
 	cmd.RunE = classified(func() error {
@@ -203,6 +207,12 @@ func runBroker(cfg broker.Config, serve *serveOptions, ready func(addr string)) 
 		_ = b.Close()
 		return exitErrorf(exitUsage, "listening on %s: %w (is another broker or program using the port? pick another with --addr)", addr, err)
 	}
+	stopProfiles, err := startProfiles(serve.profileOut, logger)
+	if err != nil {
+		_ = b.Close()
+		return err
+	}
+	defer stopProfiles()
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(signals)
@@ -241,7 +251,9 @@ func drain(b *broker.Broker, server loop.Server, logger *slog.Logger, started ti
 	if err := b.Close(); err != nil {
 		return exitErrorf(exitInternal, "closing the data directory: %w", err)
 	}
-	logger.Info("stopped cleanly", "reactor_busy", busyShares(server.Busy(), time.Since(started)))
+	stats := b.Dir().Stats()
+	logger.Info("stopped cleanly", "reactor_busy", busyShares(server.Busy(), time.Since(started)),
+		"syncs", stats.Syncs, "sync_cycles", stats.Cycles)
 	return nil
 }
 
@@ -266,4 +278,34 @@ func busyShares(busy []time.Duration, uptime time.Duration) string {
 		shares[i] = fmt.Sprintf("%.1f%%", 100*float64(d)/float64(uptime))
 	}
 	return strings.Join(shares, ",")
+}
+
+// startProfiles starts a CPU profile into dir (when set) and returns what
+// stops it and writes the heap profile beside it.
+func startProfiles(dir string, logger *slog.Logger) (stop func(), err error) {
+	if dir == "" {
+		return func() {}, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, exitErrorf(exitUsage, "--profile-out: %w", err)
+	}
+	cpu, err := os.Create(filepath.Join(dir, "cpu.pprof"))
+	if err != nil {
+		return nil, exitErrorf(exitUsage, "--profile-out: %w", err)
+	}
+	if err := pprof.StartCPUProfile(cpu); err != nil {
+		_ = cpu.Close()
+		return nil, exitErrorf(exitInternal, "--profile-out: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = cpu.Close()
+		heap, err := os.Create(filepath.Join(dir, "heap.pprof"))
+		if err == nil {
+			err = errors.Join(pprof.WriteHeapProfile(heap), heap.Close())
+		}
+		if err != nil {
+			logger.Warn("heap profile not written", "error", err.Error())
+		}
+	}, nil
 }

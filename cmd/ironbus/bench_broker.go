@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// benchTarget is the broker under load: one bench started (a child
+// process it can measure) or a live one at --addr.
+type benchTarget struct {
+	addr string
+	live bool
+
+	dataDir string
+	cmd     *exec.Cmd
+	exited  chan error
+
+	mu         sync.Mutex
+	syncs      uint64
+	stopped    bool
+	logTail    []string
+	peakRSS    int64
+	writeStart int64
+	writeEnd   int64
+	sampling   chan struct{}
+	sampled    chan struct{}
+}
+
+// start runs `ironbus serve` on a fresh temporary directory and waits
+// until it serves.
+func (t *benchTarget) start(plan *benchPlan) error {
+	self, err := os.Executable()
+	if err != nil {
+		return exitErrorf(exitInternal, "bench: finding this binary: %w", err)
+	}
+	if t.dataDir, err = os.MkdirTemp("", "ironbus-bench-"); err != nil {
+		return exitErrorf(exitUnreadable, "bench: temporary data directory: %w", err)
+	}
+	args := []string{"serve", "--json", "--data-dir", t.dataDir, "--addr", "127.0.0.1:0", "--loop", plan.loop,
+		"--io-mode", plan.ioMode, "--durability", plan.durability,
+		"--max-connections", strconv.Itoa(plan.producers + plan.consumers + 16)}
+	if plan.durability != "sync" {
+		args = append(args, "--accept-relaxed-durability")
+	}
+	if plan.profileOut != "" {
+		args = append(args, "--profile-out", plan.profileOut)
+	}
+	t.cmd = exec.Command(self, args...)
+	stderr, err := t.cmd.StderrPipe()
+	if err != nil {
+		return exitErrorf(exitInternal, "bench: %w", err)
+	}
+	if err := t.cmd.Start(); err != nil {
+		t.remove()
+		return exitErrorf(exitInternal, "bench: starting the broker: %w", err)
+	}
+	t.exited = make(chan error, 1)
+	serving := make(chan string, 1)
+	go t.readLog(stderr, serving)
+	go func() { t.exited <- t.cmd.Wait() }()
+	select {
+	case t.addr = <-serving:
+	case err := <-t.exited:
+		t.remove()
+		return exitErrorf(exitInternal, "bench: the broker exited before serving (%v):\n%s", err, t.tail())
+	case <-time.After(30 * time.Second):
+		_ = t.cmd.Process.Kill()
+		t.remove()
+		return exitErrorf(exitInternal, "bench: the broker did not start within 30 s:\n%s", t.tail())
+	}
+	t.writeStart = readProcessField(t.cmd.Process.Pid, "io", "write_bytes")
+	t.sampling, t.sampled = make(chan struct{}), make(chan struct{})
+	go t.sampleRSS()
+	return nil
+}
+
+// readLog follows the broker's JSON log: the serving line gives the
+// address, the stopped line the fdatasync count.
+func (t *benchTarget) readLog(stderr io.Reader, serving chan<- string) {
+	lines := bufio.NewScanner(stderr)
+	for lines.Scan() {
+		var line struct {
+			Message string `json:"msg"`
+			Addr    string `json:"addr"`
+			Syncs   uint64 `json:"syncs"`
+		}
+		text := lines.Text()
+		t.mu.Lock()
+		t.logTail = append(t.logTail[max(0, len(t.logTail)-20):], text)
+		t.mu.Unlock()
+		if json.Unmarshal([]byte(text), &line) != nil {
+			continue
+		}
+		switch line.Message {
+		case "serving":
+			select {
+			case serving <- line.Addr:
+			default:
+			}
+		case "stopped cleanly":
+			t.mu.Lock()
+			t.syncs, t.stopped = line.Syncs, true
+			t.mu.Unlock()
+		}
+	}
+}
+
+func (t *benchTarget) tail() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.Join(t.logTail, "\n")
+}
+
+func (t *benchTarget) sampleRSS() {
+	defer close(t.sampled)
+	ticker := time.NewTicker(50 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		if rss := readProcessField(t.cmd.Process.Pid, "status", "RssAnon"); rss > 0 {
+			t.mu.Lock()
+			t.peakRSS = max(t.peakRSS, rss)
+			t.mu.Unlock()
+		}
+		select {
+		case <-t.sampling:
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+// stop drains the broker (SIGTERM) and waits for its last log line.
+func (t *benchTarget) stop() error {
+	if t.cmd == nil || t.sampling == nil {
+		return nil
+	}
+	t.writeEnd = readProcessField(t.cmd.Process.Pid, "io", "write_bytes")
+	close(t.sampling)
+	<-t.sampled
+	t.sampling = nil
+	_ = t.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-t.exited:
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return exitErrorf(exitInternal, "bench: the broker exited %d while draining:\n%s", exit.ExitCode(), t.tail())
+		}
+	case <-time.After(60 * time.Second):
+		_ = t.cmd.Process.Kill()
+		return exitErrorf(exitInternal, "bench: the broker did not drain within 60 s")
+	}
+	return nil
+}
+
+func (t *benchTarget) remove() {
+	if t.dataDir != "" {
+		_ = os.RemoveAll(t.dataDir)
+	}
+}
+
+// addBrokerFigures copies what the broker process did into result.
+func (t *benchTarget) addBrokerFigures(result *benchResult) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	result.RSSBytes = t.peakRSS
+	if t.stopped {
+		result.Fsyncs = t.syncs
+	}
+	if t.writeEnd > t.writeStart {
+		result.diskBytes = t.writeEnd - t.writeStart
+	}
+}
+
+// readProcessField reads "Name: value" from /proc/PID/<file> ("kB" values
+// in bytes); 0 where the system does not say (not Linux, no permission).
+func readProcessField(pid int, file, field string) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, file))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(data)) {
+		rest, found := strings.CutPrefix(line, field+":")
+		if !found {
+			continue
+		}
+		words := strings.Fields(rest)
+		if len(words) == 0 {
+			return 0
+		}
+		value, err := strconv.ParseInt(words[0], 10, 64)
+		if err != nil {
+			return 0
+		}
+		if len(words) > 1 && words[1] == "kB" {
+			value <<= 10
+		}
+		return value
+	}
+	return 0
+}

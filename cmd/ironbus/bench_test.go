@@ -1,0 +1,61 @@
+package main
+
+import (
+	"encoding/json"
+	"runtime"
+	"testing"
+)
+
+func runBenchJSON(t *testing.T, args ...string) benchResult {
+	t.Helper()
+	result := runCLI(t, append([]string{"bench", "--json"}, args...)...)
+	expectCode(t, result, exitClean)
+	var out benchResult
+	if err := json.Unmarshal([]byte(result.stdout), &out); err != nil {
+		t.Fatalf("bench --json printed %q: %v", result.stdout, err)
+	}
+	if out.Schema != benchSchema {
+		t.Fatalf("schema %q", out.Schema)
+	}
+	return out
+}
+
+// TestBenchModes runs each mode briefly against the broker bench starts
+// and checks the figures hang together.
+func TestBenchModes(t *testing.T) {
+	publish := runBenchJSON(t, "--count", "3000", "--producers", "2", "--pubwindow", "64")
+	if publish.Records != 3000 || publish.MsgsPerSec <= 0 || publish.AckP50 <= 0 || publish.AckP99 < publish.AckP50 {
+		t.Fatalf("publish: %+v", publish)
+	}
+	if runtime.GOOS == "linux" {
+		if publish.Fsyncs == 0 || publish.RecordsPerFsync <= 0 || publish.RSSBytes <= 0 || publish.DiskPerPayload <= 0 {
+			t.Fatalf("publish: the broker's figures are missing: %+v", publish)
+		}
+	}
+	roundTrip := runBenchJSON(t, "--mode", "round-trip", "--count", "2000", "--rate", "4000")
+	if roundTrip.ConsumedRecords < 2000 || roundTrip.E2EP50 <= 0 {
+		t.Fatalf("round-trip: %+v", roundTrip)
+	}
+	streaming := runBenchJSON(t, "--mode", "subscribe", "--count", "5000", "--consume-tier", "streaming", "--consumers", "2")
+	if streaming.ConsumedRecords != 10000 || streaming.ConsumePerSec <= 0 {
+		t.Fatalf("subscribe, streaming, 2 readers of 5,000: %+v", streaming)
+	}
+	work := runBenchJSON(t, "--mode", "subscribe", "--count", "5000", "--consumers", "2")
+	if work.ConsumedRecords != 5000 {
+		t.Fatalf("subscribe, work group of 2 sharing 5,000: %+v", work)
+	}
+}
+
+func TestBenchUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"--duration", "1s", "--count", "10"},
+		{"--addr", "127.0.0.1:7777"},
+		{"--mode", "sideways"},
+		{"--payload-bytes", "4"},
+		{"--consume-tier", "bulk"},
+		{"--duration", "soon"},
+	} {
+		result := runCLI(t, append([]string{"bench"}, args...)...)
+		expectCode(t, result, exitUsage)
+	}
+}

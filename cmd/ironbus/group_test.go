@@ -55,6 +55,11 @@ func TestGroupAndDeadLetterListings(t *testing.T) {
 	if !strings.Contains(peek.stdout, "#0 from orders/0#0 group=billing attempts=5 reason=max-deliver payload=line-0") {
 		t.Fatalf("dlq peek: %q", peek.stdout)
 	}
+	verify := runCLI(t, "verify", "--data-dir", dataDir)
+	expectCode(t, verify, exitClean)
+	if !strings.Contains(verify.stdout, "dead-letter queues (deadletters/):") || !strings.Contains(verify.stdout, "verified 2 logs") {
+		t.Fatalf("verify does not cover the dead-letter queues:\n%s", verify.stdout)
+	}
 	empty := runCLI(t, "dlq", "ls", "--data-dir", t.TempDir())
 	expectCode(t, empty, exitNotFound)
 }

@@ -32,6 +32,10 @@ type verifyOutput struct {
 	OK       bool          `json:"ok"`
 	ExitCode int           `json:"exit_code"`
 	Logs     []verifiedLog `json:"logs"`
+	// DeadLetterLogs are the logs of <data-dir>/deadletters, the streams'
+	// dead-letter queues (a data directory of their own), checked the same
+	// way when verify covers the whole directory.
+	DeadLetterLogs []verifiedLog `json:"dead_letter_logs,omitempty"`
 }
 
 // verifiedLog is the engine's report of one log plus what stopped verify
@@ -107,6 +111,11 @@ func runVerifyAs(opts *globalOptions, verify *verifyOptions, what string) error 
 		result := verifyLog(dir, id)
 		output.Logs = append(output.Logs, result)
 		output.ExitCode = worseExitCode(output.ExitCode, result.exitCode)
+	}
+	if verify.stream == "" {
+		if err := verifyDeadLetters(opts, verify.dataDir, &output); err != nil {
+			return err
+		}
 	}
 	output.OK = output.ExitCode == exitClean
 	if opts.json {
@@ -188,4 +197,28 @@ func reportExitCode(report segment.LogReport, frozen error) int {
 		}
 	}
 	return exitClean
+}
+
+// verifyDeadLetters checks the dead-letter queues beside the streams, when
+// the broker ever created them.
+func verifyDeadLetters(opts *globalOptions, dataDir string, output *verifyOutput) error {
+	path, exists := deadLetterDir(dataDir)
+	if !exists {
+		return nil
+	}
+	dir, err := openDataDir(opts, path)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = dir.Close() }()
+	ids, err := dir.Logs()
+	if err != nil {
+		return exitErrorf(exitUnreadable, "listing the dead-letter queues in %s: %w", path, err)
+	}
+	for _, id := range ids {
+		result := verifyLog(dir, id)
+		output.DeadLetterLogs = append(output.DeadLetterLogs, result)
+		output.ExitCode = worseExitCode(output.ExitCode, result.exitCode)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/ironbus/ironbus/segment"
@@ -17,6 +18,12 @@ func printVerifyHuman(w io.Writer, output verifyOutput) error {
 	}
 	for _, result := range output.Logs {
 		writeLogLine(&text, result)
+	}
+	if len(output.DeadLetterLogs) > 0 {
+		text.WriteString("dead-letter queues (deadletters/):\n")
+		for _, result := range output.DeadLetterLogs {
+			writeLogLine(&text, result)
+		}
 	}
 	writeVerifySummary(&text, output)
 	_, err := io.WriteString(w, text.String())
@@ -76,7 +83,8 @@ func writeVerifySummary(text *strings.Builder, output verifyOutput) {
 	var clean, tornTails, damaged, unreadable, notFound int
 	var lostRecords uint64
 	var lostBytes, tornBytes int64
-	for _, result := range output.Logs {
+	all := append(slices.Clone(output.Logs), output.DeadLetterLogs...)
+	for _, result := range all {
 		switch result.exitCode {
 		case exitClean:
 			clean++
@@ -96,7 +104,7 @@ func writeVerifySummary(text *strings.Builder, output verifyOutput) {
 	}
 	fmt.Fprintf(text, "verified %s in %s: %d clean, %d damaged, %d unreadable, %d not found; "+
 		"%s (%d bytes) of acknowledged data lost; %d torn %s (%d bytes, never acknowledged)\n",
-		plural(uint64(len(output.Logs)), "log"), output.DataDir, clean, damaged, unreadable, notFound,
+		plural(uint64(len(all)), "log"), output.DataDir, clean, damaged, unreadable, notFound,
 		plural(lostRecords, "record"), lostBytes, tornTails, pluralWord(tornTails, "tail"), tornBytes)
 	if damaged > 0 {
 		fmt.Fprintf(text, "hint: run `ironbus repair --data-dir %s --apply` (broker stopped) to quarantine the "+

@@ -6,7 +6,7 @@ FUZZTIME  ?= 30s
 BENCH_DIR ?= /var/tmp
 SOAK_SEEDS ?= 5000
 
-.PHONY: all build test backends lint unit fuzz-smoke fuzz soak bench testdata clean
+.PHONY: all build test backends lint unit fuzz-smoke fuzz soak bench bench-consume testdata clean
 
 all: build
 
@@ -66,6 +66,12 @@ bench:
 	$(GO) run ./benchrig/cmd/logbench -dir $(BENCH_DIR) -duration 3s -runs 5
 	$(GO) run ./benchrig/cmd/netbench -dir $(BENCH_DIR) -duration 3s -runs 5
 	$(GO) test -run '^$$' -bench . -benchmem ./segment/... ./client/...
+
+# bench-consume: 1,000,000 stored records of 256 B and 1 KiB consumed over
+# loopback: the streaming tier (DeliverBatch) and work groups acked with
+# one AckRange per 1,000-record fetch (docs/BENCHMARKS.md, "Consume").
+bench-consume:
+	$(GO) run ./benchrig/cmd/consumebench -dir $(BENCH_DIR) -records 1000000 -runs 5 -sizes 256,1024
 
 # testdata: regenerate the checked-in demo and damaged data directories.
 testdata:

@@ -51,6 +51,10 @@ func (s *session) consume(frame wire.Frame) error {
 		request.maxBytes = defaultMaxBytes
 	}
 	s.consumers.Add(1)
+	if kind == consumer.TypeStreaming && s.capabilities&wire.CapDeliverBatch != 0 {
+		go s.serveStream(request)
+		return nil
+	}
 	go s.serveConsume(request)
 	return nil
 }

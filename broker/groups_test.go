@@ -18,6 +18,8 @@ import (
 type answer struct {
 	deliveries []wire.Deliver
 	gaps       []wire.Gap
+	batches    int // DeliverBatch frames; their records are in deliveries
+	delivers   int // Deliver frames
 	end        wire.ConsumeEnd
 	err        *wire.Error
 }
@@ -41,6 +43,10 @@ func (c *rawClient) consume(id uint32, m wire.Consume) answer {
 			}
 			d.Body = append([]byte(nil), d.Body...)
 			a.deliveries = append(a.deliveries, d)
+			a.delivers++
+		case wire.TypeDeliverBatch:
+			a.deliveries = append(a.deliveries, batchRecords(c.t, frame.Body)...)
+			a.batches++
 		case wire.TypeGap:
 			g, err := wire.DecodeGap(frame.Body)
 			if err != nil {

@@ -48,9 +48,10 @@ type writer struct {
 	exited chan struct{}
 
 	mu          sync.Mutex
-	queued      [][]byte
+	queued      []outgoing
 	queuedBytes int
 	onDrain     func() // one-shot: the queue fell below half its limit
+	finished    bool   // the writer exited: vectored items are released at once
 
 	buf     []byte
 	pending []ackGroup
@@ -98,12 +99,43 @@ func (w *writer) wake() {
 	}
 }
 
+// outgoing is one queued reply: encoded bytes, or a header and parts
+// that alias memory (a mapped segment) the writer hands to the
+// connection without copying, then gives back with done.
+type outgoing struct {
+	bytes []byte
+	parts [][]byte
+	done  func() // set for vectored items only
+}
+
 // frame queues an encoded frame (or several) and reports whether the queue
 // is now over its limit. Never blocks.
 func (w *writer) frame(b []byte) (over bool) {
+	return w.push(outgoing{bytes: b}, len(b))
+}
+
+// vectored queues header followed by parts, sent in order with the other
+// replies; done runs exactly once, when the connection no longer needs
+// the parts (sent, copied, or the connection failed). Never blocks.
+func (w *writer) vectored(header []byte, parts [][]byte, done func()) (over bool) {
+	size := len(header)
+	for _, part := range parts {
+		size += len(part)
+	}
+	return w.push(outgoing{bytes: header, parts: parts, done: done}, size)
+}
+
+func (w *writer) push(item outgoing, size int) (over bool) {
 	w.mu.Lock()
-	w.queued = append(w.queued, b)
-	w.queuedBytes += len(b)
+	if w.finished {
+		w.mu.Unlock()
+		if item.done != nil {
+			item.done()
+		}
+		return false
+	}
+	w.queued = append(w.queued, item)
+	w.queuedBytes += size
 	over = w.queuedBytes > w.limit
 	w.mu.Unlock()
 	select {
@@ -111,6 +143,24 @@ func (w *writer) frame(b []byte) (over bool) {
 	default:
 	}
 	return over
+}
+
+// abandon runs the done of every vectored item that will never be sent,
+// now and later: the connection failed or the writer exited.
+func (w *writer) abandon(head *outgoing) {
+	if head != nil && head.done != nil {
+		head.done()
+	}
+	w.mu.Lock()
+	w.finished = true
+	items := w.queued
+	w.queued = nil
+	w.mu.Unlock()
+	for _, item := range items {
+		if item.done != nil {
+			item.done()
+		}
+	}
 }
 
 // whenDrained calls fn once the reply queue is below half its limit (at
@@ -129,16 +179,29 @@ func (w *writer) whenDrained(fn func()) {
 func (w *writer) run() {
 	defer close(w.exited)
 	defer func() { _ = w.conn.Close() }()
+	defer w.abandon(nil)
 	closing := false
 	for {
-		w.collect()
+		vectored := w.collect()
 		w.encodeCompleted()
-		if len(w.buf) > 0 {
+		wrote := len(w.buf) > 0
+		if wrote {
 			if err := w.conn.Write(w.buf); err != nil {
 				w.credits.fail()
+				w.abandon(vectored)
 				return
 			}
 			w.buf = w.buf[:0]
+		}
+		if vectored != nil {
+			// The connection runs done itself, whatever the outcome.
+			if err := w.conn.WriteVectored(vectored.bytes, vectored.parts, vectored.done); err != nil {
+				w.credits.fail()
+				return
+			}
+			continue
+		}
+		if wrote {
 			continue
 		}
 		if closing && len(w.pending) == 0 && w.acks.Len() == 0 && w.empty() {
@@ -148,24 +211,43 @@ func (w *writer) run() {
 	}
 }
 
-// collect moves everything queued into the write buffer without blocking.
-func (w *writer) collect() {
+// collect moves what is queued into the write buffer without blocking,
+// up to the first vectored item, which it takes off the queue and
+// returns: its parts go to the connection as they are, after the buffer.
+func (w *writer) collect() *outgoing {
 	// pending has room for the whole window, and the ring and pending
 	// together hold at most a window of runs: one PopBatch takes them all.
 	w.pending = w.acks.PopBatch(w.pending)
 	w.mu.Lock()
-	for i, b := range w.queued {
-		w.buf = append(w.buf, b...)
-		w.queued[i] = nil
+	var vectored *outgoing
+	taken := 0
+	for i := range w.queued {
+		item := w.queued[i]
+		w.queued[i] = outgoing{}
+		taken++
+		size := len(item.bytes)
+		if item.done != nil {
+			for _, part := range item.parts {
+				size += len(part)
+			}
+			w.queuedBytes -= size
+			vectored = &item
+			break
+		}
+		w.queuedBytes -= size
+		w.buf = append(w.buf, item.bytes...)
 	}
-	w.queued = w.queued[:0]
-	w.queuedBytes = 0
-	drained := w.onDrain
-	w.onDrain = nil
+	w.queued = append(w.queued[:0], w.queued[taken:]...)
+	var drained func()
+	if w.queuedBytes <= w.limit/2 {
+		drained = w.onDrain
+		w.onDrain = nil
+	}
 	w.mu.Unlock()
 	if drained != nil {
 		drained()
 	}
+	return vectored
 }
 
 func (w *writer) empty() bool {

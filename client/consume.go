@@ -148,8 +148,51 @@ type fetchState struct {
 	messages  []Message
 	gaps      []Gap
 	rejected  []RejectedDelivery
-	delivered int // Deliver frames, accepted or not: ConsumeEnd counts them
+	delivered int // records delivered, accepted or not: ConsumeEnd counts them
 	reason    uint8
+
+	// raw keeps DeliverBatch frames as they came, for a Stream to verify
+	// and decode on its own goroutine; a Fetch decodes them at once.
+	raw    bool
+	frames []byte      // raw: the frames of every DeliverBatch, back to back
+	spans  []batchSpan // raw: one per DeliverBatch, in order
+}
+
+// batchSpan locates one DeliverBatch's frames in fetchState.frames.
+type batchSpan struct {
+	partition   uint32
+	first, next uint64
+	count       int
+	start, end  int
+}
+
+// batch takes one DeliverBatch: kept raw for a Stream, or verified and
+// decoded record by record for a Fetch (the frames alias the read buffer,
+// so a Fetch copies each body it keeps).
+func (f *fetchState) batch(b wire.DeliverBatch) {
+	f.delivered += int(b.Count)
+	if f.raw {
+		start := len(f.frames)
+		f.frames = append(f.frames, b.Frames...)
+		f.spans = append(f.spans, batchSpan{partition: b.Partition, first: b.First, next: b.Next,
+			count: int(b.Count), start: start, end: len(f.frames)})
+		return
+	}
+	err := walkRecords(b, func(h format.RecordHeader, frame []byte, corrupt error) error {
+		if corrupt != nil {
+			f.reject(Message{Stream: f.stream, Partition: b.Partition, Offset: h.Offset, Attempt: 1}, corrupt)
+			return nil
+		}
+		f.deliver(wire.Deliver{Partition: b.Partition, Offset: h.Offset, Attempt: 1, Timestamp: h.Timestamp,
+			BodyCRC: h.BodyCRC, Body: frame[format.RecordHeaderSize : format.RecordHeaderSize+int(h.BodyLength)]})
+		f.delivered-- // counted with the batch
+		return nil
+	})
+	var corrupt *CorruptBatchError
+	if errors.As(err, &corrupt) {
+		corrupt.Stream = f.stream
+		f.reject(Message{Stream: f.stream, Partition: b.Partition, Offset: corrupt.Offset, Attempt: 1}, err)
+	}
 }
 
 // deliver verifies and copies one delivered record. The CRC is checked

@@ -16,7 +16,7 @@ func (c *Client) dispatch(f wire.Frame) error {
 		return c.onProduceAck(f)
 	case wire.TypeError:
 		return c.onError(f)
-	case wire.TypeDeliver, wire.TypeGap:
+	case wire.TypeDeliver, wire.TypeGap, wire.TypeDeliverBatch:
 		return c.onConsumePart(f)
 	case wire.TypeConsumeEnd:
 		return c.onConsumeEnd(f)
@@ -98,11 +98,15 @@ func (c *Client) onConsumePart(f wire.Frame) error {
 	var (
 		deliver wire.Deliver
 		gap     wire.Gap
+		batch   wire.DeliverBatch
 		err     error
 	)
-	if f.Type == wire.TypeDeliver {
+	switch f.Type {
+	case wire.TypeDeliver:
 		deliver, err = wire.DecodeDeliver(f.Body)
-	} else {
+	case wire.TypeDeliverBatch:
+		batch, err = wire.DecodeDeliverBatch(f.Body)
+	default:
 		gap, err = wire.DecodeGap(f.Body)
 	}
 	if err != nil {
@@ -112,9 +116,12 @@ func (c *Client) onConsumePart(f wire.Frame) error {
 	if cl == nil || err != nil {
 		return err
 	}
-	if f.Type == wire.TypeDeliver {
+	switch f.Type {
+	case wire.TypeDeliver:
 		cl.fetch.deliver(deliver)
-	} else {
+	case wire.TypeDeliverBatch:
+		cl.fetch.batch(batch)
+	default:
 		cl.fetch.gap(gap)
 	}
 	return nil

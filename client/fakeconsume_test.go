@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"time"
 
+	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -15,6 +16,10 @@ func (fc *fakeConn) consume(f wire.Frame) {
 	m, err := wire.DecodeConsume(f.Body)
 	if err != nil {
 		b.problem("Consume: %v", err)
+		return
+	}
+	if m.Mode == wire.ModeStreaming {
+		fc.streamBatch(f, m)
 		return
 	}
 	if m.Mode != wire.ModeWork {
@@ -110,4 +115,30 @@ func (fc *fakeConn) ack(f wire.Frame) {
 		statuses[i] = wire.AckOK
 	}
 	fc.out = wire.Append(fc.out, f.RequestID, &wire.AckResult{Statuses: statuses})
+}
+
+// streamBatch answers a streaming Consume with one DeliverBatch of every
+// record from offset 0, framed as stored; a record marked corrupt has a
+// body bit flipped after its checksums were computed, as a bad disk or
+// memory would.
+func (fc *fakeConn) streamBatch(f wire.Frame, m wire.Consume) {
+	b := fc.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	log := b.logs[string(m.Stream)]
+	if log == nil {
+		fc.out = wire.Append(fc.out, f.RequestID, wire.NewError(wire.CodeNotFound, "no stream %q", m.Stream))
+		return
+	}
+	var frames []byte
+	for offset, r := range log.records {
+		at := len(frames)
+		frames = format.AppendRecord(frames, uint64(offset), r.timestamp, r.body, r.crc, format.BodyHash(r.body))
+		if b.corrupt[uint64(offset)] {
+			frames[at+format.RecordHeaderSize] ^= 0x40
+		}
+	}
+	count := uint32(len(log.records))
+	fc.out = wire.Append(fc.out, f.RequestID, &wire.DeliverBatch{Partition: m.Partition, First: 0, Next: uint64(count), Count: count, Frames: frames})
+	fc.out = wire.Append(fc.out, f.RequestID, &wire.ConsumeEnd{Delivered: count, Reason: wire.EndCaughtUp})
 }

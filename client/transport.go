@@ -28,7 +28,15 @@ const (
 type readBuffer struct {
 	buf        []byte
 	start, end int // unparsed bytes are buf[start:end]
+	// sinceLarge counts fits since one needed more than readBufferSize:
+	// a grown buffer is kept while large frames keep coming (a stream of
+	// DeliverBatch frames would otherwise reallocate it for each one).
+	sinceLarge int
 }
+
+// keepLargeFits is how many fits without a large frame it takes to let a
+// grown read buffer go.
+const keepLargeFits = 64
 
 func newReadBuffer() readBuffer { return readBuffer{buf: make([]byte, readBufferSize)} }
 
@@ -62,7 +70,13 @@ func (b *readBuffer) fit(need int) {
 		return
 	}
 	size := max(need, readBufferSize)
-	if size > len(b.buf) || len(b.buf) > 2*size {
+	if need > readBufferSize {
+		b.sinceLarge = 0
+	} else if b.sinceLarge < keepLargeFits {
+		b.sinceLarge++
+	}
+	shrink := len(b.buf) > 2*size && b.sinceLarge >= keepLargeFits
+	if size > len(b.buf) || shrink {
 		buf := make([]byte, size)
 		b.end = copy(buf, b.buf[b.start:b.end])
 		b.buf, b.start = buf, 0

@@ -78,6 +78,21 @@ func (c *epollConn) Write(b []byte) error {
 	return nil
 }
 
+// WriteVectored implements Conn. The reactor backends copy the parts
+// into the output queue (one memcpy each, no re-encoding), so done runs
+// before it returns and the caller may release the parts at once.
+func (c *epollConn) WriteVectored(header []byte, parts [][]byte, done func()) error {
+	defer done()
+	cfg := &c.reactor.server.cfg
+	if err := c.output.writeParts(header, parts, cfg.OutputLimit, cfg.WriteTimeout, c.remote); err != nil {
+		return err
+	}
+	if c.flushPending.CompareAndSwap(false, true) {
+		c.reactor.post(c, taskFlush)
+	}
+	return nil
+}
+
 // Close implements Conn: queued output is sent first, up to the write
 // timeout.
 func (c *epollConn) Close() error {

@@ -48,6 +48,15 @@ type Conn interface {
 	// read), so it is never called from inside Data. Safe for concurrent
 	// use.
 	Write(b []byte) error
+	// WriteVectored queues header followed by every part as one write,
+	// whole and in order with Write, without the caller joining them.
+	// The parts may alias memory the caller must keep unchanged, such as
+	// a mapped segment, until done runs; done runs exactly once, when
+	// the backend no longer needs them: sent, copied into its output
+	// queue, or failed. Flow control is Write's: the bytes count against
+	// the output limit. Safe for concurrent use; never call it from
+	// inside Data.
+	WriteVectored(header []byte, parts [][]byte, done func()) error
 	// SetReadTimeout ends reading when no byte arrives for d (zero:
 	// never). It applies from the next read.
 	SetReadTimeout(d time.Duration)

@@ -28,6 +28,12 @@ func newOutputQueue() outputQueue {
 // timeout (a peer that does not read) or once the connection is closed.
 // remote names the peer in the timeout error.
 func (q *outputQueue) write(b []byte, limit int, timeout time.Duration, remote string) error {
+	return q.writeParts(b, nil, limit, timeout, remote)
+}
+
+// writeParts appends head and then each part, under one lock so no other
+// write lands between them.
+func (q *outputQueue) writeParts(head []byte, parts [][]byte, limit int, timeout time.Duration, remote string) error {
 	var timer *time.Timer
 	q.mu.Lock()
 	for len(q.out) > limit && !q.done {
@@ -49,7 +55,10 @@ func (q *outputQueue) write(b []byte, limit int, timeout time.Duration, remote s
 		q.mu.Unlock()
 		return net.ErrClosed
 	}
-	q.out = append(q.out, b...)
+	q.out = append(q.out, head...)
+	for _, part := range parts {
+		q.out = append(q.out, part...)
+	}
 	q.mu.Unlock()
 	return nil
 }

@@ -181,6 +181,23 @@ func (c *stdConn) Write(b []byte) error {
 	return err
 }
 
+// WriteVectored writes header and parts with one writev (net.Buffers)
+// straight from the caller's memory: std has no output queue to copy into.
+func (c *stdConn) WriteVectored(header []byte, parts [][]byte, done func()) error {
+	defer done()
+	buffers := make(net.Buffers, 0, len(parts)+1)
+	buffers = append(buffers, header)
+	buffers = append(buffers, parts...)
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	if c.closed.Load() {
+		return net.ErrClosed
+	}
+	_ = c.nc.SetWriteDeadline(time.Now().Add(c.server.cfg.WriteTimeout))
+	_, err := buffers.WriteTo(c.nc)
+	return err
+}
+
 func (c *stdConn) PauseReading() {
 	c.pauseMu.Lock()
 	defer c.pauseMu.Unlock()

@@ -51,6 +51,15 @@ type Log struct {
 	runtimeMu     sync.Mutex
 	runtimeEvents []LossEvent // damage found after open, by reads
 
+	// runBuffers recycles the buffers runs of the active segment are read
+	// into: a fresh one per run would be zeroed and faulted in each time
+	// (a sync.Pool loses them at every collection). At most
+	// maxRunBuffers are kept.
+	runBuffers struct {
+		sync.Mutex
+		free []*[]byte
+	}
+
 	app      appender
 	wake     chan struct{} // nudges the appender; never closed
 	stop     chan struct{} // closed by Close to stop the appender

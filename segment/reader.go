@@ -54,6 +54,8 @@ type Reader struct {
 
 	buf      []byte // active segment: a window of the file
 	bufStart int64
+
+	runBuffer *[]byte // active segment: the buffer the next run is read into
 }
 
 // NewReader returns a Reader starting at offset from.
@@ -94,6 +96,10 @@ func (r *Reader) Close() {
 		r.seg = nil
 	}
 	r.buf = nil
+	if r.runBuffer != nil {
+		r.log.putRunBuffer(r.runBuffer)
+		r.runBuffer = nil
+	}
 }
 
 // Offset returns the offset the next call to Next starts from.

@@ -250,7 +250,7 @@ func TestWireDocBodySizes(t *testing.T) {
 		wire.TypeProduce: &wire.Produce{}, wire.TypeProduceAck: &wire.ProduceAck{}, wire.TypeConsume: &wire.Consume{},
 		wire.TypeDeliver: &wire.Deliver{}, wire.TypeConsumeEnd: &wire.ConsumeEnd{}, wire.TypeAck: &wire.Ack{},
 		wire.TypeAckResult: &wire.AckResult{}, wire.TypeGap: &wire.Gap{}, wire.TypeError: &wire.Error{},
-		wire.TypeOpenGroup: &wire.OpenGroup{}, wire.TypeGroupInfo: &wire.GroupInfo{},
+		wire.TypeOpenGroup: &wire.OpenGroup{}, wire.TypeGroupInfo: &wire.GroupInfo{}, wire.TypeDeliverBatch: &wire.DeliverBatch{},
 	}
 	bodySize := regexp.MustCompile(`(?m)^Body size: (\d+) bytes`)
 	for _, info := range wire.Types() {

@@ -63,6 +63,8 @@ func seedMessages() []wire.Message {
 		&wire.OpenGroup{Stream: []byte("orders"), Partition: 0, Group: []byte("billing"), Mode: wire.ModeKeyShared, StartKind: wire.StartTime, StartValue: 1735787045000},
 		&wire.OpenGroup{Stream: []byte{}, Group: []byte{}, Mode: wire.ModeStreaming, StartKind: wire.StartOffset, StartValue: math.MaxUint64},
 		&wire.GroupInfo{Mode: wire.ModeWork, Committed: 42},
+		&wire.DeliverBatch{Partition: 2, First: 10, Next: 12, Count: 2, Frames: []byte("IR\x01\x00stored frames")},
+		&wire.DeliverBatch{Partition: 0, First: 5, Next: 5, Count: 0, Frames: []byte{}},
 	}
 }
 
@@ -308,6 +310,9 @@ func decodeBody(t wire.Type, body []byte, entries []wire.AckEntry) (m wire.Messa
 	case wire.TypeGroupInfo:
 		decoded, err := wire.DecodeGroupInfo(body)
 		return &decoded, true, err
+	case wire.TypeDeliverBatch:
+		decoded, err := wire.DecodeDeliverBatch(body)
+		return &decoded, true, err
 	}
 	return nil, false, nil
 }
@@ -367,6 +372,10 @@ func checkInvariants(t *testing.T, m wire.Message) {
 		if m.MinVersion == 0 || m.MinVersion > m.MaxVersion {
 			t.Fatalf("Hello accepted with version range %d..%d", m.MinVersion, m.MaxVersion)
 		}
+	case *wire.DeliverBatch:
+		if m.Count > 0 && (m.Next-m.First < uint64(m.Count) || len(m.Frames) == 0) {
+			t.Fatalf("DeliverBatch accepted with %d records over offsets %d..%d in %d bytes", m.Count, m.First, m.Next, len(m.Frames))
+		}
 	case *wire.Gap:
 		if m.To < m.From {
 			t.Fatalf("Gap accepted with to %d below from %d", m.To, m.From)
@@ -395,6 +404,8 @@ func FuzzDecodeMessages(f *testing.F) {
 	f.Add(byte(wire.TypeAck), []byte{1, 0, 's', 0, 0, 0, 0, 1, 0, 'g', 0, 0, 0, 0, 0, 0x01, 0x10})
 	f.Add(byte(wire.TypeHello), (&wire.Hello{MinVersion: 2, MaxVersion: 1}).AppendBody(nil))
 	f.Add(byte(200), []byte("future body"))
+	f.Add(byte(wire.TypeDeliverBatch), (&wire.DeliverBatch{First: 9, Next: 3, Count: 1, Frames: []byte("x")}).AppendBody(nil))
+	f.Add(byte(wire.TypeDeliverBatch), (&wire.DeliverBatch{First: 1, Next: 2, Count: 1}).AppendBody(nil))
 	f.Add(byte(wire.TypeOpenGroup), (&wire.OpenGroup{Stream: []byte("s"), Group: []byte("g"), Mode: 1, StartKind: 9}).AppendBody(nil))
 
 	f.Fuzz(func(t *testing.T, typeByte byte, body []byte) {

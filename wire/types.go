@@ -22,6 +22,9 @@ const (
 	TypeError      Type = 13 // S→C: structured error answering a request
 	TypeOpenGroup  Type = 14 // C→S: open a group, creating it with a mode and start position
 	TypeGroupInfo  Type = 15 // S→C: answers OpenGroup
+	// TypeDeliverBatch carries a run of stored record frames answering a
+	// streaming Consume (S→C), sent only with CapDeliverBatch.
+	TypeDeliverBatch Type = 16
 )
 
 // TypeInfo describes a frame type for docs and tests.
@@ -47,13 +50,14 @@ var typeInfo = []TypeInfo{
 	{TypeError, "Error", "S→C"},
 	{TypeOpenGroup, "OpenGroup", "C→S"},
 	{TypeGroupInfo, "GroupInfo", "S→C"},
+	{TypeDeliverBatch, "DeliverBatch", "S→C"},
 }
 
 // Types lists every frame type of this protocol version.
 func Types() []TypeInfo { return append([]TypeInfo(nil), typeInfo...) }
 
 // Known reports whether t is a frame type of this protocol version.
-func (t Type) Known() bool { return t >= TypeHello && t <= TypeGroupInfo }
+func (t Type) Known() bool { return t >= TypeHello && t <= TypeDeliverBatch }
 
 func (t Type) String() string {
 	if t.Known() {
@@ -72,7 +76,10 @@ const (
 	// CapGroups: the consumer model beyond work mode: OpenGroup, the
 	// key_shared, broadcast and streaming modes, and Ack ops 2–7.
 	CapGroups uint64 = 1 << 2
+	// CapDeliverBatch: a streaming Consume is answered with DeliverBatch
+	// frames (stored record frames, byte for byte) instead of Deliver.
+	CapDeliverBatch uint64 = 1 << 3
 )
 
 // Capabilities this implementation supports.
-const Capabilities = CapGapAdvisory | CapLongPoll | CapGroups
+const Capabilities = CapGapAdvisory | CapLongPoll | CapGroups | CapDeliverBatch

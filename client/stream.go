@@ -1,0 +1,318 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/wire"
+)
+
+// Defaults for StreamOptions.
+const (
+	DefaultStreamRecords = 10_000
+	DefaultStreamBytes   = 4 << 20
+)
+
+// StreamOptions shape a Stream.
+type StreamOptions struct {
+	Partition uint32
+	// MaxRecords and MaxBytes bound one batch (defaults
+	// DefaultStreamRecords and DefaultStreamBytes; the broker caps
+	// records at 10,000). MaxBytes counts stored frames; the first
+	// record comes whatever its size.
+	MaxRecords int
+	MaxBytes   int
+	// Wait is how long the broker may hold a request when the stream is
+	// caught up (long poll); 0 answers at once with an empty batch.
+	Wait time.Duration
+	// CommitEvery commits the position this often from Next (0: only
+	// when the caller calls Commit). A batch counts as processed once
+	// Next is called again.
+	CommitEvery time.Duration
+}
+
+// StreamBatch is one answer of a Stream. The Key, Payload and header
+// values of its Messages alias the Stream's receive buffer: they are
+// valid until the next call to Next, and must be copied to be kept.
+type StreamBatch struct {
+	Messages []Message
+	Gaps     []Gap
+	// Next is the position after this batch: Commit(Next) marks every
+	// record of it (and before it) done.
+	Next uint64
+	// Reason is why the broker ended the batch: "limit", "caught_up" or
+	// "waited".
+	Reason string
+}
+
+// CorruptBatchError reports a record frame of a DeliverBatch that failed
+// its checks (header or body CRC32C, length trailer, xxh3). Nothing of
+// the batch from that frame on is handed over. errors.Is(err,
+// ErrCorruptDelivery) holds.
+type CorruptBatchError struct {
+	Stream    string
+	Partition uint32
+	Offset    uint64 // the offset the frame should have carried
+	Err       error
+}
+
+func (e *CorruptBatchError) Error() string {
+	return fmt.Sprintf("ironbus client: corrupt delivery: %s/%d offset %d: %v", e.Stream, e.Partition, e.Offset, e.Err)
+}
+
+// Unwrap exposes ErrCorruptDelivery and the check that failed.
+func (e *CorruptBatchError) Unwrap() []error { return []error{ErrCorruptDelivery, e.Err} }
+
+// Stream reads a streaming group as fast as the broker can send it: each
+// batch is a run of records as they are stored, sent without a lease, and
+// every frame's checksums are verified here. The group's position is
+// whatever was last committed; a new Stream (or connection) resumes from
+// there, so processing is at-least-once. A Stream is not safe for
+// concurrent use.
+type Stream struct {
+	client  *Client
+	stream  string
+	group   string
+	options StreamOptions
+
+	buffers    [2][]byte // receive buffers, alternating so a batch outlives the next request's arrival
+	turn       int       // the buffer of the latest request
+	ahead      *call     // the request in flight, if any
+	aheadID    uint32
+	messages   []Message
+	position   uint64 // the Next of the last batch
+	committed  uint64
+	lastCommit time.Time
+}
+
+// Stream opens a streaming consumer of group on stream (the group is
+// created in streaming mode if it does not exist).
+func (c *Client) Stream(stream, group string, opts StreamOptions) (*Stream, error) {
+	if err := errors.Join(checkName("stream", stream), checkName("group", group), c.needGroups()); err != nil {
+		return nil, err
+	}
+	if opts.MaxRecords <= 0 {
+		opts.MaxRecords = DefaultStreamRecords
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultStreamBytes
+	}
+	return &Stream{client: c, stream: stream, group: group, options: opts, lastCommit: time.Now()}, nil
+}
+
+// Next returns the next batch. It is empty (no Messages, no Gaps) when
+// the stream is caught up and the wait elapsed. A corrupt frame fails
+// the call with a *CorruptBatchError.
+//
+// Next reads one batch ahead: as soon as a batch has arrived it asks for
+// the next one, so the broker sends while the caller decodes and
+// processes. The batch read ahead when a Stream is dropped is lost to this
+// connection (its read position is past it); the group's committed
+// position is unaffected, and a new connection resumes from there.
+func (s *Stream) Next(ctx context.Context) (StreamBatch, error) {
+	if err := s.commitIfDue(ctx); err != nil {
+		return StreamBatch{}, err
+	}
+	if s.ahead == nil {
+		if err := s.request(); err != nil {
+			return StreamBatch{}, err
+		}
+	}
+	cl, id, turn := s.ahead, s.aheadID, s.turn
+	if err := s.client.await(ctx, id, cl); err != nil {
+		// The reader may still fill the call: leave it, and the buffer
+		// it appends to, to the collector.
+		s.ahead, s.buffers[turn] = nil, nil
+		return StreamBatch{}, err
+	}
+	s.ahead = nil
+	defer putCall(cl)
+	if cl.err != nil {
+		return StreamBatch{}, cl.err
+	}
+	s.buffers[turn] = cl.fetch.frames
+	if cl.fetch.reason == wire.EndLimit {
+		// More is ready: have it sent while this batch is processed.
+		if err := s.request(); err != nil {
+			return StreamBatch{}, err
+		}
+	}
+	return s.decode(&cl.fetch)
+}
+
+// request sends the Consume for the next batch into the buffer not
+// holding the current one.
+func (s *Stream) request() error {
+	opts := FetchOptions{Partition: s.options.Partition, Type: GroupStreaming, MaxRecords: s.options.MaxRecords,
+		MaxBytes: s.options.MaxBytes, Wait: s.options.Wait}
+	cl := getCall()
+	cl.fetch.stream, cl.fetch.raw = s.stream, true
+	s.turn ^= 1
+	cl.fetch.frames = s.buffers[s.turn][:0]
+	id, err := s.client.register(entry{kind: kindFetch, call: cl})
+	if err != nil {
+		putCall(cl)
+		return err
+	}
+	s.client.enqueue(id, consumeMessage(s.stream, s.group, opts))
+	s.ahead, s.aheadID = cl, id
+	return nil
+}
+
+// decode verifies and decodes a raw answer into the Stream's messages.
+// Records that came as Deliver (a broker without deliver_batch) were
+// decoded by the reader already.
+func (s *Stream) decode(f *fetchState) (StreamBatch, error) {
+	result := f.result()
+	batch := StreamBatch{Gaps: result.Gaps, Reason: result.Reason, Next: s.position}
+	if len(f.rejected) > 0 {
+		return StreamBatch{}, &DeliveryError{Rejected: f.rejected}
+	}
+	s.messages = append(s.messages[:0], result.Messages...)
+	for _, span := range f.spans {
+		run := wire.DeliverBatch{Partition: span.partition, First: span.first, Next: span.next,
+			Count: uint32(span.count), Frames: f.frames[span.start:span.end]}
+		if err := walkRecords(run, s.appendRecord(span.partition)); err != nil {
+			var corrupt *CorruptBatchError
+			if errors.As(err, &corrupt) {
+				corrupt.Stream = s.stream
+			}
+			return StreamBatch{}, err
+		}
+		batch.Next = max(batch.Next, span.next)
+	}
+	if n := len(s.messages); n > 0 {
+		batch.Next = max(batch.Next, s.messages[n-1].Offset+1)
+	}
+	for _, gap := range batch.Gaps {
+		batch.Next = max(batch.Next, gap.To)
+	}
+	s.position = batch.Next
+	batch.Messages = s.messages
+	return batch, nil
+}
+
+// appendRecord returns the walk callback that decodes one verified record
+// frame into a Message aliasing it.
+func (s *Stream) appendRecord(partition uint32) func(format.RecordHeader, []byte, error) error {
+	return func(h format.RecordHeader, frame []byte, corrupt error) error {
+		if corrupt != nil {
+			return corrupt // never a message; the caller sees which offset
+		}
+		view, err := format.DecodeBody(frame[format.RecordHeaderSize : format.RecordHeaderSize+int(h.BodyLength)])
+		switch {
+		case errors.Is(err, format.ErrTooNew):
+			return fmt.Errorf("%w: %s/%d offset %d: %w", ErrUnsupportedRecord, s.stream, partition, h.Offset, err)
+		case err != nil:
+			return &CorruptBatchError{Stream: s.stream, Partition: partition, Offset: h.Offset, Err: err}
+		case view.Codec != format.CodecNone:
+			return fmt.Errorf("%w: %s/%d offset %d: payload codec %s", ErrUnsupportedRecord, s.stream, partition, h.Offset, view.Codec)
+		}
+		m := Message{Stream: s.stream, Partition: partition, Offset: h.Offset, Attempt: 1,
+			Timestamp: time.Unix(0, h.Timestamp), Key: view.Key, Payload: view.Payload}
+		if len(view.Subject) > 0 {
+			m.Subject = string(view.Subject)
+		}
+		if len(view.HeaderBytes) > 0 { // the iterator costs an allocation
+			for name, value := range view.Headers() {
+				m.Headers = append(m.Headers, Header{Name: string(name), Value: value})
+			}
+		}
+		s.messages = append(s.messages, m)
+		return nil
+	}
+}
+
+// All iterates over batches until ctx ends or a call fails (the error is
+// the last thing yielded).
+func (s *Stream) All(ctx context.Context) iter.Seq2[StreamBatch, error] {
+	return func(yield func(StreamBatch, error) bool) {
+		for {
+			batch, err := s.Next(ctx)
+			if !yield(batch, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// Position is the offset after the last batch Next returned.
+func (s *Stream) Position() uint64 { return s.position }
+
+// Commit stores offset as the group's position: every offset below it is
+// done. Commit(batch.Next) settles a batch and everything before it.
+func (s *Stream) Commit(ctx context.Context, offset uint64) error {
+	status, err := s.client.Commit(ctx, s.stream, s.group, s.options.Partition, offset)
+	if err != nil {
+		return err
+	}
+	if status != AckOK {
+		return fmt.Errorf("%w: commit of %s/%d at %d: status %v", ErrInvalidArgument, s.stream, s.options.Partition, offset, status)
+	}
+	s.committed = max(s.committed, offset)
+	s.lastCommit = time.Now()
+	return nil
+}
+
+// commitIfDue commits the position of the batches returned so far when
+// CommitEvery has passed since the last commit.
+func (s *Stream) commitIfDue(ctx context.Context) error {
+	if s.options.CommitEvery <= 0 || s.position <= s.committed || time.Since(s.lastCommit) < s.options.CommitEvery {
+		return nil
+	}
+	return s.Commit(ctx, s.position)
+}
+
+// walkRecords verifies every record frame of a DeliverBatch (header
+// CRC32C, length trailer, body CRC32C and xxh3) and calls fn with each,
+// skipping commit frames. A frame whose header holds but whose body fails
+// goes to fn with a nil frame and its *CorruptBatchError, so fn decides
+// whether the rest of the batch is worth having. Offsets must run from
+// First without a hole and the count must match: anything else is
+// corruption of the batch, and ends it.
+func walkRecords(b wire.DeliverBatch, fn func(format.RecordHeader, []byte, error) error) error {
+	want := b.First
+	corrupt := func(err error) error {
+		return &CorruptBatchError{Partition: b.Partition, Offset: want, Err: err}
+	}
+	for frames := b.Frames; len(frames) > 0; {
+		switch format.PeekKind(frames) {
+		case format.KindCommit:
+			if len(frames) < format.CommitFrameSize {
+				return corrupt(fmt.Errorf("%w: commit frame cut short", format.ErrCorrupt))
+			}
+			frames = frames[format.CommitFrameSize:]
+			continue
+		case format.KindRecord:
+		default:
+			return corrupt(fmt.Errorf("%w: a %v frame in a batch", format.ErrCorrupt, format.PeekKind(frames)))
+		}
+		h, err := format.DecodeRecordHeader(frames, format.AbsoluteMaxBody)
+		if err != nil {
+			return corrupt(err) // the frame boundaries are lost with it
+		}
+		if h.Offset != want || want >= b.Next || len(frames) < int(h.FrameLength) {
+			return corrupt(fmt.Errorf("%w: record offset %d (%d bytes) in a batch of [%d, %d) with %d bytes left",
+				format.ErrCorrupt, h.Offset, h.FrameLength, b.First, b.Next, len(frames)))
+		}
+		frame := frames[:h.FrameLength]
+		if _, err := format.VerifyRecord(frame, h); err != nil {
+			frame, err = nil, corrupt(err)
+			if err := fn(h, nil, err); err != nil {
+				return err
+			}
+		} else if err := fn(h, frame, nil); err != nil {
+			return err
+		}
+		frames = frames[h.FrameLength:]
+		want++
+	}
+	if got := want - b.First; got != uint64(b.Count) {
+		return corrupt(fmt.Errorf("%w: batch says %d records, holds %d", format.ErrCorrupt, b.Count, got))
+	}
+	return nil
+}

@@ -24,7 +24,15 @@ type epollConn struct {
 	closed   bool
 	lastRead time.Time
 	closeAt  time.Time // when a requested close gives up on unsent output
-	sending  []byte    // output taken from out, not yet fully written
+	// The batch being sent, taken from output: sending's bytes with the
+	// borrowed parts between them. sent counts the batch's bytes written,
+	// borrowsDone the borrows whose done ran, borrowedDone their bytes.
+	sending      []byte
+	borrows      []borrowed
+	batchBytes   int
+	sent         int
+	borrowsDone  int
+	borrowedDone int
 
 	memoryWait   bool // a goroutine waits for large-frame memory and owns in
 	memoryCancel context.CancelFunc
@@ -78,13 +86,13 @@ func (c *epollConn) Write(b []byte) error {
 	return nil
 }
 
-// WriteVectored implements Conn. The reactor backends copy the parts
-// into the output queue (one memcpy each, no re-encoding), so done runs
-// before it returns and the caller may release the parts at once.
+// WriteVectored implements Conn. The parts are not copied: the reactor
+// writes them with writev from the caller's memory (a mapped segment) and
+// runs done once the kernel has them, or the connection closed.
 func (c *epollConn) WriteVectored(header []byte, parts [][]byte, done func()) error {
-	defer done()
 	cfg := &c.reactor.server.cfg
-	if err := c.output.writeParts(header, parts, cfg.OutputLimit, cfg.WriteTimeout, c.remote); err != nil {
+	if err := c.output.writeBorrowed(header, parts, done, cfg.OutputLimit, cfg.WriteTimeout, c.remote); err != nil {
+		done()
 		return err
 	}
 	if c.flushPending.CompareAndSwap(false, true) {
@@ -104,13 +112,71 @@ func (c *epollConn) Close() error {
 
 // waiting reports whether output waits to be sent. Reactor only.
 func (c *epollConn) waiting() bool {
-	return len(c.sending) > 0 || c.output.queued()
+	return c.sent < c.batchBytes || c.output.queued()
 }
 
-// take moves queued output into sending and lets blocked writers go on.
-// Reactor only.
+// take moves queued output into the batch being sent and lets blocked
+// writers go on. Reactor only, once the previous batch is all written.
 func (c *epollConn) take() {
-	c.sending = c.output.take(c.sending)
+	c.sending, c.borrows = c.output.takeAll(c.sending, c.borrows)
+	c.batchBytes, c.sent, c.borrowsDone, c.borrowedDone = len(c.sending), 0, 0, 0
+	for _, b := range c.borrows {
+		c.batchBytes += b.size
+	}
+}
+
+// iovecs appends to dst (up to its capacity) the unsent bytes of the
+// batch, in order: sending's bytes with the borrowed parts between them.
+func (c *epollConn) iovecs(dst [][]byte) [][]byte {
+	skip := c.sent
+	add := func(b []byte) bool {
+		if skip >= len(b) {
+			skip -= len(b)
+			return true
+		}
+		if len(dst) == cap(dst) {
+			return false
+		}
+		dst = append(dst, b[skip:])
+		skip = 0
+		return true
+	}
+	at := 0
+	for _, b := range c.borrows {
+		if !add(c.sending[at:b.at]) {
+			return dst
+		}
+		for _, part := range b.parts {
+			if !add(part) {
+				return dst
+			}
+		}
+		at = b.at
+	}
+	add(c.sending[at:])
+	return dst
+}
+
+// releaseSent runs done for every borrow the kernel now has all of.
+func (c *epollConn) releaseSent() {
+	for c.borrowsDone < len(c.borrows) {
+		b := c.borrows[c.borrowsDone]
+		if b.at+c.borrowedDone+b.size > c.sent {
+			return
+		}
+		c.borrowsDone++
+		c.borrowedDone += b.size
+		b.done()
+	}
+}
+
+// dropUnsent runs done for the borrows of the batch that will never be
+// sent: the connection closed.
+func (c *epollConn) dropUnsent() {
+	for ; c.borrowsDone < len(c.borrows); c.borrowsDone++ {
+		c.borrows[c.borrowsDone].done()
+	}
+	c.batchBytes, c.sent = 0, 0
 }
 
 // flush writes queued output, one write per pass when the socket takes it
@@ -120,13 +186,16 @@ func (r *reactor) flush(c *epollConn) {
 	if c.closed {
 		return
 	}
-	if len(c.sending) == 0 {
+	if c.sent == c.batchBytes {
 		c.take()
 	}
-	for len(c.sending) > 0 {
-		n, err := unix.Write(c.fd, c.sending)
+	for c.sent < c.batchBytes {
+		r.iovecs = c.iovecs(r.iovecs[:0])
+		n, err := unix.Writev(c.fd, r.iovecs)
+		clear(r.iovecs) // no reference to a mapping outlives the call
 		if n > 0 {
-			c.sending = c.sending[:copy(c.sending, c.sending[n:])]
+			c.sent += n
+			c.releaseSent()
 		}
 		if err != nil {
 			if isRetryable(err) {
@@ -136,7 +205,7 @@ func (r *reactor) flush(c *epollConn) {
 			r.closeConn(c)
 			return
 		}
-		if len(c.sending) == 0 {
+		if c.sent == c.batchBytes {
 			c.take()
 		}
 	}
@@ -178,6 +247,7 @@ func (r *reactor) closeConn(c *epollConn) {
 		c.in.release()
 	}
 	c.output.finish()
+	c.dropUnsent()
 	r.stopReading(c, net.ErrClosed)
 	r.server.forget(c)
 }

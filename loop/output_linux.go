@@ -13,11 +13,26 @@ import (
 // stops reading costs at most the limit, and give up after the write
 // timeout instead of blocking a session forever.
 type outputQueue struct {
-	mu       sync.Mutex // guards out, space, done
+	mu       sync.Mutex // guards out, borrows, borrowedBytes, space, done
 	out      []byte
+	borrows  []borrowed    // sent from the writer's memory, between bytes of out
 	space    chan struct{} // closed when out shrinks: blocked writers retry
 	done     bool
 	doneChan chan struct{}
+	// borrowedBytes is what borrows hold: it counts against the limit
+	// like out, though none of it was copied.
+	borrowedBytes int
+}
+
+// borrowed is one WriteVectored's parts, sent from the caller's memory
+// (a mapped segment) instead of being copied: they go out after the
+// first at bytes of the queue's out and before the rest. done runs once,
+// when the kernel has every byte or the connection closed.
+type borrowed struct {
+	at    int
+	parts [][]byte
+	size  int
+	done  func()
 }
 
 func newOutputQueue() outputQueue {
@@ -34,9 +49,40 @@ func (q *outputQueue) write(b []byte, limit int, timeout time.Duration, remote s
 // writeParts appends head and then each part, under one lock so no other
 // write lands between them.
 func (q *outputQueue) writeParts(head []byte, parts [][]byte, limit int, timeout time.Duration, remote string) error {
+	if err := q.waitForSpace(limit, timeout, remote); err != nil {
+		return err
+	}
+	q.out = append(q.out, head...)
+	for _, part := range parts {
+		q.out = append(q.out, part...)
+	}
+	q.mu.Unlock()
+	return nil
+}
+
+// writeBorrowed queues head (copied) and parts (not copied: they must stay
+// valid until done runs). On an error done has not run and will not.
+func (q *outputQueue) writeBorrowed(head []byte, parts [][]byte, done func(), limit int, timeout time.Duration, remote string) error {
+	if err := q.waitForSpace(limit, timeout, remote); err != nil {
+		return err
+	}
+	q.out = append(q.out, head...)
+	size := 0
+	for _, part := range parts {
+		size += len(part)
+	}
+	q.borrows = append(q.borrows, borrowed{at: len(q.out), parts: parts, size: size, done: done})
+	q.borrowedBytes += size
+	q.mu.Unlock()
+	return nil
+}
+
+// waitForSpace returns with q.mu held once no more than limit bytes wait,
+// or an error (q.mu released) after timeout or once the connection closed.
+func (q *outputQueue) waitForSpace(limit int, timeout time.Duration, remote string) error {
 	var timer *time.Timer
 	q.mu.Lock()
-	for len(q.out) > limit && !q.done {
+	for len(q.out)+q.borrowedBytes > limit && !q.done {
 		if timer == nil {
 			timer = time.NewTimer(timeout)
 			defer timer.Stop()
@@ -55,11 +101,6 @@ func (q *outputQueue) writeParts(head []byte, parts [][]byte, limit int, timeout
 		q.mu.Unlock()
 		return net.ErrClosed
 	}
-	q.out = append(q.out, head...)
-	for _, part := range parts {
-		q.out = append(q.out, part...)
-	}
-	q.mu.Unlock()
 	return nil
 }
 
@@ -69,7 +110,7 @@ var errWriteTimeout = &timeoutError{}
 func (q *outputQueue) queued() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.out) > 0
+	return len(q.out) > 0 || len(q.borrows) > 0
 }
 
 // retainedOutput is the largest buffer a connection keeps for its next
@@ -83,22 +124,44 @@ const retainedOutput = 64 << 10
 // buffers of the output limit plus one write: the one being sent and the
 // one filling, which the RAM budget counts.
 func (q *outputQueue) take(spare []byte) []byte {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.takeLocked(spare)
+}
+
+// takeLocked is take with q.mu held.
+func (q *outputQueue) takeLocked(spare []byte) []byte {
 	if cap(spare) > retainedOutput {
 		spare = nil
 	}
-	q.mu.Lock()
 	taken := q.out
 	q.out = spare[:0]
 	close(q.space)
 	q.space = make(chan struct{})
-	q.mu.Unlock()
 	return taken
 }
 
+// takeAll is take for a backend that sends borrowed parts in place: it
+// also hands over the borrows (and takes spareBorrows, emptied, to fill).
+func (q *outputQueue) takeAll(spare []byte, spareBorrows []borrowed) ([]byte, []borrowed) {
+	clear(spareBorrows)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	borrows := q.borrows
+	q.borrows, q.borrowedBytes = spareBorrows[:0], 0
+	return q.takeLocked(spare), borrows
+}
+
 // finish fails every present and future write: the connection closed.
+// Borrowed parts still queued will never be sent: their done runs now.
 func (q *outputQueue) finish() {
 	q.mu.Lock()
 	q.done = true
 	close(q.doneChan)
+	borrows := q.borrows
+	q.borrows, q.borrowedBytes = nil, 0
 	q.mu.Unlock()
+	for _, b := range borrows {
+		b.done()
+	}
 }

@@ -41,6 +41,7 @@ type reactor struct {
 	queue  taskQueue[task]
 
 	conns     map[int]*epollConn
+	iovecs    [][]byte // scratch for one writev: IOV_MAX is 1,024; 64 is plenty per pass
 	readBuf   []byte
 	events    []unix.EpollEvent
 	lastCheck time.Time
@@ -70,7 +71,8 @@ func newReactor(s *EpollServer, index int) (*reactor, error) {
 		return nil, err
 	}
 	return &reactor{server: s, index: index, epfd: epfd, parker: parker, queue: taskQueue[task]{wakefd: wakefd}, conns: map[int]*epollConn{},
-		readBuf: make([]byte, s.cfg.ReadBufferSize), events: make([]unix.EpollEvent, 256)}, nil
+		readBuf: make([]byte, s.cfg.ReadBufferSize), events: make([]unix.EpollEvent, 256),
+		iovecs: make([][]byte, 0, 64)}, nil
 }
 
 // post queues a task for the loop and wakes it. Safe from any goroutine.

@@ -27,10 +27,10 @@ type EpollServer struct {
 	draining atomic.Bool
 	running  sync.WaitGroup
 
-	mu      sync.Mutex
-	conns   map[*epollConn]struct{}
-	idle    chan struct{}
-	serving bool // Serve owns the listening descriptor and closes it
+	conns *connSet[*epollConn]
+
+	mu      sync.Mutex // guards listenFD and serving
+	serving bool       // Serve owns the listening descriptor and closes it
 }
 
 var _ Server = (*EpollServer)(nil)
@@ -41,7 +41,7 @@ func NewEpoll(cfg Config, handler Handler) (*EpollServer, error) {
 	if cfg.Loops <= 0 {
 		cfg.Loops = runtime.GOMAXPROCS(0)
 	}
-	s := &EpollServer{cfg: cfg, handler: handler, listenFD: -1, conns: map[*epollConn]struct{}{}}
+	s := &EpollServer{cfg: cfg, handler: handler, listenFD: -1, conns: newConnSet[*epollConn]()}
 	for i := 0; i < cfg.Loops; i++ {
 		r, err := newReactor(s, i)
 		if err != nil {
@@ -119,14 +119,10 @@ func (s *EpollServer) start(fd int) {
 	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	r := s.reactors[s.nextLoop.Add(1)%uint64(len(s.reactors))]
 	c := newEpollConn(r, fd, s.nextID.Add(1))
-	s.mu.Lock()
-	if s.draining.Load() {
-		s.mu.Unlock()
+	if !s.conns.add(c, s.draining.Load) {
 		_ = unix.Close(fd)
 		return
 	}
-	s.conns[c] = struct{}{}
-	s.mu.Unlock()
 	r.post(c, taskAdd)
 }
 
@@ -143,36 +139,18 @@ func (s *EpollServer) Shutdown(ctx context.Context) error {
 		}
 		s.listenFD = -1
 	}
-	s.idle = make(chan struct{})
-	if len(s.conns) == 0 {
-		close(s.idle)
-	}
-	for c := range s.conns {
-		c.reactor.post(c, taskStopReading)
-	}
-	idle := s.idle
 	s.mu.Unlock()
-	var err error
-	select {
-	case <-idle:
-	case <-ctx.Done():
-		err = ctx.Err()
+	s.conns.drain(func(c *epollConn) { c.reactor.post(c, taskStopReading) })
+	if err := s.conns.wait(ctx); err != nil {
+		return err
 	}
-	if err == nil {
-		s.closeReactors()
-	}
-	return err
+	s.closeReactors()
+	return nil
 }
 
 // CloseAll implements Server.
 func (s *EpollServer) CloseAll() {
-	s.mu.Lock()
-	conns := make([]*epollConn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
-	s.mu.Unlock()
-	for _, c := range conns {
+	for _, c := range s.conns.all() {
 		c.closeNow.Store(true)
 		c.reactor.post(c, taskClose)
 	}
@@ -186,18 +164,7 @@ func (s *EpollServer) closeReactors() {
 	s.running.Wait()
 }
 
-func (s *EpollServer) forget(c *epollConn) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.conns, c)
-	if s.draining.Load() && len(s.conns) == 0 && s.idle != nil {
-		select {
-		case <-s.idle:
-		default:
-			close(s.idle)
-		}
-	}
-}
+func (s *EpollServer) forget(c *epollConn) { s.conns.forget(c) }
 
 // listenTCP binds a blocking TCP listening socket.
 func listenTCP(addr string) (int, net.Addr, error) {

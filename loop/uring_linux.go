@@ -41,10 +41,10 @@ type URingServer struct {
 	stopped     chan struct{} // closed once every reactor has ended
 	acceptEnded chan error    // reactor 0's multishot ACCEPT ended for good
 
-	mu      sync.Mutex
-	conns   map[*uringConn]struct{}
-	idle    chan struct{}
-	serving bool // Serve owns the listening descriptor and closes it
+	conns *connSet[*uringConn]
+
+	mu      sync.Mutex // guards listenFD and serving
+	serving bool       // Serve owns the listening descriptor and closes it
 }
 
 var _ Server = (*URingServer)(nil)
@@ -75,7 +75,7 @@ func NewURing(cfg Config, handler Handler) (*URingServer, error) {
 	if cfg.Loops <= 0 {
 		cfg.Loops = runtime.GOMAXPROCS(0)
 	}
-	s := &URingServer{cfg: cfg, handler: handler, listenFD: -1, conns: map[*uringConn]struct{}{},
+	s := &URingServer{cfg: cfg, handler: handler, listenFD: -1, conns: newConnSet[*uringConn](),
 		stopped: make(chan struct{}), acceptEnded: make(chan error, 1)}
 	// No SINGLE_ISSUER or DEFER_TASKRUN, though the kernel has them:
 	// DEFER_TASKRUN posts completions only inside the owner's
@@ -176,14 +176,10 @@ func (s *URingServer) start(fd int, from *uringReactor) {
 	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	r := s.reactors[s.nextLoop.Add(1)%uint64(len(s.reactors))]
 	c := newURingConn(r, fd, s.nextID.Add(1))
-	s.mu.Lock()
-	if s.draining.Load() || s.stopping.Load() {
-		s.mu.Unlock()
+	if !s.conns.add(c, func() bool { return s.draining.Load() || s.stopping.Load() }) {
 		_ = unix.Close(fd)
 		return
 	}
-	s.conns[c] = struct{}{}
-	s.mu.Unlock()
 	if r == from {
 		r.add(c)
 		return
@@ -205,36 +201,18 @@ func (s *URingServer) Shutdown(ctx context.Context) error {
 		s.listenFD = -1
 	}
 	s.reactors[0].queue.wake()
-	s.idle = make(chan struct{})
-	if len(s.conns) == 0 {
-		close(s.idle)
-	}
-	for c := range s.conns {
-		c.reactor.queue.post(uringTask{conn: c, kind: taskStopReading})
-	}
-	idle := s.idle
 	s.mu.Unlock()
-	var err error
-	select {
-	case <-idle:
-	case <-ctx.Done():
-		err = ctx.Err()
+	s.conns.drain(func(c *uringConn) { c.reactor.queue.post(uringTask{conn: c, kind: taskStopReading}) })
+	if err := s.conns.wait(ctx); err != nil {
+		return err
 	}
-	if err == nil {
-		s.closeReactors()
-	}
-	return err
+	s.closeReactors()
+	return nil
 }
 
 // CloseAll implements Server.
 func (s *URingServer) CloseAll() {
-	s.mu.Lock()
-	conns := make([]*uringConn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
-	s.mu.Unlock()
-	for _, c := range conns {
+	for _, c := range s.conns.all() {
 		c.closeNow.Store(true)
 		c.reactor.queue.post(uringTask{conn: c, kind: taskClose})
 	}
@@ -253,18 +231,7 @@ func (s *URingServer) closeReactors() {
 }
 
 // forget drops a closed connection; the last one ends a drain.
-func (s *URingServer) forget(c *uringConn) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.conns, c)
-	if s.draining.Load() && len(s.conns) == 0 && s.idle != nil {
-		select {
-		case <-s.idle:
-		default:
-			close(s.idle)
-		}
-	}
-}
+func (s *URingServer) forget(c *uringConn) { s.conns.forget(c) }
 
 // Busy returns the time each reactor spent handling completions.
 func (s *URingServer) Busy() []time.Duration {

@@ -39,9 +39,9 @@ func TestURingStaleCompletion(t *testing.T) {
 	if err := Available(BackendURing); err != nil {
 		t.Skip(err)
 	}
-	runtime.LockOSThread() // the ring is single-issuer: this thread drives it
+	runtime.LockOSThread() // this test asks for a single-issuer ring: one thread drives it
 	defer runtime.UnlockOSThread()
-	server := &URingServer{cfg: Config{}.withDefaults(), conns: map[*uringConn]struct{}{},
+	server := &URingServer{cfg: Config{}.withDefaults(), conns: newConnSet[*uringConn](),
 		stopped: make(chan struct{}), acceptEnded: make(chan error, 1)}
 	r := newURingReactor(server, 0)
 	if err := r.open(uring.Options{SingleIssuer: true}); err != nil {

@@ -3,7 +3,6 @@ package loop
 import (
 	"context"
 	"net"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -12,10 +11,9 @@ import (
 // epollConn is a connection served by a reactor. The fields without a
 // lock comment belong to the reactor goroutine.
 type epollConn struct {
+	connFront
 	reactor *reactor
 	fd      int
-	id      uint64
-	remote  string
 	session Session
 
 	in       inputBuffer // bytes the session has not consumed yet
@@ -36,54 +34,14 @@ type epollConn struct {
 
 	memoryWait   bool // a goroutine waits for large-frame memory and owns in
 	memoryCancel context.CancelFunc
-
-	paused       atomic.Bool
-	closing      atomic.Bool
-	closeNow     atomic.Bool
-	flushPending atomic.Bool
-	readTimeout  atomic.Int64
-
-	output outputQueue
 }
 
 var _ Conn = (*epollConn)(nil)
 
 func newEpollConn(r *reactor, fd int, id uint64) *epollConn {
-	remote := "unknown"
-	if sa, err := unix.Getpeername(fd); err == nil {
-		remote = sockaddrToTCP(sa).String()
-	}
-	return &epollConn{reactor: r, fd: fd, id: id, remote: remote, output: newOutputQueue(),
-		in: newInputBuffer(r.server.cfg)}
-}
-
-func (c *epollConn) ID() uint64                     { return c.id }
-func (c *epollConn) RemoteAddr() string             { return c.remote }
-func (c *epollConn) SetReadTimeout(d time.Duration) { c.readTimeout.Store(int64(d)) }
-
-// PauseReading implements Conn; the reactor stops watching input the next
-// time it looks at the connection.
-func (c *epollConn) PauseReading() { c.paused.Store(true) }
-
-// ResumeReading implements Conn.
-func (c *epollConn) ResumeReading() {
-	if c.paused.Swap(false) {
-		c.reactor.post(c, taskResume)
-	}
-}
-
-// Write implements Conn: it queues b and wakes the reactor, which sends
-// everything queued with one write per pass. It blocks while more than the
-// output limit is waiting, up to the write timeout.
-func (c *epollConn) Write(b []byte) error {
-	cfg := &c.reactor.server.cfg
-	if err := c.output.write(b, cfg.OutputLimit, cfg.WriteTimeout, c.remote); err != nil {
-		return err
-	}
-	if c.flushPending.CompareAndSwap(false, true) {
-		c.reactor.post(c, taskFlush)
-	}
-	return nil
+	c := &epollConn{reactor: r, fd: fd, in: newInputBuffer(r.server.cfg)}
+	c.connFront = newConnFront(fd, id, r.server.cfg, func(kind taskKind) { r.post(c, kind) })
+	return c
 }
 
 // WriteVectored implements Conn. The parts are not copied: the reactor
@@ -95,18 +53,7 @@ func (c *epollConn) WriteVectored(header []byte, parts [][]byte, done func()) er
 		done()
 		return err
 	}
-	if c.flushPending.CompareAndSwap(false, true) {
-		c.reactor.post(c, taskFlush)
-	}
-	return nil
-}
-
-// Close implements Conn: queued output is sent first, up to the write
-// timeout.
-func (c *epollConn) Close() error {
-	if !c.closing.Swap(true) {
-		c.reactor.post(c, taskClose)
-	}
+	c.flushSoon()
 	return nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"runtime"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -16,10 +15,9 @@ import (
 // uringConn is a connection served by an io_uring reactor. The fields
 // without a lock comment or atomic type belong to the reactor goroutine.
 type uringConn struct {
+	connFront
 	reactor *uringReactor
 	fd      int
-	id      uint64
-	remote  string
 	session Session
 
 	slot, generation uint32 // its place in the reactor's slotTable
@@ -42,54 +40,16 @@ type uringConn struct {
 
 	memoryWait   bool // a goroutine waits for large-frame memory and owns in
 	memoryCancel context.CancelFunc
-
-	paused       atomic.Bool
-	closing      atomic.Bool
-	closeNow     atomic.Bool
-	flushPending atomic.Bool
-	readTimeout  atomic.Int64
-
-	output outputQueue
 }
 
 var _ Conn = (*uringConn)(nil)
 
 func newURingConn(r *uringReactor, fd int, id uint64) *uringConn {
-	remote := "unknown"
-	if sa, err := unix.Getpeername(fd); err == nil {
-		remote = sockaddrToTCP(sa).String()
-	}
-	return &uringConn{reactor: r, fd: fd, id: id, remote: remote, output: newOutputQueue(),
-		in: newInputBuffer(r.server.cfg)}
-}
-
-func (c *uringConn) ID() uint64                     { return c.id }
-func (c *uringConn) RemoteAddr() string             { return c.remote }
-func (c *uringConn) SetReadTimeout(d time.Duration) { c.readTimeout.Store(int64(d)) }
-
-// PauseReading implements Conn; the reactor cancels the RECV the next time
-// it looks at the connection, and keeps what arrives meanwhile.
-func (c *uringConn) PauseReading() { c.paused.Store(true) }
-
-// ResumeReading implements Conn.
-func (c *uringConn) ResumeReading() {
-	if c.paused.Swap(false) {
-		c.reactor.queue.post(uringTask{conn: c, kind: taskResume})
-	}
-}
-
-// Write implements Conn: it queues b and wakes the reactor, which sends
-// everything queued in one SEND. It blocks while more than the output limit
-// is waiting, up to the write timeout.
-func (c *uringConn) Write(b []byte) error {
-	cfg := &c.reactor.server.cfg
-	if err := c.output.write(b, cfg.OutputLimit, cfg.WriteTimeout, c.remote); err != nil {
-		return err
-	}
-	if c.flushPending.CompareAndSwap(false, true) {
-		c.reactor.queue.post(uringTask{conn: c, kind: taskFlush})
-	}
-	return nil
+	c := &uringConn{reactor: r, fd: fd, in: newInputBuffer(r.server.cfg)}
+	c.connFront = newConnFront(fd, id, r.server.cfg, func(kind taskKind) {
+		r.queue.post(uringTask{conn: c, kind: kind})
+	})
+	return c
 }
 
 // WriteVectored implements Conn. The reactor backends copy the parts
@@ -101,18 +61,7 @@ func (c *uringConn) WriteVectored(header []byte, parts [][]byte, done func()) er
 	if err := c.output.writeParts(header, parts, cfg.OutputLimit, cfg.WriteTimeout, c.remote); err != nil {
 		return err
 	}
-	if c.flushPending.CompareAndSwap(false, true) {
-		c.reactor.queue.post(uringTask{conn: c, kind: taskFlush})
-	}
-	return nil
-}
-
-// Close implements Conn: queued output is sent first, up to the write
-// timeout.
-func (c *uringConn) Close() error {
-	if !c.closing.Swap(true) {
-		c.reactor.queue.post(uringTask{conn: c, kind: taskClose})
-	}
+	c.flushSoon()
 	return nil
 }
 

@@ -76,9 +76,11 @@ type uringReactor struct {
 	accepting       bool // the multishot ACCEPT is armed
 	acceptCancelled bool
 	acceptReported  bool
-	acceptRetry     bool // rearm the ACCEPT at the next timeout check
-	tearingDown     bool // the ring is closing: nothing more is submitted
-	stale           int  // completions for a slot's previous owner, ignored
+	acceptRetry     bool      // rearm the ACCEPT at the next timeout check
+	tearingDown     bool      // the ring is closing: nothing more is submitted
+	stale           int       // completions for a slot's previous owner, ignored
+	broken          error     // the ring refused every submit: the loop stops
+	scratch         uring.SQE // handed out instead of a real SQE once broken
 }
 
 func newURingReactor(s *URingServer, index int) *uringReactor {
@@ -208,6 +210,10 @@ func (r *uringReactor) loop() {
 			r.server.cfg.Logger.Error("io_uring lost completions; the reactor stops", "reactor", r.index, "lost", lost)
 			return
 		}
+		if r.broken != nil {
+			r.server.cfg.Logger.Error("io_uring reactor stops", "reactor", r.index, "error", r.broken.Error())
+			return
+		}
 		r.now = time.Now()
 		r.reap()
 		spare = r.runTasks(spare)
@@ -265,6 +271,9 @@ func (r *uringReactor) dispatch(cqe uring.CQE) {
 // full; ErrBusy means the CQ must be drained first, into completions, which
 // reap dispatches after the ones it holds.
 func (r *uringReactor) sqe() *uring.SQE {
+	if r.broken != nil {
+		return &r.scratch
+	}
 	for attempt := 0; ; attempt++ {
 		if sqe := r.ring.GetSQE(); sqe != nil {
 			return sqe
@@ -274,9 +283,12 @@ func (r *uringReactor) sqe() *uring.SQE {
 		case errors.Is(err, uring.ErrBusy):
 			r.ring.ForEachCQE(r.collect)
 		case err != nil && attempt > 8:
-			// The ring is broken (it refuses every submit): a reactor that
-			// cannot submit cannot serve or even cancel; fail loudly.
-			panic(fmt.Sprintf("loop: io_uring submission queue stuck: %v", err))
+			// The ring refuses every submit: this reactor can neither
+			// serve nor cancel. The caller gets a scratch SQE that is never
+			// submitted, and the loop stops at the end of this pass, loudly;
+			// teardown closes the connections (never a panic).
+			r.broken = fmt.Errorf("loop: io_uring submission queue stuck: %w", err)
+			return &r.scratch
 		}
 	}
 }

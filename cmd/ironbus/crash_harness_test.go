@@ -21,15 +21,18 @@ import (
 // consumes; after every restart each acknowledged record must be there,
 // in order and byte-identical, no offset may be reused, and the group's
 // acknowledged progress must hold up to the documented redelivery (what
-// was acked since its last checkpoint, at most CheckpointInterval plus
-// the time a sync takes).
+// was acked since its last checkpoint: CheckpointInterval plus the time
+// its syncs take).
 //
 // IRONBUS_CRASH_CYCLES sets the number of kills (make test: 50, and 20
 // per extra backend; make crash-test: 1,000); IRONBUS_SEED replays one run.
 
 // checkpointSlack is how far before a kill acknowledged work may come back:
-// the 200 ms checkpoint interval plus a generous allowance for the sync.
-const checkpointSlack = time.Second
+// the 200 ms checkpoint interval plus the checkpoint's own file syncs,
+// which on a shared CI disk busy with the producers' fdatasyncs (and other
+// test packages) were seen to take most of a second. The bound catches a
+// group whose checkpoints stop being written, not a slow disk.
+const checkpointSlack = 3 * time.Second
 
 type crashLedger struct {
 	mu      sync.Mutex

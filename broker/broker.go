@@ -26,6 +26,7 @@ type Broker struct {
 	groups   map[groupKey]*servedGroup
 
 	deadLetters     deadLetterStore
+	redriveMu       sync.Mutex   // one dead-letter redrive at a time (admin.go)
 	openDeadLetters atomic.Int64 // dead-letter logs open: they count against MaxStreams
 
 	connections atomic.Int64

@@ -166,6 +166,8 @@ func (s *session) handle(frame wire.Frame) (outcome, error) {
 		err = s.ack(frame)
 	case wire.TypeOpenGroup:
 		err = s.openGroupRequest(frame)
+	case wire.TypeGroupAdmin, wire.TypeDeadLetterAdmin:
+		err = s.adminRequest(frame)
 	case wire.TypePing:
 		err = s.ping(frame)
 	case wire.TypePong:

@@ -253,7 +253,7 @@ func (c *Client) register(e entry) (uint32, error) {
 // (a mask of 1<<kind). ok is false when id is not in flight; err reports
 // a reply to a request of another kind, a protocol violation that leaves
 // the entry for shutdown to fail.
-func (c *Client) take(f wire.Frame, accepts uint8) (e entry, ok bool, err error) {
+func (c *Client) take(f wire.Frame, accepts uint16) (e entry, ok bool, err error) {
 	c.pmu.Lock()
 	defer c.pmu.Unlock()
 	slot := c.pending.get(f.RequestID)
@@ -309,7 +309,7 @@ func (c *Client) finish(e entry, err error) {
 	switch e.kind {
 	case kindProduce, kindProducer:
 		c.finishProduce(e, Ack{}, err)
-	case kindFetch, kindAck, kindPing, kindOpenGroup:
+	case kindFetch, kindAck, kindPing, kindOpenGroup, kindAdmin:
 		e.call.err = err
 		e.call.done <- struct{}{}
 	}

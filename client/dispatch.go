@@ -26,6 +26,8 @@ func (c *Client) dispatch(f wire.Frame) error {
 		return c.onPong(f)
 	case wire.TypeGroupInfo:
 		return c.onGroupInfo(f)
+	case wire.TypeGroupList, wire.TypeDeadLetterState:
+		return c.onAdmin(f)
 	case wire.TypePing:
 		payload, err := wire.DecodePing(f.Body)
 		if err != nil {

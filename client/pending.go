@@ -1,6 +1,10 @@
 package client
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/ironbus/ironbus/wire"
+)
 
 // kind says what a pending request is waiting for, so the reader knows
 // which replies are legal and where to put them.
@@ -15,6 +19,7 @@ const (
 	kindPing           // Client.Ping
 	kindKeepalive      // an idle keepalive; its Pong is dropped
 	kindOpenGroup      // an OpenGroup: GroupInfo
+	kindAdmin          // a GroupAdmin or DeadLetterAdmin: GroupList or DeadLetterState
 )
 
 // entry is one request in flight. Entries live by value in the table's
@@ -113,12 +118,13 @@ type call struct {
 	done chan struct{}
 	err  error
 
-	ack      Ack         // Produce
-	fetch    fetchState  // Fetch
-	want     int         // Ack: the number of entries sent
-	statuses []AckStatus // Ack: one per entry
-	payload  uint64      // Ping: the payload sent
-	group    GroupInfo   // OpenGroup
+	ack      Ack          // Produce
+	fetch    fetchState   // Fetch
+	want     int          // Ack: the number of entries sent
+	statuses []AckStatus  // Ack: one per entry
+	payload  uint64       // Ping: the payload sent
+	group    GroupInfo    // OpenGroup
+	admin    wire.Message // GroupAdmin, DeadLetterAdmin: the decoded answer, names copied
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
@@ -146,6 +152,8 @@ func (k kind) String() string {
 		return "Ping"
 	case kindOpenGroup:
 		return "OpenGroup"
+	case kindAdmin:
+		return "admin request"
 	}
 	return "free slot"
 }
@@ -157,5 +165,6 @@ const (
 	acceptsAck     = 1 << kindAck
 	acceptsPong    = 1<<kindPing | 1<<kindKeepalive
 	acceptsGroup   = 1 << kindOpenGroup
-	acceptsAny     = 0xff
+	acceptsAdmin   = 1 << kindAdmin
+	acceptsAny     = 0xffff
 )

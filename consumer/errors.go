@@ -33,6 +33,9 @@ var (
 	ErrNoDeadLetters = errors.New("consumer: group has no dead-letter queue")
 	// ErrNoGroup: the log has no checkpoint for the group asked about.
 	ErrNoGroup = errors.New("consumer: no such group")
+	// ErrGroupActive: a reset or delete found the group with live members
+	// (or a dead-letter move running); its consumers must stop first.
+	ErrGroupActive = errors.New("consumer: group has live members")
 	// ErrNotDeadLetter: a record in a dead-letter log lacks the headers
 	// that say where it came from.
 	ErrNotDeadLetter = errors.New("consumer: record is not a dead letter")

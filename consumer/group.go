@@ -123,7 +123,7 @@ func Open(log *segment.Log, name string, opts Options) (*Group, error) {
 // log) does not stop consumption: the state stays dirty and the next
 // checkpoint tries again.
 func (g *Group) create() error {
-	start, err := g.startOffset()
+	start, err := g.startOffset(g.opts.Start)
 	if err != nil {
 		return fmt.Errorf("consumer: group %s: start position: %w", g.name, err)
 	}
@@ -134,15 +134,16 @@ func (g *Group) create() error {
 	return nil
 }
 
-func (g *Group) startOffset() (uint64, error) {
+// startOffset resolves a start position against what the log holds now.
+func (g *Group) startOffset(start StartPosition) (uint64, error) {
 	first, end := g.log.FirstOffset(), g.log.Committed()
-	switch g.opts.Start.Kind {
+	switch start.Kind {
 	case StartLatest:
 		return end, nil
 	case StartOffset:
-		return min(max(g.opts.Start.Offset, first), end), nil
+		return min(max(start.Offset, first), end), nil
 	case StartTime:
-		offset, err := g.log.OffsetForTime(g.opts.Start.Time)
+		offset, err := g.log.OffsetForTime(start.Time)
 		return max(offset, first), err
 	}
 	return first, nil

@@ -28,6 +28,9 @@ type Summary struct {
 	MostDeliveries uint32
 	// PendingMoves counts dead-letter moves begun and not yet finished.
 	PendingMoves int
+	// Members and Leased are live figures: the consumers holding the group
+	// and their leases. A summary read from a checkpoint has neither.
+	Members, Leased int
 }
 
 // Inspect returns the summary of every group of log, by name.

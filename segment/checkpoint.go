@@ -114,3 +114,33 @@ func (l *Log) Checkpoints() ([]string, error) {
 	}
 	return out, nil
 }
+
+// DeleteCheckpoint removes the checkpoint name, ErrNotFound when there is
+// none. Removing one file is atomic, and the directory is synced before
+// returning, so after a crash the checkpoint is either whole or gone,
+// and gone once this returns. A temporary file a crashed WriteCheckpoint
+// left behind goes too, so it cannot be mistaken for the checkpoint.
+func (l *Log) DeleteCheckpoint(name string) error {
+	if err := ValidateStreamName(name); err != nil {
+		return err
+	}
+	if l.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	dir := path.Join(l.path, checkpointDirName)
+	file := path.Join(dir, name+checkpointSuffix)
+	err := l.fs.Remove(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: checkpoint %s", ErrNotFound, name)
+	}
+	if err != nil {
+		return fmt.Errorf("segment: delete checkpoint %s: %w", name, err)
+	}
+	if err := l.fs.Remove(file + ".tmp"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("segment: delete checkpoint %s: %w", name, err)
+	}
+	if err := l.fs.SyncDir(dir); err != nil {
+		return fmt.Errorf("segment: delete checkpoint %s: %w", name, err)
+	}
+	return nil
+}

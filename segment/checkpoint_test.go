@@ -63,3 +63,45 @@ func TestCrashCheckpointReplace(t *testing.T) {
 		_ = d2.Close()
 	}
 }
+
+func TestCrashCheckpointDelete(t *testing.T) {
+	// A power cut at any write of a delete leaves the checkpoint whole or
+	// gone; once DeleteCheckpoint returns, it is gone for good.
+	for k := int64(0); ; k++ {
+		c := newCrashRig(vfs.NewMemFS(), 1<<40, vfs.CrashOptions{})
+		d := openDir(t, c.fs, testOptions(22))
+		l := openLog(t, d)
+		if err := l.WriteCheckpoint("g", []byte("kept")); err != nil {
+			t.Fatal(err)
+		}
+		c.ops.Store(0)
+		c.crashAt = k
+		c.crashOpts = vfs.CrashOptions{Seed: uint64(k), KeepUnsynced: 0.5, Reorder: true}
+		deleted := l.DeleteCheckpoint("g") == nil
+		_ = d.Close()
+		if !c.crashed.Load() {
+			c.crashAt = 1 << 62 // reopening must not count as the cut
+			if !deleted {
+				t.Fatal("delete failed without a crash")
+			}
+			if _, err := openLog(t, openDir(t, c.fs, testOptions(22))).ReadCheckpoint("g"); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("after a delete: %v", err)
+			}
+			t.Logf("%d crash points checked", k)
+			return
+		}
+		got, err := openLog(t, openDir(t, c.image, testOptions(22))).ReadCheckpoint("g")
+		if err != nil && !errors.Is(err, ErrNotFound) || err == nil && string(got) != "kept" {
+			t.Fatalf("crash at write %d: %q %v", k, got, err)
+		}
+	}
+}
+
+func TestDeleteCheckpointMissing(t *testing.T) {
+	d := openDir(t, vfs.NewMemFS(), testOptions(23))
+	l := openLog(t, d)
+	if err := l.DeleteCheckpoint("nothing"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("deleting a missing checkpoint: %v", err)
+	}
+	_ = d.Close()
+}

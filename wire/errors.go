@@ -30,6 +30,7 @@ const (
 	CodeTooManyConns      Code = 17 // the broker is at its connection limit; the connection closes
 	CodeUnsupportedMode   Code = 18 // a consume mode this broker does not serve yet
 	CodeGroupModeMismatch Code = 19 // the group exists with another consume mode
+	CodeGroupActive       Code = 20 // a reset or delete found live members; stop the group's consumers first
 )
 
 // CodeInfo describes an error code for docs and tests.
@@ -60,6 +61,7 @@ var codeInfo = []CodeInfo{
 	{CodeTooManyConns, "too_many_connections", true, true},
 	{CodeUnsupportedMode, "unsupported_mode", false, false},
 	{CodeGroupModeMismatch, "group_mode_mismatch", false, false},
+	{CodeGroupActive, "group_active", false, false},
 }
 
 // Codes lists every error code of this protocol version.

@@ -65,6 +65,16 @@ func seedMessages() []wire.Message {
 		&wire.GroupInfo{Mode: wire.ModeWork, Committed: 42},
 		&wire.DeliverBatch{Partition: 2, First: 10, Next: 12, Count: 2, Frames: []byte("IR\x01\x00stored frames")},
 		&wire.DeliverBatch{Partition: 0, First: 5, Next: 5, Count: 0, Frames: []byte{}},
+		&wire.GroupAdmin{Op: wire.GroupOpList, Stream: []byte("orders"), Group: []byte{}},
+		&wire.GroupAdmin{Op: wire.GroupOpReset, Stream: []byte("orders"), Partition: 2, Group: []byte("billing"), TargetKind: wire.StartTime, TargetValue: 1735787045000},
+		&wire.GroupList{Groups: []wire.GroupState{}},
+		&wire.GroupList{Groups: []wire.GroupState{
+			{Stream: []byte("orders"), Group: []byte("billing"), Mode: wire.ModeWork, Committed: 3, AckedAhead: 2, Unsettled: 1, MostDeliveries: 4, PendingMoves: 1, LogEnd: 9, Members: 2, Leased: 1},
+			{Stream: []byte{}, Partition: math.MaxUint32, Group: []byte{}, Mode: wire.ModeStreaming, Committed: math.MaxUint64, LogEnd: math.MaxUint64}}},
+		&wire.DeadLetterAdmin{Op: wire.DeadLetterOpRedrive, Stream: []byte("orders"), Max: 100},
+		&wire.DeadLetterAdmin{Op: wire.DeadLetterOpList, Stream: []byte{}},
+		&wire.DeadLetterState{Republished: 3, Skipped: 1, Queues: []wire.DeadLetterQueue{{Stream: []byte("orders"), First: 0, End: 4, Redriven: 4}}},
+		&wire.DeadLetterState{Queues: []wire.DeadLetterQueue{}},
 	}
 }
 
@@ -313,6 +323,18 @@ func decodeBody(t wire.Type, body []byte, entries []wire.AckEntry) (m wire.Messa
 	case wire.TypeDeliverBatch:
 		decoded, err := wire.DecodeDeliverBatch(body)
 		return &decoded, true, err
+	case wire.TypeGroupAdmin:
+		decoded, err := wire.DecodeGroupAdmin(body)
+		return &decoded, true, err
+	case wire.TypeGroupList:
+		decoded, err := wire.DecodeGroupList(body)
+		return &decoded, true, err
+	case wire.TypeDeadLetterAdmin:
+		decoded, err := wire.DecodeDeadLetterAdmin(body)
+		return &decoded, true, err
+	case wire.TypeDeadLetterState:
+		decoded, err := wire.DecodeDeadLetterState(body)
+		return &decoded, true, err
 	}
 	return nil, false, nil
 }
@@ -388,6 +410,10 @@ func checkInvariants(t *testing.T, m wire.Message) {
 		if m.StartKind > wire.StartTime {
 			t.Fatalf("OpenGroup accepted with start kind %d", m.StartKind)
 		}
+	case *wire.GroupAdmin:
+		if m.TargetKind > wire.StartTime {
+			t.Fatalf("GroupAdmin accepted with target kind %d", m.TargetKind)
+		}
 	}
 }
 
@@ -407,6 +433,11 @@ func FuzzDecodeMessages(f *testing.F) {
 	f.Add(byte(wire.TypeDeliverBatch), (&wire.DeliverBatch{First: 9, Next: 3, Count: 1, Frames: []byte("x")}).AppendBody(nil))
 	f.Add(byte(wire.TypeDeliverBatch), (&wire.DeliverBatch{First: 1, Next: 2, Count: 1}).AppendBody(nil))
 	f.Add(byte(wire.TypeOpenGroup), (&wire.OpenGroup{Stream: []byte("s"), Group: []byte("g"), Mode: 1, StartKind: 9}).AppendBody(nil))
+	// Admin shapes: a reset target kind past time, and lists whose count
+	// promises more entries than the body holds.
+	f.Add(byte(wire.TypeGroupAdmin), (&wire.GroupAdmin{Op: wire.GroupOpReset, Stream: []byte("s"), Group: []byte("g"), TargetKind: 7}).AppendBody(nil))
+	f.Add(byte(wire.TypeGroupList), []byte{0xff, 0xff, 0xff, 0x0f, 1, 0, 's'})
+	f.Add(byte(wire.TypeDeadLetterState), append(make([]byte, 16), 0x00, 0x00, 0x01, 0x00))
 
 	f.Fuzz(func(t *testing.T, typeByte byte, body []byte) {
 		frameType := wire.Type(typeByte)

@@ -25,6 +25,11 @@ const (
 	// TypeDeliverBatch carries a run of stored record frames answering a
 	// streaming Consume (S→C), sent only with CapDeliverBatch.
 	TypeDeliverBatch Type = 16
+	// Admin frames, sent only with CapAdmin.
+	TypeGroupAdmin      Type = 17 // C→S: list, inspect, reset or delete consumer groups
+	TypeGroupList       Type = 18 // S→C: answers GroupAdmin
+	TypeDeadLetterAdmin Type = 19 // C→S: list or redrive dead-letter queues
+	TypeDeadLetterState Type = 20 // S→C: answers DeadLetterAdmin
 )
 
 // TypeInfo describes a frame type for docs and tests.
@@ -51,13 +56,17 @@ var typeInfo = []TypeInfo{
 	{TypeOpenGroup, "OpenGroup", "C→S"},
 	{TypeGroupInfo, "GroupInfo", "S→C"},
 	{TypeDeliverBatch, "DeliverBatch", "S→C"},
+	{TypeGroupAdmin, "GroupAdmin", "C→S"},
+	{TypeGroupList, "GroupList", "S→C"},
+	{TypeDeadLetterAdmin, "DeadLetterAdmin", "C→S"},
+	{TypeDeadLetterState, "DeadLetterState", "S→C"},
 }
 
 // Types lists every frame type of this protocol version.
 func Types() []TypeInfo { return append([]TypeInfo(nil), typeInfo...) }
 
 // Known reports whether t is a frame type of this protocol version.
-func (t Type) Known() bool { return t >= TypeHello && t <= TypeDeliverBatch }
+func (t Type) Known() bool { return t >= TypeHello && t <= TypeDeadLetterState }
 
 func (t Type) String() string {
 	if t.Known() {
@@ -79,7 +88,10 @@ const (
 	// CapDeliverBatch: a streaming Consume is answered with DeliverBatch
 	// frames (stored record frames, byte for byte) instead of Deliver.
 	CapDeliverBatch uint64 = 1 << 3
+	// CapAdmin: the admin frames GroupAdmin and DeadLetterAdmin are
+	// served.
+	CapAdmin uint64 = 1 << 4
 )
 
 // Capabilities this implementation supports.
-const Capabilities = CapGapAdvisory | CapLongPoll | CapGroups | CapDeliverBatch
+const Capabilities = CapGapAdvisory | CapLongPoll | CapGroups | CapDeliverBatch | CapAdmin

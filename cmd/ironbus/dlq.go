@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ironbus/ironbus/client"
 	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/format"
@@ -17,6 +19,8 @@ type deadLetterRow struct {
 	Records   uint64 `json:"records"`
 	FirstHeld uint64 `json:"first_offset"`
 	End       uint64 `json:"end_offset"`
+	// Redriven: every dead letter below it was redriven (live only).
+	Redriven uint64 `json:"redriven_up_to"`
 }
 
 type deadLettersOutput struct {
@@ -27,8 +31,8 @@ type deadLettersOutput struct {
 
 func newDeadLetterCmd(opts *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "dlq ls|peek",
-		Short: "Show the dead-letter queues (offline)",
+		Use:   "dlq ls|peek|redrive",
+		Short: "Show and redrive the dead-letter queues",
 		Long: `A record delivered more than max-deliver times (5), rejected by a consumer, or
 too large to deliver moves to its stream's dead-letter queue, with headers
 naming the group, the source offset, the attempts and the reason. The queue
@@ -36,36 +40,43 @@ of stream S is the log S in <data-dir>/deadletters, a data directory of its
 own; consumers read it live as the stream .dlq.S, and the offline tools read
 it with --data-dir <data-dir>/deadletters (peek, dump, verify).
 
-dlq ls lists the queues and dlq peek shows dead letters with where they
-came from and why, both read-only, so the broker must be stopped. The live
-forms and the idempotent redrive arrive with the broker's admin verbs.`,
-		Example: `  ironbus dlq ls --data-dir /var/lib/ironbus
+dlq ls lists the queues: through the running broker at --addr, or with
+--data-dir read-only from a stopped broker's directory. dlq peek shows dead
+letters with where they came from and why (offline). dlq redrive republishes
+a queue's dead letters to their stream through the broker, idempotently.`,
+		Example: `  ironbus dlq ls
+  ironbus dlq ls --data-dir /var/lib/ironbus
   ironbus dlq peek --data-dir /var/lib/ironbus --stream orders
+  ironbus dlq redrive --stream orders
   ironbus sub --stream .dlq.orders --group triage --max 0     # live`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newDeadLetterListCmd(opts), newDeadLetterPeekCmd(opts))
+	cmd.AddCommand(newDeadLetterListCmd(opts), newDeadLetterPeekCmd(opts), newRedriveCmd(opts))
 	return cmd
 }
 
 func newDeadLetterListCmd(opts *globalOptions) *cobra.Command {
-	var dataDir string
+	var dataDir, addr string
 	cmd := &cobra.Command{
-		Use:     "ls --data-dir DIR",
-		Short:   "List the dead-letter queues and how many records each holds",
-		Example: `  ironbus dlq ls --data-dir ./data --json`,
-		Args:    cobra.NoArgs,
+		Use:   "ls [--addr A | --data-dir DIR]",
+		Short: "List the dead-letter queues and how many records each holds",
+		Example: `  ironbus dlq ls --json
+  ironbus dlq ls --data-dir ./data --json`,
+		Args: cobra.NoArgs,
 	}
 	addDataDirFlag(cmd, &dataDir)
+	addAddrFlag(cmd, &addr)
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print one JSON object (schema ironbus.cli.dlq.v1)")
-	cmd.RunE = classified(func() error { return runDeadLetterList(opts, dataDir) })
+	cmd.RunE = classified(func() error {
+		if dataDir == "" {
+			return runLiveDeadLetterList(cmd.Context(), opts, addr)
+		}
+		return runDeadLetterList(opts, dataDir)
+	})
 	return cmd
 }
 
 func runDeadLetterList(opts *globalOptions, dataDir string) error {
-	if err := requireDataDir(dataDir); err != nil {
-		return err
-	}
 	path, exists := deadLetterDir(dataDir)
 	out := deadLettersOutput{Schema: "ironbus.cli.dlq.v1", Directory: path, Queues: []deadLetterRow{}}
 	if exists {
@@ -95,6 +106,10 @@ func runDeadLetterList(opts *globalOptions, dataDir string) error {
 		}
 		_ = dir.Close()
 	}
+	return printDeadLetterQueues(opts, out)
+}
+
+func printDeadLetterQueues(opts *globalOptions, out deadLettersOutput) error {
 	if opts.json {
 		return writeJSON(opts.stdout, out)
 	}
@@ -102,9 +117,99 @@ func runDeadLetterList(opts *globalOptions, dataDir string) error {
 		fmt.Fprintln(opts.stdout, "no dead letters")
 	}
 	for _, queue := range out.Queues {
-		fmt.Fprintf(opts.stdout, "%s: %d records (offsets %d..%d), read live as %s\n",
+		fmt.Fprintf(opts.stdout, "%s: %d records (offsets %d..%d), read live as %s",
 			queue.Stream, queue.Records, queue.FirstHeld, queue.End, queue.WireName)
+		if queue.Redriven > 0 {
+			fmt.Fprintf(opts.stdout, ", redriven up to %d", queue.Redriven)
+		}
+		fmt.Fprintln(opts.stdout)
 	}
+	return nil
+}
+
+func runLiveDeadLetterList(ctx context.Context, opts *globalOptions, addr string) error {
+	c, err := dialBroker(ctx, addr, 1)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	queues, err := c.DeadLetters(ctx, "")
+	if err != nil {
+		return adminError(err)
+	}
+	out := deadLettersOutput{Schema: "ironbus.cli.dlq.v1", Directory: addr, Queues: []deadLetterRow{}}
+	for _, q := range queues {
+		out.Queues = append(out.Queues, queueRow(q))
+	}
+	return printDeadLetterQueues(opts, out)
+}
+
+func queueRow(q client.DeadLetterQueue) deadLetterRow {
+	return deadLetterRow{Stream: q.Stream, WireName: ".dlq." + q.Stream, Records: q.End - min(q.First, q.End),
+		FirstHeld: q.First, End: q.End, Redriven: q.Redriven}
+}
+
+// redriveOutput is the --json output of dlq redrive.
+type redriveOutput struct {
+	Schema      string        `json:"schema"`
+	Stream      string        `json:"stream"`
+	Republished uint64        `json:"republished"`
+	Skipped     uint64        `json:"skipped"`
+	Queue       deadLetterRow `json:"queue"`
+}
+
+func newRedriveCmd(opts *globalOptions) *cobra.Command {
+	var addr, stream string
+	var maxLetters int
+	cmd := &cobra.Command{
+		Use:   "redrive --stream S [--max N] [--addr A]",
+		Short: "Republish a stream's dead letters to it, idempotently (live)",
+		Long: `Republish the dead letters of stream S back to S through the broker, oldest
+first: each with its original key, subject, headers and payload, without the
+ironbus-dlq-* headers, and with ironbus-redriven-from=<offset in the queue>.
+
+The queue remembers how far it was redriven ("redriven up to", shown by dlq
+ls), so running redrive twice republishes each dead letter once; a redrive
+cut short by a crash republishes on its next run only what did not land.
+Consumers that failed on a record will see it again as a new record.`,
+		Example: `  ironbus dlq redrive --stream orders
+  ironbus dlq redrive --stream orders --max 100 --json`,
+		Args: cobra.NoArgs,
+	}
+	addAddrFlag(cmd, &addr)
+	cmd.Flags().StringVar(&stream, "stream", "", "the stream whose dead letters to republish (required)")
+	cmd.Flags().IntVar(&maxLetters, "max", 0, "republish at most this many dead letters (0 = all)")
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print one JSON object (schema ironbus.cli.redrive.v1)")
+	cmd.RunE = classified(func() error { return runRedrive(cmd.Context(), opts, addr, stream, maxLetters) })
+	return cmd
+}
+
+func runRedrive(ctx context.Context, opts *globalOptions, addr, stream string, maxLetters int) error {
+	if stream == "" {
+		return exitErrorf(exitUsage, "--stream is required: name the stream whose dead letters to republish")
+	}
+	if err := validateStream(stream); err != nil {
+		return err
+	}
+	if maxLetters < 0 {
+		return exitErrorf(exitUsage, "--max must be 0 (all) or more")
+	}
+	c, err := dialBroker(ctx, addr, 1)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	result, err := c.Redrive(ctx, stream, maxLetters)
+	if err != nil {
+		return adminError(err)
+	}
+	out := redriveOutput{Schema: "ironbus.cli.redrive.v1", Stream: stream, Republished: result.Republished,
+		Skipped: result.Skipped, Queue: queueRow(result.Queue)}
+	if opts.json {
+		return writeJSON(opts.stdout, out)
+	}
+	fmt.Fprintf(opts.stdout, "%s: republished %d dead letters (%d skipped); redriven up to %d of %d\n",
+		stream, out.Republished, out.Skipped, out.Queue.Redriven, out.Queue.End)
 	return nil
 }
 

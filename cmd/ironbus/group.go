@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -24,6 +25,10 @@ type groupRow struct {
 	MostDeliveries uint32 `json:"most_deliveries"`
 	PendingMoves   int    `json:"pending_dead_letter_moves"`
 	LogEnd         uint64 `json:"log_end"`
+	// Live figures, through --addr only: the group's connected consumers
+	// and their leases (0 offline, where nothing is live).
+	Members int `json:"members"`
+	Leased  int `json:"leased"`
 }
 
 type groupsOutput struct {
@@ -33,45 +38,55 @@ type groupsOutput struct {
 
 type groupOptions struct {
 	logSelection
+	addr      string
 	group     string
 	allStream bool
 }
 
 func newGroupCmd(opts *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "group ls|info",
-		Short: "Show consumer groups from their checkpoints (offline)",
+		Use:   "group ls|info|reset|rm",
+		Short: "Show, reset or delete consumer groups (live or offline)",
 		Long: `Show what each consumer group's last checkpoint holds: its type, its
 cursor (every offset below it is done), the offsets acknowledged ahead of the
 cursor, the records delivered and not yet settled with the highest delivery
 count among them (how close the worst one is to the dead-letter queue), and
 dead-letter moves in progress.
 
-These read the data directory read-only, like verify, so the broker must be
-stopped. The live forms (through --addr) and group reset/rm arrive with the
-broker's admin verbs.`,
-		Example: `  ironbus group ls --data-dir /var/lib/ironbus
+Without --data-dir they ask the running broker at --addr, which reports the
+live state of the groups it has open (with their connected consumers and
+leases). With --data-dir they read the checkpoints read-only, like verify,
+so the broker must be stopped.
+
+group reset moves a group's cursor and group rm deletes a group; both need
+the group's consumers stopped.`,
+		Example: `  ironbus group ls
+  ironbus group info --stream orders --group billing --addr 10.0.0.5:7654
   ironbus group ls --data-dir ./data --stream orders --json
-  ironbus group info --data-dir ./data --stream orders --group billing`,
+  ironbus group reset --stream orders --group billing --to earliest
+  ironbus group rm --stream orders --group billing`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newGroupListCmd(opts), newGroupInfoCmd(opts))
+	cmd.AddCommand(newGroupListCmd(opts), newGroupInfoCmd(opts), newGroupResetCmd(opts), newGroupRemoveCmd(opts))
 	return cmd
 }
 
 func newGroupListCmd(opts *globalOptions) *cobra.Command {
 	group := &groupOptions{}
 	cmd := &cobra.Command{
-		Use:     "ls --data-dir DIR [--stream S]",
-		Short:   "List the consumer groups of every log, or of one stream",
-		Example: `  ironbus group ls --data-dir ./data`,
-		Args:    cobra.NoArgs,
+		Use:   "ls [--addr A | --data-dir DIR] [--stream S]",
+		Short: "List the consumer groups of every stream, or of one",
+		Example: `  ironbus group ls
+  ironbus group ls --stream orders --json
+  ironbus group ls --data-dir ./data`,
+		Args: cobra.NoArgs,
 	}
 	addLogFlags(cmd, &group.logSelection)
+	addAddrFlag(cmd, &group.addr)
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print one JSON object (schema ironbus.cli.groups.v1)")
 	cmd.RunE = classified(func() error {
 		group.allStream = !cmd.Flags().Changed("stream")
-		return runGroups(opts, group)
+		return runGroups(cmd.Context(), opts, group)
 	})
 	return cmd
 }
@@ -79,46 +94,41 @@ func newGroupListCmd(opts *globalOptions) *cobra.Command {
 func newGroupInfoCmd(opts *globalOptions) *cobra.Command {
 	group := &groupOptions{}
 	cmd := &cobra.Command{
-		Use:     "info --data-dir DIR --stream S --group G",
-		Short:   "Show one consumer group",
-		Example: `  ironbus group info --data-dir ./data --stream orders --group billing`,
-		Args:    cobra.NoArgs,
+		Use:   "info [--addr A | --data-dir DIR] --stream S --group G",
+		Short: "Show one consumer group",
+		Example: `  ironbus group info --stream orders --group billing
+  ironbus group info --data-dir ./data --stream orders --group billing --json`,
+		Args: cobra.NoArgs,
 	}
 	addLogFlags(cmd, &group.logSelection)
+	addAddrFlag(cmd, &group.addr)
 	cmd.Flags().StringVar(&group.group, "group", "", "group to show (required)")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print one JSON object (schema ironbus.cli.groups.v1)")
 	cmd.RunE = classified(func() error {
 		if group.group == "" {
 			return exitErrorf(exitUsage, "--group is required")
 		}
-		return runGroups(opts, group)
+		return runGroups(cmd.Context(), opts, group)
 	})
 	return cmd
 }
 
-func runGroups(opts *globalOptions, group *groupOptions) error {
-	if err := group.validate(); err != nil {
+func runGroups(ctx context.Context, opts *globalOptions, group *groupOptions) error {
+	if err := validateStream(group.stream); err != nil {
 		return err
 	}
-	dir, err := openDataDir(opts, group.dataDir)
+	out := groupsOutput{Schema: "ironbus.cli.groups.v1", Groups: []groupRow{}}
+	var rows []groupRow
+	var err error
+	if group.dataDir == "" {
+		rows, err = liveRows(ctx, group)
+	} else {
+		rows, err = offlineRows(opts, group)
+	}
 	if err != nil {
 		return err
 	}
-	defer func() { _ = dir.Close() }()
-	ids := []segment.LogID{group.logID()}
-	if group.allStream {
-		if ids, err = dir.Logs(); err != nil {
-			return exitErrorf(exitUnreadable, "listing the logs of %s: %w", group.dataDir, err)
-		}
-	}
-	out := groupsOutput{Schema: "ironbus.cli.groups.v1", Groups: []groupRow{}}
-	for _, id := range ids {
-		rows, err := groupRows(dir, group, id)
-		if err != nil {
-			return err
-		}
-		out.Groups = append(out.Groups, rows...)
-	}
+	out.Groups = append(out.Groups, rows...)
 	if opts.json {
 		return writeJSON(opts.stdout, out)
 	}
@@ -131,9 +141,37 @@ func runGroups(opts *globalOptions, group *groupOptions) error {
 		if row.PendingMoves > 0 {
 			fmt.Fprintf(opts.stdout, ", %d dead-letter moves pending", row.PendingMoves)
 		}
+		if row.Members > 0 {
+			fmt.Fprintf(opts.stdout, ", %d consumers holding %d leases", row.Members, row.Leased)
+		}
 		fmt.Fprintln(opts.stdout)
 	}
 	return nil
+}
+
+// offlineRows reads the groups from the checkpoints of a stopped
+// broker's directory.
+func offlineRows(opts *globalOptions, group *groupOptions) ([]groupRow, error) {
+	dir, err := openDataDir(opts, group.dataDir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = dir.Close() }()
+	ids := []segment.LogID{group.logID()}
+	if group.allStream {
+		if ids, err = dir.Logs(); err != nil {
+			return nil, exitErrorf(exitUnreadable, "listing the logs of %s: %w", group.dataDir, err)
+		}
+	}
+	var out []groupRow
+	for _, id := range ids {
+		rows, err := groupRows(dir, group, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rows...)
+	}
+	return out, nil
 }
 
 // groupRows reads the groups of one log (or the one asked for).

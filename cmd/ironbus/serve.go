@@ -18,6 +18,7 @@ import (
 
 	"github.com/ironbus/ironbus/arena"
 	"github.com/ironbus/ironbus/broker"
+	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/segment"
 )
@@ -36,6 +37,9 @@ type serveOptions struct {
 	ioMode            string
 	segmentBytes      int64
 	maxConnections    int
+	longPollMs        int
+	visibility        time.Duration
+	maxDeliver        int
 	insecurePlaintext bool
 	profileOut        string
 	acceptRelaxed     bool
@@ -88,6 +92,10 @@ and are not part of the budget.`,
 	flags.StringVar(&serve.ioMode, "io-mode", "buffered", "how segments are written: buffered, direct (O_DIRECT) or auto (probe and pick)")
 	flags.Var(sizeValue{&serve.segmentBytes}, "segment-bytes", "segment size, with a unit (64MiB; 8MiB suits small devices)")
 	flags.IntVar(&serve.maxConnections, "max-connections", broker.DefaultMaxConnections, "connections served at once")
+	flags.IntVar(&serve.longPollMs, "consume-longpoll-ms", int(broker.DefaultMaxConsumeWait/time.Millisecond),
+		"longest an idle fetch parks waiting for new durable records (ms)")
+	flags.DurationVar(&serve.visibility, "visibility-timeout", 30*time.Second, "default lease of a delivery to a work or key-shared group")
+	flags.IntVar(&serve.maxDeliver, "max-deliver", consumer.DefaultMaxDeliver, "deliveries of a record before it moves to the dead-letter queue")
 	flags.StringVar(&serve.loop, "loop", loop.BackendAuto, "network backend: auto (fastest this system runs), uring, epoll or std; a named one that cannot run is an error")
 	flags.BoolVar(&serve.insecurePlaintext, "insecure-plaintext-wire", false, "allow a non-loopback --addr without TLS or authentication")
 	flags.StringVar(&serve.profileOut, "profile-out", "", "write cpu.pprof (while serving) and heap.pprof (at stop) into this directory")
@@ -135,6 +143,10 @@ func (serve *serveOptions) brokerConfig(opts *globalOptions) (broker.Config, err
 	if err != nil {
 		return broker.Config{}, exitErrorf(exitUsage, "--io-mode: %w", err)
 	}
+	if serve.longPollMs < 0 || serve.maxDeliver < 0 || serve.visibility < 0 || serve.visibility > 5*time.Minute {
+		return broker.Config{}, exitErrorf(exitUsage,
+			"--consume-longpoll-ms and --max-deliver must not be negative, --visibility-timeout must be within 0 to 5m (the lease cap)")
+	}
 	if err := checkListenAddr(serve.addr, serve.insecurePlaintext); err != nil {
 		return broker.Config{}, err
 	}
@@ -147,6 +159,9 @@ func (serve *serveOptions) brokerConfig(opts *globalOptions) (broker.Config, err
 	return broker.Config{
 		DataDir:          serve.dataDir,
 		MaxConnections:   serve.maxConnections,
+		MaxConsumeWait:   time.Duration(serve.longPollMs) * time.Millisecond,
+		Visibility:       serve.visibility,
+		MaxDeliver:       serve.maxDeliver,
 		MaxFrame:         uint32(memory.maxFrame),
 		Window:           uint32(memory.window),
 		MaxStreams:       memory.maxStreams,

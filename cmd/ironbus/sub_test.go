@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // publishNumbered publishes line-0 … line-(n-1) to stream through `ironbus pub`.
@@ -113,5 +114,29 @@ func TestSubSettleFlags(t *testing.T) {
 	} {
 		result := runCLI(t, append([]string{"sub", "--addr", broker.addr}, args...)...)
 		expectCode(t, result, exitUsage)
+	}
+}
+
+// TestServeConsumerKnobs: --max-deliver and --consume-longpoll-ms reach
+// the groups a broker serves.
+func TestServeConsumerKnobs(t *testing.T) {
+	broker := startBroker(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0",
+		"--max-deliver", "2", "--consume-longpoll-ms", "200", "--visibility-timeout", "5s")
+	publishNumbered(t, broker.addr, "jobs", 1)
+	at := []string{"--addr", broker.addr, "--stream", "jobs", "--group", "w"}
+	for range 2 {
+		if got := subLines(t, append(at, "--max", "1", "--nack", "--nack-delay", "1ms", "--wait", "1s")...); len(got) != 1 {
+			t.Fatalf("delivery before max-deliver: %q", got)
+		}
+	}
+	began := time.Now()
+	if got := subLines(t, append(at, "--wait", "5s")...); len(got) != 0 {
+		t.Fatalf("a record delivered twice with --max-deliver 2 came a third time: %q", got)
+	}
+	if waited := time.Since(began); waited > 3*time.Second {
+		t.Fatalf("an idle fetch asking to wait 5 s parked %v: --consume-longpoll-ms 200 should cap it", waited)
+	}
+	if got := subLines(t, "--addr", broker.addr, "--stream", ".dlq.jobs", "--group", "t", "--wait", "1s"); len(got) != 1 {
+		t.Fatalf("the dead-letter queue holds %q", got)
 	}
 }

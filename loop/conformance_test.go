@@ -680,3 +680,35 @@ func TestConformanceBusyGauge(t *testing.T) {
 		}
 	})
 }
+
+// TestConformanceShutdownRacesServe: a Shutdown issued while Serve is
+// still starting (a broker stopped at once) must neither race nor hang,
+// and Serve must still return ErrServerClosed.
+func TestConformanceShutdownRacesServe(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, backend string) {
+		for range 20 {
+			server, _, err := New(backend, Config{Loops: 2}, echoHandler{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := server.Listen("127.0.0.1:0"); err != nil {
+				t.Fatal(err)
+			}
+			served := make(chan error, 1)
+			go func() { served <- server.Serve() }()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := server.Shutdown(ctx); err != nil {
+				t.Fatalf("shutdown: %v", err)
+			}
+			cancel()
+			select {
+			case err := <-served:
+				if !errors.Is(err, ErrServerClosed) {
+					t.Fatalf("Serve returned %v", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("Serve did not return after Shutdown")
+			}
+		}
+	})
+}

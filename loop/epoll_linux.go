@@ -80,17 +80,24 @@ func (s *EpollServer) Listen(addr string) (net.Addr, error) {
 func (s *EpollServer) Serve() error {
 	s.mu.Lock()
 	listenFD := s.listenFD
-	s.serving = listenFD >= 0 && !s.draining.Load()
-	s.mu.Unlock()
-	if listenFD < 0 {
-		return errors.New("loop: Serve before Listen")
+	serving := listenFD >= 0 && !s.draining.Load()
+	s.serving = serving
+	if serving {
+		// Counted under the lock a Shutdown takes first, so its wait for
+		// the reactors never races this Add.
+		s.running.Add(len(s.reactors))
 	}
-	if !s.serving {
+	s.mu.Unlock()
+	switch {
+	case s.draining.Load() && !serving:
+		return ErrServerClosed // Shutdown came first
+	case listenFD < 0:
+		return errors.New("loop: Serve before Listen")
+	case !serving:
 		return ErrServerClosed
 	}
 	defer unix.Close(listenFD)
 	for _, r := range s.reactors {
-		s.running.Add(1)
 		go func() {
 			defer s.running.Done()
 			r.run()

@@ -148,11 +148,14 @@ func (s *URingServer) Serve() error {
 	s.mu.Lock()
 	listenFD := s.listenFD
 	s.serving = listenFD >= 0 && !s.draining.Load()
+	serving := s.serving
 	s.mu.Unlock()
-	if listenFD < 0 {
+	switch {
+	case s.draining.Load() && !serving:
+		return ErrServerClosed // Shutdown came first
+	case listenFD < 0:
 		return errors.New("loop: Serve before Listen")
-	}
-	if !s.serving {
+	case !serving:
 		return ErrServerClosed
 	}
 	// Closing the descriptor is safe once the ACCEPT ended or the ring is

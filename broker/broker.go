@@ -209,10 +209,15 @@ func (b *Broker) flushCheckpoints() {
 	defer close(b.flushed)
 	ticker := time.NewTicker(b.cfg.CheckpointInterval)
 	defer ticker.Stop()
+	retention := time.NewTicker(b.cfg.DeadLetterRetentionCheck)
+	defer retention.Stop()
 	for {
 		select {
 		case <-b.stop:
 			return
+		case <-retention.C:
+			b.retainDeadLetters(time.Now())
+			continue
 		case <-ticker.C:
 		case <-b.checkpointDue:
 		}

@@ -55,6 +55,13 @@ type Config struct {
 	// MaxDeliver is how many times a record is delivered before it moves
 	// to its stream's dead-letter queue (5).
 	MaxDeliver int
+	// DeadLetterRetention drops whole sealed segments of a dead-letter
+	// queue whose records are all older than this (7 days; negative keeps
+	// them forever), checked every DeadLetterRetentionCheck (1 min).
+	// Records carry the broker's wall-clock time: a device whose clock was
+	// wrong when it wrote them keeps or drops them by that wrong time.
+	DeadLetterRetention      time.Duration
+	DeadLetterRetentionCheck time.Duration
 	// ConnectionOutput bounds the reply bytes queued for one connection
 	// before its session stops reading (4 MiB).
 	ConnectionOutput int
@@ -69,15 +76,16 @@ type Config struct {
 
 // Defaults.
 const (
-	DefaultMaxConnections     = 256
-	DefaultWindow             = 4096
-	DefaultHandshakeTimeout   = 10 * time.Second
-	DefaultIdleTimeout        = 5 * time.Minute
-	DefaultMaxConsumeWait     = 30 * time.Second
-	DefaultCheckpointInterval = 200 * time.Millisecond
-	DefaultMaxStreams         = 256
-	DefaultMaxGroups          = 256
-	DefaultConnectionOutput   = 4 << 20
+	DefaultMaxConnections      = 256
+	DefaultWindow              = 4096
+	DefaultHandshakeTimeout    = 10 * time.Second
+	DefaultIdleTimeout         = 5 * time.Minute
+	DefaultMaxConsumeWait      = 30 * time.Second
+	DefaultDeadLetterRetention = 7 * 24 * time.Hour
+	DefaultCheckpointInterval  = 200 * time.Millisecond
+	DefaultMaxStreams          = 256
+	DefaultMaxGroups           = 256
+	DefaultConnectionOutput    = 4 << 20
 )
 
 func (c Config) withDefaults() (Config, error) {
@@ -116,6 +124,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxUnsettled < c.MaxInFlight {
 		c.MaxUnsettled = 2 * c.MaxInFlight
+	}
+	if c.DeadLetterRetention == 0 {
+		c.DeadLetterRetention = DefaultDeadLetterRetention
+	}
+	if c.DeadLetterRetentionCheck <= 0 {
+		c.DeadLetterRetentionCheck = time.Minute
 	}
 	if c.MaxDeliver <= 0 {
 		c.MaxDeliver = consumer.DefaultMaxDeliver

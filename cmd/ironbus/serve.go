@@ -40,6 +40,7 @@ type serveOptions struct {
 	longPollMs        int
 	visibility        time.Duration
 	maxDeliver        int
+	dlqRetention      time.Duration
 	insecurePlaintext bool
 	profileOut        string
 	acceptRelaxed     bool
@@ -96,6 +97,8 @@ and are not part of the budget.`,
 		"longest an idle fetch parks waiting for new durable records (ms)")
 	flags.DurationVar(&serve.visibility, "visibility-timeout", 30*time.Second, "default lease of a delivery to a work or key-shared group")
 	flags.IntVar(&serve.maxDeliver, "max-deliver", consumer.DefaultMaxDeliver, "deliveries of a record before it moves to the dead-letter queue")
+	flags.DurationVar(&serve.dlqRetention, "dlq-retention", broker.DefaultDeadLetterRetention,
+		"drop dead letters older than this (whole segments; 0 keeps them forever)")
 	flags.StringVar(&serve.loop, "loop", loop.BackendAuto, "network backend: auto (fastest this system runs), uring, epoll or std; a named one that cannot run is an error")
 	flags.BoolVar(&serve.insecurePlaintext, "insecure-plaintext-wire", false, "allow a non-loopback --addr without TLS or authentication")
 	flags.StringVar(&serve.profileOut, "profile-out", "", "write cpu.pprof (while serving) and heap.pprof (at stop) into this directory")
@@ -157,19 +160,20 @@ func (serve *serveOptions) brokerConfig(opts *globalOptions) (broker.Config, err
 	logger := slog.New(handler)
 	memory := serve.memory
 	return broker.Config{
-		DataDir:          serve.dataDir,
-		MaxConnections:   serve.maxConnections,
-		MaxConsumeWait:   time.Duration(serve.longPollMs) * time.Millisecond,
-		Visibility:       serve.visibility,
-		MaxDeliver:       serve.maxDeliver,
-		MaxFrame:         uint32(memory.maxFrame),
-		Window:           uint32(memory.window),
-		MaxStreams:       memory.maxStreams,
-		MaxGroups:        memory.maxGroups,
-		MaxInFlight:      memory.maxInFlight,
-		ConnectionOutput: int(memory.connectionOutput),
-		Version:          mainModuleVersion(),
-		Logger:           logger,
+		DataDir:             serve.dataDir,
+		MaxConnections:      serve.maxConnections,
+		MaxConsumeWait:      time.Duration(serve.longPollMs) * time.Millisecond,
+		Visibility:          serve.visibility,
+		MaxDeliver:          serve.maxDeliver,
+		DeadLetterRetention: deadLetterRetention(serve.dlqRetention),
+		MaxFrame:            uint32(memory.maxFrame),
+		Window:              uint32(memory.window),
+		MaxStreams:          memory.maxStreams,
+		MaxGroups:           memory.maxGroups,
+		MaxInFlight:         memory.maxInFlight,
+		ConnectionOutput:    int(memory.connectionOutput),
+		Version:             mainModuleVersion(),
+		Logger:              logger,
 		Storage: segment.Options{Durability: durability, AcceptRelaxedDurability: serve.acceptRelaxed,
 			IOMode: ioMode, SegmentSize: serve.segmentBytes, StagingBytes: int(memory.stagingBytes), Logger: logger,
 			Owner: fmt.Sprintf("ironbus serve (pid %d, addr %s)", os.Getpid(), serve.addr)},
@@ -323,4 +327,13 @@ func startProfiles(dir string, logger *slog.Logger) (stop func(), err error) {
 			logger.Warn("heap profile not written", "error", err.Error())
 		}
 	}, nil
+}
+
+// deadLetterRetention maps the flag's "0 keeps forever" to the broker's
+// negative value (its zero means the default).
+func deadLetterRetention(flag time.Duration) time.Duration {
+	if flag == 0 {
+		return -1
+	}
+	return flag
 }

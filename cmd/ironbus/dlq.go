@@ -10,6 +10,7 @@ import (
 	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/segment/vfs"
 )
 
 // deadLetterRow is one queue in the --json output of dlq ls.
@@ -159,11 +160,11 @@ type redriveOutput struct {
 }
 
 func newRedriveCmd(opts *globalOptions) *cobra.Command {
-	var addr, stream string
+	var addr, stream, dataDir string
 	var maxLetters int
 	cmd := &cobra.Command{
-		Use:   "redrive --stream S [--max N] [--addr A]",
-		Short: "Republish a stream's dead letters to it, idempotently (live)",
+		Use:   "redrive --stream S [--max N] [--addr A | --data-dir DIR]",
+		Short: "Republish a stream's dead letters to it, idempotently",
 		Long: `Republish the dead letters of stream S back to S through the broker, oldest
 first: each with its original key, subject, headers and payload, without the
 ironbus-dlq-* headers, and with ironbus-redriven-from=<offset in the queue>.
@@ -171,7 +172,10 @@ ironbus-dlq-* headers, and with ironbus-redriven-from=<offset in the queue>.
 The queue remembers how far it was redriven ("redriven up to", shown by dlq
 ls), so running redrive twice republishes each dead letter once; a redrive
 cut short by a crash republishes on its next run only what did not land.
-Consumers that failed on a record will see it again as a new record.`,
+Consumers that failed on a record will see it again as a new record.
+
+With --data-dir it works on a stopped broker's directory instead, taking the
+directory lock exclusively (a running broker makes it exit 5).`,
 		Example: `  ironbus dlq redrive --stream orders
   ironbus dlq redrive --stream orders --max 100 --json`,
 		Args: cobra.NoArgs,
@@ -180,11 +184,60 @@ Consumers that failed on a record will see it again as a new record.`,
 	cmd.Flags().StringVar(&stream, "stream", "", "the stream whose dead letters to republish (required)")
 	cmd.Flags().IntVar(&maxLetters, "max", 0, "republish at most this many dead letters (0 = all)")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print one JSON object (schema ironbus.cli.redrive.v1)")
-	cmd.RunE = classified(func() error { return runRedrive(cmd.Context(), opts, addr, stream, maxLetters) })
+	addDataDirFlag(cmd, &dataDir)
+	cmd.RunE = classified(func() error {
+		if dataDir != "" {
+			return runOfflineRedrive(cmd.Context(), opts, dataDir, stream, maxLetters)
+		}
+		return runRedrive(cmd.Context(), opts, addr, stream, maxLetters)
+	})
 	return cmd
 }
 
-func runRedrive(ctx context.Context, opts *globalOptions, addr, stream string, maxLetters int) error {
+// runOfflineRedrive redrives through the data directories themselves,
+// under their exclusive locks: the same crash-safe rounds the broker runs.
+func runOfflineRedrive(ctx context.Context, opts *globalOptions, dataDir, stream string, maxLetters int) error {
+	if err := checkRedriveFlags(stream, maxLetters); err != nil {
+		return err
+	}
+	path, exists := deadLetterDir(dataDir)
+	if !exists {
+		return exitErrorf(exitNotFound, "%s holds no dead-letter queues", dataDir)
+	}
+	streams, err := segment.Open(vfs.OS{}, dataDir, segment.Options{Logger: opts.logger()})
+	if err != nil {
+		return openDirError(dataDir, err)
+	}
+	defer func() { _ = streams.Close() }()
+	queues, err := segment.Open(vfs.OS{}, path, segment.Options{Logger: opts.logger()})
+	if err != nil {
+		return openDirError(path, err)
+	}
+	defer func() { _ = queues.Close() }()
+	queue, err := queues.OpenLog(segment.LogID{Stream: stream})
+	if err != nil {
+		return openLogError(path, segment.LogID{Stream: stream}, err)
+	}
+	target := func(partition uint32) (*segment.Log, error) {
+		return streams.OpenLog(segment.LogID{Stream: stream, Partition: partition})
+	}
+	result, err := consumer.Redrive(ctx, queue, target, maxLetters)
+	if err != nil {
+		return exitErrorf(exitUnreadable, "redriving %s: %w", stream, err)
+	}
+	first, end := queue.FirstOffset(), queue.Committed()
+	out := redriveOutput{Schema: "ironbus.cli.redrive.v1", Stream: stream, Republished: result.Republished,
+		Skipped: result.Skipped, Queue: deadLetterRow{Stream: stream, WireName: ".dlq." + stream,
+			Records: end - min(first, end), FirstHeld: first, End: end, Redriven: result.Mark}}
+	if opts.json {
+		return writeJSON(opts.stdout, out)
+	}
+	fmt.Fprintf(opts.stdout, "%s: republished %d dead letters (%d skipped); redriven up to %d of %d\n",
+		stream, out.Republished, out.Skipped, out.Queue.Redriven, out.Queue.End)
+	return nil
+}
+
+func checkRedriveFlags(stream string, maxLetters int) error {
 	if stream == "" {
 		return exitErrorf(exitUsage, "--stream is required: name the stream whose dead letters to republish")
 	}
@@ -193,6 +246,13 @@ func runRedrive(ctx context.Context, opts *globalOptions, addr, stream string, m
 	}
 	if maxLetters < 0 {
 		return exitErrorf(exitUsage, "--max must be 0 (all) or more")
+	}
+	return nil
+}
+
+func runRedrive(ctx context.Context, opts *globalOptions, addr, stream string, maxLetters int) error {
+	if err := checkRedriveFlags(stream, maxLetters); err != nil {
+		return err
 	}
 	c, err := dialBroker(ctx, addr, 1)
 	if err != nil {

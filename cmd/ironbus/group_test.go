@@ -60,6 +60,18 @@ func TestGroupAndDeadLetterListings(t *testing.T) {
 	if !strings.Contains(verify.stdout, "dead-letter queues (deadletters/):") || !strings.Contains(verify.stdout, "verified 2 logs") {
 		t.Fatalf("verify does not cover the dead-letter queues:\n%s", verify.stdout)
 	}
+	for round, want := range []string{`"republished":3`, `"republished":0`} {
+		redrive := runCLI(t, "dlq", "redrive", "--data-dir", dataDir, "--stream", "orders", "--json")
+		expectCode(t, redrive, exitClean)
+		if !strings.Contains(redrive.stdout, want) {
+			t.Fatalf("offline redrive round %d: %s", round+1, redrive.stdout)
+		}
+	}
+	dump := runCLI(t, "dump", "--data-dir", dataDir, "--stream", "orders", "--limit", "0")
+	expectCode(t, dump, exitClean)
+	if lines := strings.Count(dump.stdout, "\n"); lines != 6 || strings.Count(dump.stdout, "ironbus-redriven-from") != 3 {
+		t.Fatalf("after two offline redrives the stream holds %d records:\n%s", lines, dump.stdout)
+	}
 	empty := runCLI(t, "dlq", "ls", "--data-dir", t.TempDir())
 	expectCode(t, empty, exitNotFound)
 }

@@ -2,16 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ironbus/ironbus/client"
+	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/segment/vfs"
 )
 
 type cumulativeOptions struct {
 	addr      string
+	dataDir   string
 	stream    string
 	group     string
 	partition uint32
@@ -31,14 +35,16 @@ type cumulativeOutput struct {
 func newCumulativeAckCmd(opts *globalOptions) *cobra.Command {
 	cumulative := &cumulativeOptions{}
 	cmd := &cobra.Command{
-		Use:   "cumulative-ack --group G --up-to OFFSET",
+		Use:   "cumulative-ack --group G --up-to OFFSET [--addr A | --data-dir DIR]",
 		Short: "Move a broadcast group's cursor: every offset below --up-to is done",
 		Long: `Settle a broadcast group up to an offset: every record below --up-to is
 done for the group, and its next reader starts there. It is idempotent; an
 offset past what the group's reader was given is refused (out_of_range).
 
 A broadcast group has one reader at a time; run this between readers (or
-let the reader settle with sub --broadcast --ack).`,
+let the reader settle with sub --broadcast --ack). With --data-dir it works
+on a stopped broker's directory under its exclusive lock; there it only
+moves the cursor forward (an --up-to at or below it changes nothing).`,
 		Example: `  ironbus cumulative-ack --stream audit --group archive --up-to 1200
   ironbus cumulative-ack --group archive --up-to 1200 --json`,
 		Args: cobra.NoArgs,
@@ -50,6 +56,7 @@ let the reader settle with sub --broadcast --ack).`,
 	flags.Uint32Var(&cumulative.partition, "partition", 0, "partition of the stream")
 	flags.Uint64Var(&cumulative.upTo, "up-to", 0, "first offset not settled: every offset below it is done (required)")
 	flags.BoolVar(&opts.json, "json", false, "print one JSON object")
+	addDataDirFlag(cmd, &cumulative.dataDir)
 	cmd.RunE = classified(func() error {
 		cumulative.set = cmd.Flags().Changed("up-to")
 		return runCumulativeAck(cmd.Context(), opts, cumulative)
@@ -64,17 +71,9 @@ func runCumulativeAck(ctx context.Context, opts *globalOptions, cumulative *cumu
 	case !cumulative.set:
 		return exitErrorf(exitUsage, "--up-to is required: the first offset that is not done")
 	}
-	c, err := dialBroker(ctx, cumulative.addr, 1)
+	status, err := cumulative.settle(ctx, opts)
 	if err != nil {
 		return err
-	}
-	defer c.Close()
-	if _, err := c.OpenGroup(ctx, cumulative.stream, cumulative.group, client.GroupOptions{Type: client.GroupBroadcast}); err != nil {
-		return subError(err)
-	}
-	status, err := c.CumulativeAck(ctx, cumulative.stream, cumulative.group, cumulative.partition, cumulative.upTo)
-	if err != nil {
-		return subError(err)
 	}
 	if opts.json {
 		if err := writeJSON(opts.stdout, cumulativeOutput{Stream: cumulative.stream, Group: cumulative.group,
@@ -89,4 +88,56 @@ func runCumulativeAck(ctx context.Context, opts *globalOptions, cumulative *cumu
 		return exitErrorf(exitDamage, "the broker answered %s for --up-to %d", status, cumulative.upTo)
 	}
 	return nil
+}
+
+// settle moves the group's cursor through the broker, or offline.
+func (cumulative *cumulativeOptions) settle(ctx context.Context, opts *globalOptions) (client.AckStatus, error) {
+	if cumulative.dataDir != "" {
+		return cumulative.settleOffline(opts)
+	}
+	c, err := dialBroker(ctx, cumulative.addr, 1)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	if _, err := c.OpenGroup(ctx, cumulative.stream, cumulative.group, client.GroupOptions{Type: client.GroupBroadcast}); err != nil {
+		return 0, subError(err)
+	}
+	status, err := c.CumulativeAck(ctx, cumulative.stream, cumulative.group, cumulative.partition, cumulative.upTo)
+	if err != nil {
+		return 0, subError(err)
+	}
+	return status, nil
+}
+
+// settleOffline moves a stopped broker's broadcast group forward under the
+// directory's exclusive lock.
+func (cumulative *cumulativeOptions) settleOffline(opts *globalOptions) (client.AckStatus, error) {
+	dir, err := segment.Open(vfs.OS{}, cumulative.dataDir, segment.Options{Logger: opts.logger()})
+	if err != nil {
+		return 0, openDirError(cumulative.dataDir, err)
+	}
+	defer func() { _ = dir.Close() }()
+	id := segment.LogID{Stream: cumulative.stream, Partition: cumulative.partition}
+	log, err := dir.OpenLog(id)
+	if err != nil {
+		return 0, openLogError(cumulative.dataDir, id, err)
+	}
+	summary, err := consumer.InspectGroup(log, cumulative.group)
+	switch {
+	case errors.Is(err, consumer.ErrNoGroup):
+		return 0, exitErrorf(exitNotFound, "log %s has no group %q (%w)", id.String(), cumulative.group, err)
+	case err != nil:
+		return 0, exitErrorf(exitUnreadable, "%w", err)
+	case summary.Type != consumer.TypeBroadcast:
+		return 0, exitErrorf(exitDamage, "group %q is a %s group: cumulative-ack settles broadcast groups", cumulative.group, summary.Type)
+	case cumulative.upTo > log.Committed():
+		return client.AckOutOfRange, nil
+	case cumulative.upTo <= summary.Committed:
+		return client.AckOK, nil // already settled: idempotent
+	}
+	if _, err := offlineReset(log, summary, client.StartPosition{Kind: client.StartOffset, Offset: cumulative.upTo}); err != nil {
+		return 0, exitErrorf(exitUnreadable, "%w", err)
+	}
+	return client.AckOK, nil
 }

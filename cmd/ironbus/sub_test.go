@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -138,5 +139,30 @@ func TestServeConsumerKnobs(t *testing.T) {
 	}
 	if got := subLines(t, "--addr", broker.addr, "--stream", ".dlq.jobs", "--group", "t", "--wait", "1s"); len(got) != 1 {
 		t.Fatalf("the dead-letter queue holds %q", got)
+	}
+}
+
+// TestCumulativeAckOffline moves a stopped broker's broadcast group forward
+// only, under the directory lock.
+func TestCumulativeAckOffline(t *testing.T) {
+	dataDir := t.TempDir()
+	broker := startBroker(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
+	publishNumbered(t, broker.addr, "events", 10)
+	subLines(t, "--addr", broker.addr, "--stream", "events", "--group", "fan", "--broadcast", "--max", "2", "--ack", "--wait", "1s")
+	subLines(t, "--addr", broker.addr, "--stream", "events", "--group", "work", "--max", "1", "--wait", "1s")
+	running := runCLI(t, "cumulative-ack", "--data-dir", dataDir, "--stream", "events", "--group", "fan", "--up-to", "6")
+	expectCode(t, running, exitLocked)
+	if code := broker.stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("stop exited %d", code)
+	}
+	at := []string{"cumulative-ack", "--data-dir", dataDir, "--stream", "events"}
+	expectCode(t, runCLI(t, append(at, "--group", "fan", "--up-to", "6")...), exitClean)
+	expectCode(t, runCLI(t, append(at, "--group", "fan", "--up-to", "3")...), exitClean) // behind the cursor: nothing
+	expectCode(t, runCLI(t, append(at, "--group", "fan", "--up-to", "99")...), exitDamage)
+	expectCode(t, runCLI(t, append(at, "--group", "work", "--up-to", "1")...), exitDamage)
+	info := runCLI(t, "group", "info", "--data-dir", dataDir, "--stream", "events", "--group", "fan")
+	expectCode(t, info, exitClean)
+	if !strings.Contains(info.stdout, "committed 6 of 10") {
+		t.Fatalf("after an offline cumulative-ack to 6: %s", info.stdout)
 	}
 }

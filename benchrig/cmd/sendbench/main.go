@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command sendbench measures the two ways the streaming tier can send
 // stored record frames to a plaintext socket: writev from the mapped
 // segment (what the broker does) and sendfile from the segment file, each

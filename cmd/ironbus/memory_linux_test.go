@@ -105,7 +105,7 @@ func TestRAMCeilingHoldsUnderLoad(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v\nbroker log:\n%s", err, broker.logs())
 		}
 	}
 	t.Logf("%d records acknowledged; peak resident %.1f MiB: anonymous %.1f MiB, file-backed %.1f MiB (ceiling %d MiB)",
@@ -133,11 +133,14 @@ func loadProducer(ctx context.Context, addr, stream string, size, count int) (in
 	defer c.Close()
 	producer := c.NewProducer(stream, client.ProducerOptions{})
 	acked := make(chan int, 1)
+	var firstErr error
 	go func() {
 		n := 0
 		for result := range producer.Results() {
 			if result.Err == nil {
 				n++
+			} else if firstErr == nil {
+				firstErr = result.Err
 			}
 		}
 		acked <- n
@@ -151,7 +154,7 @@ func loadProducer(ctx context.Context, addr, stream string, size, count int) (in
 	_ = producer.Close()
 	n := <-acked
 	if n != count {
-		return n, fmt.Errorf("%s: %d of %d records of %d bytes acknowledged", stream, n, count, size)
+		return n, fmt.Errorf("%s: %d of %d records of %d bytes acknowledged (first error: %v)", stream, n, count, size, firstErr)
 	}
 	return n, nil
 }

@@ -68,17 +68,20 @@ func TestSyncDurabilityGroupsCommits(t *testing.T) {
 
 func TestTryAppendReportsFull(t *testing.T) {
 	gate := &vfs.Toggle{Match: vfs.KindIs(vfs.OpWrite)}
-	blocked := make(chan struct{})
+	// blocked has room for the one signal, so the first batch write is
+	// held whether or not the test is already waiting for it (a
+	// non-blocking send let it through when the appender was faster, and
+	// the test then waited forever).
+	blocked := make(chan struct{}, 1)
 	release := make(chan struct{})
+	var held atomic.Bool
 	hold := vfs.InjectorFunc(func(op vfs.Op) error {
 		// The first batch write: into the log directory, not the 4 KiB
 		// header block.
-		if op.Kind == vfs.OpWrite && gate.MaybeFail(op) == nil && isLogFile(op.Path) && op.Length != format.SegmentDataStart {
-			select {
-			case blocked <- struct{}{}:
-				<-release
-			default:
-			}
+		if op.Kind == vfs.OpWrite && gate.MaybeFail(op) == nil && isLogFile(op.Path) && op.Length != format.SegmentDataStart &&
+			held.CompareAndSwap(false, true) {
+			blocked <- struct{}{}
+			<-release
 		}
 		return nil
 	})

@@ -73,6 +73,22 @@ bench:
 bench-consume:
 	$(GO) run ./benchrig/cmd/consumebench -dir $(BENCH_DIR) -records 1000000 -runs 5 -sizes 256,1024
 
+# bench-peers: the head-to-head table (benchrig/peers, its own module, so
+# the broker's module never depends on NATS): IronBus against NATS
+# JetStream with sync_interval always and default, NATS core and the raw
+# disk, one after another in one run; medians of 3. Prints the table,
+# writes bench-results/peers.json and regenerates the peers block of
+# docs/BENCHMARKS.md from it. bench-peers-quick: one shorter run, table
+# and JSON only.
+.PHONY: bench-peers bench-peers-quick
+bench-peers:
+	cd benchrig/peers && $(GO) run . -dir $(BENCH_DIR) -runs 3 -json ../../bench-results/peers.json \
+	  -docs ../../docs/BENCHMARKS.md -command 'make bench-peers'
+
+bench-peers-quick:
+	cd benchrig/peers && $(GO) run . -dir $(BENCH_DIR) -quick -json ../../bench-results/peers.json \
+	  -command 'make bench-peers-quick'
+
 # testdata: regenerate the checked-in demo and damaged data directories.
 testdata:
 	$(GO) test ./segment -run TestGenerateTestdata -update -count=1

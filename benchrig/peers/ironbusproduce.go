@@ -1,0 +1,102 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/ironbus/ironbus/benchrig/netbench"
+	"github.com/ironbus/ironbus/client"
+	"github.com/ironbus/ironbus/segment"
+)
+
+// ironbusBroker is an in-process IronBus broker on loopback, as netbench
+// runs it: durability sync (the default), io mode auto, the network
+// backend auto picks.
+type ironbusBroker struct {
+	addr    string
+	backend string
+	stop    func()
+}
+
+func startIronBus(dir string) (*ironbusBroker, error) {
+	addr, backend, stop, err := netbench.InProcess(dir, segment.Options{IOMode: segment.IOAuto}, "")
+	if err != nil {
+		return nil, err
+	}
+	return &ironbusBroker{addr: addr, backend: backend, stop: stop}, nil
+}
+
+// ironbusAwaited is P1 and P2a: connections clients, each producing one
+// record and waiting for its durable ack before the next.
+func ironbusAwaited(addr, stream string, connections, size int, duration time.Duration) (outcome, error) {
+	record := client.Record{Payload: payloadOf(size)}
+	stopAt := time.Now().Add(duration)
+	return inParallel(connections, func(acked *atomic.Uint64) error {
+		ctx := context.Background()
+		c, err := client.Dial(ctx, addr, client.Options{ClientName: "peers", Window: 1})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		return awaitedLoop(stopAt, acked, func() error {
+			_, err := c.Produce(ctx, stream, record)
+			return err
+		})
+	})
+}
+
+// ironbusPipelined is P2b and P2c: connections producers, each on its
+// own connection with window records in flight. Sending stops at the end
+// of duration, every record sent counts once acknowledged, and the clock
+// runs until the last ack: the same rule as the JetStream side.
+func ironbusPipelined(addr, stream string, connections, window, size int, duration time.Duration) (outcome, error) {
+	record := client.Record{Payload: payloadOf(size)}
+	stopAt := time.Now().Add(duration)
+	return inParallel(connections, func(acked *atomic.Uint64) error {
+		ctx := context.Background()
+		c, err := client.Dial(ctx, addr, client.Options{ClientName: "peers", Window: window})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		producer := c.NewProducer(stream, client.ProducerOptions{Window: window})
+		failed := make(chan error, 1)
+		go func() {
+			var first error
+			for result := range producer.Results() {
+				if result.Err != nil {
+					first = cmp.Or(first, result.Err)
+					continue
+				}
+				acked.Add(1)
+			}
+			failed <- first
+		}()
+		for time.Now().Before(stopAt) {
+			if err := producer.Send(ctx, record); err != nil {
+				break
+			}
+		}
+		closeErr := producer.Close()
+		return errors.Join(<-failed, closeErr)
+	})
+}
+
+// ironbusLatency is L1 on IronBus: one producer at a fixed rate, each
+// produce awaited.
+func ironbusLatency(addr, stream string, size, rate int, duration time.Duration) ([]time.Duration, error) {
+	ctx := context.Background()
+	c, err := client.Dial(ctx, addr, client.Options{ClientName: "peers-latency", Window: 1})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	record := client.Record{Payload: payloadOf(size)}
+	return openLoop(rate, duration, func() error {
+		_, err := c.Produce(ctx, stream, record)
+		return err
+	})
+}

@@ -89,6 +89,12 @@ bench-peers-quick:
 	cd benchrig/peers && $(GO) run . -dir $(BENCH_DIR) -quick -json ../../bench-results/peers.json \
 	  -command 'make bench-peers-quick'
 
+# crash-test: the kill -9 harness on the real binary, 1,000 cycles (make
+# test runs 50); IRONBUS_SEED replays a run (docs/RELIABILITY.md).
+.PHONY: crash-test
+crash-test:
+	IRONBUS_CRASH_CYCLES=$${IRONBUS_CRASH_CYCLES:-1000} $(GO) test -count=1 -timeout 60m -run TestCrashHarnessKill9 -v ./cmd/ironbus/
+
 # testdata: regenerate the checked-in demo and damaged data directories.
 testdata:
 	$(GO) test ./segment -run TestGenerateTestdata -update -count=1

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ironbus/ironbus/ring"
 )
 
 type task struct {
@@ -70,7 +72,7 @@ func newReactor(s *EpollServer, index int) (*reactor, error) {
 		_ = unix.Close(wakefd)
 		return nil, err
 	}
-	return &reactor{server: s, index: index, epfd: epfd, parker: parker, queue: taskQueue[task]{wakefd: wakefd}, conns: map[int]*epollConn{},
+	return &reactor{server: s, index: index, epfd: epfd, parker: parker, queue: taskQueue[task]{wakefd: wakefd, ring: ring.NewMPSC[task](taskRingCapacity)}, conns: map[int]*epollConn{},
 		readBuf: make([]byte, s.cfg.ReadBufferSize), events: make([]unix.EpollEvent, 256),
 		iovecs: make([][]byte, 0, 64)}, nil
 }

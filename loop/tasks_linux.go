@@ -2,10 +2,13 @@ package loop
 
 import (
 	"encoding/binary"
+	"slices"
 	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ironbus/ironbus/ring"
 )
 
 // taskKind is what another goroutine asks a reactor to do.
@@ -21,24 +24,40 @@ const (
 	taskListen                      // Serve began: start accepting (io_uring reactor)
 )
 
+// taskRingCapacity is how many tasks a reactor's ring holds between two
+// passes before posts spill to the overflow list: far more than a pass
+// sees (a flush per connection with replies, a few adds and resumes).
+const taskRingCapacity = 1024
+
 // taskQueue carries tasks from other goroutines to one reactor and wakes
 // the reactor through an eventfd. The woken flag makes any number of posts
 // between two passes of the loop cost one eventfd write: the loop clears it
 // (rearm) when it consumes the wake-up, before it takes the tasks.
+//
+// Tasks travel on a bounded MPSC ring (a compare-and-swap per post, no
+// lock). A task must never be refused (a lost flush strands a reply), so
+// when the ring is full posts spill to a locked list, and keep spilling
+// until the reactor has taken the list: a poster's tasks stay in the order
+// it posted them.
 type taskQueue[T any] struct {
-	wakefd int
-	woken  atomic.Bool
+	wakefd      int
+	woken       atomic.Bool
+	ring        *ring.MPSC[T]
+	overflowing atomic.Bool // posts go to overflow until the reactor takes it
 
-	mu     sync.Mutex
-	tasks  []T
-	closed bool // set under mu before wakefd closes: no late wake writes to a reused descriptor
+	mu       sync.Mutex
+	overflow []T
+	closed   bool // set under mu before wakefd closes: no late wake writes to a reused descriptor
 }
 
 // post queues a task and wakes the reactor. Safe from any goroutine.
 func (q *taskQueue[T]) post(t T) {
-	q.mu.Lock()
-	q.tasks = append(q.tasks, t)
-	q.mu.Unlock()
+	if q.overflowing.Load() || !q.ring.TryPush(t) {
+		q.mu.Lock()
+		q.overflow = append(q.overflow, t)
+		q.overflowing.Store(true)
+		q.mu.Unlock()
+	}
 	q.wake()
 }
 
@@ -74,14 +93,29 @@ func (q *taskQueue[T]) consumeWake() {
 // READ completed), never before: see reactor.dispatch.
 func (q *taskQueue[T]) rearm() { q.woken.Store(false) }
 
-// take returns the tasks posted so far, and gives the queue spare (the
-// slice the previous take returned, cleared) to fill next. Reactor only.
+// take returns the tasks posted so far, the ring's first and then the
+// overflow's, reusing spare (the slice the previous take returned, cleared).
+// Reactor only.
 func (q *taskQueue[T]) take(spare []T) []T {
 	clear(spare)
-	q.mu.Lock()
-	tasks := q.tasks
-	q.tasks = spare[:0]
-	q.mu.Unlock()
+	tasks := spare[:0]
+	for {
+		if len(tasks) == cap(tasks) {
+			tasks = slices.Grow(tasks, 64)
+		}
+		before := len(tasks)
+		if tasks = q.ring.PopBatch(tasks); len(tasks) == before {
+			break
+		}
+	}
+	if q.overflowing.Load() {
+		q.mu.Lock()
+		tasks = append(tasks, q.overflow...)
+		clear(q.overflow)
+		q.overflow = q.overflow[:0]
+		q.overflowing.Store(false)
+		q.mu.Unlock()
+	}
 	return tasks
 }
 

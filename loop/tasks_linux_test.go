@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ironbus/ironbus/ring"
 )
 
 // TestTaskQueueNeverLosesAWake drives a task queue the way a reactor does
@@ -20,7 +22,7 @@ func TestTaskQueueNeverLosesAWake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	queue := &taskQueue[int]{wakefd: wakefd}
+	queue := &taskQueue[int]{wakefd: wakefd, ring: ring.NewMPSC[int](taskRingCapacity)}
 	defer queue.close()
 	const posters, perPoster = 4, 20_000
 	var stop atomic.Bool
@@ -52,5 +54,65 @@ func TestTaskQueueNeverLosesAWake(t *testing.T) {
 	}
 	if taken != posters*perPoster {
 		t.Fatalf("%d of %d tasks taken: a wake-up was lost (woken %v)", taken, posters*perPoster, queue.woken.Load())
+	}
+}
+
+// TestTaskQueueOverflowKeepsOrder: past the ring's capacity posts spill
+// to the overflow list, nothing is refused, and each poster's tasks come
+// out in the order it posted them, also while the reactor takes between.
+func TestTaskQueueOverflowKeepsOrder(t *testing.T) {
+	wakefd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := &taskQueue[[2]int]{wakefd: wakefd, ring: ring.NewMPSC[[2]int](taskRingCapacity)}
+	defer queue.close()
+	// Alone first: three ringfuls with nobody taking.
+	for i := range 3 * taskRingCapacity {
+		queue.post([2]int{0, i})
+	}
+	if !queue.overflowing.Load() {
+		t.Fatal("three ringfuls did not spill to the overflow list")
+	}
+	for i, task := range queue.take(nil) {
+		if task != [2]int{0, i} {
+			t.Fatalf("task %d came out as %v", i, task)
+		}
+	}
+	const posters, each = 3, 5 * taskRingCapacity
+	var group sync.WaitGroup
+	for poster := range posters {
+		group.Go(func() {
+			for i := range each {
+				queue.post([2]int{poster, i})
+			}
+		})
+	}
+	next := make([]int, posters)
+	var spare [][2]int
+	check := func() {
+		spare = queue.take(spare)
+		for _, task := range spare {
+			if task[1] != next[task[0]] {
+				t.Fatalf("poster %d: task %d came when %d was due", task[0], task[1], next[task[0]])
+			}
+			next[task[0]]++
+		}
+	}
+	done := make(chan struct{})
+	go func() { group.Wait(); close(done) }()
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		check()
+	}
+	check()
+	for poster, got := range next {
+		if got != each {
+			t.Fatalf("poster %d: %d of %d tasks taken", poster, got, each)
+		}
 	}
 }

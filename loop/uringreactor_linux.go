@@ -9,6 +9,8 @@ import (
 
 	"github.com/ironbus/ironbus/loop/uring"
 	"golang.org/x/sys/unix"
+
+	"github.com/ironbus/ironbus/ring"
 )
 
 // Ring sizes. Each pass may queue a RECV, a SEND and a cancel per
@@ -85,7 +87,7 @@ type uringReactor struct {
 
 func newURingReactor(s *URingServer, index int) *uringReactor {
 	r := &uringReactor{server: s, index: index, listenFD: -1, completionSignal: -1,
-		queue: taskQueue[uringTask]{wakefd: -1}}
+		queue: taskQueue[uringTask]{wakefd: -1, ring: ring.NewMPSC[uringTask](taskRingCapacity)}}
 	r.collect = func(cqe uring.CQE) bool {
 		r.completions = append(r.completions, cqe)
 		return true

@@ -4,11 +4,12 @@
 //   - SPSC: one producer, one consumer. Each connection's produce
 //     completions travel on one, from the session's reader to the
 //     connection's writer (package broker).
-//   - MPSC: many producers, one consumer, for hand-offs fed by every
-//     reactor. Measured on two cores it is no faster than a buffered channel
-//     under contention (docs/BENCHMARKS.md, "Rings"), so nothing on the data
-//     path uses it yet; a log's submissions go through the appender's
-//     staging buffer, which copies each frame once, straight into the batch.
+//   - MPSC: many producers, one consumer. Each reactor's task queue is
+//     one: the flushes, resumes and closes other goroutines post to it
+//     (completions coming back to the reactor), with a locked overflow list
+//     behind it so no task is ever refused. A log's submissions go through
+//     the appender's staging buffer instead, which copies each frame once,
+//     straight into the batch (docs/BENCHMARKS.md, "Rings").
 //
 // # Invariants
 //

@@ -139,7 +139,7 @@ func DecodeDeadLetter(body []byte) (DeadLetter, error) {
 			letter.Timestamp, perr = strconv.ParseInt(string(value), 10, 64)
 		}
 		if perr != nil {
-			return DeadLetter{}, fmt.Errorf("consumer: dead-letter header %s: %w", name, perr)
+			return DeadLetter{}, fmt.Errorf("%w: header %s: %w", ErrNotDeadLetter, name, perr)
 		}
 	}
 	if seen < 2 {

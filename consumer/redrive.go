@@ -330,7 +330,14 @@ func decodeRedrive(data []byte) (redriveState, error) {
 		return corrupt(fmt.Sprintf("%d targets in %d bytes", count, len(rest)))
 	}
 	for ; len(rest) > 0; rest = rest[12:] {
-		intent.Targets[binary.LittleEndian.Uint32(rest)] = binary.LittleEndian.Uint64(rest[4:])
+		partition := binary.LittleEndian.Uint32(rest)
+		if _, twice := intent.Targets[partition]; twice {
+			// The encoder writes each partition once: a second entry is
+			// damage, and silently keeping one of the two would scan the
+			// wrong tail after a crash.
+			return corrupt(fmt.Sprintf("partition %d listed twice", partition))
+		}
+		intent.Targets[partition] = binary.LittleEndian.Uint64(rest[4:])
 	}
 	st.Intent = intent
 	return st, nil

@@ -712,3 +712,45 @@ func TestConformanceShutdownRacesServe(t *testing.T) {
 		}
 	})
 }
+
+// TestConformanceResumeInsideData: a session that pauses and resumes
+// within one Data call (its credits were free already) and leaves whole
+// messages unconsumed gets them again without any new byte from the peer.
+// The std backend once blocked on the network instead, and the last
+// requests of a burst were never answered.
+func TestConformanceResumeInsideData(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, backend string) {
+		got := make(chan []byte, 256)
+		handler := funcHandler{open: func(conn Conn) (Session, error) {
+			return funcSession{
+				data: func(in []byte) (int, error) {
+					if len(in) == 0 {
+						return 0, nil
+					}
+					got <- bytes.Clone(in[:1]) // one message per call
+					conn.PauseReading()
+					conn.ResumeReading()
+					return 1, nil
+				},
+				stopped: func(error) { _ = conn.Close() },
+			}, nil
+		}}
+		_, addr := startServer(t, backend, Config{}, handler)
+		client := dial(t, addr)
+		if _, err := client.Write([]byte("abcdefghij")); err != nil {
+			t.Fatal(err)
+		}
+		var all []byte
+		for len(all) < 10 {
+			select {
+			case b := <-got:
+				all = append(all, b...)
+			case <-time.After(5 * time.Second):
+				t.Fatalf("got %q of %q: the bytes held back at a resume inside Data never came again", all, "abcdefghij")
+			}
+		}
+		if string(all) != "abcdefghij" {
+			t.Fatalf("got %q", all)
+		}
+	})
+}

@@ -160,6 +160,7 @@ type stdConn struct {
 
 	pauseMu sync.Mutex
 	resumed chan struct{} // non-nil while paused; closed on resume
+	resumes uint64        // resumes so far, under pauseMu: see deliver
 }
 
 var _ Conn = (*stdConn)(nil)
@@ -212,6 +213,33 @@ func (c *stdConn) ResumeReading() {
 	if c.resumed != nil {
 		close(c.resumed)
 		c.resumed = nil
+		c.resumes++
+	}
+}
+
+// pauseState returns the channel to wait on while paused (nil when not)
+// and how many resumes there have been.
+func (c *stdConn) pauseState() (chan struct{}, uint64) {
+	c.pauseMu.Lock()
+	defer c.pauseMu.Unlock()
+	return c.resumed, c.resumes
+}
+
+// deliver hands the buffered bytes to the session, and again whenever the
+// session paused and resumed within the call: a resume that comes while
+// Data still runs (credits free already) has no waiting reader to wake,
+// and the bytes it held back would otherwise sit in the buffer while the
+// reader blocks on a network that has nothing more to send.
+func (c *stdConn) deliver(session Session, in *inputBuffer) error {
+	for {
+		_, before := c.pauseState()
+		if err := in.deliver(session); err != nil {
+			return err
+		}
+		paused, after := c.pauseState()
+		if paused != nil || after == before || in.empty() {
+			return nil
+		}
 	}
 }
 
@@ -259,7 +287,7 @@ func (c *stdConn) read(session Session, in *inputBuffer) error {
 				return nil
 			}
 			// Bytes Data left for later come first after a resume.
-			if err := in.deliver(session); err != nil {
+			if err := c.deliver(session, in); err != nil {
 				return err
 			}
 			continue
@@ -284,7 +312,7 @@ func (c *stdConn) read(session Session, in *inputBuffer) error {
 		n, err := c.nc.Read(space)
 		if n > 0 {
 			in.filled(n)
-			if derr := in.deliver(session); derr != nil {
+			if derr := c.deliver(session, in); derr != nil {
 				return derr
 			}
 			in.shrink()

@@ -108,7 +108,12 @@ func (q *taskQueue[T]) take(spare []T) []T {
 			break
 		}
 	}
-	if q.overflowing.Load() {
+	// The overflow holds tasks posted after those still in the ring. The
+	// ring can hold some the pop could not reach yet (a poster claimed a
+	// slot and has not published it: PopBatch stops there), so the
+	// overflow waits until the ring is empty; that poster's wake brings the
+	// next pass. Meanwhile every post keeps spilling, so nothing overtakes.
+	if q.overflowing.Load() && q.ring.Len() == 0 {
 		q.mu.Lock()
 		tasks = append(tasks, q.overflow...)
 		clear(q.overflow)

@@ -10,6 +10,12 @@ import (
 // statusPath is where Linux reports this process's memory counters.
 const statusPath = "/proc/self/status"
 
+// ReadAnonymousOf is ReadAnonymous for another process: how benchmarks and
+// tests watch a broker they started.
+func ReadAnonymousOf(pid int) (int64, error) {
+	return readStatusFieldAt(fmt.Sprintf("/proc/%d/status", pid), "RssAnon")
+}
+
 // ReadRSS returns the resident set size of this process in bytes (VmRSS in
 // /proc/self/status): heap, stacks, binary and off-heap mappings alike.
 // Tests and benchmarks use it to check that memory follows configuration.
@@ -28,6 +34,10 @@ func ReadAnonymous() (int64, error) {
 // readStatusField reads one "Name:   1234 kB" line of /proc/self/status,
 // in bytes.
 func readStatusField(field string) (int64, error) {
+	return readStatusFieldAt(statusPath, field)
+}
+
+func readStatusFieldAt(statusPath, field string) (int64, error) {
 	status, err := os.ReadFile(statusPath)
 	if err != nil {
 		return 0, fmt.Errorf("arena: read %s: %w", statusPath, err)

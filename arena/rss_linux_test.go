@@ -79,3 +79,22 @@ func mustRead(t *testing.T, read func() (int64, error)) int64 {
 	}
 	return value
 }
+
+// TestReadAnonymousOfMatchesSelf: reading this process by pid agrees with
+// reading it through /proc/self.
+func TestReadAnonymousOfMatchesSelf(t *testing.T) {
+	self, err := arena.ReadAnonymous()
+	if err != nil {
+		t.Skip(err)
+	}
+	byPid, err := arena.ReadAnonymousOf(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if byPid < self/2 || byPid > self*2 {
+		t.Fatalf("RssAnon %d by pid, %d through /proc/self", byPid, self)
+	}
+	if _, err := arena.ReadAnonymousOf(-1); err == nil {
+		t.Fatal("a process that does not exist has memory")
+	}
+}

@@ -12,3 +12,8 @@ func ReadRSS() (int64, error) {
 func ReadAnonymous() (int64, error) {
 	return 0, ErrUnsupported
 }
+
+// ReadAnonymousOf needs /proc, which only Linux has.
+func ReadAnonymousOf(pid int) (int64, error) {
+	return 0, ErrUnsupported
+}

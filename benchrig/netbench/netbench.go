@@ -8,12 +8,11 @@ import (
 	"fmt"
 	"os"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/ironbus/ironbus/arena"
 	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/client"
 	"github.com/ironbus/ironbus/loop"
@@ -145,7 +144,7 @@ func samplePeakAnonymous(pid int) (stop func() int64) {
 		ticker := time.NewTicker(50 * time.Millisecond)
 		defer ticker.Stop()
 		for {
-			if anonymous, err := readAnonymous(pid); err == nil {
+			if anonymous, err := arena.ReadAnonymousOf(pid); err == nil {
 				peak = max(peak, anonymous)
 			}
 			select {
@@ -241,19 +240,4 @@ func Summarize(samples []time.Duration) (Latency, error) {
 
 func (l Latency) String() string {
 	return fmt.Sprintf("p50 %.0f µs  p99 %.0f µs  p99.9 %.0f µs  max %.0f µs  (%d samples)", l.P50, l.P99, l.P999, l.Max, l.Samples)
-}
-
-// readAnonymous reads RssAnon of process pid, in bytes.
-func readAnonymous(pid int) (int64, error) {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.Lines(string(status)) {
-		if rest, found := strings.CutPrefix(line, "RssAnon:"); found {
-			kilobytes, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kilobytes << 10, err
-		}
-	}
-	return 0, errors.New("netbench: no RssAnon in /proc status")
 }

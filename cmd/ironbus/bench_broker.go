@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/ironbus/ironbus/arena"
 )
 
 // benchTarget is the broker under load: one bench started (a child
@@ -126,7 +128,7 @@ func (t *benchTarget) sampleRSS() {
 	ticker := time.NewTicker(50 * time.Millisecond)
 	defer ticker.Stop()
 	for {
-		if rss := readProcessField(t.cmd.Process.Pid, "status", "RssAnon"); rss > 0 {
+		if rss, err := arena.ReadAnonymousOf(t.cmd.Process.Pid); err == nil {
 			t.mu.Lock()
 			t.peakRSS = max(t.peakRSS, rss)
 			t.mu.Unlock()

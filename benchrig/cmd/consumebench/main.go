@@ -12,12 +12,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime/pprof"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/ironbus/ironbus/benchrig"
 	"github.com/ironbus/ironbus/benchrig/consumebench"
 	"github.com/ironbus/ironbus/benchrig/logbench"
 	"github.com/ironbus/ironbus/benchrig/netbench"
@@ -64,13 +63,10 @@ func main() {
 	flag.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile to this file")
 	flag.Parse()
 	opts.backends, opts.shapes = strings.Split(backends, ","), strings.Split(shapes, ",")
-	for _, field := range strings.Split(sizes, ",") {
-		size, err := strconv.Atoi(strings.TrimSpace(field))
-		if err != nil || size <= 0 {
-			fmt.Fprintf(os.Stderr, "consumebench: -sizes %q: want positive byte counts\n", sizes)
-			os.Exit(2)
-		}
-		opts.sizes = append(opts.sizes, size)
+	var err error
+	if opts.sizes, err = benchrig.ParseSizes(sizes); err != nil {
+		fmt.Fprintln(os.Stderr, "consumebench:", err)
+		os.Exit(2)
 	}
 	if err := run(opts); err != nil {
 		fmt.Fprintln(os.Stderr, "consumebench:", err)
@@ -79,15 +75,11 @@ func main() {
 }
 
 func run(opts options) error {
-	if opts.cpuProfile != "" {
-		file, err := os.Create(opts.cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer file.Close()
-		_ = pprof.StartCPUProfile(file)
-		defer pprof.StopCPUProfile()
+	stopProfile, err := benchrig.StartCPUProfile(opts.cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	rep := report{Host: logbench.Host(), Date: time.Now().UTC().Format(time.DateOnly)}
 	if !opts.skipRaw {
 		raw, err := logbench.MeasureRaw(opts.dir, time.Second)

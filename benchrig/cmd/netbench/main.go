@@ -11,12 +11,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime/pprof"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/ironbus/ironbus/benchrig"
 	"github.com/ironbus/ironbus/benchrig/logbench"
 	"github.com/ironbus/ironbus/benchrig/netbench"
 	"github.com/ironbus/ironbus/segment"
@@ -61,13 +60,10 @@ func main() {
 	flag.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile to this file")
 	flag.Parse()
 	opts.backends = strings.Split(backends, ",")
-	for _, field := range strings.Split(sizes, ",") {
-		size, err := strconv.Atoi(strings.TrimSpace(field))
-		if err != nil || size <= 0 {
-			fmt.Fprintf(os.Stderr, "netbench: -sizes %q: want positive byte counts\n", sizes)
-			os.Exit(2)
-		}
-		opts.sizes = append(opts.sizes, size)
+	var err error
+	if opts.sizes, err = benchrig.ParseSizes(sizes); err != nil {
+		fmt.Fprintln(os.Stderr, "netbench:", err)
+		os.Exit(2)
 	}
 	if err := run(opts); err != nil {
 		fmt.Fprintln(os.Stderr, "netbench:", err)
@@ -84,15 +80,11 @@ func run(opts options) error {
 	if err != nil {
 		return err
 	}
-	if opts.cpuProfile != "" {
-		file, err := os.Create(opts.cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer file.Close()
-		_ = pprof.StartCPUProfile(file)
-		defer pprof.StopCPUProfile()
+	stopProfile, err := benchrig.StartCPUProfile(opts.cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	rep := report{Host: logbench.Host()}
 	if err := measureRaw(&rep, opts.dir, opts.duration); err != nil {
 		return err

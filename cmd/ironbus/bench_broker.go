@@ -26,6 +26,7 @@ type benchTarget struct {
 	dataDir string
 	cmd     *exec.Cmd
 	exited  chan error
+	logRead chan struct{} // closed once the broker's log ended (its stop line read)
 
 	mu         sync.Mutex
 	syncs      uint64
@@ -58,15 +59,22 @@ func (t *benchTarget) start(plan *benchPlan) error {
 		args = append(args, "--profile-out", plan.profileOut)
 	}
 	t.cmd = exec.Command(self, args...)
-	stderr, err := t.cmd.StderrPipe()
+	// An os.Pipe rather than StderrPipe: Wait closes a StderrPipe as soon
+	// as the process exits, which can cut off its last log line (the sync
+	// count); this reader sees EOF only after the broker wrote everything.
+	stderr, logWriter, err := os.Pipe()
 	if err != nil {
 		return exitErrorf(exitInternal, "bench: %w", err)
 	}
-	if err := t.cmd.Start(); err != nil {
+	t.cmd.Stderr = logWriter
+	err = t.cmd.Start()
+	_ = logWriter.Close() // the child holds its own copy
+	if err != nil {
+		_ = stderr.Close()
 		t.remove()
 		return exitErrorf(exitInternal, "bench: starting the broker: %w", err)
 	}
-	t.exited = make(chan error, 1)
+	t.exited, t.logRead = make(chan error, 1), make(chan struct{})
 	serving := make(chan string, 1)
 	go t.readLog(stderr, serving)
 	go func() { t.exited <- t.cmd.Wait() }()
@@ -88,7 +96,9 @@ func (t *benchTarget) start(plan *benchPlan) error {
 
 // readLog follows the broker's JSON log: the serving line gives the
 // address, the stopped line the fdatasync count.
-func (t *benchTarget) readLog(stderr io.Reader, serving chan<- string) {
+func (t *benchTarget) readLog(stderr io.ReadCloser, serving chan<- string) {
+	defer close(t.logRead)
+	defer stderr.Close()
 	lines := bufio.NewScanner(stderr)
 	for lines.Scan() {
 		var line struct {
@@ -160,6 +170,12 @@ func (t *benchTarget) stop() error {
 	case <-time.After(60 * time.Second):
 		_ = t.cmd.Process.Kill()
 		return exitErrorf(exitInternal, "bench: the broker did not drain within 60 s")
+	}
+	// The process has exited; its last log line (the sync count) may still
+	// be on its way through the pipe.
+	select {
+	case <-t.logRead:
+	case <-time.After(5 * time.Second):
 	}
 	return nil
 }

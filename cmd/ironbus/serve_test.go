@@ -41,17 +41,31 @@ func startBroker(t *testing.T, args ...string) *brokerProcess {
 		args = append(args, "--loop", backend)
 	}
 	p := &brokerProcess{t: t, cmd: exec.Command(binaryPath, args...), exited: make(chan error, 1)}
-	stderr, err := p.cmd.StderrPipe()
+	// An os.Pipe rather than StderrPipe: Wait closes a StderrPipe when the
+	// process exits and can cut off its last log lines ("stopped cleanly").
+	stderr, logWriter, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.cmd.Stderr = logWriter
 	p.cmd.Stdout = &lockedWriter{mu: &p.mu, w: &p.stdout}
-	if err := p.cmd.Start(); err != nil {
+	err = p.cmd.Start()
+	_ = logWriter.Close()
+	if err != nil {
 		t.Fatal(err)
 	}
 	found := make(chan string, 1)
-	go p.scan(stderr, found)
-	go func() { p.exited <- p.cmd.Wait() }()
+	logRead := make(chan struct{})
+	go func() {
+		defer close(logRead)
+		defer stderr.Close()
+		p.scan(stderr, found)
+	}()
+	go func() {
+		err := p.cmd.Wait()
+		<-logRead // every line the process wrote is in the log first
+		p.exited <- err
+	}()
 	t.Cleanup(func() { _ = p.cmd.Process.Kill() })
 	select {
 	case p.addr = <-found:

@@ -1,6 +1,7 @@
 package arena
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -29,6 +30,15 @@ type Slab struct {
 	// reads it without the lock. After Close it may be unmapped; the
 	// generations below keep stale Buffers from reaching it.
 	memory []byte
+	// lazy slabs (NewLazySlab) have no memory up front: buffer i is
+	// mapped into pieces[i] by the first Get that hands it out and kept
+	// until Close. The holder maps it outside the lock; the next holder
+	// sees the slice through the free-list mutex (happens-before).
+	lazy   bool
+	pieces [][]byte
+	// mapFailures counts lazy Gets that found a free buffer but could not
+	// map it (the system is out of memory or address space).
+	mapFailures atomic.Int64
 	// generations[i] advances on every release of buffer i, so a stale
 	// copy of a Buffer (released already) no longer matches. Atomic because
 	// Bytes checks it without the lock.
@@ -99,6 +109,35 @@ func NewSlab(budget *Budget, name, knob string, bufferSize, count int, offHeap b
 	return slab, nil
 }
 
+// NewLazySlab is NewSlab for pools whose worst case is large and rarely
+// reached, such as the append staging of every stream the broker may
+// serve: the budget counts all count buffers, but each is mapped (off the
+// Go heap) only when first handed out, and then kept for reuse until
+// Close. Reserving the worst case up front would cost address space a
+// 32-bit device does not have, and a small device's overcommit check
+// refuses mappings larger than its memory. Get on a lazy slab may make
+// one mmap system call; it still never grows past count buffers.
+//
+// On platforms without anonymous mappings the buffers are Go slices,
+// allocated on first Get (see OffHeap).
+func NewLazySlab(budget *Budget, name, knob string, bufferSize, count int) (*Slab, error) {
+	if budget == nil {
+		return nil, fmt.Errorf("%w: slab %q has no budget to register with", ErrInvalidArgument, name)
+	}
+	if bufferSize <= 0 || count <= 0 || count > math.MaxInt32 || bufferSize > math.MaxInt/count {
+		return nil, fmt.Errorf("%w: slab %q needs a positive buffer size and 1 to %d buffers, got %d × %d",
+			ErrInvalidArgument, name, math.MaxInt32, count, bufferSize)
+	}
+	slab := &Slab{name: name, bufferSize: bufferSize, count: count, offHeap: offHeapSupported, lazy: true,
+		pieces: make([][]byte, count), generations: make([]atomic.Uint32, count)}
+	slab.mu.free = make([]int32, count)
+	for position := range slab.mu.free {
+		slab.mu.free[position] = int32(count - 1 - position)
+	}
+	budget.Register(name, knob, int64(count)*roundUpToPage(int64(bufferSize)))
+	return slab, nil
+}
+
 // Get returns a free buffer, or false when every buffer is held (or the
 // slab is closed). It never allocates: exhaustion is the caller's signal
 // to apply backpressure, and it is counted in Exhaustions.
@@ -116,9 +155,31 @@ func (slab *Slab) Get() (Buffer, bool) {
 	index := slab.mu.free[last]
 	slab.mu.free = slab.mu.free[:last]
 	slab.mu.Unlock()
+	if slab.lazy && slab.pieces[index] == nil && !slab.mapPiece(index) {
+		return Buffer{}, false
+	}
 	// Only the holder's Release advances the generation, and we are the
 	// holder now, so reading it after unlocking is safe.
 	return Buffer{slab: slab, index: index, generation: slab.generations[index].Load()}, true
+}
+
+// mapPiece maps buffer index of a lazy slab for its first holder, or puts
+// the index back and reports false when the system refuses the memory.
+func (slab *Slab) mapPiece(index int32) bool {
+	if !slab.offHeap {
+		slab.pieces[index] = make([]byte, slab.bufferSize)
+		return true
+	}
+	piece, err := mapAnonymous(slab.bufferSize)
+	if err != nil {
+		slab.mapFailures.Add(1)
+		slab.mu.Lock()
+		slab.mu.free = append(slab.mu.free, index)
+		slab.mu.Unlock()
+		return false
+	}
+	slab.pieces[index] = piece[:slab.bufferSize:slab.bufferSize]
+	return true
 }
 
 // Bytes returns the whole buffer (BufferSize bytes, capacity capped so an
@@ -130,6 +191,9 @@ func (buffer Buffer) Bytes() []byte {
 	slab := buffer.slab
 	if slab == nil || slab.generations[buffer.index].Load() != buffer.generation {
 		return nil
+	}
+	if slab.lazy {
+		return slab.pieces[buffer.index]
 	}
 	start := int(buffer.index) * slab.bufferSize
 	end := start + slab.bufferSize
@@ -184,6 +248,19 @@ func (slab *Slab) Close() error {
 	if !slab.offHeap {
 		return nil // the Go heap reclaims it once the Slab is unreachable
 	}
+	if slab.lazy {
+		var failed error
+		for index, piece := range slab.pieces {
+			if piece != nil {
+				failed = errors.Join(failed, unmapAnonymous(piece[:cap(piece)]))
+				slab.pieces[index] = nil
+			}
+		}
+		if failed != nil {
+			return fmt.Errorf("arena: unmap slab %q: %w", slab.name, failed)
+		}
+		return nil
+	}
 	if err := unmapAnonymous(slab.memory); err != nil {
 		return fmt.Errorf("arena: unmap slab %q: %w", slab.name, err)
 	}
@@ -211,6 +288,10 @@ func (slab *Slab) Name() string { return slab.name }
 // anonymous mappings, where such memory must only serve synchronous
 // system calls.
 func (slab *Slab) OffHeap() bool { return slab.offHeap }
+
+// MapFailures counts the Gets of a lazy slab that found a free buffer but
+// could not map its memory: the system itself is out of memory.
+func (slab *Slab) MapFailures() int64 { return slab.mapFailures.Load() }
 
 // Exhaustions counts the Get calls that found no free buffer: how often
 // callers had to apply backpressure.

@@ -305,3 +305,91 @@ func TestSlabGetReleaseDoesNotAllocate(t *testing.T) {
 		t.Errorf("Get+Bytes+Release allocates %.1f times per call", allocations)
 	}
 }
+
+func TestLazySlabMapsOnFirstGetAndReuses(t *testing.T) {
+	budget := arena.NewBudget()
+	slab, err := arena.NewLazySlab(budget, "staging", "--staging", 8192, 3)
+	if err != nil {
+		t.Fatalf("NewLazySlab: %v", err)
+	}
+	if budget.Total() != 3*8192 {
+		t.Errorf("budget %d, want the worst case %d", budget.Total(), 3*8192)
+	}
+	first, ok := slab.Get()
+	if !ok {
+		t.Fatal("Get failed on an empty lazy slab")
+	}
+	bytes := first.Bytes()
+	if len(bytes) != 8192 || cap(bytes) != 8192 {
+		t.Fatalf("Bytes: len %d cap %d, want 8192", len(bytes), cap(bytes))
+	}
+	bytes[0], bytes[8191] = 7, 9
+	if err := first.Release(); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if first.Bytes() != nil {
+		t.Error("a released buffer still shows its bytes")
+	}
+	again, ok := slab.Get()
+	if !ok || again.Index() != first.Index() {
+		t.Fatalf("Get after release: ok %v index %d, want the warm buffer %d", ok, again.Index(), first.Index())
+	}
+	if got := again.Bytes(); got[0] != 7 || got[8191] != 9 {
+		t.Error("the reused buffer is not the one mapped first")
+	}
+	var held []arena.Buffer
+	for range 2 {
+		buffer, ok := slab.Get()
+		if !ok {
+			t.Fatal("Get failed before the slab was exhausted")
+		}
+		held = append(held, buffer)
+	}
+	if _, ok := slab.Get(); ok || slab.Exhaustions() != 1 {
+		t.Fatalf("Get past the count: ok %v, exhaustions %d", ok, slab.Exhaustions())
+	}
+	if err := slab.Close(); !errors.Is(err, arena.ErrInUse) {
+		t.Fatalf("Close with buffers held: %v, want ErrInUse", err)
+	}
+	for _, buffer := range append(held, again) {
+		if err := buffer.Release(); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+	}
+	if err := slab.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if slab.MapFailures() != 0 {
+		t.Errorf("map failures %d", slab.MapFailures())
+	}
+}
+
+func TestLazySlabConcurrentGetRelease(t *testing.T) {
+	slab, err := arena.NewLazySlab(arena.NewBudget(), "staging", "--staging", 4096, 4)
+	if err != nil {
+		t.Fatalf("NewLazySlab: %v", err)
+	}
+	var wg sync.WaitGroup
+	for worker := range 8 {
+		wg.Go(func() {
+			for range 500 {
+				buffer, ok := slab.Get()
+				if !ok {
+					continue
+				}
+				bytes := buffer.Bytes()
+				bytes[0] = byte(worker)
+				if bytes[0] != byte(worker) {
+					t.Errorf("buffer %d shared between holders", buffer.Index())
+				}
+				if err := buffer.Release(); err != nil {
+					t.Errorf("Release: %v", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := slab.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}

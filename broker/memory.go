@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"unsafe"
 
 	"github.com/ironbus/ironbus/arena"
@@ -47,8 +48,12 @@ func (c Config) RegisterMemory(budget *arena.Budget) error {
 	budget.Register("produce windows and session buffers", "--max-connections × --window",
 		connections*sessionBytes(int64(c.Window)))
 	budget.Register("goroutine stacks", "--max-connections × 64 KiB", connections*sessionStacks)
-	staging := int64(c.Storage.StagingBytes) + 3*4096
-	budget.Register("append staging", "--max-streams × 2 × --staging-bytes", int64(c.MaxStreams)*2*staging)
+	staging := int64(segment.StagingBufferSize(c.Storage))
+	if c.Storage.StagingBuffers == nil { // a slab registers itself
+		perLog := int64(segment.StagingBuffersPerLog(c.Storage.IOMode))
+		budget.Register("append staging", fmt.Sprintf("--max-streams × %d × --staging-bytes", perLog),
+			int64(c.MaxStreams)*perLog*staging)
+	}
 	// With a large-record pool, its capacity (registered when it was
 	// built) bounds records larger than staging; without one, every stream
 	// may stage one and write another.

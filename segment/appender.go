@@ -31,9 +31,8 @@ type appender struct {
 	lastIndexed int64
 
 	tail    []byte // direct mode: bytes of the partial block before pos
-	direct  []byte // direct mode: aligned write buffer
-	scratch []byte // buffered mode: piece plus commit frame
-	spare   []byte // recycled staging buffer
+	direct  []byte // direct mode: the log's aligned bounce buffer (staging.go)
+	commit  [format.CommitFrameSize]byte
 	entries []indexEntry
 
 	prepared  chan preparedFile
@@ -56,45 +55,29 @@ func (a *appender) resetActiveStats() {
 	a.tail = a.tail[:0]
 }
 
-// newStaging returns an empty staging batch, reusing the buffer of the
-// batch written last. In direct mode the buffer lives in an aligned slab
-// and starts at the length the partial block will have once the batch
-// being swapped out (writing) is written: the next write can then copy that
-// block in front of the records and go out from the slab as it is, instead
-// of copying the whole batch into an aligned buffer.
-func (a *appender) newStaging(writing *batch) *batch {
-	spare := a.spare
-	a.spare = nil
-	if a.mode != IODirect {
-		if spare == nil {
-			spare = make([]byte, 0, a.log.opts.StagingBytes)
-		}
-		return a.log.newBatch(spare)
-	}
-	if spare == nil {
-		spare = vfs.AlignedBuffer(a.log.opts.StagingBytes + 3*vfs.DirectAlignment)
-	}
+// newStagingLocked returns an empty staging batch on the log's free
+// staging buffer. In direct mode the records start at the length the
+// partial block will have once the batch being swapped out (writing) is
+// written: the next write can then copy that block in front of the records
+// and go out from the buffer as it is, instead of copying the whole batch
+// into the bounce buffer. REQUIRES: l.mu held.
+func (a *appender) newStagingLocked(writing *batch) *batch {
 	at := 0
-	if a.active != nil {
+	if a.mode == IODirect && a.active != nil {
 		at = int((a.pos + int64(len(writing.buf)) + format.CommitFrameSize) % vfs.DirectAlignment)
 	}
-	b := a.log.newBatch(nil)
-	b.slab, b.slabAt, b.buf = spare, at, spare[at:at]
-	return b
+	return a.log.newStagingLocked(at)
 }
 
-// recycle keeps the buffer of a written batch for the next staging batch.
+// recycle hands the staging buffer of a written batch back to the log for
+// the next staging batch. A batch that grew past its buffer (one record
+// larger than the staging size) leaves the larger heap buffer to the
+// collector: the log keeps only its own buffers.
 func (a *appender) recycle(b *batch) {
-	switch {
-	case b.slab != nil:
-		a.spare = b.slab
-	case a.mode != IODirect && cap(b.buf) <= a.log.opts.StagingBytes:
-		// A batch that grew past the staging size held one large record:
-		// its buffer goes back to the heap rather than staying with the
-		// log, so a log's staging memory stays within two staging sizes.
-		a.spare = b.buf
-	}
-	b.buf, b.slab = nil, nil
+	l := a.log
+	l.mu.Lock()
+	l.giveBackLocked(b)
+	l.mu.Unlock()
 }
 
 // run is the appender goroutine.
@@ -126,7 +109,7 @@ func (a *appender) drainOnce() bool {
 		l.mu.Unlock()
 		return false
 	}
-	l.mu.staging = a.newStaging(b)
+	l.mu.staging = a.newStagingLocked(b)
 	l.mu.inflight = append(l.mu.inflight, b)
 	close(l.mu.spaceFreed)
 	l.mu.spaceFreed = make(chan struct{})
@@ -259,16 +242,22 @@ func (a *appender) indexPiece(piece []byte) (int64, int64) {
 	return minTS, maxTS
 }
 
+// writeBuffered writes piece and its commit frame with one write when the
+// staging buffer has room behind the records (it always has, unless a
+// record larger than the buffer reallocated it, or the batch is split by
+// a roll); otherwise with two, rather than copying the piece into another
+// buffer. A crash between the two leaves records without a commit frame:
+// a torn tail, which recovery truncates, and nothing was acknowledged.
 func (a *appender) writeBuffered(piece []byte, commit format.Commit, whole bool) error {
-	var buf []byte
 	if whole && cap(piece)-len(piece) >= format.CommitFrameSize {
-		buf = format.AppendCommit(piece, commit)
-	} else {
-		a.scratch = append(a.scratch[:0], piece...)
-		a.scratch = format.AppendCommit(a.scratch, commit)
-		buf = a.scratch
+		_, err := a.write.WriteAt(format.AppendCommit(piece, commit), a.pos)
+		return err
 	}
-	_, err := a.write.WriteAt(buf, a.pos)
+	if _, err := a.write.WriteAt(piece, a.pos); err != nil {
+		return err
+	}
+	frame := format.AppendCommit(a.commit[:0], commit)
+	_, err := a.write.WriteAt(frame, a.pos+int64(len(piece)))
 	return err
 }
 
@@ -313,10 +302,14 @@ func (a *appender) writeDirect(piece []byte, frameLen int, appendFrame func([]by
 	prefix := len(a.tail)
 	total := prefix + len(piece) + frameLen
 	padded := (total + align - 1) &^ (align - 1)
-	if cap(a.direct) < padded {
-		a.direct = vfs.AlignedBuffer(padded)
+	buf := a.direct
+	if cap(buf) < padded {
+		// Only a record larger than the staging size gets here; the
+		// broker admitted its bytes through the large-record pool, and
+		// the collector takes this buffer back after the write.
+		buf = vfs.AlignedBuffer(padded)
 	}
-	buf := a.direct[:prefix]
+	buf = buf[:prefix]
 	copy(buf, a.tail)
 	buf = append(buf, piece...)
 	buf = appendFrame(buf)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ironbus/ironbus/arena"
 	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
@@ -39,6 +40,7 @@ type Log struct {
 		spaceFreed  chan struct{} // closed when the appender takes the staging batch
 		newData     chan struct{} // closed when the committed mark advances
 		inflight    []*batch      // taken by the appender, not yet committed
+		free        [][]byte      // staging buffers no batch holds (staging.go)
 		written     mark          // what the appender has written
 		dirty       bool          // queued at the committer
 	}
@@ -60,6 +62,10 @@ type Log struct {
 		free []*[]byte
 	}
 
+	// ownedBuffers are the staging buffers taken from
+	// Options.StagingBuffers, released by Close.
+	ownedBuffers []arena.Buffer
+
 	app      appender
 	wake     chan struct{} // nudges the appender; never closed
 	stop     chan struct{} // closed by Close to stop the appender
@@ -79,6 +85,7 @@ type mark struct {
 // commit frame (or several when it spans a segment roll).
 type batch struct {
 	buf      []byte // record frames
+	owned    []byte // the log's staging buffer buf was started on (nil: heap)
 	slab     []byte // direct I/O: the aligned allocation buf starts in
 	slabAt   int    // direct I/O: where buf starts in slab
 	first    uint64
@@ -374,7 +381,8 @@ func (l *Log) failAllLocked(err error) []*batch {
 	l.mu.inflight = nil
 	if l.mu.staging.count > 0 {
 		failed = append(failed, l.mu.staging)
-		l.mu.staging = l.newBatch(nil)
+		l.giveBackLocked(l.mu.staging)
+		l.mu.staging = l.newStagingLocked(0)
 	}
 	for _, b := range failed {
 		b.err = err
@@ -416,7 +424,8 @@ func (l *Log) failFrom(b *batch, from uint64, err error) {
 		staged := l.mu.staging
 		staged.err, staged.failFrom = err, staged.first
 		failed = append(failed, staged)
-		l.mu.staging = l.newBatch(nil)
+		l.giveBackLocked(staged)
+		l.mu.staging = l.newStagingLocked(0)
 	}
 	l.wakeWaitersLocked()
 	l.mu.nextOffset = from
@@ -463,6 +472,7 @@ func (l *Log) Close() error {
 	for _, b := range failed {
 		close(b.done)
 	}
+	l.releaseStagingBuffers()
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ironbus/ironbus/arena"
 	"github.com/ironbus/ironbus/segment/format"
 )
 
@@ -151,6 +152,12 @@ type Options struct {
 	// StagingBytes bounds the record bytes a log buffers while the
 	// previous batch is written; a full buffer blocks Append (4 MiB).
 	StagingBytes int
+	// StagingBuffers, when set, is where every writable log takes its
+	// staging buffers (StagingBuffersPerLog of StagingBufferSize bytes)
+	// when it starts appending, and returns them when it closes: the
+	// broker sizes it for the logs it may serve and registers it with the
+	// RAM budget. Nil: each log allocates its buffers once on the heap.
+	StagingBuffers *arena.Slab
 	// Durability selects when an append is acknowledged.
 	Durability Durability
 	// AcceptRelaxedDurability must be true for any Durability other than

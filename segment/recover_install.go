@@ -107,6 +107,7 @@ func (r *recovery) startAppender(last *segment, lastFile *segmentFile, next uint
 			return err
 		}
 	}
+	l.takeStagingBuffers()
 	l.wake = make(chan struct{}, 1)
 	l.stop = make(chan struct{})
 	l.finished = make(chan struct{})

@@ -81,6 +81,7 @@ func (serve *serveOptions) applyEdge(changed func(name string) bool) {
 type memoryPlan struct {
 	budget       *arena.Budget
 	readBuffers  *arena.Slab
+	staging      *arena.Slab
 	largeFrames  *arena.SharedPool
 	largeRecords *arena.SharedPool
 	maxBuffer    int
@@ -129,6 +130,14 @@ func planMemory(serve *serveOptions, cfg *broker.Config) (*memoryPlan, error) {
 		return nil, exitErrorf(exitUsage, "--large-frame-pool: %w", err)
 	}
 	cfg.LargeRecords = plan.largeRecords
+	perLog := segment.StagingBuffersPerLog(cfg.Storage.IOMode)
+	if plan.staging, err = arena.NewLazySlab(plan.budget, "append staging",
+		fmt.Sprintf("--max-streams × %d × --staging-bytes", perLog),
+		segment.StagingBufferSize(cfg.Storage), memory.maxStreams*perLog); err != nil {
+		plan.close()
+		return nil, exitErrorf(exitUsage, "--max-streams, --staging-bytes: %w", err)
+	}
+	cfg.Storage.StagingBuffers = plan.staging
 	if err := cfg.RegisterMemory(plan.budget); err != nil {
 		plan.close()
 		return nil, exitErrorf(exitUsage, "%w", err)
@@ -146,7 +155,8 @@ func (plan *memoryPlan) enforce(ceiling int64) error {
 	if err := plan.budget.Check(ceiling); err != nil {
 		return exitErrorf(exitUsage, "%w", err)
 	}
-	offHeap := int64(plan.readBuffers.Capacity() * plan.readBuffers.BufferSize())
+	offHeap := int64(plan.readBuffers.Capacity()*plan.readBuffers.BufferSize()) +
+		int64(plan.staging.Capacity())*int64(plan.staging.BufferSize())
 	debug.SetMemoryLimit(ceiling - offHeap)
 	return nil
 }
@@ -160,6 +170,9 @@ func (plan *memoryPlan) loopConfig(logger *slog.Logger) loop.Config {
 func (plan *memoryPlan) close() {
 	if plan.readBuffers != nil {
 		_ = plan.readBuffers.Close()
+	}
+	if plan.staging != nil {
+		_ = plan.staging.Close()
 	}
 }
 

@@ -6,7 +6,7 @@ FUZZTIME  ?= 30s
 BENCH_DIR ?= /var/tmp
 SOAK_SEEDS ?= 5000
 
-.PHONY: all build test backends lint unit fuzz-smoke fuzz soak bench bench-consume testdata clean
+.PHONY: all build test backends lint unit fuzz-smoke fuzz soak bench bench-consume testdata clean docs
 
 all: build
 
@@ -38,6 +38,12 @@ backends:
 	  echo "== broker and end-to-end suites on the $$backend backend (skipped if unavailable above)"; \
 	  IRONBUS_TEST_LOOP=$$backend $(GO) test -race -count=1 -timeout 10m ./broker/ ./cmd/ironbus/; \
 	done
+
+# docs: regenerate the command reference at the end of docs/CLI.md and the
+# man pages in docs/man from the command tree; `make test` fails while they
+# are stale (TestGeneratedDocsAreFresh).
+docs:
+	IRONBUS_UPDATE_DOCS=1 $(GO) test -count=1 -run '^TestGeneratedDocsAreFresh$$' ./cmd/ironbus/
 
 unit:
 	$(GO) test -count=1 ./...

@@ -6,7 +6,7 @@ FUZZTIME  ?= 30s
 BENCH_DIR ?= /var/tmp
 SOAK_SEEDS ?= 5000
 
-.PHONY: all build test backends lint unit fuzz-smoke fuzz soak bench bench-consume testdata clean docs
+.PHONY: all build test backends lint unit fuzz-smoke fuzz fuzz-soak soak bench bench-consume testdata clean docs
 
 all: build
 
@@ -59,6 +59,23 @@ fuzz-smoke:
 
 fuzz:
 	$(MAKE) fuzz-smoke FUZZTIME=10m
+
+# fuzz-soak: every fuzz target for $(FUZZTIME) each (FUZZ_SOAK_TIME, 5m by
+# default), summarising executions and findings per target in
+# bench-results/fuzz-soak.txt; a finding prints its log and fails the run
+# at the end (the failing input is in the package's testdata/fuzz).
+FUZZ_SOAK_TIME ?= 5m
+fuzz-soak:
+	@mkdir -p bench-results; : > bench-results/fuzz-soak.txt; log=$$(mktemp); \
+	for pkg in $$($(GO) list ./...); do \
+	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    if $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZ_SOAK_TIME) $$pkg > $$log 2>&1; \
+	    then outcome=clean; else outcome=FINDING; cat $$log; fi; \
+	    execs=$$(grep -o 'execs: [0-9]*' $$log | tail -1 | cut -d' ' -f2); \
+	    printf '%-48s %-28s %-8s execs=%s\n' "$$pkg" "$$target" "$$outcome" "$$execs" | tee -a bench-results/fuzz-soak.txt; \
+	  done; \
+	done; rm -f $$log; \
+	! grep -q FINDING bench-results/fuzz-soak.txt
 
 # soak: many more seeded power cuts and crash sweeps than `make test`.
 soak:

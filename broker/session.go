@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ironbus/ironbus/arena"
@@ -30,7 +31,13 @@ type session struct {
 	cancel context.CancelFunc
 
 	handshook    bool
-	capabilities uint64 // negotiated in Hello
+	// handshake is where the Hello deadline stands: it ends the handshake
+	// as a whole, not each read, so a peer that dribbles a byte at a time
+	// (slowloris) is cut off too. handshakePending until Hello or the
+	// deadline, whichever changes it first.
+	handshake      atomic.Int32
+	handshakeTimer *time.Timer
+	capabilities   uint64 // negotiated in Hello
 	clientFrame  uint32 // largest frame the client accepts
 
 	// The current produce run: records for one log, in request order,
@@ -66,11 +73,32 @@ var (
 	_ loop.FrameSizer = (*session)(nil)
 )
 
+// The states of session.handshake.
+const (
+	handshakePending int32 = iota
+	handshakeDone
+	handshakeExpired
+)
+
 func newSession(b *Broker, conn loop.Conn) *session {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &session{broker: b, conn: conn, out: newWriter(conn, int(b.cfg.Window), b.cfg.ConnectionOutput), ctx: ctx, cancel: cancel,
+	s := &session{broker: b, conn: conn, out: newWriter(conn, int(b.cfg.Window), b.cfg.ConnectionOutput), ctx: ctx, cancel: cancel,
 		bodies: make([][]byte, 0, maxRun), crcs: make([]uint32, 0, maxRun), ids: make([]uint32, 0, maxRun),
 		groups: map[*servedGroup]uint64{}}
+	s.handshakeTimer = time.AfterFunc(b.cfg.HandshakeTimeout, s.handshakeDeadline)
+	return s
+}
+
+// handshakeDeadline closes a connection that has not completed Hello in
+// HandshakeTimeout. It runs on the timer's goroutine; nothing but this
+// error has been queued for a peer that never handshook.
+func (s *session) handshakeDeadline() {
+	if !s.handshake.CompareAndSwap(handshakePending, handshakeExpired) {
+		return
+	}
+	_ = s.conn.Write(wire.Append(nil, 0, wire.NewError(wire.CodeTimeout,
+		"no complete Hello within %v; closing", s.broker.cfg.HandshakeTimeout)))
+	_ = s.conn.Close()
 }
 
 // Data implements loop.Session: it handles every whole frame in in, and
@@ -203,6 +231,10 @@ func (s *session) hello(frame wire.Frame) error {
 		return s.fatal(frame.RequestID, wire.NewError(wire.CodeHandshake,
 			"Hello max_frame %d is below the %d-byte minimum", hello.MaxFrame, wire.MinMaxFrame))
 	}
+	if !s.handshake.CompareAndSwap(handshakePending, handshakeDone) {
+		return net.ErrClosed // the deadline won: the connection is closing
+	}
+	s.handshakeTimer.Stop()
 	cfg := s.broker.cfg
 	s.handshook = true
 	s.capabilities = hello.Capabilities & wire.Capabilities
@@ -447,6 +479,7 @@ func (s *session) pauseForOutput() {
 
 // ReadStopped implements loop.Session: finish in-flight work, then close.
 func (s *session) ReadStopped(cause error) {
+	s.handshakeTimer.Stop()
 	s.cancel() // end long polls and admission waits
 	s.consumers.Wait()
 	s.releaseRunLease()

@@ -30,7 +30,7 @@ type session struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	handshook    bool
+	handshook bool
 	// handshake is where the Hello deadline stands: it ends the handshake
 	// as a whole, not each read, so a peer that dribbles a byte at a time
 	// (slowloris) is cut off too. handshakePending until Hello or the
@@ -38,7 +38,7 @@ type session struct {
 	handshake      atomic.Int32
 	handshakeTimer *time.Timer
 	capabilities   uint64 // negotiated in Hello
-	clientFrame  uint32 // largest frame the client accepts
+	clientFrame    uint32 // largest frame the client accepts
 
 	// The current produce run: records for one log, in request order,
 	// starting at runStart in the bytes Data was given.

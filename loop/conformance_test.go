@@ -52,6 +52,24 @@ func forEachBackend(t *testing.T, test func(t *testing.T, backend string)) {
 // startServer serves handler on loopback and drains it at cleanup.
 func startServer(t testing.TB, backend string, cfg Config, handler Handler) (Server, string) {
 	t.Helper()
+	// Every test queues output in chunks from a slab, and checks at the
+	// end that each one came back: a chunk kept after its bytes were sent
+	// (or after the connection closed) is a leak the budget would not see.
+	if cfg.OutputBuffers == nil {
+		chunks, err := arena.NewLazySlab(arena.NewBudget(), "output chunks", "--test", OutputChunkSize, 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.OutputBuffers = chunks
+		t.Cleanup(func() {
+			if held := chunks.InUse(); held != 0 {
+				t.Errorf("%d output chunks still held after the server stopped", held)
+			}
+			if err := chunks.Close(); err != nil && chunks.InUse() == 0 {
+				t.Errorf("closing the output chunks: %v", err)
+			}
+		})
+	}
 	server, choice, err := New(backend, cfg, handler)
 	if err != nil {
 		t.Fatal(err)

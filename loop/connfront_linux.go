@@ -35,7 +35,7 @@ func newConnFront(fd int, id uint64, cfg Config, post func(taskKind)) connFront 
 		remote = sockaddrToTCP(sa).String()
 	}
 	return connFront{id: id, remote: remote, post: post, outputLimit: cfg.OutputLimit,
-		writeTimeout: cfg.WriteTimeout, output: newOutputQueue()}
+		writeTimeout: cfg.WriteTimeout, output: newOutputQueue(chunkSource{slab: cfg.OutputBuffers})}
 }
 
 func (c *connFront) ID() uint64                     { return c.id }

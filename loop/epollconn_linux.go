@@ -22,10 +22,12 @@ type epollConn struct {
 	closed   bool
 	lastRead time.Time
 	closeAt  time.Time // when a requested close gives up on unsent output
-	// The batch being sent, taken from output: sending's bytes with the
-	// borrowed parts between them. sent counts the batch's bytes written,
-	// borrowsDone the borrows whose done ran, borrowedDone their bytes.
-	sending      []byte
+	// The batch being sent, taken from output: sending's copied bytes
+	// (sendingBytes of them) with the borrowed parts between them. sent
+	// counts the batch's bytes written, borrowsDone the borrows whose done
+	// ran, borrowedDone their bytes.
+	sending      []outputChunk
+	sendingBytes int
 	borrows      []borrowed
 	batchBytes   int
 	sent         int
@@ -65,8 +67,10 @@ func (c *epollConn) waiting() bool {
 // take moves queued output into the batch being sent and lets blocked
 // writers go on. Reactor only, once the previous batch is all written.
 func (c *epollConn) take() {
+	c.output.source.put(c.sending) // all sent: the kernel has the bytes
 	c.sending, c.borrows = c.output.takeAll(c.sending, c.borrows)
-	c.batchBytes, c.sent, c.borrowsDone, c.borrowedDone = len(c.sending), 0, 0, 0
+	c.sendingBytes = filledBytes(c.sending)
+	c.batchBytes, c.sent, c.borrowsDone, c.borrowedDone = c.sendingBytes, 0, 0, 0
 	for _, b := range c.borrows {
 		c.batchBytes += b.size
 	}
@@ -90,7 +94,7 @@ func (c *epollConn) iovecs(dst [][]byte) [][]byte {
 	}
 	at := 0
 	for _, b := range c.borrows {
-		if !add(c.sending[at:b.at]) {
+		if !copiedRange(c.sending, at, b.at, add) {
 			return dst
 		}
 		for _, part := range b.parts {
@@ -100,7 +104,7 @@ func (c *epollConn) iovecs(dst [][]byte) [][]byte {
 		}
 		at = b.at
 	}
-	add(c.sending[at:])
+	copiedRange(c.sending, at, c.sendingBytes, add)
 	return dst
 }
 
@@ -123,7 +127,9 @@ func (c *epollConn) dropUnsent() {
 	for ; c.borrowsDone < len(c.borrows); c.borrowsDone++ {
 		c.borrows[c.borrowsDone].done()
 	}
-	c.batchBytes, c.sent = 0, 0
+	c.output.source.put(c.sending)
+	c.sending = c.sending[:0]
+	c.batchBytes, c.sent, c.sendingBytes = 0, 0, 0
 }
 
 // flush writes queued output, one write per pass when the socket takes it

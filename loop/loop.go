@@ -118,7 +118,13 @@ type Config struct {
 	// connection reserving the largest frame. nil: the heap, bounded only
 	// by MaxBuffer per connection.
 	LargeFrames *arena.SharedPool
-	Logger      *slog.Logger
+	// OutputBuffers supplies the chunks (OutputChunkSize each) that
+	// reactor connections queue output in, from a budgeted slab, taken
+	// while output waits and given back once sent; nil takes them from
+	// the heap. The std backend writes from the caller's memory and
+	// needs none.
+	OutputBuffers *arena.Slab
+	Logger        *slog.Logger
 }
 
 func (c Config) withDefaults() Config {

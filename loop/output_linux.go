@@ -12,21 +12,30 @@ import (
 // Writers block while more than the output limit waits, so a peer that
 // stops reading costs at most the limit, and give up after the write
 // timeout instead of blocking a session forever.
+//
+// Copied bytes live in chunks from a budgeted slab (chunks_linux.go), so
+// queued output never grows the heap with traffic: a connection holds
+// chunks only while it has output waiting, and gives them back once the
+// kernel has the bytes.
 type outputQueue struct {
-	mu       sync.Mutex // guards out, borrows, borrowedBytes, space, done
-	out      []byte
-	borrows  []borrowed    // sent from the writer's memory, between bytes of out
-	space    chan struct{} // closed when out shrinks: blocked writers retry
-	done     bool
-	doneChan chan struct{}
+	source chunkSource
+
+	mu     sync.Mutex // guards chunks, queuedBytes, borrows, borrowedBytes, space, done
+	chunks []outputChunk
+	// queuedBytes is the copied bytes the chunks hold.
+	queuedBytes int
+	borrows     []borrowed    // sent from the writer's memory, between copied bytes
+	space       chan struct{} // closed when the queue shrinks: blocked writers retry
+	done        bool
+	doneChan    chan struct{}
 	// borrowedBytes is what borrows hold: it counts against the limit
-	// like out, though none of it was copied.
+	// like copied bytes, though none of it was copied.
 	borrowedBytes int
 }
 
 // borrowed is one WriteVectored's parts, sent from the caller's memory
 // (a mapped segment) instead of being copied: they go out after the
-// first at bytes of the queue's out and before the rest. done runs once,
+// first at copied bytes of the queue and before the rest. done runs once,
 // when the kernel has every byte or the connection closed.
 type borrowed struct {
 	at    int
@@ -35,8 +44,24 @@ type borrowed struct {
 	done  func()
 }
 
-func newOutputQueue() outputQueue {
-	return outputQueue{space: make(chan struct{}), doneChan: make(chan struct{})}
+func newOutputQueue(source chunkSource) outputQueue {
+	return outputQueue{source: source, space: make(chan struct{}), doneChan: make(chan struct{})}
+}
+
+// appendLocked copies b into the queue's chunks. REQUIRES: q.mu held.
+func (q *outputQueue) appendLocked(b []byte) {
+	for len(b) > 0 {
+		last := len(q.chunks) - 1
+		if last < 0 || q.chunks[last].filled == len(q.chunks[last].bytes) {
+			q.chunks = append(q.chunks, q.source.get())
+			last++
+		}
+		chunk := &q.chunks[last]
+		copied := copy(chunk.bytes[chunk.filled:], b)
+		chunk.filled += copied
+		q.queuedBytes += copied
+		b = b[copied:]
+	}
 }
 
 // write appends b once no more than limit bytes wait, and fails after
@@ -52,9 +77,9 @@ func (q *outputQueue) writeParts(head []byte, parts [][]byte, limit int, timeout
 	if err := q.waitForSpace(limit, timeout, remote); err != nil {
 		return err
 	}
-	q.out = append(q.out, head...)
+	q.appendLocked(head)
 	for _, part := range parts {
-		q.out = append(q.out, part...)
+		q.appendLocked(part)
 	}
 	q.mu.Unlock()
 	return nil
@@ -66,12 +91,12 @@ func (q *outputQueue) writeBorrowed(head []byte, parts [][]byte, done func(), li
 	if err := q.waitForSpace(limit, timeout, remote); err != nil {
 		return err
 	}
-	q.out = append(q.out, head...)
+	q.appendLocked(head)
 	size := 0
 	for _, part := range parts {
 		size += len(part)
 	}
-	q.borrows = append(q.borrows, borrowed{at: len(q.out), parts: parts, size: size, done: done})
+	q.borrows = append(q.borrows, borrowed{at: q.queuedBytes, parts: parts, size: size, done: done})
 	q.borrowedBytes += size
 	q.mu.Unlock()
 	return nil
@@ -82,7 +107,7 @@ func (q *outputQueue) writeBorrowed(head []byte, parts [][]byte, done func(), li
 func (q *outputQueue) waitForSpace(limit int, timeout time.Duration, remote string) error {
 	var timer *time.Timer
 	q.mu.Lock()
-	for len(q.out)+q.borrowedBytes > limit && !q.done {
+	for q.queuedBytes+q.borrowedBytes > limit && !q.done {
 		if timer == nil {
 			timer = time.NewTimer(timeout)
 			defer timer.Stop()
@@ -110,32 +135,24 @@ var errWriteTimeout = &timeoutError{}
 func (q *outputQueue) queued() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.out) > 0 || len(q.borrows) > 0
+	return q.queuedBytes > 0 || len(q.borrows) > 0
 }
 
-// retainedOutput is the largest buffer a connection keeps for its next
-// writes: one grown by a burst is let go, so an idle connection holds at
-// most two of these, not two bursts.
-const retainedOutput = 64 << 10
-
-// take swaps the queued output with spare (emptied, its memory reused for
-// the next writes unless a burst grew it past retainedOutput) and lets
-// blocked writers go on. While busy a connection holds at most two
-// buffers of the output limit plus one write: the one being sent and the
-// one filling, which the RAM budget counts.
-func (q *outputQueue) take(spare []byte) []byte {
+// take hands the queued chunks to the sender (who gives them back to the
+// source once sent) and gives the queue spare, emptied, to fill; blocked
+// writers go on. While busy a connection holds at most two output limits
+// plus one write: the batch being sent and the one filling, which the RAM
+// budget counts.
+func (q *outputQueue) take(spare []outputChunk) []outputChunk {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.takeLocked(spare)
 }
 
 // takeLocked is take with q.mu held.
-func (q *outputQueue) takeLocked(spare []byte) []byte {
-	if cap(spare) > retainedOutput {
-		spare = nil
-	}
-	taken := q.out
-	q.out = spare[:0]
+func (q *outputQueue) takeLocked(spare []outputChunk) []outputChunk {
+	taken := q.chunks
+	q.chunks, q.queuedBytes = spare[:0], 0
 	close(q.space)
 	q.space = make(chan struct{})
 	return taken
@@ -143,7 +160,7 @@ func (q *outputQueue) takeLocked(spare []byte) []byte {
 
 // takeAll is take for a backend that sends borrowed parts in place: it
 // also hands over the borrows (and takes spareBorrows, emptied, to fill).
-func (q *outputQueue) takeAll(spare []byte, spareBorrows []borrowed) ([]byte, []borrowed) {
+func (q *outputQueue) takeAll(spare []outputChunk, spareBorrows []borrowed) ([]outputChunk, []borrowed) {
 	clear(spareBorrows)
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -160,6 +177,8 @@ func (q *outputQueue) finish() {
 	close(q.doneChan)
 	borrows := q.borrows
 	q.borrows, q.borrowedBytes = nil, 0
+	q.source.put(q.chunks)
+	q.chunks, q.queuedBytes = nil, 0
 	q.mu.Unlock()
 	for _, b := range borrows {
 		b.done()

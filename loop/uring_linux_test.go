@@ -51,7 +51,8 @@ func TestURingStaleCompletion(t *testing.T) {
 	previous.slot, previous.generation, _ = r.slots.add(previous)
 	r.slots.remove(previous.slot)
 	current := &uringConn{reactor: r, fd: -1, reading: true, recvArmed: true, sendArmed: true,
-		sending: []byte("abc"), connFront: connFront{output: newOutputQueue()}, in: newInputBuffer(server.cfg)}
+		sending: []outputChunk{{bytes: []byte("abc"), filled: 3}}, sendingBytes: 3,
+		connFront: connFront{output: newOutputQueue(chunkSource{})}, in: newInputBuffer(server.cfg)}
 	current.slot, current.generation, _ = r.slots.add(current)
 	if current.slot != previous.slot {
 		t.Fatalf("slot %d not reused (got %d)", previous.slot, current.slot)

@@ -33,10 +33,12 @@ type uringConn struct {
 
 	recvArmed      bool // a multishot RECV may still post completions
 	recvCancelling bool
-	sendArmed      bool           // a SEND is in flight; sending is pinned
-	sending        []byte         // output taken from output, sent up to sent
-	sent           int            //
-	pinner         runtime.Pinner // keeps sending in place for the kernel
+	sendArmed      bool          // a WRITEV is in flight; sending and iovecs are pinned
+	sending        []outputChunk // output taken from output, sent up to sent
+	sendingBytes   int           // the copied bytes sending holds
+	sent           int
+	iovecs         []unix.Iovec   // the WRITEV in flight: the unsent bytes of sending
+	pinner         runtime.Pinner // keeps sending and iovecs in place for the kernel
 
 	memoryWait   bool // a goroutine waits for large-frame memory and owns in
 	memoryCancel context.CancelFunc
@@ -67,7 +69,7 @@ func (c *uringConn) WriteVectored(header []byte, parts [][]byte, done func()) er
 
 // waiting reports whether output waits to be sent. Reactor only.
 func (c *uringConn) waiting() bool {
-	return c.sendArmed || c.sent < len(c.sending) || c.output.queued()
+	return c.sendArmed || c.sent < c.sendingBytes || c.output.queued()
 }
 
 // add gives a new connection a slot, opens its session and starts
@@ -97,31 +99,43 @@ func (r *uringReactor) add(c *uringConn) {
 	r.syncRecv(c)
 }
 
-// flush sends queued output: everything queued goes into one SEND, and
-// the next waits for its completion, so a connection has at most one SEND
-// in flight. Reactor only.
+// flush sends queued output: everything queued goes into one WRITEV over
+// its chunks, and the next waits for its completion, so a connection has
+// at most one in flight. Reactor only.
 func (r *uringReactor) flush(c *uringConn) {
 	c.flushPending.Store(false)
 	if c.closed || c.sendArmed {
-		return // the SEND's completion flushes again
+		return // the WRITEV's completion flushes again
 	}
-	if c.sent == len(c.sending) && c.output.queued() {
-		c.sending, c.sent = c.output.take(c.sending), 0
+	if c.sent == c.sendingBytes && c.output.queued() {
+		c.output.source.put(c.sending) // all sent: the kernel has the bytes
+		c.sending = c.output.take(c.sending)
+		c.sendingBytes, c.sent = filledBytes(c.sending), 0
 	}
-	if c.sent == len(c.sending) {
+	if c.sent == c.sendingBytes {
 		if c.closing.Load() {
 			r.closeConn(c)
 		}
 		return
 	}
-	rest := c.sending[c.sent:]
-	rest = rest[:min(len(rest), uringMaxSend)]
-	// The kernel reads sending after this call returns: pin it until the
-	// completion, and keep it referenced from the conn (its slot holds the
-	// conn until the SEND has posted its final completion).
-	c.pinner.Pin(&rest[0])
+	// The kernel reads the chunks and the iovecs after this call returns:
+	// pin them until the completion (chunks from the off-heap slab need
+	// no pin; Pin ignores them), and keep them referenced from the conn
+	// (its slot holds the conn until the final completion).
+	c.iovecs = c.iovecs[:0]
+	copiedRange(c.sending, c.sent, c.sendingBytes, func(b []byte) bool {
+		if len(c.iovecs) == uringMaxIovecs {
+			return false
+		}
+		c.pinner.Pin(&b[0])
+		iovec := unix.Iovec{Base: &b[0]}
+		iovec.SetLen(len(b))
+		c.iovecs = append(c.iovecs, iovec)
+		return true
+	})
+	c.pinner.Pin(&c.iovecs[0])
 	sqe := r.sqe()
-	sqe.PrepSend(c.fd, uintptr(unsafe.Pointer(&rest[0])), uint32(len(rest)), unix.MSG_NOSIGNAL)
+	sqe.PrepWritev(c.fd, uintptr(unsafe.Pointer(&c.iovecs[0])), uint32(len(c.iovecs)), 0)
 	sqe.SetUserData(c.token(opSend))
 	c.sendArmed = true
 }
@@ -138,9 +152,6 @@ func (r *uringReactor) sent(c *uringConn, cqe uring.CQE) {
 	switch err := cqe.Err(); {
 	case err == nil:
 		c.sent += int(cqe.Result)
-		if c.sent == len(c.sending) {
-			c.sending, c.sent = c.sending[:0], 0
-		}
 	case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR), errors.Is(err, unix.ECANCELED):
 		// Passing, or a cancel meant for an earlier operation: send again.
 	default:
@@ -207,8 +218,11 @@ func (r *uringReactor) release(c *uringConn) {
 	}
 	c.released = true
 	if c.sendArmed {
-		c.pinner.Unpin() // the ring is closed: its SEND was cancelled
+		c.pinner.Unpin() // the ring is closed: its WRITEV was cancelled
 	}
+	clear(c.iovecs)
+	c.output.source.put(c.sending) // no operation reads them any more
+	c.sending, c.sendingBytes, c.sent = nil, 0, 0
 	_ = unix.Close(c.fd)
 	r.slots.remove(c.slot)
 }

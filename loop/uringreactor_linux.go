@@ -33,8 +33,8 @@ const (
 	// uringHaltWait bounds how long a stopping reactor waits for cancelled
 	// operations to post their final completions.
 	uringHaltWait = 2 * time.Second
-	// uringMaxSend bounds one SEND's length (the SQE field is 32 bits).
-	uringMaxSend = 1 << 30
+	// uringMaxIovecs bounds one WRITEV's iovecs (the kernel's IOV_MAX).
+	uringMaxIovecs = 1024
 )
 
 // uringTask is what another goroutine asks an io_uring reactor to do.

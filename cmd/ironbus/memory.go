@@ -81,6 +81,7 @@ func (serve *serveOptions) applyEdge(changed func(name string) bool) {
 type memoryPlan struct {
 	budget       *arena.Budget
 	readBuffers  *arena.Slab
+	outputChunks *arena.Slab
 	staging      *arena.Slab
 	largeFrames  *arena.SharedPool
 	largeRecords *arena.SharedPool
@@ -118,9 +119,16 @@ func planMemory(serve *serveOptions, cfg *broker.Config) (*memoryPlan, error) {
 	if perReactor > 0 {
 		plan.budget.Register("network reactors", explanation, int64(plan.loops)*perReactor)
 	}
-	// One buffer being sent and one filling, each up to the limit.
-	plan.budget.Register("socket output queues", "--max-connections × 2 × --connection-output",
-		int64(serve.maxConnections)*2*memory.connectionOutput)
+	// The batch being sent and the one filling, each up to the limit. The
+	// slab is shared: the write that crosses a connection's limit takes
+	// a chunk another connection is not using (when every connection is
+	// full at once, that chunk comes from the heap).
+	chunksPerConnection := 2 * int((memory.connectionOutput+loop.OutputChunkSize-1)/loop.OutputChunkSize)
+	if plan.outputChunks, err = arena.NewLazySlab(plan.budget, "socket output queues", "--max-connections × 2 × --connection-output",
+		loop.OutputChunkSize, serve.maxConnections*chunksPerConnection); err != nil {
+		plan.close()
+		return nil, exitErrorf(exitUsage, "--max-connections, --connection-output: %w", err)
+	}
 	if plan.largeFrames, err = arena.NewSharedPool(plan.budget, "large frames being read", "--large-frame-pool", pool); err != nil {
 		plan.close()
 		return nil, exitErrorf(exitUsage, "--large-frame-pool: %w", err)
@@ -155,8 +163,10 @@ func (plan *memoryPlan) enforce(ceiling int64) error {
 	if err := plan.budget.Check(ceiling); err != nil {
 		return exitErrorf(exitUsage, "%w", err)
 	}
-	offHeap := int64(plan.readBuffers.Capacity()*plan.readBuffers.BufferSize()) +
-		int64(plan.staging.Capacity())*int64(plan.staging.BufferSize())
+	var offHeap int64
+	for _, slab := range []*arena.Slab{plan.readBuffers, plan.outputChunks, plan.staging} {
+		offHeap += int64(slab.Capacity()) * int64(slab.BufferSize())
+	}
 	debug.SetMemoryLimit(ceiling - offHeap)
 	return nil
 }
@@ -164,15 +174,17 @@ func (plan *memoryPlan) enforce(ceiling int64) error {
 // loopConfig is the network backend's share of the plan.
 func (plan *memoryPlan) loopConfig(logger *slog.Logger) loop.Config {
 	return loop.Config{Logger: logger, ReadBufferSize: readBufferSize, MaxBuffer: plan.maxBuffer,
-		OutputLimit: plan.output, Loops: plan.loops, Buffers: plan.readBuffers, LargeFrames: plan.largeFrames}
+		OutputLimit: plan.output, Loops: plan.loops, Buffers: plan.readBuffers, LargeFrames: plan.largeFrames, OutputBuffers: plan.outputChunks}
 }
 
 func (plan *memoryPlan) close() {
 	if plan.readBuffers != nil {
 		_ = plan.readBuffers.Close()
 	}
-	if plan.staging != nil {
-		_ = plan.staging.Close()
+	for _, slab := range []*arena.Slab{plan.outputChunks, plan.staging} {
+		if slab != nil {
+			_ = slab.Close()
+		}
 	}
 }
 

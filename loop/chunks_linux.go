@@ -2,10 +2,6 @@ package loop
 
 import "github.com/ironbus/ironbus/arena"
 
-// OutputChunkSize is the size of the pieces a reactor connection's queued
-// output is made of (Config.OutputBuffers holds buffers of this size).
-const OutputChunkSize = 64 << 10
-
 // outputChunk is one piece of queued output: filled bytes of bytes.
 type outputChunk struct {
 	bytes  []byte

@@ -93,6 +93,10 @@ type Server interface {
 	Busy() []time.Duration
 }
 
+// OutputChunkSize is the size of the pieces a reactor connection's queued
+// output is made of (Config.OutputBuffers holds buffers of this size).
+const OutputChunkSize = 64 << 10
+
 // Config bounds the network side.
 type Config struct {
 	// ReadBufferSize is the initial read buffer per connection (64 KiB:

@@ -61,7 +61,7 @@ func Apply(knobs []Knob, layers Layers) (map[string]Source, error) {
 		}
 		if err := knob.Value.Set(choice.Text); err != nil {
 			hint := ""
-			if knob.Default != "" {
+			if knob.Default != "" && !strings.Contains(err.Error(), "for example") {
 				hint = "for example " + knob.Default + " (the default)"
 			}
 			problems = append(problems, &KeyError{Key: choice.Key, Value: choice.Text, Source: choice.Source,

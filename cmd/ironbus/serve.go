@@ -46,9 +46,20 @@ type serveOptions struct {
 	acceptRelaxed     bool
 	loop              string
 	memory            memoryOptions
+
+	// Configuration layers and storage choice (configlayers.go, storage.go).
+	config  configOptions
+	storage storageOptions
 }
 
 func newServeCmd(opts *globalOptions) *cobra.Command {
+	cmd, _ := newServeCommand(opts)
+	return cmd
+}
+
+// newServeCommand builds serve with the options its flags fill; a reload
+// builds a fresh one to parse the new configuration into.
+func newServeCommand(opts *globalOptions) (*cobra.Command, *serveOptions) {
 	serve := &serveOptions{segmentBytes: segment.DefaultSegmentSize, memory: defaultMemoryOptions()}
 	cmd := &cobra.Command{
 		Use:   "serve --data-dir DIR [--addr HOST:PORT]",
@@ -104,18 +115,24 @@ and are not part of the budget.`,
 	flags.StringVar(&serve.profileOut, "profile-out", "", "write cpu.pprof (while serving) and heap.pprof (at stop) into this directory")
 	flags.BoolVar(&opts.json, "json", false, "log one JSON object per line; with --print-budget, print the budget as JSON (schema ironbus.cli.budget.v1)")
 	addMemoryFlags(cmd, &serve.memory)
+	addConfigFlags(cmd, &serve.config)
+	addStorageFlags(cmd, &serve.storage)
 	cmd.RunE = classified(func() error {
-		if serve.memory.edge {
-			serve.applyEdge(cmd.Flags().Changed)
+		resolved, err := resolveConfig(cmd.Flags(), &serve.config, os.LookupEnv)
+		if err != nil {
+			return err
 		}
+		serve.config.resolved = resolved
 		return runServe(opts, serve)
 	})
-	return cmd
+	return cmd, serve
 }
 
 func runServe(opts *globalOptions, serve *serveOptions) error {
-	if err := requireDataDir(serve.dataDir); err != nil {
-		return err
+	if !serve.storage.inMemory() {
+		if err := requireDataDir(serve.dataDir); err != nil {
+			return err
+		}
 	}
 	cfg, err := serve.brokerConfig(opts)
 	if err != nil {
@@ -153,13 +170,15 @@ func (serve *serveOptions) brokerConfig(opts *globalOptions) (broker.Config, err
 	if err := checkListenAddr(serve.addr, serve.insecurePlaintext); err != nil {
 		return broker.Config{}, err
 	}
-	var handler slog.Handler = slog.NewTextHandler(opts.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})
-	if opts.json {
-		handler = slog.NewJSONHandler(opts.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})
+	if err := serve.storage.check(serve); err != nil {
+		return broker.Config{}, err
 	}
-	logger := slog.New(handler)
+	logger, err := serve.config.newLogger(opts)
+	if err != nil {
+		return broker.Config{}, err
+	}
 	memory := serve.memory
-	return broker.Config{
+	cfg := broker.Config{
 		DataDir:             serve.dataDir,
 		MaxConnections:      serve.maxConnections,
 		MaxConsumeWait:      time.Duration(serve.longPollMs) * time.Millisecond,
@@ -177,7 +196,9 @@ func (serve *serveOptions) brokerConfig(opts *globalOptions) (broker.Config, err
 		Storage: segment.Options{Durability: durability, AcceptRelaxedDurability: serve.acceptRelaxed,
 			IOMode: ioMode, SegmentSize: serve.segmentBytes, StagingBytes: int(memory.stagingBytes), Logger: logger,
 			Owner: fmt.Sprintf("ironbus serve (pid %d, addr %s)", os.Getpid(), serve.addr)},
-	}, nil
+	}
+	serve.storage.apply(&cfg)
+	return cfg, nil
 }
 
 // checkListenAddr refuses a non-loopback address without the explicit
@@ -201,6 +222,7 @@ func checkListenAddr(addr string, insecurePlaintext bool) error {
 // called with the bound address once the broker accepts connections.
 func runBroker(cfg broker.Config, serve *serveOptions, ready func(addr string)) error {
 	logger, addr := cfg.Logger, serve.addr
+	logConfig(logger, serve)
 	plan, err := planMemory(serve, &cfg)
 	if err != nil {
 		return err
@@ -232,6 +254,7 @@ func runBroker(cfg broker.Config, serve *serveOptions, ready func(addr string)) 
 		return err
 	}
 	defer stopProfiles()
+	defer watchReloads(serve, &runningBroker{broker: b, logger: logger, level: serve.config.level})()
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(signals)

@@ -43,13 +43,14 @@ func Profiles() []Profile {
 			}},
 		{Name: DefaultProfile, Summary: "the built-in defaults: a server with a few hundred connections and streams",
 			Values: map[string]string{}},
-		{Name: "throughput", Summary: "a large host feeding many producers: bigger segments, windows and buffers",
+		{Name: "throughput", Summary: "fewer, busier streams on a large host: deeper batches and windows, bigger segments, the same worst-case RAM as balanced",
 			Values: map[string]string{
-				"segment-bytes":     "256MiB",
-				"window":            "16384",
-				"connection-output": "16MiB",
-				"staging-bytes":     "16MiB",
-				"max-in-flight":     "32768",
+				"segment-bytes": "256MiB",
+				"staging-bytes": "16MiB",
+				"window":        "8192",
+				"max-in-flight": "16384",
+				"max-streams":   "64",
+				"max-groups":    "64",
 			}},
 	}
 }

@@ -62,7 +62,7 @@ func newServeCmd(opts *globalOptions) *cobra.Command {
 func newServeCommand(opts *globalOptions) (*cobra.Command, *serveOptions) {
 	serve := &serveOptions{segmentBytes: segment.DefaultSegmentSize, memory: defaultMemoryOptions()}
 	cmd := &cobra.Command{
-		Use:   "serve --data-dir DIR [--addr HOST:PORT]",
+		Use:   "serve --data-dir DIR [--addr HOST:PORT] [--config FILE] [--profile NAME]",
 		Short: "Run the broker on a data directory",
 		Long: `Run the IronBus broker.
 
@@ -84,15 +84,30 @@ The data directory is locked: a second broker on it fails and names the holder.
 Memory: every buffer the broker may hold is bounded by a knob, and the sum of
 their worst cases is the RAM budget. --ram-ceiling refuses to start when the
 budget does not fit, printing it line by line with the knob to turn, and sets
-the Go runtime's memory limit. --edge picks small-device values for every knob
-you do not set (they fit --ram-ceiling 64MiB); --print-budget shows the budget
-and exits. Segment files read through mmap are page cache the kernel reclaims,
-and are not part of the budget.`,
+the Go runtime's memory limit. --print-budget shows the budget and exits.
+Segment files read through mmap are page cache the kernel reclaims, and are
+not part of the budget.
+
+Configuration: every flag is also a key of the --config TOML file
+(--segment-bytes is segment_bytes) and an environment variable
+(IRONBUS_SEGMENT_BYTES). Precedence: flag > environment > file > profile >
+default. --profile edge-tiny (small devices, 64MiB ceiling), balanced (the
+defaults) or throughput sets every knob you do not set otherwise; --edge is
+the old name of edge-tiny. Unknown file keys are refused. SIGHUP re-reads the
+file and applies what can change while running (--log-level), logging every
+other change as needing a restart. "ironbus config print" shows each value
+and where it came from; docs/CONFIG.md has the details.
+
+--storage memory keeps everything in RAM and nothing survives the process; it
+needs --accept-memory-storage-loss and --memory-storage-cap.`,
 		Example: `  ironbus serve --data-dir /var/lib/ironbus
   ironbus serve --data-dir ./data --addr 127.0.0.1:7000 --segment-bytes 8MiB
   ironbus serve --data-dir ./data --io-mode auto --max-connections 32
   ironbus serve --data-dir ./data --loop epoll
-  ironbus serve --data-dir /data --edge --ram-ceiling 64MiB
+  ironbus serve --data-dir /data --profile edge-tiny
+  ironbus serve --config /etc/ironbus/ironbus.toml
+  IRONBUS_LOG_LEVEL=debug ironbus serve --data-dir ./data
+  ironbus serve --storage memory --accept-memory-storage-loss --memory-storage-cap 64MiB --segment-bytes 8MiB
   ironbus serve --data-dir ./data --max-connections 1000 --print-budget`,
 		Args: cobra.NoArgs,
 	}

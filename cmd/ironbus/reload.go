@@ -74,7 +74,10 @@ func reloadConfig(serve *serveOptions, running *runningBroker, lookupEnv func(st
 	current := serve.config.resolved
 	nextCmd, next := newServeCommand(&globalOptions{stdout: io.Discard, stderr: io.Discard})
 	for name, text := range current.commandLine {
+		// A zero size prints as "" and does not parse back; its value is
+		// the default either way, and it must still outrank the file.
 		_ = nextCmd.Flags().Set(name, text)
+		nextCmd.Flags().Lookup(name).Changed = true
 	}
 	resolved, err := resolveConfig(nextCmd.Flags(), &next.config, lookupEnv)
 	if err == nil {

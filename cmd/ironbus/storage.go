@@ -12,12 +12,6 @@ import (
 // any name works, this one reads well in logs.
 const memoryDataDir = "/memory"
 
-// memoryStorageCopies is how many copies of the stored bytes the
-// in-memory file system may hold: the live bytes, the copy it keeps as
-// "synced" (it models durability for crash tests), and the copy a sealed
-// segment gets when it is mapped for reading.
-const memoryStorageCopies = 3
-
 // storageOptions choose where logs live: files on disk, or RAM that no
 // restart survives.
 type storageOptions struct {
@@ -63,20 +57,18 @@ func (storage storageOptions) check(serve *serveOptions) error {
 	return nil
 }
 
-// apply points the broker at an in-memory file system capped at the
-// storage cap; a write past it fails as a full disk does.
+// apply points the broker at a volatile in-memory file system capped at
+// the storage cap; a write past it fails as a full disk does.
 func (storage storageOptions) apply(cfg *broker.Config) {
-	if !storage.inMemory() {
-		return
+	if storage.inMemory() {
+		cfg.FS, cfg.DataDir = vfs.NewVolatileFS(storage.capacity), memoryDataDir
 	}
-	memory := vfs.NewMemFS()
-	memory.SetCapacity(storage.capacity)
-	cfg.FS, cfg.DataDir = memory, memoryDataDir
 }
 
-// registerMemory counts the stored bytes in the RAM budget.
+// registerMemory counts the stored bytes in the RAM budget: the volatile
+// file system holds each once, mappings included.
 func (storage storageOptions) registerMemory(budget *arena.Budget) {
 	if storage.inMemory() {
-		budget.Register("in-memory storage", "3 × --memory-storage-cap", memoryStorageCopies*storage.capacity)
+		budget.Register("in-memory storage", "--memory-storage-cap", storage.capacity)
 	}
 }

@@ -78,7 +78,7 @@ func runConfigCheck(opts *globalOptions, path string) error {
 	}
 	serve.config.resolved = resolved
 	if err := checkServeConfig(serve); err != nil {
-		return err
+		return resolved.withSources(err)
 	}
 	if opts.json {
 		return writeJSON(opts.stdout, configCheckOutput{Schema: "ironbus.cli.config-check.v1", File: path, Valid: true,
@@ -163,7 +163,7 @@ func runConfigPrint(opts *globalOptions, flags *pflag.FlagSet, serve *serveOptio
 	}
 	serve.config.resolved = resolved
 	if err := checkServeConfig(serve); err != nil {
-		return err
+		return resolved.withSources(err)
 	}
 	out := configOutput{Schema: "ironbus.cli.config.v1", Profile: resolved.profile.Name,
 		ProfileSource: resolved.profileSource.String(), File: serve.config.file}

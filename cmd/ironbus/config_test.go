@@ -28,6 +28,7 @@ func writeConfig(t *testing.T, path, text string) string {
 func precedenceLayers(t *testing.T) (file string, flags []string) {
 	t.Setenv("IRONBUS_WINDOW", "500")
 	t.Setenv("IRONBUS_MAX_FRAME", "2MiB")
+	t.Setenv("IRONBUS_SEGMENT_BYTE", "1MiB")
 	file = writeConfig(t, "", "profile = \"edge-tiny\"\nmax_connections = 64\nwindow = 300\n")
 	return file, []string{"--config", file, "--max-frame", "4MiB", "--ram-ceiling", "128MiB"}
 }
@@ -73,7 +74,17 @@ func TestConfigPrecedenceFlagEnvFileProfile(t *testing.T) {
 			t.Errorf("the config line lacks %s:\n%s", want, line)
 		}
 	}
+	if warning := logLine(broker.logs(), "names no setting"); !strings.Contains(warning, "IRONBUS_SEGMENT_BYTE (did you mean IRONBUS_SEGMENT_BYTES?)") {
+		t.Errorf("no warning for a misspelt variable:\n%s", broker.logs())
+	}
 	expectCode(t, cliResult{code: broker.stop(os.Interrupt)}, exitClean)
+
+	// --edge is --profile edge-tiny; naming another profile too is a mistake.
+	clash := runCLI(t, "config", "print", "--edge", "--profile", "throughput")
+	expectCode(t, clash, exitUsage)
+	if !strings.Contains(clash.stderr, "--edge is --profile edge-tiny") {
+		t.Errorf("--edge with another profile:\n%s", clash.stderr)
+	}
 }
 
 // logLine returns the first line of logs containing fragment.
@@ -139,7 +150,7 @@ func TestConfigCheckExitCodes(t *testing.T) {
 	}{
 		{"profile = \"edge-tiny\"\nsegment_bytes = \"16MiB\"\nlog_level = \"debug\"\n", exitClean, "valid (3 keys, profile edge-tiny)"},
 		{"profile = \"edge-tny\"\n", exitUsage, `did you mean "edge-tiny"`},
-		{"durability = \"none\"\n", exitUsage, "accept-relaxed-durability"},
+		{"durability = \"none\"\n", exitUsage, "add --accept-relaxed-durability to accept that (--durability none came from file:"},
 		{"storage = \"memory\"\naccept_memory_storage_loss = true\n", exitUsage, "needs --memory-storage-cap"},
 		{"visibility_timeout = \"10m\"\n", exitUsage, "lease cap"},
 		{"profile = \"edge-tiny\"\nmax_connections = 4096\n", exitUsage, "--max-connections"},

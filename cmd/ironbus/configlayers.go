@@ -116,6 +116,28 @@ func resolveConfig(flags *pflag.FlagSet, config *configOptions, lookupEnv func(s
 	return resolved, nil
 }
 
+// withSources adds to a refusal where each flag it names got its value,
+// when that was not the command line: "--durability none" is confusing
+// to someone who wrote durability = "none" in a file.
+func (resolved *resolvedConfig) withSources(err error) error {
+	var exit *exitError
+	if resolved == nil || !errors.As(err, &exit) || exit.code != exitUsage {
+		return err
+	}
+	var notes []string
+	for _, knob := range knobsOf(resolved.flags) {
+		source := resolved.sources[knob.Name]
+		if source.Kind != settings.SourceFlag && source.Kind != settings.SourceDefault &&
+			strings.Contains(err.Error(), "--"+knob.Name) {
+			notes = append(notes, fmt.Sprintf("--%s %s came from %s", knob.Name, knob.Value.String(), source))
+		}
+	}
+	if len(notes) == 0 {
+		return err
+	}
+	return exitErrorf(exitUsage, "%w (%s)", err, strings.Join(notes, "; "))
+}
+
 // readConfigFile reads and decodes a --config file. A missing file is
 // "not found"; anything wrong inside it is a usage error naming the key.
 func readConfigFile(path string, names []string) (*settings.File, error) {

@@ -138,7 +138,7 @@ needs --accept-memory-storage-loss and --memory-storage-cap.`,
 			return err
 		}
 		serve.config.resolved = resolved
-		return runServe(opts, serve)
+		return resolved.withSources(runServe(opts, serve))
 	})
 	return cmd, serve
 }

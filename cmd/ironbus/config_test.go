@@ -99,12 +99,14 @@ func logLine(logs, fragment string) string {
 
 func TestConfigPrintHuman(t *testing.T) {
 	t.Setenv("IRONBUS_LOG_LEVEL", "warn")
+	t.Setenv("IRONBUS_CONFIG", writeConfig(t, "", "window = 128\n"))
 	result := runCLI(t, "config", "print", "--profile", "throughput")
 	expectCode(t, result, exitClean)
 	for _, want := range []string{"profile                      throughput           flag",
 		"segment_bytes                256MiB               profile:throughput",
 		"log_level                    warn                 env:IRONBUS_LOG_LEVEL  (SIGHUP reloads)",
-		"addr                         127.0.0.1:7777       default"} {
+		"addr                         127.0.0.1:7777       default",
+		"window                       128                  file:"} {
 		if !strings.Contains(result.stdout, want) {
 			t.Errorf("missing %q in:\n%s", want, result.stdout)
 		}

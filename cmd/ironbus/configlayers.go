@@ -43,7 +43,7 @@ type resolvedConfig struct {
 
 func addConfigFlags(cmd *cobra.Command, config *configOptions) {
 	flags := cmd.Flags()
-	flags.StringVar(&config.file, "config", "", "TOML file of settings (keys are flag names with _; see docs/CONFIG.md); unknown keys are refused")
+	flags.StringVar(&config.file, "config", "", "TOML file of settings (keys are flag names with _; see docs/CONFIG.md; also IRONBUS_CONFIG); unknown keys are refused")
 	flags.StringVar(&config.profile, settings.ProfileKnob, settings.DefaultProfile,
 		"named set of values for every knob not set otherwise: "+strings.Join(settings.ProfileNames(), ", "))
 	config.logLevel = "info"
@@ -96,6 +96,12 @@ func resolveConfig(flags *pflag.FlagSet, config *configOptions, lookupEnv func(s
 	}
 	resolved := &resolvedConfig{flags: flags, commandLine: map[string]string{}}
 	flags.Visit(func(flag *pflag.Flag) { resolved.commandLine[flag.Name] = flag.Value.String() })
+	if !flags.Changed("config") && lookupEnv != nil {
+		// Containers and unit files name the file in the environment.
+		if path, ok := lookupEnv(settings.EnvName("config")); ok {
+			config.file = path
+		}
+	}
 	if config.file != "" {
 		file, err := readConfigFile(config.file, knobNames(flags))
 		if err != nil {
@@ -171,7 +177,7 @@ func (resolved *resolvedConfig) attrs() []any {
 func logConfig(logger *slog.Logger, serve *serveOptions) {
 	if resolved := serve.config.resolved; resolved != nil {
 		logger.Info("config", resolved.attrs()...)
-		for _, variable := range settings.UnknownEnv(os.Environ(), knobNames(resolved.flags)) {
+		for _, variable := range settings.UnknownEnv(os.Environ(), append(knobNames(resolved.flags), "config")) {
 			logger.Warn("ignoring an environment variable that names no setting", "variable", variable)
 		}
 	}

@@ -45,7 +45,7 @@ func defaultMemoryOptions() memoryOptions {
 func addMemoryFlags(cmd *cobra.Command, memory *memoryOptions) {
 	flags := cmd.Flags()
 	flags.Var(sizeValue{&memory.ceiling}, "ram-ceiling", "refuse to start unless the RAM budget fits in this (64MiB); also the Go runtime's memory limit")
-	flags.BoolVar(&memory.edge, "edge", false, "small-device values for every memory knob not set explicitly (fits --ram-ceiling 64MiB)")
+	flags.BoolVar(&memory.edge, "edge", false, "deprecated: the same as --profile edge-tiny")
 	flags.BoolVar(&memory.printBudget, "print-budget", false, "print the RAM budget line by line and exit")
 	flags.Var(sizeValue{&memory.maxFrame}, "max-frame", "largest frame a client may send (a record plus about 100 bytes)")
 	flags.Var(sizeValue{&memory.largeFramePool}, "large-frame-pool", "memory shared by frames larger than the 64KiB read buffer (default two largest frames)")
@@ -55,26 +55,6 @@ func addMemoryFlags(cmd *cobra.Command, memory *memoryOptions) {
 	flags.IntVar(&memory.maxGroups, "max-groups", memory.maxGroups, "consumer groups across all streams; more are refused")
 	flags.IntVar(&memory.maxInFlight, "max-in-flight", memory.maxInFlight, "deliveries a consumer group may have leased and unacknowledged")
 	flags.Var(sizeValue{&memory.stagingBytes}, "staging-bytes", "records a stream buffers while its previous batch is written")
-}
-
-// applyEdge sets the small-device value of every knob the operator did not
-// set. The values are listed in docs/MEMORY.md with the budget they give.
-func (serve *serveOptions) applyEdge(changed func(name string) bool) {
-	set := func(name string, apply func()) {
-		if !changed(name) {
-			apply()
-		}
-	}
-	memory := &serve.memory
-	set("max-connections", func() { serve.maxConnections = 32 })
-	set("segment-bytes", func() { serve.segmentBytes = segment.EdgeSegmentSize })
-	set("max-frame", func() { memory.maxFrame = 1 << 20 })
-	set("window", func() { memory.window = 256 })
-	set("connection-output", func() { memory.connectionOutput = 64 << 10 })
-	set("max-streams", func() { memory.maxStreams = 16 })
-	set("max-groups", func() { memory.maxGroups = 16 })
-	set("max-in-flight", func() { memory.maxInFlight = 1024 })
-	set("staging-bytes", func() { memory.stagingBytes = 256 << 10 })
 }
 
 // memoryPlan is the budget of a configuration and the pools built for it.
@@ -110,6 +90,7 @@ func planMemory(serve *serveOptions, cfg *broker.Config) (*memoryPlan, error) {
 	plan := &memoryPlan{budget: arena.NewBudget(), maxBuffer: int(maxBuffer),
 		output: int(memory.connectionOutput), loops: runtime.GOMAXPROCS(0)}
 	plan.budget.Register("Go runtime and fixed structures", "fixed", broker.RuntimeBaseline)
+	serve.storage.registerMemory(plan.budget)
 	var err error
 	if plan.readBuffers, err = arena.NewSlab(plan.budget, "connection read buffers", "--max-connections × 64 KiB",
 		readBufferSize, serve.maxConnections, true); err != nil {

@@ -46,12 +46,23 @@ type serveOptions struct {
 	acceptRelaxed     bool
 	loop              string
 	memory            memoryOptions
+
+	// Configuration layers and storage choice (configlayers.go, storage.go).
+	config  configOptions
+	storage storageOptions
 }
 
 func newServeCmd(opts *globalOptions) *cobra.Command {
+	cmd, _ := newServeCommand(opts)
+	return cmd
+}
+
+// newServeCommand builds serve with the options its flags fill; a reload
+// builds a fresh one to parse the new configuration into.
+func newServeCommand(opts *globalOptions) (*cobra.Command, *serveOptions) {
 	serve := &serveOptions{segmentBytes: segment.DefaultSegmentSize, memory: defaultMemoryOptions()}
 	cmd := &cobra.Command{
-		Use:   "serve --data-dir DIR [--addr HOST:PORT]",
+		Use:   "serve --data-dir DIR [--addr HOST:PORT] [--config FILE] [--profile NAME]",
 		Short: "Run the broker on a data directory",
 		Long: `Run the IronBus broker.
 
@@ -73,15 +84,30 @@ The data directory is locked: a second broker on it fails and names the holder.
 Memory: every buffer the broker may hold is bounded by a knob, and the sum of
 their worst cases is the RAM budget. --ram-ceiling refuses to start when the
 budget does not fit, printing it line by line with the knob to turn, and sets
-the Go runtime's memory limit. --edge picks small-device values for every knob
-you do not set (they fit --ram-ceiling 64MiB); --print-budget shows the budget
-and exits. Segment files read through mmap are page cache the kernel reclaims,
-and are not part of the budget.`,
+the Go runtime's memory limit. --print-budget shows the budget and exits.
+Segment files read through mmap are page cache the kernel reclaims, and are
+not part of the budget.
+
+Configuration: every flag is also a key of the --config TOML file
+(--segment-bytes is segment_bytes) and an environment variable
+(IRONBUS_SEGMENT_BYTES). Precedence: flag > environment > file > profile >
+default. --profile edge-tiny (small devices, 64MiB ceiling), balanced (the
+defaults) or throughput sets every knob you do not set otherwise; --edge is
+the old name of edge-tiny. Unknown file keys are refused. SIGHUP re-reads the
+file and applies what can change while running (--log-level), logging every
+other change as needing a restart. "ironbus config print" shows each value
+and where it came from; docs/CONFIG.md has the details.
+
+--storage memory keeps everything in RAM and nothing survives the process; it
+needs --accept-memory-storage-loss and --memory-storage-cap.`,
 		Example: `  ironbus serve --data-dir /var/lib/ironbus
   ironbus serve --data-dir ./data --addr 127.0.0.1:7000 --segment-bytes 8MiB
   ironbus serve --data-dir ./data --io-mode auto --max-connections 32
   ironbus serve --data-dir ./data --loop epoll
-  ironbus serve --data-dir /data --edge --ram-ceiling 64MiB
+  ironbus serve --data-dir /data --profile edge-tiny
+  ironbus serve --config /etc/ironbus/ironbus.toml
+  IRONBUS_LOG_LEVEL=debug ironbus serve --data-dir ./data
+  ironbus serve --storage memory --accept-memory-storage-loss --memory-storage-cap 64MiB --segment-bytes 8MiB
   ironbus serve --data-dir ./data --max-connections 1000 --print-budget`,
 		Args: cobra.NoArgs,
 	}
@@ -104,18 +130,24 @@ and are not part of the budget.`,
 	flags.StringVar(&serve.profileOut, "profile-out", "", "write cpu.pprof (while serving) and heap.pprof (at stop) into this directory")
 	flags.BoolVar(&opts.json, "json", false, "log one JSON object per line; with --print-budget, print the budget as JSON (schema ironbus.cli.budget.v1)")
 	addMemoryFlags(cmd, &serve.memory)
+	addConfigFlags(cmd, &serve.config)
+	addStorageFlags(cmd, &serve.storage)
 	cmd.RunE = classified(func() error {
-		if serve.memory.edge {
-			serve.applyEdge(cmd.Flags().Changed)
+		resolved, err := resolveConfig(cmd.Flags(), &serve.config, os.LookupEnv)
+		if err != nil {
+			return err
 		}
-		return runServe(opts, serve)
+		serve.config.resolved = resolved
+		return resolved.withSources(runServe(opts, serve))
 	})
-	return cmd
+	return cmd, serve
 }
 
 func runServe(opts *globalOptions, serve *serveOptions) error {
-	if err := requireDataDir(serve.dataDir); err != nil {
-		return err
+	if !serve.storage.inMemory() {
+		if err := requireDataDir(serve.dataDir); err != nil {
+			return err
+		}
 	}
 	cfg, err := serve.brokerConfig(opts)
 	if err != nil {
@@ -153,13 +185,15 @@ func (serve *serveOptions) brokerConfig(opts *globalOptions) (broker.Config, err
 	if err := checkListenAddr(serve.addr, serve.insecurePlaintext); err != nil {
 		return broker.Config{}, err
 	}
-	var handler slog.Handler = slog.NewTextHandler(opts.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})
-	if opts.json {
-		handler = slog.NewJSONHandler(opts.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})
+	if err := serve.storage.check(serve); err != nil {
+		return broker.Config{}, err
 	}
-	logger := slog.New(handler)
+	logger, err := serve.config.newLogger(opts)
+	if err != nil {
+		return broker.Config{}, err
+	}
 	memory := serve.memory
-	return broker.Config{
+	cfg := broker.Config{
 		DataDir:             serve.dataDir,
 		MaxConnections:      serve.maxConnections,
 		MaxConsumeWait:      time.Duration(serve.longPollMs) * time.Millisecond,
@@ -177,7 +211,9 @@ func (serve *serveOptions) brokerConfig(opts *globalOptions) (broker.Config, err
 		Storage: segment.Options{Durability: durability, AcceptRelaxedDurability: serve.acceptRelaxed,
 			IOMode: ioMode, SegmentSize: serve.segmentBytes, StagingBytes: int(memory.stagingBytes), Logger: logger,
 			Owner: fmt.Sprintf("ironbus serve (pid %d, addr %s)", os.Getpid(), serve.addr)},
-	}, nil
+	}
+	serve.storage.apply(&cfg)
+	return cfg, nil
 }
 
 // checkListenAddr refuses a non-loopback address without the explicit
@@ -201,6 +237,7 @@ func checkListenAddr(addr string, insecurePlaintext bool) error {
 // called with the bound address once the broker accepts connections.
 func runBroker(cfg broker.Config, serve *serveOptions, ready func(addr string)) error {
 	logger, addr := cfg.Logger, serve.addr
+	logConfig(logger, serve)
 	plan, err := planMemory(serve, &cfg)
 	if err != nil {
 		return err
@@ -232,6 +269,7 @@ func runBroker(cfg broker.Config, serve *serveOptions, ready func(addr string)) 
 		return err
 	}
 	defer stopProfiles()
+	defer watchReloads(serve, &runningBroker{broker: b, logger: logger, level: serve.config.level})()
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(signals)

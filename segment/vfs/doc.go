@@ -2,7 +2,7 @@
 // segment package reads or writes goes through the [FS] and [File] interfaces
 // defined here, never through package os directly.
 //
-// It owns three implementations:
+// It owns these implementations:
 //
 //   - [OS], the real file system. Platform code lives in files named by suffix:
 //     os_linux.go (fdatasync, fallocate, O_DIRECT), os_darwin.go (F_FULLFSYNC,
@@ -15,6 +15,9 @@
 //     returns the file system as it could look after a power cut: every
 //     synced byte and entry survives, plus a seeded random part of the
 //     unsynced writes, possibly reordered and with one of them torn.
+//   - [VolatileFS], a MemFS that models no durability and holds each byte
+//     once: the storage of `serve --storage memory`, where nothing is meant
+//     to survive the process.
 //   - [Inject], a wrapper that consults an [Injector] before every operation
 //     and can fail it (fsync error, EIO, ENOSPC, short write, read error).
 //

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+// startReloadable resolves serve's configuration from args, a file and
+// env in process, as serve does at startup, and returns what a reload
+// acts on plus the log it writes.
+func startReloadable(t *testing.T, args []string, env map[string]string) (*serveOptions, *runningBroker, *bytes.Buffer) {
+	t.Helper()
+	cmd, serve := newServeCommand(&globalOptions{stdout: io.Discard, stderr: io.Discard})
+	if err := cmd.Flags().Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	resolved, err := resolveConfig(cmd.Flags(), &serve.config, lookupIn(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve.config.resolved = resolved
+	var log bytes.Buffer
+	logger, err := serve.config.newLogger(&globalOptions{stdout: io.Discard, stderr: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serve, &runningBroker{logger: logger, level: serve.config.level}, &log
+}
+
+func lookupIn(env map[string]string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		value, ok := env[name]
+		return value, ok
+	}
+}
+
+// TestReloadKeepsCommandLineAndEnvironmentPrecedence: a reload re-merges
+// the layers with the same precedence as startup: the file cannot
+// override a flag or a variable.
+func TestReloadKeepsCommandLineAndEnvironmentPrecedence(t *testing.T) {
+	file := writeConfig(t, "", "log_level = \"info\"\n")
+	serve, running, log := startReloadable(t, []string{"--config", file, "--log-level", "warn"}, nil)
+	writeConfig(t, file, "log_level = \"debug\"\n")
+	reloadConfig(serve, running, lookupIn(nil))
+	if running.level.Level() != slog.LevelWarn {
+		t.Fatalf("the file overrode --log-level on reload: level %v", running.level.Level())
+	}
+
+	serve, running, log = startReloadable(t, []string{"--config", file}, map[string]string{"IRONBUS_LOG_LEVEL": "error"})
+	writeConfig(t, file, "log_level = \"info\"\n")
+	reloadConfig(serve, running, lookupIn(map[string]string{"IRONBUS_LOG_LEVEL": "error"}))
+	if running.level.Level() != slog.LevelError {
+		t.Fatalf("the file overrode IRONBUS_LOG_LEVEL on reload: level %v", running.level.Level())
+	}
+	reloadConfig(serve, running, lookupIn(nil))
+	if running.level.Level() != slog.LevelInfo || serve.config.resolved.sources["log-level"].String() != "file:"+file {
+		t.Fatalf("without the variable the file's level should apply: %v from %v\n%s",
+			running.level.Level(), serve.config.resolved.sources["log-level"], log)
+	}
+}
+
+// TestReloadRefusesAProfileChangeAndABadFile: a new profile changes
+// restart-only knobs, each reported; a file that fails the coupled checks
+// changes nothing.
+func TestReloadRefusesAProfileChangeAndABadFile(t *testing.T) {
+	file := writeConfig(t, "", "log_level = \"info\"\n")
+	serve, running, log := startReloadable(t, []string{"--config", file, "--data-dir", t.TempDir()}, nil)
+	writeConfig(t, file, "profile = \"edge-tiny\"\nlog_level = \"debug\"\n")
+	reloadConfig(serve, running, lookupIn(nil))
+	for _, want := range []string{"knob=max_connections running=256 new=32", "knob=profile running=balanced new=edge-tiny", "applied=[log-level]"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the reload log lacks %q:\n%s", want, log)
+		}
+	}
+	if serve.maxConnections != 256 {
+		t.Fatalf("a restart-only knob changed while running: %d", serve.maxConnections)
+	}
+	log.Reset()
+	writeConfig(t, file, "log_level = \"error\"\ndurability = \"none\"\n")
+	reloadConfig(serve, running, lookupIn(nil))
+	if running.level.Level() != slog.LevelDebug || !strings.Contains(log.String(), "config reload refused") ||
+		!strings.Contains(log.String(), "accept-relaxed-durability") {
+		t.Fatalf("a file failing a coupled check was applied (level %v):\n%s", running.level.Level(), log)
+	}
+}

@@ -140,8 +140,8 @@ func (rc RetentionConfig) validate(segmentSize int64) error {
 		return fmt.Errorf("%w: negative disk budget or headroom", ErrInvalidRetention)
 	case rc.DiskFull != DropNew && rc.DiskFull != DropOldestSegments:
 		return fmt.Errorf("%w: unknown disk-full policy %v", ErrInvalidRetention, rc.DiskFull)
-	case rc.DiskBudget > 0 && rc.DiskBudget-rc.DiskHeadroom < 4*segmentSize:
-		return fmt.Errorf("%w: a disk budget of %d bytes minus %d of headroom holds fewer than four %d-byte segments (each log keeps an active and a prepared one); raise the budget or lower the segment size",
+	case rc.DiskBudget > 0 && rc.DiskBudget-rc.DiskHeadroom < 8*segmentSize:
+		return fmt.Errorf("%w: a disk budget of %d bytes minus %d of headroom holds fewer than eight %d-byte segments (each log keeps an active and a prepared one, and the budget keeps two of margin); raise the budget or lower the segment size",
 			ErrInvalidRetention, rc.DiskBudget, rc.DiskHeadroom, segmentSize)
 	}
 	return nil

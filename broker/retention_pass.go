@@ -386,11 +386,10 @@ func (b *Broker) measureDisk(dir string) (int64, error) {
 	return total, nil
 }
 
-// enforceBudget measures the data directory and, above the budget minus
-// the headroom, frees space by the disk-full policy. drop-new deletes only
-// what every group of a stream has committed; drop-oldest deletes the
-// oldest sealed segments of the largest logs, keeping one segment of room
-// for the next roll. REQUIRES: passMu held.
+// enforceBudget measures the data directory and, near the admission
+// limit, frees space by the disk-full policy. drop-new deletes only what
+// every group of a stream has committed; drop-oldest deletes the oldest
+// sealed segments of the largest logs. REQUIRES: passMu held.
 func (b *Broker) enforceBudget(rc *RetentionConfig, logs []logRef, floors map[string]uint64, grouped map[string]bool) error {
 	r := &b.retention
 	used, err := b.measureDisk(b.cfg.DataDir)
@@ -402,10 +401,9 @@ func (b *Broker) enforceBudget(rc *RetentionConfig, logs []logRef, floors map[st
 	if rc.DiskBudget <= 0 {
 		return nil
 	}
-	target := rc.DiskBudget - rc.DiskHeadroom
-	if rc.DiskFull == DropOldestSegments {
-		target -= b.segmentSize()
-	}
+	// One segment below the admission limit, so writes flow again
+	// rather than stop at every next record.
+	target := b.admissionLimit(rc) - b.segmentSize()
 	for used > target {
 		victim, segs, floor := b.budgetVictim(rc, logs, floors, grouped)
 		if victim == nil {
@@ -463,7 +461,7 @@ func (b *Broker) admitRecords(bytes int) error {
 	if rc.DiskBudget <= 0 {
 		return nil
 	}
-	limit := rc.DiskBudget - rc.DiskHeadroom
+	limit := b.admissionLimit(rc)
 	used := r.used.Load() + r.pending.Load()
 	if used+int64(bytes) > limit {
 		r.counters.writesRefused.Add(1)
@@ -473,6 +471,14 @@ func (b *Broker) admitRecords(bytes int) error {
 	}
 	r.pending.Add(int64(bytes))
 	return nil
+}
+
+// admissionLimit is the usage at which records are refused: the budget
+// minus the headroom minus one segment, because files grow a whole
+// segment at a time (a roll allocates the next prepared segment, perhaps
+// just after the last measure).
+func (b *Broker) admissionLimit(rc *RetentionConfig) int64 {
+	return rc.DiskBudget - rc.DiskHeadroom - b.segmentSize()
 }
 
 // touch records activity on a group (monotonic time).

@@ -244,7 +244,7 @@ func TestDeadLetterBounds(t *testing.T) {
 func TestSetRetentionValidatesAndSwaps(t *testing.T) {
 	b := openRetentionBroker(t, Config{}, newClocks())
 	if err := b.SetRetention(RetentionConfig{DiskBudget: segment.MinSegmentSize}); err == nil {
-		t.Fatal("a budget smaller than four segments was accepted")
+		t.Fatal("a budget smaller than eight segments was accepted")
 	}
 	if b.Retention().DiskBudget != 0 {
 		t.Fatal("a refused configuration was applied")

@@ -46,6 +46,7 @@ type serveOptions struct {
 	acceptRelaxed     bool
 	loop              string
 	memory            memoryOptions
+	retention         retentionOptions
 }
 
 func newServeCmd(opts *globalOptions) *cobra.Command {
@@ -76,13 +77,26 @@ budget does not fit, printing it line by line with the knob to turn, and sets
 the Go runtime's memory limit. --edge picks small-device values for every knob
 you do not set (they fit --ram-ceiling 64MiB); --print-budget shows the budget
 and exits. Segment files read through mmap are page cache the kernel reclaims,
-and are not part of the budget.`,
+and are not part of the budget.
+
+Retention (docs/RETENTION.md): --retention-bytes, --retention-age and
+--retention-records bound every stream, deleting whole sealed segments only.
+Under --retention-policy consumer-safe (the default) a bound never deletes what
+a consumer group has not committed; drop-oldest does, and the group gets a gap
+advisory. --group-expiry lets an idle group stop holding retention back.
+--disk-budget caps the whole data directory, keeping --disk-headroom free for
+checkpoints and recovery; at the budget, --disk-full-policy drop-new refuses
+new records with a retryable no-space error while reads and acks go on.
+Record ages never trust the wall clock alone: a clock stepping years forward
+or back deletes nothing early.`,
 		Example: `  ironbus serve --data-dir /var/lib/ironbus
   ironbus serve --data-dir ./data --addr 127.0.0.1:7000 --segment-bytes 8MiB
   ironbus serve --data-dir ./data --io-mode auto --max-connections 32
   ironbus serve --data-dir ./data --loop epoll
   ironbus serve --data-dir /data --edge --ram-ceiling 64MiB
-  ironbus serve --data-dir ./data --max-connections 1000 --print-budget`,
+  ironbus serve --data-dir ./data --max-connections 1000 --print-budget
+  ironbus serve --data-dir /data --retention-age 72h --retention-bytes 2GiB --group-expiry 168h
+  ironbus serve --data-dir /data --disk-budget 8GiB --disk-full-policy drop-oldest`,
 		Args: cobra.NoArgs,
 	}
 	flags := cmd.Flags()
@@ -104,6 +118,7 @@ and are not part of the budget.`,
 	flags.StringVar(&serve.profileOut, "profile-out", "", "write cpu.pprof (while serving) and heap.pprof (at stop) into this directory")
 	flags.BoolVar(&opts.json, "json", false, "log one JSON object per line; with --print-budget, print the budget as JSON (schema ironbus.cli.budget.v1)")
 	addMemoryFlags(cmd, &serve.memory)
+	addRetentionFlags(cmd, &serve.retention)
 	cmd.RunE = classified(func() error {
 		if serve.memory.edge {
 			serve.applyEdge(cmd.Flags().Changed)
@@ -159,7 +174,13 @@ func (serve *serveOptions) brokerConfig(opts *globalOptions) (broker.Config, err
 	}
 	logger := slog.New(handler)
 	memory := serve.memory
+	retention, err := serve.retention.brokerRetention()
+	if err != nil {
+		return broker.Config{}, err
+	}
 	return broker.Config{
+		Retention:           retention,
+		RetentionCheck:      serve.retention.interval,
 		DataDir:             serve.dataDir,
 		MaxConnections:      serve.maxConnections,
 		MaxConsumeWait:      time.Duration(serve.longPollMs) * time.Millisecond,
@@ -280,6 +301,8 @@ func brokerOpenError(dataDir string, err error) error {
 	switch {
 	case errors.Is(err, segment.ErrLocked):
 		return exitErrorf(exitLocked, "%s is in use: %w; stop that broker first", dataDir, err)
+	case errors.Is(err, broker.ErrInvalidRetention):
+		return exitErrorf(exitUsage, "%w", err)
 	case errors.Is(err, segment.ErrTooNew), errors.Is(err, segment.ErrInconsistent):
 		return exitErrorf(exitUnreadable, "%w", err)
 	}

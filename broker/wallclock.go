@@ -14,7 +14,7 @@ import (
 )
 
 // The wall-clock high-water: the latest wall time the broker has seen,
-// advanced by the monotonic clock while the wall clock lags behind it,
+// advanced by the monotonic clock while the wall clock lags far behind it,
 // persisted so a device that boots with its clock reset to 1970 still
 // knows how late it has been. Retention compares record stamps with it,
 // never with the raw clock (invariant I6).
@@ -92,17 +92,14 @@ type wallClock struct {
 // costs nothing but a log line, so the broker always starts.
 func loadWallClock(fsys vfs.FS, dir string, clock segment.Clock, threshold time.Duration) (*wallClock, error) {
 	w := &wallClock{fs: fsys, dir: dir, clock: clock, threshold: threshold}
-	file, err := fsys.OpenFile(path.Join(dir, wallFileName), vfs.ReadOnly)
+	data, err := vfs.ReadFile(fsys, path.Join(dir, wallFileName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return w, nil
 	}
 	if err != nil {
 		return w, fmt.Errorf("%w: %w", ErrWallClockFile, err)
 	}
-	defer file.Close()
-	buf := make([]byte, wallFileSize+1)
-	n, _ := file.ReadAt(buf, 0)
-	mark, err := decodeWallMark(buf[:n])
+	mark, err := decodeWallMark(data)
 	if err != nil {
 		return w, err
 	}
@@ -133,11 +130,12 @@ func (w *wallClock) observe(mono time.Duration) (int64, *wallStep) {
 	} else if w.highWater != 0 && wall < w.highWater-threshold {
 		step = &wallStep{By: time.Duration(wall - w.highWater)}
 	}
-	// The high-water also runs with the monotonic clock, so a wall clock
-	// stepped back (or reset at boot) holds nothing beyond its monotonic
-	// age: the high-water is the best estimate of the true time, and it
-	// never goes back.
-	if w.observed {
+	// While the wall clock lags the high-water by more than the threshold
+	// (stepped back, or reset at boot), the high-water runs with the
+	// monotonic clock, so nothing is held beyond its monotonic age. Within
+	// the threshold it only follows the wall clock, so ordinary drift
+	// between the two clocks never accumulates into a false step.
+	if w.observed && wall < w.highWater-threshold {
 		w.highWater += int64(mono - w.lastMono)
 	}
 	w.observed, w.lastWall, w.lastMono = true, wall, mono
@@ -158,28 +156,7 @@ func (w *wallClock) persist() error {
 	if w.highWater == w.persisted {
 		return nil
 	}
-	temp := path.Join(w.dir, wallFileName+".tmp")
-	file, err := w.fs.OpenFile(temp, vfs.ReadWrite|vfs.Create)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrWallClockFile, err)
-	}
-	_, err = file.WriteAt(encodeWallMark(w.highWater), 0)
-	if err == nil {
-		err = file.Truncate(wallFileSize)
-	}
-	if err == nil {
-		err = file.Sync()
-	}
-	if cerr := file.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = w.fs.Rename(temp, path.Join(w.dir, wallFileName))
-	}
-	if err == nil {
-		err = w.fs.SyncDir(w.dir)
-	}
-	if err != nil {
+	if err := vfs.WriteFileAtomic(w.fs, path.Join(w.dir, wallFileName), encodeWallMark(w.highWater)); err != nil {
 		return fmt.Errorf("%w: persisting the high-water: %w", ErrWallClockFile, err)
 	}
 	w.persisted = w.highWater

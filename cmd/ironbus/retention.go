@@ -43,7 +43,15 @@ func addRetentionFlags(cmd *cobra.Command, retention *retentionOptions) {
 
 // brokerRetention turns the flags into the broker's retention
 // configuration; the broker checks the budget against the segment size.
+// Empty policies (commands such as dev that build serve's options without
+// its flags) take the defaults.
 func (retention *retentionOptions) brokerRetention() (broker.RetentionConfig, error) {
+	if retention.policy == "" {
+		retention.policy = broker.ConsumerSafe.String()
+	}
+	if retention.diskFullPolicy == "" {
+		retention.diskFullPolicy = broker.DropNew.String()
+	}
 	policy, err := broker.ParsePinPolicy(retention.policy)
 	if err != nil {
 		return broker.RetentionConfig{}, exitErrorf(exitUsage, "--retention-policy: %w", err)

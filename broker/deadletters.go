@@ -150,7 +150,7 @@ func (q *streamQueue) Append(ctx context.Context, letter consumer.DeadLetter) er
 	}
 	// A queue counts in the disk budget: over it, the move waits (the
 	// group retries it) like on a full disk.
-	if err := q.broker.admitRecords(len(letter.Body)); err != nil {
+	if err := q.broker.admitRecords(len(letter.Body), true); err != nil {
 		return err
 	}
 	return queue.Append(ctx, letter)

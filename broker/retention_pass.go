@@ -416,8 +416,21 @@ func (b *Broker) enforceBudget(rc *RetentionConfig, logs []logRef, floors map[st
 		used -= freed
 		r.used.Store(used)
 	}
+	if used > b.admissionLimit(rc) {
+		now := r.clock.Elapsed()
+		if last, ok := r.pinnedWarned[budgetWarningKey]; !ok || now-last >= pinnedWarnEvery {
+			r.pinnedWarned[budgetWarningKey] = now
+			b.cfg.Logger.Warn("disk budget reached: new records are refused until space frees", "used", used,
+				"budget", rc.DiskBudget, "headroom", rc.DiskHeadroom, "policy", rc.DiskFull.String(),
+				"hint", "let consumer groups commit, delete or expire idle groups (--group-expiry), set retention bounds, or raise --disk-budget")
+		}
+	}
 	return nil
 }
+
+// budgetWarningKey rate-limits the budget warning beside the per-stream
+// ones; no stream name starts with a zero byte.
+const budgetWarningKey = "\x00budget"
 
 // budgetVictim picks the log whose oldest sealed segment goes next: the
 // one with the most deletable bytes.
@@ -455,13 +468,19 @@ func (b *Broker) budgetVictim(rc *RetentionConfig, logs []logRef, floors map[str
 // it, the write is refused with an error wrapping segment.ErrNoSpace (a
 // retryable no-space answer on the wire) and a pass is started, which
 // frees space if the policy allows; reads and acks are never refused.
-func (b *Broker) admitRecords(bytes int) error {
+// Dead-letter moves (deadLetter) may use the headroom: a group cannot
+// commit past a poison record until it moved, so refusing the move at the
+// same limit as producers could keep a full budget full for good.
+func (b *Broker) admitRecords(bytes int, deadLetter bool) error {
 	r := &b.retention
 	rc := r.config.Load()
 	if rc.DiskBudget <= 0 {
 		return nil
 	}
 	limit := b.admissionLimit(rc)
+	if deadLetter {
+		limit = rc.DiskBudget - b.segmentSize()
+	}
 	used := r.used.Load() + r.pending.Load()
 	if used+int64(bytes) > limit {
 		r.counters.writesRefused.Add(1)

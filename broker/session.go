@@ -382,7 +382,7 @@ func (s *session) flushRun() bool {
 		return false
 	}
 	var ticket segment.Ticket
-	err := s.broker.admitRecords(s.runBytes)
+	err := s.broker.admitRecords(s.runBytes, false)
 	if err == nil {
 		ticket, err = s.runLog.TryAppendBatch(s.bodies, s.crcs)
 	}

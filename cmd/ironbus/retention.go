@@ -45,7 +45,9 @@ func addRetentionFlags(cmd *cobra.Command, retention *retentionOptions) {
 // configuration; the broker checks the budget against the segment size.
 // Empty policies (commands such as dev that build serve's options without
 // its flags) take the defaults.
-func (retention *retentionOptions) brokerRetention() (broker.RetentionConfig, error) {
+// dlqAge is --dlq-retention as the broker takes it (negative: forever), so
+// the whole retention configuration, as a reload would swap it, is here.
+func (retention *retentionOptions) brokerRetention(dlqAge time.Duration) (broker.RetentionConfig, error) {
 	if retention.policy == "" {
 		retention.policy = broker.ConsumerSafe.String()
 	}
@@ -69,7 +71,7 @@ func (retention *retentionOptions) brokerRetention() (broker.RetentionConfig, er
 	return broker.RetentionConfig{
 		Stream: broker.StreamRetention{MaxBytes: retention.bytes, MaxAge: retention.age, MaxRecords: retention.records,
 			Policy: policy},
-		DeadLetters:  broker.StreamRetention{MaxBytes: retention.dlqBytes},
+		DeadLetters:  broker.StreamRetention{MaxBytes: retention.dlqBytes, MaxAge: max(dlqAge, 0)},
 		GroupExpiry:  retention.groupExpiry,
 		DiskBudget:   retention.diskBudget,
 		DiskHeadroom: retention.diskHeadroom,

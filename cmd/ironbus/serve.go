@@ -174,7 +174,7 @@ func (serve *serveOptions) brokerConfig(opts *globalOptions) (broker.Config, err
 	}
 	logger := slog.New(handler)
 	memory := serve.memory
-	retention, err := serve.retention.brokerRetention()
+	retention, err := serve.retention.brokerRetention(deadLetterRetention(serve.dlqRetention))
 	if err != nil {
 		return broker.Config{}, err
 	}

@@ -17,6 +17,9 @@ import (
 // pinnedWarnEvery rate-limits the warning that groups hold a bound back.
 const pinnedWarnEvery = 10 * time.Minute
 
+// minPassGap spaces passes: at most ten a second, however many seals.
+const minPassGap = 100 * time.Millisecond
+
 // retentionState is the broker's retention machinery: the configuration
 // in force, the pass goroutine's wake-ups, what the passes remember
 // between runs and the counters they keep.
@@ -33,6 +36,8 @@ type retentionState struct {
 	sealedAt     map[segmentKey]time.Duration
 	expiryStage  map[groupKey]int // 0 active, 1 warned, 2 expired
 	pinnedWarned map[string]time.Duration
+	measured     bool
+	lastMeasure  time.Duration
 
 	used      atomic.Int64 // bytes of the data directory at the last measure
 	pending   atomic.Int64 // record bytes admitted since that measure
@@ -98,6 +103,13 @@ func (b *Broker) runRetention() {
 		case <-b.retention.nudge:
 		}
 		b.retentionPass()
+		// Seals of many busy logs must not run passes back to back:
+		// each lists the directory and reads the group checkpoints.
+		select {
+		case <-b.stop:
+			return
+		case <-time.After(minPassGap):
+		}
 	}
 }
 
@@ -133,14 +145,20 @@ func (b *Broker) retentionPass() {
 	now := r.clock.Elapsed()
 	highWater := b.observeWallClock(now)
 	logs := b.retainedLogs()
-	floors, grouped := b.groupFloors(rc, logs, now)
+	floors, grouped := map[string]uint64{}, map[string]bool{}
+	if rc.Stream.Bounded() || rc.GroupExpiry > 0 || rc.DiskBudget > 0 {
+		floors, grouped = b.groupFloors(rc, logs, now)
+	}
 	seen := make(map[segmentKey]bool, len(r.sealedAt))
 	for _, ref := range logs {
 		bounds := rc.DeadLetters
 		bounds.Policy = DropOldest
 		floor := uint64(math.MaxUint64)
 		if !ref.deadLetters {
-			bounds, floor = rc.retentionFor(ref.stream), floors[ref.stream]
+			bounds = rc.retentionFor(ref.stream)
+			if pinned, ok := floors[ref.stream]; ok {
+				floor = pinned
+			}
 		}
 		b.retainLog(ref, bounds, floor, highWater, now, seen)
 	}
@@ -149,8 +167,13 @@ func (b *Broker) retentionPass() {
 			delete(r.sealedAt, key)
 		}
 	}
-	if err := b.enforceBudget(rc, logs, floors, grouped); err != nil {
-		b.cfg.Logger.Warn("measuring the disk budget failed", "error", err.Error())
+	// Without a budget the directory is measured for the counters only,
+	// once per RetentionCheck rather than after every seal.
+	if rc.DiskBudget > 0 || !r.measured || now-r.lastMeasure >= b.cfg.RetentionCheck {
+		r.measured, r.lastMeasure = true, now
+		if err := b.enforceBudget(rc, logs, floors, grouped); err != nil {
+			b.cfg.Logger.Warn("measuring the disk budget failed", "error", err.Error())
+		}
 	}
 }
 
@@ -443,8 +466,8 @@ func (b *Broker) budgetVictim(rc *RetentionConfig, logs []logRef, floors map[str
 		ref := &logs[i]
 		segs := ref.log.Segments()
 		floor := uint64(math.MaxUint64)
-		if !ref.deadLetters {
-			floor = floors[ref.stream]
+		if pinned, ok := floors[ref.stream]; ok && !ref.deadLetters {
+			floor = pinned
 		}
 		deletable := safePrefix(segs, math.MaxUint64)
 		if rc.DiskFull == DropNew {

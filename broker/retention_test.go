@@ -1,13 +1,11 @@
 package broker
 
 import (
-	"context"
 	"math"
 	"testing"
 	"time"
 
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/segment/format"
 )
 
 // TestPlanLogWholeSealedSegmentsOnly: the planner never touches the
@@ -272,6 +270,4 @@ func TestSealStartsAPass(t *testing.T) {
 	if l.FirstOffset() == 0 {
 		t.Fatal("no pass ran after segments were sealed")
 	}
-	_ = context.Background
-	_ = format.CRC
 }

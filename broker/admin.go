@@ -322,6 +322,11 @@ func (b *Broker) redrive(s *session, stream string, maxLetters int) (*wire.DeadL
 		}
 		return l, nil
 	}
+	// Republished letters are new records: a used-up budget refuses the
+	// redrive before it starts (what one redrive adds is not known ahead).
+	if err := b.admitRecords(0, false); err != nil {
+		return nil, storageError(err)
+	}
 	b.redriveMu.Lock()
 	result, err := consumer.Redrive(s.ctx, queue, target, maxLetters)
 	b.redriveMu.Unlock()

@@ -38,6 +38,8 @@ type Broker struct {
 	// for the file sync itself.
 	checkpointDue chan struct{}
 	closeOnce     sync.Once
+
+	retention retentionState // retention and the disk budget (retention_pass.go)
 }
 
 type groupKey struct {
@@ -54,6 +56,18 @@ func Open(cfg Config) (*Broker, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
+	}
+	retention, err := cfg.retentionConfig()
+	if err != nil {
+		return nil, err
+	}
+	// Every seal starts a retention pass: a log just grew by a segment.
+	nudge := make(chan struct{}, 1)
+	cfg.Storage.OnSeal = func(segment.LogID) {
+		select {
+		case nudge <- struct{}{}:
+		default:
+		}
 	}
 	dir, err := segment.Open(cfg.FS, cfg.DataDir, cfg.Storage)
 	if err != nil {
@@ -79,6 +93,8 @@ func Open(cfg Config) (*Broker, error) {
 		}
 		b.logs[id.Stream] = l
 	}
+	b.retention.nudge, b.retention.clock = nudge, cfg.Clock
+	b.startRetention(retention)
 	go b.flushCheckpoints()
 	return b, nil
 }
@@ -185,6 +201,7 @@ func (b *Broker) Close() error {
 		b.draining.Store(true)
 		close(b.stop)
 		<-b.flushed
+		b.stopRetention()
 		b.groupsMu.Lock()
 		for _, served := range b.groups {
 			if cerr := served.group.Close(); cerr != nil && err == nil {
@@ -209,15 +226,10 @@ func (b *Broker) flushCheckpoints() {
 	defer close(b.flushed)
 	ticker := time.NewTicker(b.cfg.CheckpointInterval)
 	defer ticker.Stop()
-	retention := time.NewTicker(b.cfg.DeadLetterRetentionCheck)
-	defer retention.Stop()
 	for {
 		select {
 		case <-b.stop:
 			return
-		case <-retention.C:
-			b.retainDeadLetters(time.Now())
-			continue
 		case <-ticker.C:
 		case <-b.checkpointDue:
 		}

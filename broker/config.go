@@ -57,9 +57,10 @@ type Config struct {
 	MaxDeliver int
 	// DeadLetterRetention drops whole sealed segments of a dead-letter
 	// queue whose records are all older than this (7 days; negative keeps
-	// them forever), checked every DeadLetterRetentionCheck (1 min).
-	// Records carry the broker's wall-clock time: a device whose clock was
-	// wrong when it wrote them keeps or drops them by that wrong time.
+	// them forever), by the monotonic-safe record timestamps rule
+	// (docs/RETENTION.md). It fills Retention.DeadLetters.MaxAge when that
+	// is zero. DeadLetterRetentionCheck is no longer used: the retention
+	// pass runs every RetentionCheck.
 	DeadLetterRetention      time.Duration
 	DeadLetterRetentionCheck time.Duration
 	// ConnectionOutput bounds the reply bytes queued for one connection
@@ -72,6 +73,52 @@ type Config struct {
 	// Version is reported in Welcome.
 	Version string
 	Logger  *slog.Logger
+
+	// ---- Retention and the disk budget (docs/RETENTION.md) ----
+
+	// Retention holds the bounds of every stream and dead-letter queue,
+	// group expiry and the disk budget; SetRetention swaps it at run time.
+	Retention RetentionConfig
+	// RetentionCheck is how often the retention pass runs (10 s); it also
+	// runs after every segment seal and when a write meets the budget.
+	RetentionCheck time.Duration
+	// WallClockStepThreshold is how far the wall clock may move away from
+	// the monotonic clock between two passes before it counts as a step
+	// (1 min).
+	WallClockStepThreshold time.Duration
+	// Clock is the monotonic clock of retention ages and group expiry
+	// (Go's monotonic clock; tests inject one). Record stamps come from
+	// Storage.Clock, the wall clock.
+	Clock MonotonicClock
+}
+
+// Retention defaults.
+const (
+	DefaultRetentionCheck         = 10 * time.Second
+	DefaultWallClockStepThreshold = time.Minute
+)
+
+// retentionConfig fills the retention defaults and validates them.
+func (c *Config) retentionConfig() (RetentionConfig, error) {
+	if c.RetentionCheck <= 0 {
+		c.RetentionCheck = DefaultRetentionCheck
+	}
+	if c.WallClockStepThreshold <= 0 {
+		c.WallClockStepThreshold = DefaultWallClockStepThreshold
+	}
+	if c.Clock == nil {
+		c.Clock = systemMonotonic{origin: time.Now()}
+	}
+	rc := c.Retention
+	if rc.DeadLetters.MaxAge == 0 && c.DeadLetterRetention > 0 {
+		rc.DeadLetters.MaxAge = c.DeadLetterRetention
+	}
+	segmentSize := c.Storage.SegmentSize
+	if segmentSize <= 0 {
+		segmentSize = segment.DefaultSegmentSize
+	}
+	rc = rc.withDefaults(segmentSize)
+	return rc, rc.validate(segmentSize)
 }
 
 // Defaults.

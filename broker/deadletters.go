@@ -2,13 +2,10 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
 	"path"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/segment"
@@ -151,6 +148,11 @@ func (q *streamQueue) Append(ctx context.Context, letter consumer.DeadLetter) er
 	if err != nil {
 		return err
 	}
+	// A queue counts in the disk budget: over it, the move waits (the
+	// group retries it) like on a full disk.
+	if err := q.broker.admitRecords(len(letter.Body), true); err != nil {
+		return err
+	}
 	return queue.Append(ctx, letter)
 }
 
@@ -161,33 +163,4 @@ func (q *streamQueue) Find(from uint64, group string, partition uint32, source u
 		return false, err
 	}
 	return queue.Find(from, group, partition, source)
-}
-
-// retainDeadLetters drops the sealed segments of every open dead-letter
-// queue whose records are all older than DeadLetterRetention. Groups
-// reading a queue see what was dropped as one gap advisory.
-func (b *Broker) retainDeadLetters(now time.Time) {
-	if b.cfg.DeadLetterRetention < 0 {
-		return
-	}
-	store := &b.deadLetters
-	store.mu.Lock()
-	logs := make(map[string]*segment.Log, len(store.logs))
-	maps.Copy(logs, store.logs)
-	store.mu.Unlock()
-	cutoff := now.Add(-b.cfg.DeadLetterRetention).UnixNano()
-	for stream, l := range logs {
-		floor, err := l.OffsetForTime(cutoff)
-		if err == nil {
-			var deleted int
-			deleted, err = l.DeleteBefore(floor)
-			if deleted > 0 {
-				b.cfg.Logger.Info("dead-letter retention dropped old segments", "stream", stream, "segments", deleted,
-					"first_offset", l.FirstOffset())
-			}
-		}
-		if err != nil && !errors.Is(err, segment.ErrClosed) {
-			b.cfg.Logger.Warn("dead-letter retention failed", "stream", stream, "error", err.Error())
-		}
-	}
 }

@@ -8,7 +8,13 @@
 // records and by acks that free a credit or a key (consume.go), every ack
 // op (ack.go), connections as group members released when they close,
 // and a dead-letter queue per stream in <data-dir>/deadletters, read on
-// the wire as ".dlq.<stream>" (deadletters.go). Issue by issue it grows the rest
+// the wire as ".dlq.<stream>" (deadletters.go), and retention with the disk
+// budget (retention*.go, wallclock.go; docs/RETENTION.md): a pass deletes
+// whole sealed segments by bytes, age and records, never below the slowest
+// group's checkpointed position unless the policy is drop-oldest; ages use
+// the monotonic-safe record timestamps rule against a persisted wall-clock
+// high-water (I6); the budget refuses records with a retryable no-space
+// error before budget minus headroom. Issue by issue it grows the rest
 // of DESIGN.md's broker: partitions and subject routing, profiles and
 // config, metrics and health, auth.
 //

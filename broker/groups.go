@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ironbus/ironbus/consumer"
@@ -20,6 +21,9 @@ type servedGroup struct {
 	log   *segment.Log
 	key   groupKey
 	wake  wakeup
+	// lastActive is the monotonic time of the group's last request, for
+	// group expiry (retention_pass.go).
+	lastActive atomic.Int64
 }
 
 // wakeup wakes every waiter at once. The channel is made only when
@@ -99,8 +103,12 @@ func startPosition(kind uint8, value uint64) consumer.StartPosition {
 // group that is not open has nothing to act on.
 func (b *Broker) loadedGroup(stream []byte, partition uint32, name []byte) *servedGroup {
 	b.groupsMu.Lock()
-	defer b.groupsMu.Unlock()
-	return b.groups[groupKey{stream: string(stream), partition: partition, group: string(name)}]
+	served := b.groups[groupKey{stream: string(stream), partition: partition, group: string(name)}]
+	b.groupsMu.Unlock()
+	if served != nil {
+		served.touch(b.retention.clock.Elapsed())
+	}
+	return served
 }
 
 // openGroup returns a stream partition's group, loading it (from its
@@ -141,6 +149,7 @@ func (b *Broker) openGroup(stream []byte, partition uint32, name []byte, spec gr
 		return nil, storageError(err)
 	}
 	served := &servedGroup{group: g, log: l, key: key}
+	served.touch(b.retention.clock.Elapsed())
 	b.groups[key] = served
 	return served, nil
 }

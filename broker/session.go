@@ -413,7 +413,11 @@ func (s *session) flushRun() bool {
 		s.dropRun()
 		return false
 	}
-	ticket, err := s.runLog.TryAppendBatch(s.bodies, s.crcs)
+	var ticket segment.Ticket
+	err := s.broker.admitRecords(s.runBytes, false)
+	if err == nil {
+		ticket, err = s.runLog.TryAppendBatch(s.bodies, s.crcs)
+	}
 	if errors.Is(err, segment.ErrFull) {
 		s.out.credits.release(n)
 		s.conn.PauseReading()

@@ -194,6 +194,10 @@ type Options struct {
 	Clock Clock
 	// Logger receives recovery reports, freezes and mode choices.
 	Logger *slog.Logger
+	// OnSeal, when set, is called by a log's appender right after it
+	// sealed a segment (the retention pass runs then). It must not block:
+	// the appender waits for it.
+	OnSeal func(LogID)
 	// Random supplies segment tokens (crypto/rand by default); tests seed
 	// it for reproducible files.
 	Random io.Reader

@@ -138,6 +138,9 @@ func (a *appender) seal() error {
 	seg.seal(footer)
 	a.active, a.write = nil, nil
 	a.log.advanceCommitted(mark{next: a.next, seg: seg, pos: end})
+	if a.log.opts.OnSeal != nil {
+		a.log.opts.OnSeal(a.log.id)
+	}
 	return nil
 }
 

@@ -26,7 +26,7 @@ type reloadFunc func(running *runningBroker, next *serveOptions) error
 // Every other changed knob is reported as needing a restart. To make a
 // knob reloadable, add its name and a function that applies it here.
 func reloadableKnobs() map[string]reloadFunc {
-	return map[string]reloadFunc{
+	knobs := map[string]reloadFunc{
 		"log-level": func(running *runningBroker, next *serveOptions) error {
 			level, err := parseLogLevel(next.config.logLevel)
 			if err == nil {
@@ -35,6 +35,22 @@ func reloadableKnobs() map[string]reloadFunc {
 			return err
 		},
 	}
+	// The retention bounds, the disk budget and its policy swap as one
+	// config (a refused one leaves the running one in force), whichever
+	// of them changed.
+	for _, name := range []string{"retention-bytes", "retention-age", "retention-records", "retention-policy",
+		"group-expiry", "dlq-retention", "dlq-retention-bytes", "disk-budget", "disk-headroom", "disk-full-policy"} {
+		knobs[name] = reloadRetention
+	}
+	return knobs
+}
+
+func reloadRetention(running *runningBroker, next *serveOptions) error {
+	retention, err := next.retention.brokerRetention(deadLetterRetention(next.dlqRetention))
+	if err != nil {
+		return err
+	}
+	return running.broker.SetRetention(retention)
 }
 
 // watchReloads reloads the configuration on each SIGHUP until the returned

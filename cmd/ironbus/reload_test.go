@@ -6,6 +6,9 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/ironbus/ironbus/broker"
 )
 
 // startReloadable resolves serve's configuration from args, a file and
@@ -84,5 +87,34 @@ func TestReloadRefusesAProfileChangeAndABadFile(t *testing.T) {
 	if running.level.Level() != slog.LevelDebug || !strings.Contains(log.String(), "config reload refused") ||
 		!strings.Contains(log.String(), "accept-relaxed-durability") {
 		t.Fatalf("a file failing a coupled check was applied (level %v):\n%s", running.level.Level(), log)
+	}
+}
+
+// TestReloadSwapsRetention: the retention bounds and the disk budget are
+// reloadable; a change reaches the running broker as one config, and one
+// the broker refuses leaves the running config in force.
+func TestReloadSwapsRetention(t *testing.T) {
+	file := writeConfig(t, "", "retention_bytes = \"1GiB\"\n")
+	dataDir := t.TempDir()
+	serve, running, log := startReloadable(t, []string{"--config", file, "--data-dir", dataDir}, nil)
+	b, err := broker.Open(broker.Config{DataDir: dataDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	running.broker = b
+	writeConfig(t, file, "retention_bytes = \"2GiB\"\nretention_age = \"72h\"\ndisk_full_policy = \"drop-oldest\"\n")
+	reloadConfig(serve, running, lookupIn(nil))
+	got := b.Retention()
+	if got.Stream.MaxBytes != 2<<30 || got.Stream.MaxAge != 72*time.Hour || got.DiskFull != broker.DropOldestSegments {
+		t.Fatalf("the reload did not reach the broker: %+v\n%s", got, log)
+	}
+	if !strings.Contains(log.String(), "retention-bytes") {
+		t.Errorf("the reload summary does not name the retention change:\n%s", log)
+	}
+	writeConfig(t, file, "retention_bytes = \"2GiB\"\nretention_policy = \"keep-everything\"\n")
+	reloadConfig(serve, running, lookupIn(nil))
+	if b.Retention().Stream.MaxAge != 72*time.Hour {
+		t.Fatalf("a refused retention config replaced the running one: %+v", b.Retention())
 	}
 }

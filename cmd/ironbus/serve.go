@@ -50,6 +50,7 @@ type serveOptions struct {
 	// Configuration layers and storage choice (configlayers.go, storage.go).
 	config  configOptions
 	storage storageOptions
+	retention         retentionOptions
 }
 
 func newServeCmd(opts *globalOptions) *cobra.Command {
@@ -99,7 +100,18 @@ other change as needing a restart. "ironbus config print" shows each value
 and where it came from; docs/CONFIG.md has the details.
 
 --storage memory keeps everything in RAM and nothing survives the process; it
-needs --accept-memory-storage-loss and --memory-storage-cap.`,
+needs --accept-memory-storage-loss and --memory-storage-cap.
+
+Retention (docs/RETENTION.md): --retention-bytes, --retention-age and
+--retention-records bound every stream, deleting whole sealed segments only.
+Under --retention-policy consumer-safe (the default) a bound never deletes what
+a consumer group has not committed; drop-oldest does, and the group gets a gap
+advisory. --group-expiry lets an idle group stop holding retention back.
+--disk-budget caps the whole data directory, keeping --disk-headroom free for
+checkpoints and recovery; at the budget, --disk-full-policy drop-new refuses
+new records with a retryable no-space error while reads and acks go on.
+Record ages never trust the wall clock alone: a clock stepping years forward
+or back deletes nothing early.`,
 		Example: `  ironbus serve --data-dir /var/lib/ironbus
   ironbus serve --data-dir ./data --addr 127.0.0.1:7000 --segment-bytes 8MiB
   ironbus serve --data-dir ./data --io-mode auto --max-connections 32
@@ -108,7 +120,9 @@ needs --accept-memory-storage-loss and --memory-storage-cap.`,
   ironbus serve --config /etc/ironbus/ironbus.toml
   IRONBUS_LOG_LEVEL=debug ironbus serve --data-dir ./data
   ironbus serve --storage memory --accept-memory-storage-loss --memory-storage-cap 64MiB --segment-bytes 8MiB
-  ironbus serve --data-dir ./data --max-connections 1000 --print-budget`,
+  ironbus serve --data-dir ./data --max-connections 1000 --print-budget
+  ironbus serve --data-dir /data --retention-age 72h --retention-bytes 2GiB --group-expiry 168h
+  ironbus serve --data-dir /data --disk-budget 8GiB --disk-full-policy drop-oldest`,
 		Args: cobra.NoArgs,
 	}
 	flags := cmd.Flags()
@@ -132,6 +146,7 @@ needs --accept-memory-storage-loss and --memory-storage-cap.`,
 	addMemoryFlags(cmd, &serve.memory)
 	addConfigFlags(cmd, &serve.config)
 	addStorageFlags(cmd, &serve.storage)
+	addRetentionFlags(cmd, &serve.retention)
 	cmd.RunE = classified(func() error {
 		resolved, err := resolveConfig(cmd.Flags(), &serve.config, os.LookupEnv)
 		if err != nil {
@@ -193,7 +208,13 @@ func (serve *serveOptions) brokerConfig(opts *globalOptions) (broker.Config, err
 		return broker.Config{}, err
 	}
 	memory := serve.memory
+	retention, err := serve.retention.brokerRetention(deadLetterRetention(serve.dlqRetention))
+	if err != nil {
+		return broker.Config{}, err
+	}
 	cfg := broker.Config{
+		Retention:           retention,
+		RetentionCheck:      serve.retention.interval,
 		DataDir:             serve.dataDir,
 		MaxConnections:      serve.maxConnections,
 		MaxConsumeWait:      time.Duration(serve.longPollMs) * time.Millisecond,
@@ -318,6 +339,8 @@ func brokerOpenError(dataDir string, err error) error {
 	switch {
 	case errors.Is(err, segment.ErrLocked):
 		return exitErrorf(exitLocked, "%s is in use: %w; stop that broker first", dataDir, err)
+	case errors.Is(err, broker.ErrInvalidRetention):
+		return exitErrorf(exitUsage, "%w", err)
 	case errors.Is(err, segment.ErrTooNew), errors.Is(err, segment.ErrInconsistent):
 		return exitErrorf(exitUnreadable, "%w", err)
 	}

@@ -48,9 +48,9 @@ type serveOptions struct {
 	memory            memoryOptions
 
 	// Configuration layers and storage choice (configlayers.go, storage.go).
-	config  configOptions
-	storage storageOptions
-	retention         retentionOptions
+	config    configOptions
+	storage   storageOptions
+	retention retentionOptions
 }
 
 func newServeCmd(opts *globalOptions) *cobra.Command {

@@ -181,7 +181,9 @@ func (b *Broker) Open(conn loop.Conn) (loop.Session, error) {
 		refuse(conn, wire.NewError(wire.CodeTooManyConns, "the broker serves at most %d connections", b.cfg.MaxConnections))
 		return nil, fmt.Errorf("broker: connection limit %d reached", b.cfg.MaxConnections)
 	}
-	conn.SetReadTimeout(b.cfg.HandshakeTimeout)
+	// No read timeout until Hello: the session's handshake deadline
+	// covers the whole handshake (a per-read timeout would let a peer
+	// dribbling a byte at a time stay for ever).
 	return newSession(b, conn), nil
 }
 

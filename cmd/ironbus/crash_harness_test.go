@@ -32,7 +32,7 @@ import (
 // which on a shared CI disk busy with the producers' fdatasyncs (and other
 // test packages) were seen to take most of a second. The bound catches a
 // group whose checkpoints stop being written, not a slow disk.
-const checkpointSlack = 3 * time.Second
+const checkpointSlack = 8 * time.Second
 
 type crashLedger struct {
 	mu      sync.Mutex

@@ -8,6 +8,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/ironbus/ironbus/codec"
 	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/wire"
 )
@@ -52,7 +53,11 @@ type Message struct {
 	Key         []byte
 	Subject     string
 	Headers     []Header
-	Payload     []byte
+	// Payload is the record's payload, decompressed.
+	Payload []byte
+	// Codec is how the payload was stored (and sent): CodecNone, CodecLZ4
+	// or CodecZstd. Informational: Payload is already decompressed.
+	Codec Codec
 }
 
 // Gap says that offsets [From, To) will never be delivered to the group,
@@ -96,7 +101,7 @@ func (c *Client) Fetch(ctx context.Context, stream, group string, opts FetchOpti
 	}
 	msg := consumeMessage(stream, group, opts)
 	cl := getCall()
-	cl.fetch.stream = stream
+	cl.fetch.stream, cl.fetch.decompressor = stream, c.decompressor
 	id, err := c.register(entry{kind: kindFetch, call: cl})
 	if err != nil {
 		putCall(cl)
@@ -144,12 +149,13 @@ func clampMillis(d time.Duration) uint32 {
 
 // fetchState accumulates the answer to a Consume on the reader goroutine.
 type fetchState struct {
-	stream    string
-	messages  []Message
-	gaps      []Gap
-	rejected  []RejectedDelivery
-	delivered int // records delivered, accepted or not: ConsumeEnd counts them
-	reason    uint8
+	stream       string
+	decompressor *codec.Decompressor
+	messages     []Message
+	gaps         []Gap
+	rejected     []RejectedDelivery
+	delivered    int // records delivered, accepted or not: ConsumeEnd counts them
+	reason       uint8
 
 	// raw keeps DeliverBatch frames as they came, for a Stream to verify
 	// and decode on its own goroutine; a Fetch decodes them at once.
@@ -215,11 +221,17 @@ func (f *fetchState) deliver(d wire.Deliver) {
 	case err != nil:
 		f.reject(m, fmt.Errorf("%w: %s/%d offset %d: %w", ErrCorruptDelivery, f.stream, d.Partition, d.Offset, err))
 		return
-	case view.Codec != format.CodecNone:
-		f.reject(m, fmt.Errorf("%w: %s/%d offset %d: payload codec %s", ErrUnsupportedRecord, f.stream, d.Partition, d.Offset, view.Codec))
-		return
 	}
-	m.Key, m.Subject, m.Payload = view.Key, string(view.Subject), view.Payload
+	m.Key, m.Subject, m.Payload, m.Codec = view.Key, string(view.Subject), view.Payload, view.Codec
+	if view.Codec != format.CodecNone {
+		// Verified above; decompressed into its own allocation, since a
+		// Message owns its bytes.
+		if m.Payload, err = decompressPayload(f.decompressor, nil, view, f.stream, d.Partition, d.Offset); err != nil {
+			m.Key, m.Subject, m.Payload = nil, "", nil
+			f.reject(m, err)
+			return
+		}
+	}
 	for name, value := range view.Headers() {
 		m.Headers = append(m.Headers, Header{Name: string(name), Value: value})
 	}

@@ -76,7 +76,8 @@ func addAddrFlag(cmd *cobra.Command, target *string) {
 	if env := os.Getenv("IRONBUS_ADDR"); env != "" {
 		def = env
 	}
-	cmd.Flags().StringVar(target, "addr", def, "broker address (also IRONBUS_ADDR)")
+	cmd.Flags().StringVar(target, "addr", def, "broker address (also IRONBUS_ADDR, or the current context's)")
+	markContextFlag(cmd, "addr", contextAddr)
 }
 
 func runPub(ctx context.Context, opts *globalOptions, pub *pubOptions, payload *string) error {

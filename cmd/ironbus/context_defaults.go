@@ -56,7 +56,7 @@ func applyCurrentContext(cmd *cobra.Command, _ []string) error {
 	}
 	current, ok, err := store.Current()
 	if err != nil {
-		return exitErrorf(exitUsage, "%w (fix it with `ironbus context create|use`, or remove %s)", err, store.Path())
+		return exitErrorf(exitUnreadable, "%w (fix it with `ironbus context create|use`, or remove %s)", err, store.Path())
 	}
 	if !ok {
 		return nil

@@ -163,3 +163,29 @@ func TestSteadyStateCompressionAllocatesNothing(t *testing.T) {
 		t.Fatalf("lz4 Decompress into a buffer with room: %.1f allocations per call, want 0", allocs)
 	}
 }
+
+// TestIncompressibleRunBacksOff: after 8 payloads in a row fail to shrink,
+// the compressor tries only one in 16, and a payload that shrinks again
+// ends the back-off.
+func TestIncompressibleRunBacksOff(t *testing.T) {
+	compressor, _ := codec.NewCompressor(codec.Policy{Codec: format.CodecLZ4})
+	random, text := randomBytes(1024, 21), jsonLike(1024, 21)
+	for range 8 {
+		compressor.Compress(random)
+	}
+	compressed := 0
+	for range 16 {
+		if _, got := compressor.Compress(text); got == format.CodecLZ4 {
+			compressed++
+		}
+	}
+	// 15 skipped, then the probe finds the text compressible.
+	if compressed != 1 {
+		t.Fatalf("%d of 16 compressible payloads compressed during the back-off, want 1 (the probe)", compressed)
+	}
+	for i := range 8 {
+		if _, got := compressor.Compress(text); got != format.CodecLZ4 {
+			t.Fatalf("payload %d after the back-off ended was not compressed", i)
+		}
+	}
+}

@@ -20,6 +20,12 @@ const (
 	// len - len/savingDivisor bytes, i.e. it saves at least an eighth.
 	// Less than that is not worth every consumer's decompression.
 	savingDivisor = 8
+	// A producer whose payloads do not compress (already compressed
+	// images, encrypted blobs) should not pay a failed attempt on every
+	// record: after missesBeforeSkipping payloads in a row fail to shrink,
+	// only one in skipPeriod is tried until one shrinks again.
+	missesBeforeSkipping = 8
+	skipPeriod           = 16
 )
 
 // Policy says what a producer compresses with.
@@ -49,6 +55,8 @@ type Compressor struct {
 	lz4     *lz4.Compressor // its hash table is 128 KiB: made on first use
 	zstd    *zstd.Encoder
 	scratch []byte // the last compressed payload; reused
+	misses  int    // consecutive tried payloads that did not shrink enough
+	skip    int    // payloads still to send untried
 }
 
 // NewCompressor returns a Compressor for policy. It fails only for a codec
@@ -84,6 +92,10 @@ func (c *Compressor) Compress(payload []byte) ([]byte, format.Codec) {
 	if c.policy.Codec == format.CodecNone || len(payload) < c.minimum {
 		return payload, format.CodecNone
 	}
+	if c.skip > 0 {
+		c.skip--
+		return payload, format.CodecNone
+	}
 	limit := len(payload) - len(payload)/savingDivisor
 	if len(payload)/savingDivisor == 0 {
 		limit-- // a payload of under 8 bytes must still shrink
@@ -97,8 +109,12 @@ func (c *Compressor) Compress(payload []byte) ([]byte, format.Codec) {
 		c.scratch = out[:0]
 	}
 	if len(out) == 0 || len(out) > limit {
+		if c.misses++; c.misses >= missesBeforeSkipping {
+			c.skip = skipPeriod - 1
+		}
 		return payload, format.CodecNone
 	}
+	c.misses = 0
 	return out, c.policy.Codec
 }
 

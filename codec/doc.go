@@ -11,7 +11,9 @@
 //   - A Compressor keeps the compressed form only when it saves at least
 //     an eighth of the payload and the payload is at least MinBytes long;
 //     otherwise the payload travels as is, with codec none. So compression
-//     never makes a record larger.
+//     never makes a record larger. After 8 tried payloads in a row fail to
+//     shrink, only one in 16 is tried until one shrinks again, so a
+//     producer of incompressible data pays for a sixteenth of the attempts.
 //   - Decompress runs only on bytes whose CRC32C the caller has verified
 //     (DESIGN I7): corruption in transit or at rest is the CRC's to catch;
 //     what reaches Decompress is either good or was framed by a hostile or

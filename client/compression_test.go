@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -228,4 +229,27 @@ func readFrame(t *testing.T, conn net.Conn) wire.Frame {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// TestCorruptCompressedRecordIsCaughtByTheCRC: a bit flipped in a
+// compressed record on its way to the consumer is the CRC's to catch,
+// before any decompression (integrity before transform): the rejection is
+// a checksum failure, not a decompression error.
+func TestCorruptCompressedRecordIsCaughtByTheCRC(t *testing.T) {
+	b := startFake(t, nil)
+	c := dial(t, b, client.Options{})
+	ctx := testContext(t)
+	if _, err := c.Produce(ctx, "s", client.Record{Payload: jsonPayload(2048)}); err != nil {
+		t.Fatal(err)
+	}
+	view, err := format.DecodeBody(b.bodies("s")[0])
+	if err != nil || view.Codec != format.CodecLZ4 {
+		t.Fatalf("stored body: codec %s, %v", view.Codec, err)
+	}
+	b.locked(func() { b.corrupt[0] = true })
+	_, err = c.Fetch(ctx, "s", "g", client.FetchOptions{})
+	var decompress *client.DecompressError
+	if !errors.Is(err, client.ErrCorruptDelivery) || errors.As(err, &decompress) || !strings.Contains(err.Error(), "CRC32C") {
+		t.Fatalf("fetch of a corrupted compressed record: %v, want a CRC failure", err)
+	}
 }

@@ -111,6 +111,7 @@ func (c *Client) Fetch(ctx context.Context, stream, group string, opts FetchOpti
 	if err := c.await(ctx, id, cl); err != nil {
 		return FetchResult{}, err
 	}
+	cl.fetch.decompress()
 	result, err := cl.fetch.result(), cl.err
 	if err == nil && len(cl.fetch.rejected) > 0 {
 		err = &DeliveryError{Rejected: cl.fetch.rejected}
@@ -151,6 +152,7 @@ func clampMillis(d time.Duration) uint32 {
 type fetchState struct {
 	stream       string
 	decompressor *codec.Decompressor
+	compressed   []compressedMessage // messages whose Payload is still compressed
 	messages     []Message
 	gaps         []Gap
 	rejected     []RejectedDelivery
@@ -224,18 +226,55 @@ func (f *fetchState) deliver(d wire.Deliver) {
 	}
 	m.Key, m.Subject, m.Payload, m.Codec = view.Key, string(view.Subject), view.Payload, view.Codec
 	if view.Codec != format.CodecNone {
-		// Verified above; decompressed into its own allocation, since a
-		// Message owns its bytes.
-		if m.Payload, err = decompressPayload(f.decompressor, nil, view, f.stream, d.Partition, d.Offset); err != nil {
-			m.Key, m.Subject, m.Payload = nil, "", nil
-			f.reject(m, err)
-			return
-		}
+		// Decompressed later, on the caller's goroutine (decompress), so
+		// a large payload never stalls the connection's reader.
+		f.compressed = append(f.compressed, compressedMessage{index: len(f.messages), view: view})
 	}
 	for name, value := range view.Headers() {
 		m.Headers = append(m.Headers, Header{Name: string(name), Value: value})
 	}
 	f.messages = append(f.messages, m)
+}
+
+// compressedMessage is a verified message whose payload awaits
+// decompression; view aliases the message's own copy of the body.
+type compressedMessage struct {
+	index int
+	view  format.BodyView
+}
+
+// decompress restores the payloads the reader left compressed, each into
+// its own allocation (a Message owns its bytes). A record that fails
+// leaves messages for rejected, keeping only its coordinates, so it can
+// still be nacked. It runs on the goroutine of the Fetch (or Stream).
+func (f *fetchState) decompress() {
+	if len(f.compressed) == 0 {
+		return
+	}
+	failed := map[int]bool{}
+	for _, c := range f.compressed {
+		m := &f.messages[c.index]
+		payload, err := decompressPayload(f.decompressor, nil, c.view, f.stream, m.Partition, m.Offset)
+		if err != nil {
+			failed[c.index] = true
+			m.Key, m.Subject, m.Headers, m.Payload = nil, "", nil, nil
+			f.reject(*m, err)
+			continue
+		}
+		m.Payload = payload
+	}
+	f.compressed = f.compressed[:0]
+	if len(failed) == 0 {
+		return
+	}
+	kept := f.messages[:0]
+	for i, m := range f.messages {
+		if !failed[i] {
+			kept = append(kept, m)
+		}
+	}
+	clear(f.messages[len(kept):])
+	f.messages = kept
 }
 
 func (f *fetchState) reject(m Message, err error) {

@@ -172,6 +172,7 @@ func (s *Stream) request() error {
 // Records that came as Deliver (a broker without deliver_batch) were
 // decoded by the reader already.
 func (s *Stream) decode(f *fetchState) (StreamBatch, error) {
+	f.decompress() // records that came as Deliver
 	result := f.result()
 	batch := StreamBatch{Gaps: result.Gaps, Reason: result.Reason, Next: s.position}
 	if len(f.rejected) > 0 {

@@ -253,3 +253,17 @@ func TestCorruptCompressedRecordIsCaughtByTheCRC(t *testing.T) {
 		t.Fatalf("fetch of a corrupted compressed record: %v, want a CRC failure", err)
 	}
 }
+
+func TestParseCompression(t *testing.T) {
+	for _, c := range []client.Compression{client.CompressLZ4, client.CompressNone, client.CompressZstd} {
+		if got, err := client.ParseCompression(c.String()); err != nil || got != c {
+			t.Errorf("ParseCompression(%q) = %v, %v", c.String(), got, err)
+		}
+	}
+	if _, err := client.ParseCompression("gzip"); !errors.Is(err, client.ErrInvalidArgument) {
+		t.Errorf("ParseCompression(gzip) = %v, want ErrInvalidArgument", err)
+	}
+	if _, err := client.Dial(testContext(t), "127.0.0.1:1", client.Options{Compression: 9}); !errors.Is(err, client.ErrInvalidArgument) {
+		t.Errorf("Dial with compression 9: %v, want ErrInvalidArgument before dialing", err)
+	}
+}

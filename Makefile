@@ -88,7 +88,7 @@ soak:
 bench:
 	$(GO) run ./benchrig/cmd/logbench -dir $(BENCH_DIR) -duration 3s -runs 5
 	$(GO) run ./benchrig/cmd/netbench -dir $(BENCH_DIR) -duration 3s -runs 5
-	$(GO) test -run '^$$' -bench . -benchmem ./wire/ ./ring/ ./arena/ ./segment/... ./client/...
+	$(GO) test -run '^$$' -bench . -benchmem ./wire/ ./ring/ ./arena/ ./segment/... ./codec/ ./client/...
 
 # bench-consume: 1,000,000 stored records of 256 B and 1 KiB consumed over
 # loopback: the streaming tier (DeliverBatch) and work groups acked with

@@ -388,8 +388,19 @@ func (s *session) validateRecord(p wire.Produce) *wire.Error {
 	if crc := format.CRC(p.Body); crc != p.BodyCRC {
 		return wire.NewError(wire.CodeChecksum, "record body CRC32C is %08x, the frame says %08x: damaged in transit", crc, p.BodyCRC)
 	}
-	if _, err := format.DecodeBody(p.Body); err != nil {
+	view, err := format.DecodeBody(p.Body)
+	if err != nil {
 		return wire.NewError(wire.CodeInvalidRequest, "record body: %v", err)
+	}
+	// The broker never decompresses (consumers do, after their CRC
+	// check), but it refuses what no consumer could read: a codec no
+	// IronBus knows, or a payload declaring more raw bytes than a record
+	// may hold, which every consumer's default cap would refuse.
+	if !view.Codec.Known() {
+		return wire.NewError(wire.CodeInvalidRequest, "record body: payload codec %d is unknown (0 none, 1 lz4, 2 zstd)", uint8(view.Codec))
+	}
+	if max := s.broker.cfg.Storage.MaxRecordBytes; max > 0 && view.Codec != format.CodecNone && int64(view.RawLength) > int64(max) {
+		return wire.NewError(wire.CodeRecordTooLarge, "record payload of %d bytes decompressed, maximum %d", view.RawLength, max)
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ironbus/ironbus/codec"
+	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -32,6 +34,20 @@ type Options struct {
 	// Hello; default wire.DefaultMaxFrame (room for a 16 MiB record). A
 	// consumer needs at least the server's MaxRecordBytes + 46.
 	MaxFrame uint32
+
+	// Compression is what Produce compresses payloads with (Producers
+	// have their own ProducerOptions.Compression); the zero value is lz4.
+	Compression Compression
+	// CompressMinBytes is the shortest payload Produce tries to compress:
+	// 0 means codec.DefaultMinBytes (128), a negative value every payload.
+	CompressMinBytes int
+	// MaxDecompressedBytes caps the decompressed payload of a delivered
+	// record: one that declares more is refused, before any allocation,
+	// with a *DecompressError. Default: the server's MaxRecordBytes, or
+	// format.DefaultMaxBody (16 MiB) when it announces none; producers
+	// never compress a payload past MaxRecordBytes, so the default refuses
+	// only records no IronBus producer would frame.
+	MaxDecompressedBytes int
 }
 
 func (o Options) withDefaults() Options {
@@ -82,8 +98,9 @@ type Client struct {
 	err     error         // sticky: set once, before done is closed
 	done    chan struct{} // closed when the connection is finished
 
-	encoders sync.Pool
-	wg       sync.WaitGroup
+	encoders     sync.Pool
+	decompressor *codec.Decompressor
+	wg           sync.WaitGroup
 }
 
 // Dial connects to the broker at addr (host:port) and completes the
@@ -92,6 +109,9 @@ type Client struct {
 func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 	opts = opts.withDefaults()
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if _, err := opts.Compression.codec(); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.DialTimeout)
@@ -126,7 +146,20 @@ func newClient(conn net.Conn, addr string, opts Options, w wire.Welcome) *Client
 		window = min(window, int(w.Window))
 	}
 	c.window = make(chan struct{}, window)
-	c.encoders.New = func() any { return new(encoder) }
+	// Dial checked the compression, so a pooled encoder's compressor
+	// cannot fail to build.
+	c.encoders.New = func() any {
+		compressor, _ := newCompressor(opts.Compression, opts.CompressMinBytes)
+		return &encoder{compressor: compressor}
+	}
+	limit := opts.MaxDecompressedBytes
+	if limit <= 0 {
+		limit = c.info.MaxRecordBytes
+	}
+	if limit <= 0 {
+		limit = format.DefaultMaxBody
+	}
+	c.decompressor = codec.NewDecompressor(limit)
 	return c
 }
 

@@ -8,6 +8,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/ironbus/ironbus/codec"
 	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/wire"
 )
@@ -52,7 +53,11 @@ type Message struct {
 	Key         []byte
 	Subject     string
 	Headers     []Header
-	Payload     []byte
+	// Payload is the record's payload, decompressed.
+	Payload []byte
+	// Codec is how the payload was stored (and sent): CodecNone, CodecLZ4
+	// or CodecZstd. Informational: Payload is already decompressed.
+	Codec Codec
 }
 
 // Gap says that offsets [From, To) will never be delivered to the group,
@@ -96,7 +101,7 @@ func (c *Client) Fetch(ctx context.Context, stream, group string, opts FetchOpti
 	}
 	msg := consumeMessage(stream, group, opts)
 	cl := getCall()
-	cl.fetch.stream = stream
+	cl.fetch.stream, cl.fetch.decompressor = stream, c.decompressor
 	id, err := c.register(entry{kind: kindFetch, call: cl})
 	if err != nil {
 		putCall(cl)
@@ -106,6 +111,7 @@ func (c *Client) Fetch(ctx context.Context, stream, group string, opts FetchOpti
 	if err := c.await(ctx, id, cl); err != nil {
 		return FetchResult{}, err
 	}
+	cl.fetch.decompress()
 	result, err := cl.fetch.result(), cl.err
 	if err == nil && len(cl.fetch.rejected) > 0 {
 		err = &DeliveryError{Rejected: cl.fetch.rejected}
@@ -144,12 +150,14 @@ func clampMillis(d time.Duration) uint32 {
 
 // fetchState accumulates the answer to a Consume on the reader goroutine.
 type fetchState struct {
-	stream    string
-	messages  []Message
-	gaps      []Gap
-	rejected  []RejectedDelivery
-	delivered int // records delivered, accepted or not: ConsumeEnd counts them
-	reason    uint8
+	stream       string
+	decompressor *codec.Decompressor
+	compressed   []compressedMessage // messages whose Payload is still compressed
+	messages     []Message
+	gaps         []Gap
+	rejected     []RejectedDelivery
+	delivered    int // records delivered, accepted or not: ConsumeEnd counts them
+	reason       uint8
 
 	// raw keeps DeliverBatch frames as they came, for a Stream to verify
 	// and decode on its own goroutine; a Fetch decodes them at once.
@@ -215,15 +223,58 @@ func (f *fetchState) deliver(d wire.Deliver) {
 	case err != nil:
 		f.reject(m, fmt.Errorf("%w: %s/%d offset %d: %w", ErrCorruptDelivery, f.stream, d.Partition, d.Offset, err))
 		return
-	case view.Codec != format.CodecNone:
-		f.reject(m, fmt.Errorf("%w: %s/%d offset %d: payload codec %s", ErrUnsupportedRecord, f.stream, d.Partition, d.Offset, view.Codec))
-		return
 	}
-	m.Key, m.Subject, m.Payload = view.Key, string(view.Subject), view.Payload
+	m.Key, m.Subject, m.Payload, m.Codec = view.Key, string(view.Subject), view.Payload, view.Codec
+	if view.Codec != format.CodecNone {
+		// Decompressed later, on the caller's goroutine (decompress), so
+		// a large payload never stalls the connection's reader.
+		f.compressed = append(f.compressed, compressedMessage{index: len(f.messages), view: view})
+	}
 	for name, value := range view.Headers() {
 		m.Headers = append(m.Headers, Header{Name: string(name), Value: value})
 	}
 	f.messages = append(f.messages, m)
+}
+
+// compressedMessage is a verified message whose payload awaits
+// decompression; view aliases the message's own copy of the body.
+type compressedMessage struct {
+	index int
+	view  format.BodyView
+}
+
+// decompress restores the payloads the reader left compressed, each into
+// its own allocation (a Message owns its bytes). A record that fails
+// leaves messages for rejected, keeping only its coordinates, so it can
+// still be nacked. It runs on the goroutine of the Fetch (or Stream).
+func (f *fetchState) decompress() {
+	if len(f.compressed) == 0 {
+		return
+	}
+	failed := map[int]bool{}
+	for _, c := range f.compressed {
+		m := &f.messages[c.index]
+		payload, err := decompressPayload(f.decompressor, nil, c.view, f.stream, m.Partition, m.Offset)
+		if err != nil {
+			failed[c.index] = true
+			m.Key, m.Subject, m.Headers, m.Payload = nil, "", nil, nil
+			f.reject(*m, err)
+			continue
+		}
+		m.Payload = payload
+	}
+	f.compressed = f.compressed[:0]
+	if len(failed) == 0 {
+		return
+	}
+	kept := f.messages[:0]
+	for i, m := range f.messages {
+		if !failed[i] {
+			kept = append(kept, m)
+		}
+	}
+	clear(f.messages[len(kept):])
+	f.messages = kept
 }
 
 func (f *fetchState) reject(m Message, err error) {

@@ -27,6 +27,18 @@
 // corruption anywhere in between is detected (ErrCorruptDelivery) and a
 // corrupt record is never handed to the caller.
 //
+// # Compression
+//
+// Producers compress payloads with lz4 by default (ProducerOptions and
+// Options.Compression: CompressZstd, CompressNone), keeping the compressed
+// form only for payloads of at least 128 bytes that shrink by an eighth or
+// more. The CRC32C covers the bytes as stored. Consumers verify it first,
+// then decompress: Message.Payload is always the payload as sent and
+// Message.Codec says how it was stored. A record declaring more than
+// Options.MaxDecompressedBytes, or garbage behind a valid CRC, is refused
+// with a *DecompressError and stays leased, so it can be nacked.
+// docs/COMPRESSION.md has the details.
+//
 // Producing is at-least-once. When a produce fails without an answer (its
 // context ended, the connection broke, or a closing error arrived), the
 // record may or may not have been stored: the broker may have stored it

@@ -33,6 +33,10 @@ var (
 	// ErrUnsupportedRecord: a delivered record is intact but uses a body
 	// version or payload codec this client cannot read.
 	ErrUnsupportedRecord = errors.New("ironbus client: unsupported record format")
+	// ErrDecompressedTooLarge: a delivered record declares a decompressed
+	// payload above Options.MaxDecompressedBytes. It is refused before any
+	// allocation, as a *DecompressError naming its offset and sizes.
+	ErrDecompressedTooLarge = errors.New("ironbus client: decompressed payload over the limit")
 	// ErrProtocol: the server sent something protocol version 1 does not
 	// allow. The connection is closed; it wraps ErrConnectionLost too.
 	ErrProtocol = errors.New("ironbus client: protocol violation")
@@ -48,7 +52,7 @@ var (
 // data.
 type RejectedDelivery struct {
 	Message Message
-	Err     error // wraps ErrCorruptDelivery or ErrUnsupportedRecord
+	Err     error // wraps ErrCorruptDelivery, ErrUnsupportedRecord or ErrDecompressedTooLarge
 }
 
 // DeliveryError is returned by Fetch, together with the records that did

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/ironbus/ironbus/codec"
 	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/wire"
 )
@@ -16,9 +17,10 @@ type Header struct {
 }
 
 // Record is what a producer sends. Key and Subject are at most 65,535
-// bytes each. The client frames it as a record body (codec none) and
-// computes the CRC32C that travels with it to the disk and back to every
-// consumer.
+// bytes each. The client compresses the payload when its Compression says
+// it is worth it, frames the record body (codec and raw length included)
+// and computes the CRC32C, over the bytes as stored, that travels with it
+// to the disk and back to every consumer.
 type Record struct {
 	Key     []byte
 	Subject string
@@ -43,11 +45,12 @@ const produceFrameOverhead = 5 + 2 + 4 + 1 + 4
 // and awaited produces borrow one from a pool, so steady-state sends
 // reuse the same buffers.
 type encoder struct {
-	body    []byte
-	stream  []byte // awaited produces: the stream name, copied to reuse
-	subject []byte
-	headers []format.Header
-	msg     wire.Produce
+	compressor *codec.Compressor // nil: payloads go as they are
+	body       []byte
+	stream     []byte // awaited produces: the stream name, copied to reuse
+	subject    []byte
+	headers    []format.Header
+	msg        wire.Produce
 }
 
 // encode frames r as a record body for stream and prepares the Produce
@@ -63,12 +66,19 @@ func (e *encoder) encode(c *Client, stream []byte, r *Record) error {
 	}
 	e.subject = append(e.subject[:0], r.Subject...)
 	b := format.Body{Key: r.Key, Subject: e.subject, Headers: e.headers, Payload: r.Payload}
+	// Sizes are checked uncompressed: compression saves disk and network
+	// but never admits a record the server would refuse uncompressed, so
+	// a consumer's default decompression cap fits every record.
 	size := format.BodySize(b)
 	if limit := c.info.MaxRecordBytes; limit > 0 && size > limit {
 		return fmt.Errorf("%w: record body of %d bytes, the server stores at most %d", ErrRecordTooLarge, size, limit)
 	}
 	if frame := produceFrameOverhead + len(stream) + size; frame > int(c.info.MaxFrame) {
 		return fmt.Errorf("%w: produce frame of %d bytes, the server accepts at most %d", ErrRecordTooLarge, frame, c.info.MaxFrame)
+	}
+	if e.compressor != nil {
+		b.Payload, b.Codec = e.compressor.Compress(r.Payload)
+		b.RawLength = uint32(len(r.Payload))
 	}
 	body, err := format.AppendBody(e.body[:0], b)
 	clear(e.headers) // do not keep the caller's header values alive

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,12 @@ type ProducerOptions struct {
 	// Window is the number of records this producer keeps un-acked;
 	// default (and at most) the connection's window, Client.Window.
 	Window int
+	// Compression is what payloads are compressed with; the zero value is
+	// lz4, CompressNone turns it off.
+	Compression Compression
+	// CompressMinBytes is the shortest payload worth compressing: 0 means
+	// codec.DefaultMinBytes (128 bytes), a negative value every payload.
+	CompressMinBytes int
 }
 
 // Result is the outcome of one Send, delivered on Producer.Results in
@@ -33,7 +40,7 @@ type Result struct {
 type Producer struct {
 	c       *Client
 	stream  []byte
-	nameErr error
+	nameErr error         // a bad stream name or option, reported by every Send
 	tokens  chan struct{} // one per record Send accepted whose Result is not yet on results
 	results chan Result
 	closed  atomic.Bool
@@ -70,11 +77,13 @@ func (c *Client) NewProducer(stream string, opts ProducerOptions) *Producer {
 	if window <= 0 || window > c.Window() {
 		window = c.Window()
 	}
+	compressor, err := newCompressor(opts.Compression, opts.CompressMinBytes)
 	return &Producer{
-		c: c, stream: []byte(stream), nameErr: checkName("stream", stream),
+		c: c, stream: []byte(stream), nameErr: errors.Join(checkName("stream", stream), err),
 		tokens:  make(chan struct{}, window),
 		results: make(chan Result, window),
 		ring:    make([]slot, window),
+		enc:     encoder{compressor: compressor},
 	}
 }
 

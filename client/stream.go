@@ -84,6 +84,7 @@ type Stream struct {
 	ahead      *call     // the request in flight, if any
 	aheadID    uint32
 	messages   []Message
+	payloads   []byte // decompressed payloads of the current batch; reused
 	position   uint64 // the Next of the last batch
 	committed  uint64
 	lastCommit time.Time
@@ -106,7 +107,11 @@ func (c *Client) Stream(stream, group string, opts StreamOptions) (*Stream, erro
 
 // Next returns the next batch. It is empty (no Messages, no Gaps) when
 // the stream is caught up and the wait elapsed. A corrupt frame fails
-// the call with a *CorruptBatchError.
+// the call with a *CorruptBatchError; a payload that cannot be
+// decompressed (over Options.MaxDecompressedBytes, or garbage behind a
+// valid CRC) with a *DecompressError naming its offset, which the caller
+// may Commit past (Offset+1) to skip it. Compressed payloads come
+// decompressed.
 //
 // Next reads one batch ahead: as soon as a batch has arrived it asks for
 // the next one, so the broker sends while the caller decodes and
@@ -150,7 +155,7 @@ func (s *Stream) request() error {
 	opts := FetchOptions{Partition: s.options.Partition, Type: GroupStreaming, MaxRecords: s.options.MaxRecords,
 		MaxBytes: s.options.MaxBytes, Wait: s.options.Wait}
 	cl := getCall()
-	cl.fetch.stream, cl.fetch.raw = s.stream, true
+	cl.fetch.stream, cl.fetch.raw, cl.fetch.decompressor = s.stream, true, s.client.decompressor
 	s.turn ^= 1
 	cl.fetch.frames = s.buffers[s.turn][:0]
 	id, err := s.client.register(entry{kind: kindFetch, call: cl})
@@ -167,12 +172,14 @@ func (s *Stream) request() error {
 // Records that came as Deliver (a broker without deliver_batch) were
 // decoded by the reader already.
 func (s *Stream) decode(f *fetchState) (StreamBatch, error) {
+	f.decompress() // records that came as Deliver
 	result := f.result()
 	batch := StreamBatch{Gaps: result.Gaps, Reason: result.Reason, Next: s.position}
 	if len(f.rejected) > 0 {
 		return StreamBatch{}, &DeliveryError{Rejected: f.rejected}
 	}
 	s.messages = append(s.messages[:0], result.Messages...)
+	s.payloads = s.payloads[:0]
 	for _, span := range f.spans {
 		run := wire.DeliverBatch{Partition: span.partition, First: span.first, Next: span.next,
 			Count: uint32(span.count), Frames: f.frames[span.start:span.end]}
@@ -209,11 +216,14 @@ func (s *Stream) appendRecord(partition uint32) func(format.RecordHeader, []byte
 			return fmt.Errorf("%w: %s/%d offset %d: %w", ErrUnsupportedRecord, s.stream, partition, h.Offset, err)
 		case err != nil:
 			return &CorruptBatchError{Stream: s.stream, Partition: partition, Offset: h.Offset, Err: err}
-		case view.Codec != format.CodecNone:
-			return fmt.Errorf("%w: %s/%d offset %d: payload codec %s", ErrUnsupportedRecord, s.stream, partition, h.Offset, view.Codec)
 		}
 		m := Message{Stream: s.stream, Partition: partition, Offset: h.Offset, Attempt: 1,
-			Timestamp: time.Unix(0, h.Timestamp), Key: view.Key, Payload: view.Payload}
+			Timestamp: time.Unix(0, h.Timestamp), Key: view.Key, Payload: view.Payload, Codec: view.Codec}
+		if view.Codec != format.CodecNone {
+			if m.Payload, err = s.decompress(view, partition, h.Offset); err != nil {
+				return err
+			}
+		}
 		if len(view.Subject) > 0 {
 			m.Subject = string(view.Subject)
 		}
@@ -225,6 +235,20 @@ func (s *Stream) appendRecord(partition uint32) func(format.RecordHeader, []byte
 		s.messages = append(s.messages, m)
 		return nil
 	}
+}
+
+// decompress restores a verified record's payload into the Stream's
+// payload buffer, which lives until the next call to Next like the
+// receive buffer the other fields alias. When the buffer has to grow,
+// earlier payloads of the batch keep the old array, so they stay valid.
+func (s *Stream) decompress(view format.BodyView, partition uint32, offset uint64) ([]byte, error) {
+	start := len(s.payloads)
+	out, err := decompressPayload(s.client.decompressor, s.payloads, view, s.stream, partition, offset)
+	if err != nil {
+		return nil, err
+	}
+	s.payloads = out
+	return out[start:len(out):len(out)], nil
 }
 
 // All iterates over batches until ctx ends or a call fails (the error is

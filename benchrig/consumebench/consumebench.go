@@ -63,7 +63,7 @@ func produce(ctx context.Context, addr, stream string, count, payloadBytes int) 
 		return err
 	}
 	defer c.Close()
-	producer := c.NewProducer(stream, client.ProducerOptions{Window: 4096})
+	producer := c.NewProducer(stream, client.ProducerOptions{Window: 4096, Compression: client.CompressNone})
 	go func() {
 		for range producer.Results() { // Flush reports failures
 		}

@@ -163,12 +163,12 @@ func samplePeakAnonymous(pid int) (stop func() int64) {
 
 func produceOne(addr, stream string, window, payloadBytes int, stopAt time.Time, acked *atomic.Uint64) error {
 	ctx := context.Background()
-	c, err := client.Dial(ctx, addr, client.Options{ClientName: "netbench", Window: window})
+	c, err := client.Dial(ctx, addr, client.Options{ClientName: "netbench", Window: window, Compression: client.CompressNone})
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	producer := c.NewProducer(stream, client.ProducerOptions{Window: window})
+	producer := c.NewProducer(stream, client.ProducerOptions{Window: window, Compression: client.CompressNone})
 	results := make(chan error, 1)
 	go func() {
 		var first error
@@ -208,7 +208,7 @@ type Latency struct {
 // for duration.
 func AckLatency(addr, stream string, payloadBytes int, duration time.Duration) (Latency, error) {
 	ctx := context.Background()
-	c, err := client.Dial(ctx, addr, client.Options{ClientName: "netbench", Window: 1})
+	c, err := client.Dial(ctx, addr, client.Options{ClientName: "netbench", Window: 1, Compression: client.CompressNone})
 	if err != nil {
 		return Latency{}, err
 	}

@@ -28,7 +28,7 @@ func ironbusLoad(addr, stream string, count, size int) error {
 		return err
 	}
 	defer c.Close()
-	producer := c.NewProducer(stream, client.ProducerOptions{Window: singleWindow})
+	producer := c.NewProducer(stream, client.ProducerOptions{Window: singleWindow, Compression: client.CompressNone})
 	failed := make(chan error, 1)
 	go func() {
 		var first error

@@ -36,7 +36,7 @@ func ironbusAwaited(addr, stream string, connections, size int, duration time.Du
 	stopAt := time.Now().Add(duration)
 	return inParallel(connections, func(acked *atomic.Uint64) error {
 		ctx := context.Background()
-		c, err := client.Dial(ctx, addr, client.Options{ClientName: "peers", Window: 1})
+		c, err := client.Dial(ctx, addr, client.Options{ClientName: "peers", Window: 1, Compression: client.CompressNone})
 		if err != nil {
 			return err
 		}
@@ -62,7 +62,7 @@ func ironbusPipelined(addr, stream string, connections, window, size int, durati
 			return err
 		}
 		defer c.Close()
-		producer := c.NewProducer(stream, client.ProducerOptions{Window: window})
+		producer := c.NewProducer(stream, client.ProducerOptions{Window: window, Compression: client.CompressNone})
 		failed := make(chan error, 1)
 		go func() {
 			var first error
@@ -89,7 +89,7 @@ func ironbusPipelined(addr, stream string, connections, window, size int, durati
 // produce awaited.
 func ironbusLatency(addr, stream string, size, rate int, duration time.Duration) ([]time.Duration, error) {
 	ctx := context.Background()
-	c, err := client.Dial(ctx, addr, client.Options{ClientName: "peers-latency", Window: 1})
+	c, err := client.Dial(ctx, addr, client.Options{ClientName: "peers-latency", Window: 1, Compression: client.CompressNone})
 	if err != nil {
 		return nil, err
 	}

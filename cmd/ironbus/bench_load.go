@@ -178,15 +178,20 @@ type producerShape struct {
 	count           int // 0: until deadline
 }
 
+// benchCompression is none: the bench's payloads are zero-filled, which
+// lz4 would shrink to almost nothing, and its numbers must stay comparable
+// with earlier runs and with peers that store raw bytes.
+const benchCompression = client.CompressNone
+
 // runProducer publishes one connection's share, recording each ack's
 // latency from when the record was due (sent, or scheduled with --rate).
 func runProducer(ctx context.Context, plan *benchPlan, addr string, shape producerShape, latencies *hdrhistogram.Histogram) (uint64, error) {
-	c, err := client.Dial(ctx, addr, client.Options{ClientName: "ironbus-bench", Window: plan.pubWindow})
+	c, err := client.Dial(ctx, addr, client.Options{ClientName: "ironbus-bench", Window: plan.pubWindow, Compression: benchCompression})
 	if err != nil {
 		return 0, err
 	}
 	defer c.Close()
-	producer := c.NewProducer(plan.stream, client.ProducerOptions{Window: plan.pubWindow})
+	producer := c.NewProducer(plan.stream, client.ProducerOptions{Window: plan.pubWindow, Compression: benchCompression})
 	// When each sequence was due, by sequence: a sequence's result is read
 	// at most two windows after it was sent (one in flight, one in the
 	// results channel), plus the one being read.

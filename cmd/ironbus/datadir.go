@@ -22,7 +22,8 @@ type logSelection struct {
 
 func addDataDirFlag(cmd *cobra.Command, target *string) {
 	cmd.Flags().StringVar(target, "data-dir", "",
-		"the broker's data directory, the one holding FORMAT and streams/ (required)")
+		"the broker's data directory, the one holding FORMAT and streams/ (required; or the current context's)")
+	markContextFlag(cmd, "data-dir", contextDataDir)
 }
 
 func addLogFlags(cmd *cobra.Command, selection *logSelection) {

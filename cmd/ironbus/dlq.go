@@ -310,6 +310,7 @@ func runDeadLetterPeek(opts *globalOptions, read *readOptions) error {
 	}
 	queue := *read
 	queue.dataDir = path
+	decompressor := newReadDecompressor()
 	summary, err := readEntries(opts, &queue, func(entry segment.Entry) error {
 		if entry.Gap != nil {
 			fmt.Fprintf(opts.stdout, "gap %d..%d (%s)\n", entry.Gap.From, entry.Gap.To-1, entry.Gap.Reason)
@@ -321,7 +322,12 @@ func runDeadLetterPeek(opts *globalOptions, read *readOptions) error {
 		}
 		payload := ""
 		if view, err := format.DecodeBody(entry.Body); err == nil {
-			payload = humanPayload(view.Payload)
+			// A dead letter keeps the codec its producer chose.
+			if raw, err := rawPayload(decompressor, view); err == nil {
+				payload = humanPayload(raw)
+			} else {
+				payload = humanPayloadAs(view.Payload, false)
+			}
 		}
 		if opts.json {
 			return writeJSON(opts.stdout, deadLetterEntry{Offset: entry.Offset, Group: letter.Group, SourceStream: letter.Stream,

@@ -19,10 +19,14 @@ A record line:
    "key":"...","key_encoding":"text","subject":"...","subject_encoding":"text",
    "headers":[{"name":"...","value":"...","value_encoding":"text"}],
    "payload":"...","payload_encoding":"text","codec":"none","raw_length":26,
-   "body_crc":1234567890}
+   "stored_length":26,"body_crc":1234567890}
 
 Byte fields are text when they are printable UTF-8, else base64, and each
-says which in its *_encoding field. producer_id and sequence appear when the
+says which in its *_encoding field. The payload is always shown as the
+producer sent it: a compressed one (codec lz4 or zstd) is decompressed, with
+raw_length its length and stored_length the bytes it takes on disk; if it
+does not decompress, decompress_error says why and payload holds the stored
+bytes, base64. producer_id and sequence appear when the
 producer set them; body_error appears (with the raw body as a base64
 payload) when a body is not a valid IronBus body. Offsets the log does not
 hold are one line: {"gap":{"from":F,"to":T,"reason":"..."}} with T exclusive.

@@ -52,6 +52,8 @@ func buildAndRun(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "building ironbus: %s\n", err.Error())
 		return 1
 	}
+	// No test may pick up the developer's own current context.
+	_ = os.Setenv("IRONBUS_CONFIG_DIR", filepath.Join(dir, "config"))
 	return m.Run()
 }
 

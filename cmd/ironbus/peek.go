@@ -20,8 +20,10 @@ func newPeekCmd(opts *globalOptions) *cobra.Command {
 
 The time is the broker's wall clock when it stored the record (UTC,
 RFC 3339). A payload is shown as text when it is printable UTF-8 (quoted if
-it spans lines), otherwise as base64: followed by its base64 encoding; a
-compressed payload is always base64 and names its codec. Offsets the log
+it spans lines), otherwise as base64: followed by its base64 encoding. A
+compressed payload is shown decompressed, after codec=<lz4|zstd> and
+stored=<bytes on disk>B; one that does not decompress is shown as its stored
+bytes in base64 with the reason. Offsets the log
 does not hold (removed by retention, or lost to damage that recovery
 reported) appear as one line: gap <first>..<last> (<reason>).
 
@@ -53,8 +55,9 @@ With --json it prints the same NDJSON lines as ironbus dump.`,
 
 func peekHuman(opts *globalOptions, read *readOptions) error {
 	out := bufio.NewWriter(opts.stdout)
+	decompressor := newReadDecompressor()
 	summary, readErr := readEntries(opts, read, func(entry segment.Entry) error {
-		_, err := fmt.Fprintln(out, humanEntry(entry))
+		_, err := fmt.Fprintln(out, humanEntry(entry, decompressor))
 		return err
 	})
 	if readErr == nil && summary.records == 0 {

@@ -83,8 +83,9 @@ func readEntries(opts *globalOptions, read *readOptions, visit func(segment.Entr
 // before it returns so a failure is reported after the lines read.
 func writeEntryLines(opts *globalOptions, read *readOptions) error {
 	out := bufio.NewWriter(opts.stdout)
+	decompressor := newReadDecompressor()
 	_, readErr := readEntries(opts, read, func(entry segment.Entry) error {
-		return writeJSON(out, entryOutput(entry))
+		return writeJSON(out, entryOutput(entry, decompressor))
 	})
 	if err := out.Flush(); err != nil && readErr == nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ironbus/ironbus/codec"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/format"
 )
@@ -31,11 +32,17 @@ type recordOutput struct {
 	Headers         []headerOutput `json:"headers"`
 	Payload         string         `json:"payload"`
 	PayloadEncoding string         `json:"payload_encoding"`
-	Codec           string         `json:"codec"`
-	RawLength       uint32         `json:"raw_length"`
-	ProducerID      *uint64        `json:"producer_id,omitempty"`
-	Sequence        *uint64        `json:"sequence,omitempty"`
-	BodyCRC         uint32         `json:"body_crc"`
+	// Codec is how the payload is stored; Payload is always shown
+	// decompressed, RawLength bytes long, from StoredLength bytes on disk.
+	Codec        string `json:"codec"`
+	RawLength    uint32 `json:"raw_length"`
+	StoredLength int    `json:"stored_length"`
+	// DecompressError is set when a compressed payload does not
+	// decompress; Payload is then the stored bytes, base64.
+	DecompressError string  `json:"decompress_error,omitempty"`
+	ProducerID      *uint64 `json:"producer_id,omitempty"`
+	Sequence        *uint64 `json:"sequence,omitempty"`
+	BodyCRC         uint32  `json:"body_crc"`
 	// BodyError is set when the body is not a valid IronBus body; the raw
 	// body is then in Payload, base64, so nothing is hidden.
 	BodyError string `json:"body_error,omitempty"`
@@ -129,8 +136,21 @@ func formatTimestamp(nanos int64) string {
 	return time.Unix(0, nanos).UTC().Format(time.RFC3339Nano)
 }
 
+// newReadDecompressor is the decompressor of the offline readers. The
+// cap is the format's hard maximum: the operator is reading their own
+// data, the broker already refused declared sizes above its record limit,
+// and only the size a record declares is ever allocated.
+func newReadDecompressor() *codec.Decompressor { return codec.NewDecompressor(format.AbsoluteMaxBody) }
+
+// rawPayload is the payload as the producer sent it. The segment reader
+// verified the record's CRC32C before handing it over, so decompressing
+// it here keeps integrity before transform (DESIGN I7).
+func rawPayload(d *codec.Decompressor, view format.BodyView) ([]byte, error) {
+	return d.Decompress(nil, view.Codec, view.Payload, view.RawLength)
+}
+
 // entryOutput converts a reader entry to its JSON line.
-func entryOutput(entry segment.Entry) any {
+func entryOutput(entry segment.Entry, d *codec.Decompressor) any {
 	if entry.Gap != nil {
 		return gapOutput{Gap: gapRange{From: entry.Gap.From, To: entry.Gap.To, Reason: entry.Gap.Reason}}
 	}
@@ -150,14 +170,15 @@ func entryOutput(entry segment.Entry) any {
 		header.Value, header.ValueEncoding = encodeBytes(value)
 		record.Headers = append(record.Headers, header)
 	}
-	if view.Codec == format.CodecNone {
-		record.Payload, record.PayloadEncoding = encodeBytes(view.Payload)
-	} else {
+	record.Codec, record.RawLength, record.StoredLength = view.Codec.String(), view.RawLength, len(view.Payload)
+	if raw, err := rawPayload(d, view); err != nil {
 		// Compressed bytes that happen to look like text are still not
 		// the payload; never present them as if they were.
+		record.DecompressError = err.Error()
 		record.Payload, record.PayloadEncoding = base64.StdEncoding.EncodeToString(view.Payload), encodingBase64
+	} else {
+		record.Payload, record.PayloadEncoding = encodeBytes(raw)
 	}
-	record.Codec, record.RawLength = view.Codec.String(), view.RawLength
 	if view.HasProducer {
 		record.ProducerID, record.Sequence = &view.ProducerID, &view.Sequence
 	}
@@ -165,7 +186,7 @@ func entryOutput(entry segment.Entry) any {
 }
 
 // humanEntry formats a reader entry as one line for peek.
-func humanEntry(entry segment.Entry) string {
+func humanEntry(entry segment.Entry, d *codec.Decompressor) string {
 	if entry.Gap != nil {
 		return fmt.Sprintf("gap %d..%d (%s)", entry.Gap.From, entry.Gap.To-1, entry.Gap.Reason)
 	}
@@ -183,8 +204,14 @@ func humanEntry(entry segment.Entry) string {
 		fmt.Fprintf(&line, " producer=%d seq=%d", view.ProducerID, view.Sequence)
 	}
 	if view.Codec != format.CodecNone {
-		fmt.Fprintf(&line, " codec=%s raw=%dB %dB payload=%s", view.Codec.String(), view.RawLength,
-			len(view.Payload), humanPayloadAs(view.Payload, false))
+		raw, err := rawPayload(d, view)
+		if err != nil {
+			fmt.Fprintf(&line, " codec=%s raw=%dB stored=%dB undecompressable (%s) payload=%s", view.Codec.String(),
+				view.RawLength, len(view.Payload), err.Error(), humanPayloadAs(view.Payload, false))
+			return line.String()
+		}
+		fmt.Fprintf(&line, " codec=%s stored=%dB %dB payload=%s", view.Codec.String(), len(view.Payload),
+			len(raw), humanPayload(raw))
 		return line.String()
 	}
 	fmt.Fprintf(&line, " %dB payload=%s", len(view.Payload), humanPayload(view.Payload))

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ironbus/ironbus/codec"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/format"
 )
@@ -73,18 +74,19 @@ func TestEntryOutput(t *testing.T) {
 	body := encodedBody(t, format.Body{Codec: format.CodecZstd, Key: []byte("k"), Subject: []byte("s.t"),
 		Headers: []format.Header{{Name: "h", Value: []byte{0}}, {Name: "h", Value: []byte("v")}},
 		Payload: []byte("looks like text"), RawLength: 100, HasProducer: true, ProducerID: 7, Sequence: 9})
-	record := entryOutput(segment.Entry{Offset: 5, Timestamp: 1_500_000_000, BodyCRC: 42, Body: body}).(recordOutput)
+	d := newReadDecompressor()
+	record := entryOutput(segment.Entry{Offset: 5, Timestamp: 1_500_000_000, BodyCRC: 42, Body: body}, d).(recordOutput)
 	switch {
 	case record.Timestamp != "1970-01-01T00:00:01.5Z" || record.TimestampNanos != 1_500_000_000:
 		t.Errorf("timestamp %q %d", record.Timestamp, record.TimestampNanos)
-	case record.PayloadEncoding != encodingBase64 || record.Codec != "zstd" || record.RawLength != 100:
-		t.Errorf("a compressed payload must be base64: %+v", record)
+	case record.PayloadEncoding != encodingBase64 || record.Codec != "zstd" || record.RawLength != 100 || record.DecompressError == "":
+		t.Errorf("a payload that does not decompress must be base64 with its error: %+v", record)
 	case len(record.Headers) != 2 || record.Headers[0].ValueEncoding != encodingBase64 || record.Headers[1].Value != "v":
 		t.Errorf("headers %+v", record.Headers)
 	case record.ProducerID == nil || *record.ProducerID != 7 || *record.Sequence != 9:
 		t.Errorf("producer missing: %+v", record)
 	}
-	broken := entryOutput(segment.Entry{Offset: 6, Body: []byte("not a body")}).(recordOutput)
+	broken := entryOutput(segment.Entry{Offset: 6, Body: []byte("not a body")}, d).(recordOutput)
 	if broken.BodyError == "" || broken.Payload != base64.StdEncoding.EncodeToString([]byte("not a body")) {
 		t.Errorf("an undecodable body must be shown raw with its error: %+v", broken)
 	}
@@ -93,11 +95,11 @@ func TestEntryOutput(t *testing.T) {
 func TestHumanEntry(t *testing.T) {
 	body := encodedBody(t, format.Body{Key: []byte("k"), Subject: []byte("s"),
 		Headers: []format.Header{{Name: "unit", Value: []byte("celsius")}}, Payload: []byte("20")})
-	got := humanEntry(segment.Entry{Offset: 3, Timestamp: 0, Body: body})
+	got := humanEntry(segment.Entry{Offset: 3, Timestamp: 0, Body: body}, newReadDecompressor())
 	if want := "#3 1970-01-01T00:00:00Z key=k subject=s headers={unit=celsius} 2B payload=20"; got != want {
 		t.Errorf("record line %q, want %q", got, want)
 	}
-	gap := humanEntry(segment.Entry{Gap: &segment.Gap{From: 10, To: 12, Reason: "corrupt_record_body"}})
+	gap := humanEntry(segment.Entry{Gap: &segment.Gap{From: 10, To: 12, Reason: "corrupt_record_body"}}, nil)
 	if want := "gap 10..11 (corrupt_record_body)"; gap != want {
 		t.Errorf("gap line %q, want %q", gap, want)
 	}
@@ -136,5 +138,28 @@ func TestExitCodeOf(t *testing.T) {
 	}
 	if worseExitCode(exitDamage, exitClean) != exitDamage || worseExitCode(exitDamage, exitUnreadable) != exitUnreadable {
 		t.Error("worseExitCode keeps the less serious code")
+	}
+}
+
+func TestCompressedEntryIsShownDecompressed(t *testing.T) {
+	payload := []byte(strings.Repeat(`{"sensor":"t1","value":20.5}`, 20))
+	compressor, err := codec.NewCompressor(codec.Policy{Codec: format.CodecLZ4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, kind := compressor.Compress(payload)
+	if kind != format.CodecLZ4 {
+		t.Fatalf("test payload stored as %s", kind)
+	}
+	body := encodedBody(t, format.Body{Codec: kind, Payload: stored, RawLength: uint32(len(payload))})
+	d := newReadDecompressor()
+	record := entryOutput(segment.Entry{Offset: 1, Body: body}, d).(recordOutput)
+	if record.Payload != string(payload) || record.PayloadEncoding != encodingText || record.Codec != "lz4" ||
+		record.RawLength != uint32(len(payload)) || record.StoredLength != len(stored) || record.DecompressError != "" {
+		t.Errorf("dump of an lz4 record: %+v", record)
+	}
+	line := humanEntry(segment.Entry{Offset: 1, Body: body}, d)
+	if want := fmt.Sprintf("codec=lz4 stored=%dB %dB payload=%s", len(stored), len(payload), payload); !strings.Contains(line, want) {
+		t.Errorf("peek line %q lacks %q", line, want)
 	}
 }

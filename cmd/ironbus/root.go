@@ -53,6 +53,10 @@ Exit codes: 0 clean, 1 usage, 2 not found, 3 damage found, 4 unreadable,
   ironbus dump --data-dir /var/lib/ironbus | jq .payload`,
 		SilenceErrors: true, // main prints errors once, in the ironbus: form
 		SilenceUsage:  true, // a failed check is not a usage mistake
+		// The current context fills --addr and --data-dir not given.
+		PersistentPreRunE: applyCurrentContext,
+		// Our own completion command, with help that teaches.
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
 	root.SetOut(opts.stdout)
 	root.SetErr(opts.stderr)
@@ -73,6 +77,9 @@ Exit codes: 0 clean, 1 usage, 2 not found, 3 damage found, 4 unreadable,
 		newGroupCmd(opts),
 		newDeadLetterCmd(opts),
 		newBenchCmd(opts),
+		newContextCmd(opts),
+		newCompletionCmd(opts),
+		newCheatCmd(opts),
 	)
 	return root
 }

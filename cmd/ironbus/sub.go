@@ -53,6 +53,12 @@ sub keeps fetching until it has printed --max records (0 = no limit) or
 
   #<offset> key=<key> payload=<payload>
 
+A payload its producer compressed is shown decompressed, with codec=lz4 or
+codec=zstd before it (the JSON lines carry "codec" always). A record that
+cannot be decompressed (garbage behind a valid checksum) ends sub with
+exit code 3 naming its offset; it stays leased and comes back like any
+unacknowledged record.
+
 With --ack each record is acknowledged after it is printed (done for the
 group); with --nack it is returned for redelivery after --nack-delay or the
 group's backoff; with --term it is settled without the dead-letter queue;
@@ -145,7 +151,11 @@ func runSub(ctx context.Context, opts *globalOptions, sub *subOptions) error {
 
 func messageLine(m client.Message) string {
 	var line strings.Builder
-	fmt.Fprintf(&line, "#%d key=%s payload=%s", m.Offset, humanField(m.Key), humanPayload(m.Payload))
+	fmt.Fprintf(&line, "#%d key=%s", m.Offset, humanField(m.Key))
+	if m.Codec != client.CodecNone {
+		fmt.Fprintf(&line, " codec=%s", m.Codec)
+	}
+	fmt.Fprintf(&line, " payload=%s", humanPayload(m.Payload))
 	if m.Redelivered {
 		fmt.Fprintf(&line, " (attempt %d)", m.Attempt)
 	}
@@ -260,6 +270,7 @@ type subMessage struct {
 	Subject         string `json:"subject"`
 	Payload         string `json:"payload"`
 	PayloadEncoding string `json:"payload_encoding"`
+	Codec           string `json:"codec"` // how it was stored; Payload is decompressed
 }
 
 func messageOutput(m client.Message) subMessage {
@@ -267,5 +278,5 @@ func messageOutput(m client.Message) subMessage {
 	payload, payloadEncoding := encodeBytes(m.Payload)
 	return subMessage{Offset: m.Offset, Partition: m.Partition, Timestamp: m.Timestamp.UTC().Format(time.RFC3339Nano),
 		Attempt: m.Attempt, Redelivered: m.Redelivered, Key: key, KeyEncoding: keyEncoding, Subject: m.Subject,
-		Payload: payload, PayloadEncoding: payloadEncoding}
+		Payload: payload, PayloadEncoding: payloadEncoding, Codec: m.Codec.String()}
 }

@@ -17,6 +17,11 @@ const (
 	CodecZstd Codec = 2
 )
 
+// Known reports whether c is a codec this format version defines. Bodies
+// decode whatever their codec byte; what to do with an unknown one is the
+// reader's choice (the broker refuses it, a consumer reports it).
+func (c Codec) Known() bool { return c <= CodecZstd }
+
 func (c Codec) String() string {
 	switch c {
 	case CodecNone:

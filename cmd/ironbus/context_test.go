@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// runCLIEnv is runCLI with extra environment (IRONBUS_CONFIG_DIR).
+func runCLIEnv(t *testing.T, env []string, args ...string) cliResult {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	command := exec.Command(binaryPath, args...)
+	command.Stdout, command.Stderr = &stdout, &stderr
+	command.Env = append(os.Environ(), env...)
+	err := command.Run()
+	result := cliResult{stdout: stdout.String(), stderr: stderr.String()}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		result.code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("running ironbus %q: %s", args, err.Error())
+	}
+	return result
+}
+
+func TestContextCreateUseList(t *testing.T) {
+	env := []string{"IRONBUS_CONFIG_DIR=" + t.TempDir(), "IRONBUS_ADDR="}
+	empty := runCLIEnv(t, env, "context", "ls")
+	expectCode(t, empty, exitClean)
+	if !strings.Contains(empty.stdout, "no contexts yet") {
+		t.Errorf("ls of no contexts: %q", empty.stdout)
+	}
+	expectCode(t, runCLIEnv(t, env, "context", "create", "pi", "--addr", "10.0.0.7:7777", "--data-dir", "rel/data"), exitClean)
+	expectCode(t, runCLIEnv(t, env, "context", "create", "lab", "--addr", "10.0.0.8:7777"), exitClean)
+	again := runCLIEnv(t, env, "context", "create", "pi")
+	expectCode(t, again, exitUsage)
+	if !strings.Contains(again.stderr, "--replace") {
+		t.Errorf("a second create does not say how to overwrite: %q", again.stderr)
+	}
+	expectCode(t, runCLIEnv(t, env, "context", "use", "nope"), exitNotFound)
+	expectCode(t, runCLIEnv(t, env, "context", "use", "lab"), exitClean)
+	list := runCLIEnv(t, env, "context", "ls", "--json")
+	expectCode(t, list, exitClean)
+	var contexts contextsOutput
+	if err := json.Unmarshal([]byte(list.stdout), &contexts); err != nil {
+		t.Fatalf("ls --json: %q %v", list.stdout, err)
+	}
+	if contexts.Schema != contextsSchema || contexts.Current != "lab" || len(contexts.Contexts) != 2 ||
+		contexts.Contexts[1].Name != "pi" || !filepath.IsAbs(contexts.Contexts[1].DataDir) {
+		t.Errorf("ls --json: %+v", contexts)
+	}
+	human := runCLIEnv(t, env, "context", "ls")
+	if !strings.Contains(human.stdout, "*  lab") {
+		t.Errorf("ls does not mark the current context: %q", human.stdout)
+	}
+}
+
+func TestContextRefusesALooseTokenFile(t *testing.T) {
+	env := []string{"IRONBUS_CONFIG_DIR=" + t.TempDir()}
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("secret\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	loose := runCLIEnv(t, env, "context", "create", "x", "--addr", "127.0.0.1:1", "--token-file", token)
+	expectCode(t, loose, exitUsage)
+	if !strings.Contains(loose.stderr, "chmod 600 "+token) {
+		t.Errorf("the refusal does not give the fix: %q", loose.stderr)
+	}
+	if err := os.Chmod(token, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	expectCode(t, runCLIEnv(t, env, "context", "create", "x", "--addr", "127.0.0.1:1", "--token-file", token, "--use"), exitClean)
+	// Loosened after the context was made: refused at use, too.
+	if err := os.Chmod(token, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	used := runCLIEnv(t, append(env, "IRONBUS_ADDR="), "pub", "hello")
+	expectCode(t, used, exitUsage)
+	if !strings.Contains(used.stderr, "chmod 600") {
+		t.Errorf("pub with a loosened token file: %q", used.stderr)
+	}
+}
+
+// TestCommandsUseTheCurrentContext: pub and sub reach the broker named by
+// the current context, and peek reads its data directory, with neither
+// --addr nor --data-dir given; a flag given by hand still wins.
+func TestCommandsUseTheCurrentContext(t *testing.T) {
+	dataDir := t.TempDir()
+	broker := startBroker(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
+	env := []string{"IRONBUS_CONFIG_DIR=" + t.TempDir(), "IRONBUS_ADDR="}
+	expectCode(t, runCLIEnv(t, env, "context", "create", "here", "--addr", broker.addr, "--data-dir", dataDir, "--use"), exitClean)
+	pub := runCLIEnv(t, env, "pub", "from-context")
+	expectCode(t, pub, exitClean)
+	if strings.TrimSpace(pub.stdout) != "0" {
+		t.Fatalf("pub through the context printed %q", pub.stdout)
+	}
+	sub := runCLIEnv(t, env, "sub", "--group", "g", "--max", "1", "--wait", "2s")
+	expectCode(t, sub, exitClean)
+	if !strings.Contains(sub.stdout, "payload=from-context") {
+		t.Fatalf("sub through the context printed %q", sub.stdout)
+	}
+	expectCode(t, runCLIEnv(t, env, "pub", "--addr", "127.0.0.1:1", "x"), exitLocked)
+	if code := broker.stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("broker exit %d", code)
+	}
+	peek := runCLIEnv(t, env, "peek")
+	expectCode(t, peek, exitClean)
+	if !strings.Contains(peek.stdout, "payload=from-context") {
+		t.Fatalf("peek through the context printed %q", peek.stdout)
+	}
+}
+
+func TestCompletionScriptsGenerate(t *testing.T) {
+	for shell, marker := range map[string]string{"bash": "complete -o", "zsh": "#compdef ironbus", "fish": "complete -c ironbus"} {
+		result := runCLI(t, "completion", shell)
+		expectCode(t, result, exitClean)
+		if !strings.Contains(result.stdout, marker) {
+			t.Errorf("%s completion lacks %q", shell, marker)
+		}
+	}
+	expectCode(t, runCLI(t, "completion", "tcsh"), exitUsage)
+}
+
+// TestCheatSheetCommandsExist runs every ironbus command line of the cheat
+// sheet with --help: cobra parses the flags first, so a renamed command or
+// flag fails here before a user copies it.
+func TestCheatSheetCommandsExist(t *testing.T) {
+	sheet := runCLI(t, "cheat")
+	expectCode(t, sheet, exitClean)
+	if lines := strings.Count(sheet.stdout, "\n"); lines > 40 {
+		t.Errorf("the cheat sheet is %d lines: more than a screen", lines)
+	}
+	checked := 0
+	for _, line := range strings.Split(sheet.stdout, "\n") {
+		args := cheatCommand(line)
+		if args == nil {
+			continue
+		}
+		checked++
+		result := runCLIEnv(t, []string{"IRONBUS_CONFIG_DIR=" + t.TempDir()}, append(args, "--help")...)
+		if result.code != exitClean {
+			t.Errorf("cheat line %q: exit %d\n%s", line, result.code, result.stderr)
+		}
+	}
+	if checked < 15 {
+		t.Errorf("only %d command lines found in the cheat sheet", checked)
+	}
+}
+
+// cheatCommand extracts the arguments of the ironbus command on a line:
+// from "ironbus" to a pipe, a redirection, a parenthesis or the two
+// spaces before the description.
+func cheatCommand(line string) []string {
+	at := strings.Index(line, "ironbus ")
+	if at < 0 || strings.Contains(line, "<command>") {
+		return nil
+	}
+	rest := line[at+len("ironbus "):]
+	for _, stop := range []string{"  ", " |", " >", ")"} {
+		if cut := strings.Index(rest, stop); cut >= 0 {
+			rest = rest[:cut]
+		}
+	}
+	var args []string
+	for _, field := range strings.Fields(rest) {
+		args = append(args, strings.Trim(field, `'"`))
+	}
+	return args
+}

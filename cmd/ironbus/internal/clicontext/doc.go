@@ -1,0 +1,21 @@
+// Package clicontext stores the command line's named contexts: a broker
+// address, a token file and a data directory under one name, and which
+// name is current, so an operator with several brokers types
+// `ironbus context use pi-cabinet` once instead of --addr and --data-dir on
+// every command.
+//
+// The store is one JSON file, contexts.json (schema ironbus.contexts.v1),
+// in the user's config directory (os.UserConfigDir()/ironbus), or in
+// IRONBUS_CONFIG_DIR when set (tests, containers).
+//
+// Invariants:
+//   - The file is replaced atomically (temp file, fsync, rename, fsync of
+//     the directory): a crash leaves the old contexts or the new ones,
+//     never a torn file. It is written 0600 in a 0700 directory.
+//   - A context never holds a secret itself, only the path of a token
+//     file, and a token file must not be readable by anyone but its owner
+//     (CheckSecretFile): anything looser is refused with the chmod that
+//     fixes it, both when the context is created and when it is used.
+//   - Paths are stored absolute, so a context means the same from any
+//     working directory.
+package clicontext

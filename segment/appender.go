@@ -3,6 +3,7 @@ package segment
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/segment/vfs"
@@ -131,7 +132,12 @@ func (a *appender) drainOnce() bool {
 	close(l.mu.spaceFreed)
 	l.mu.spaceFreed = make(chan struct{})
 	l.mu.Unlock()
+	started := time.Now()
 	a.writeBatch(b)
+	records, bytes := int(b.count), len(b.buf)
+	l.opts.Observer.ObserveAppend(time.Since(started), records, bytes)
+	l.appendedRecords.Add(uint64(records))
+	l.appendedBytes.Add(uint64(bytes))
 	a.recycle(b)
 	return true
 }

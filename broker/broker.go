@@ -38,6 +38,14 @@ type Broker struct {
 	// for the file sync itself.
 	checkpointDue chan struct{}
 	closeOnce     sync.Once
+
+	// Observability (observe.go, metrics.go): read at scrape time only.
+	started     time.Time
+	heartbeat   atomic.Int64 // when the flusher last turned, nanoseconds after started
+	accepted    atomic.Uint64
+	rejected    [rejectReasons]atomic.Int64
+	reactorBusy atomic.Pointer[func() []time.Duration]
+	metrics     *metrics
 }
 
 type groupKey struct {
@@ -55,12 +63,16 @@ func Open(cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
+	b := &Broker{logs: map[string]*segment.Log{}, groups: map[groupKey]*servedGroup{}, started: time.Now(),
+		stop: make(chan struct{}), flushed: make(chan struct{}), checkpointDue: make(chan struct{}, 1)}
+	b.metrics = newMetrics(b)
+	cfg.Storage.Observer = storageObserver(b.metrics, cfg.Storage.Observer)
+	b.cfg = cfg
 	dir, err := segment.Open(cfg.FS, cfg.DataDir, cfg.Storage)
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, dir: dir, logs: map[string]*segment.Log{}, groups: map[groupKey]*servedGroup{},
-		stop: make(chan struct{}), flushed: make(chan struct{}), checkpointDue: make(chan struct{}, 1)}
+	b.dir = dir
 	ids, err := dir.Logs()
 	if err != nil {
 		_ = dir.Close()
@@ -157,14 +169,17 @@ func storageError(err error) *wire.Error {
 // Open implements loop.Handler.
 func (b *Broker) Open(conn loop.Conn) (loop.Session, error) {
 	if b.draining.Load() {
+		b.rejected[rejectDraining].Add(1)
 		refuse(conn, wire.NewError(wire.CodeShuttingDown, "the broker is shutting down"))
 		return nil, errors.New("broker: draining")
 	}
 	if n := b.connections.Add(1); n > int64(b.cfg.MaxConnections) {
 		b.connections.Add(-1)
+		b.rejected[rejectLimit].Add(1)
 		refuse(conn, wire.NewError(wire.CodeTooManyConns, "the broker serves at most %d connections", b.cfg.MaxConnections))
 		return nil, fmt.Errorf("broker: connection limit %d reached", b.cfg.MaxConnections)
 	}
+	b.accepted.Add(1)
 	conn.SetReadTimeout(b.cfg.HandshakeTimeout)
 	return newSession(b, conn), nil
 }
@@ -212,6 +227,7 @@ func (b *Broker) flushCheckpoints() {
 	retention := time.NewTicker(b.cfg.DeadLetterRetentionCheck)
 	defer retention.Stop()
 	for {
+		b.heartbeat.Store(int64(time.Since(b.started)))
 		select {
 		case <-b.stop:
 			return

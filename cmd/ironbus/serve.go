@@ -46,6 +46,7 @@ type serveOptions struct {
 	acceptRelaxed     bool
 	loop              string
 	memory            memoryOptions
+	health            healthOptions // health.go
 }
 
 func newServeCmd(opts *globalOptions) *cobra.Command {
@@ -104,6 +105,7 @@ and are not part of the budget.`,
 	flags.StringVar(&serve.profileOut, "profile-out", "", "write cpu.pprof (while serving) and heap.pprof (at stop) into this directory")
 	flags.BoolVar(&opts.json, "json", false, "log one JSON object per line; with --print-budget, print the budget as JSON (schema ironbus.cli.budget.v1)")
 	addMemoryFlags(cmd, &serve.memory)
+	addHealthFlags(cmd, &serve.health)
 	cmd.RunE = classified(func() error {
 		if serve.memory.edge {
 			serve.applyEdge(cmd.Flags().Changed)
@@ -209,6 +211,12 @@ func runBroker(cfg broker.Config, serve *serveOptions, ready func(addr string)) 
 	if err := plan.enforce(serve.memory.ceiling); err != nil {
 		return err
 	}
+	cfg.MemoryBudget, cfg.MemoryCeiling = plan.budget.Total(), serve.memory.ceiling
+	endpoints, err := startHealth(serve.health, logger)
+	if err != nil {
+		return err
+	}
+	defer endpoints.close()
 	b, err := broker.Open(cfg)
 	if err != nil {
 		return brokerOpenError(cfg.DataDir, err)
@@ -232,6 +240,7 @@ func runBroker(cfg broker.Config, serve *serveOptions, ready func(addr string)) 
 		return err
 	}
 	defer stopProfiles()
+	endpoints.attach(b, server, bound.String())
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(signals)

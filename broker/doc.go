@@ -8,9 +8,11 @@
 // records and by acks that free a credit or a key (consume.go), every ack
 // op (ack.go), connections as group members released when they close,
 // and a dead-letter queue per stream in <data-dir>/deadletters, read on
-// the wire as ".dlq.<stream>" (deadletters.go). Issue by issue it grows the rest
-// of DESIGN.md's broker: partitions and subject routing, profiles and
-// config, metrics and health, auth.
+// the wire as ".dlq.<stream>" (deadletters.go), and what operators watch:
+// readiness, liveness and the /admin snapshot (observe.go), and the
+// Prometheus registry the broker owns (metrics.go), served over HTTP by
+// the subpackage health. Issue by issue it grows the rest of DESIGN.md's
+// broker: partitions and subject routing, profiles and config, auth.
 //
 // The produce path, per connection:
 //
@@ -23,6 +25,11 @@
 //
 // Credit: a connection has at most Window produce requests read and not yet
 // acknowledged; beyond that it is not read (backpressure, never a drop).
+//
+// Observation adds no work to the hot paths: metrics and /admin are built
+// when scraped, from atomic counters the engine and groups keep anyway;
+// only the fsync and append histograms are fed as events happen, through
+// segment.Observer, whose calls are lock-free and allocate nothing.
 //
 // Invariants: an acknowledgement means the record is durable (the ticket
 // completed after its fdatasync); the produce path does not allocate per

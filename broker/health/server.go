@@ -116,8 +116,13 @@ func (s *Server) Attach(source Source) { s.source.Store(&source) }
 // AddProbe adds a liveness probe (for what starts after Listen, such as
 // the network loop).
 func (s *Server) AddProbe(probe Probe) {
-	probes := append(append([]Probe(nil), *s.probes.Load()...), probe)
-	s.probes.Store(&probes)
+	for {
+		old := s.probes.Load()
+		probes := append(append([]Probe(nil), *old...), probe)
+		if s.probes.CompareAndSwap(old, &probes) {
+			return
+		}
+	}
 }
 
 // Close stops serving, letting requests in progress finish until ctx ends.

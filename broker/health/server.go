@@ -49,7 +49,12 @@ type Options struct {
 	// Probes run on every /healthz, each within ProbeTimeout (2 s).
 	Probes       []Probe
 	ProbeTimeout time.Duration
-	Logger       *slog.Logger
+	// MaxRequests bounds the requests served at once (4): each /admin or
+	// /metrics builds a snapshot, and the broker's memory is budgeted, so a
+	// runaway scraper waits (up to a second, then gets 503) instead of
+	// growing the heap.
+	MaxRequests int
+	Logger      *slog.Logger
 }
 
 // Server serves the endpoints on one loopback listener.
@@ -60,6 +65,7 @@ type Server struct {
 	source   atomic.Pointer[Source]
 	probes   atomic.Pointer[[]Probe]
 	served   chan error
+	slots    chan struct{}
 }
 
 // CheckAddress refuses an address that is malformed or not loopback.
@@ -86,6 +92,9 @@ func Listen(addr string, opts Options) (*Server, error) {
 	if opts.ProbeTimeout <= 0 {
 		opts.ProbeTimeout = 2 * time.Second
 	}
+	if opts.MaxRequests <= 0 {
+		opts.MaxRequests = 4
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -93,7 +102,7 @@ func Listen(addr string, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("health: listening on %s: %w", addr, err)
 	}
-	s := &Server{opts: opts, listener: listener, served: make(chan error, 1)}
+	s := &Server{opts: opts, listener: listener, served: make(chan error, 1), slots: make(chan struct{}, opts.MaxRequests)}
 	probes := opts.Probes
 	s.probes.Store(&probes)
 	mux := http.NewServeMux()
@@ -101,7 +110,7 @@ func Listen(addr string, opts Options) (*Server, error) {
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /metrics", s.metrics)
 	mux.HandleFunc("GET /admin", s.admin)
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second,
+	s.http = &http.Server{Handler: s.bounded(mux), ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second,
 		ErrorLog: slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn)}
 	go func() { s.served <- s.http.Serve(listener) }()
 	return s, nil
@@ -132,6 +141,25 @@ func (s *Server) Close(ctx context.Context) error {
 		err = served
 	}
 	return err
+}
+
+// bounded serves at most MaxRequests at once; a request waits up to a
+// second for its turn.
+func (s *Server) bounded(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		wait := time.NewTimer(time.Second)
+		defer wait.Stop()
+		select {
+		case s.slots <- struct{}{}:
+		case <-wait.C:
+			writeText(w, http.StatusServiceUnavailable, "busy: too many requests at once, retry")
+			return
+		case <-r.Context().Done():
+			return
+		}
+		defer func() { <-s.slots }()
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (s *Server) attached() Source {

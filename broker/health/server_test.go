@@ -154,3 +154,38 @@ func dial(t *testing.T, b *broker.Broker) *client.Client {
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
+
+// TestRequestsAreBounded: with one request in progress and MaxRequests 1,
+// another waits a second for its turn and is then refused, so a runaway
+// scraper cannot grow the broker's memory.
+func TestRequestsAreBounded(t *testing.T) {
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	server := listen(t, health.Options{MaxRequests: 1, ProbeTimeout: 10 * time.Second})
+	server.AddProbe(health.Probe{Name: "slow", Check: func(ctx context.Context) error {
+		entered <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	}})
+	first := make(chan int, 1)
+	go func() {
+		response, err := http.Get("http://" + server.Addr() + "/healthz")
+		if err != nil {
+			first <- 0
+			return
+		}
+		response.Body.Close()
+		first <- response.StatusCode
+	}()
+	<-entered // the first request holds the only slot
+	status, body := get(t, server, "/readyz")
+	close(release)
+	if status != http.StatusServiceUnavailable || !strings.HasPrefix(body, "busy") {
+		t.Fatalf("a request beyond MaxRequests: %d %q, want 503 busy", status, body)
+	}
+	if code := <-first; code != http.StatusOK {
+		t.Fatalf("the request holding the slot got %d", code)
+	}
+}

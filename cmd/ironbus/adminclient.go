@@ -29,7 +29,7 @@ func fetchAdmin(ctx context.Context, addr string) (*health.Admin, error) {
 	if err != nil {
 		return nil, exitErrorf(exitUsage, "--health-addr %q: %w (want host:port, for example %s)", addr, err, defaultHealthAddr)
 	}
-	response, err := http.DefaultClient.Do(request)
+	response, err := (&http.Client{Timeout: adminTimeout}).Do(request)
 	if err != nil {
 		return nil, exitErrorf(exitUnreachable, "no broker answers on %s: %w; is `ironbus serve` running, and with this --health-addr?", addr, err)
 	}

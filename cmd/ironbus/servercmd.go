@@ -237,7 +237,7 @@ func healthzProblem(ctx context.Context, addr string) string {
 	if err != nil {
 		return err.Error()
 	}
-	response, err := http.DefaultClient.Do(request)
+	response, err := (&http.Client{Timeout: adminTimeout}).Do(request)
 	if err != nil {
 		return "liveness: " + err.Error()
 	}

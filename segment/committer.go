@@ -35,9 +35,10 @@ type committer struct {
 	observer  Observer
 
 	// started anchors syncStarted on the monotonic clock; syncStarted is
-	// when a running fdatasync began (nanoseconds after
-	// started, 0: none running), so a hung device shows as a sync whose
-	// age keeps growing, which no completed-sync figure can show.
+	// when a running fdatasync began (nanoseconds after started, 0: none
+	// running), so a hung device shows as a sync whose age keeps growing,
+	// which no completed-sync figure can show. With parallel syncs it
+	// follows the first of a cycle: a lower bound.
 	started     time.Time
 	syncStarted atomic.Int64
 }
@@ -191,9 +192,13 @@ func (c *committer) stats() CommitterStats {
 // syncedRecords returns how many records a sync covering every offset
 // below next made durable that no earlier sync of l had covered.
 func (l *Log) syncedRecords(next uint64) uint64 {
-	previous := l.syncedNext.Swap(next)
-	if next <= previous {
-		return 0
+	for {
+		previous := l.syncedNext.Load()
+		if next <= previous {
+			return 0
+		}
+		if l.syncedNext.CompareAndSwap(previous, next) {
+			return next - previous
+		}
 	}
-	return next - previous
 }

@@ -40,6 +40,13 @@ type Broker struct {
 	closeOnce     sync.Once
 
 	retention retentionState // retention and the disk budget (retention_pass.go)
+	// Observability (observe.go, metrics.go): read at scrape time only.
+	started     time.Time
+	heartbeat   atomic.Int64 // when the flusher last turned, nanoseconds after started
+	accepted    atomic.Uint64
+	rejected    [rejectReasons]atomic.Int64
+	reactorBusy atomic.Pointer[func() []time.Duration]
+	metrics     *metrics
 }
 
 type groupKey struct {
@@ -69,12 +76,16 @@ func Open(cfg Config) (*Broker, error) {
 		default:
 		}
 	}
+	b := &Broker{logs: map[string]*segment.Log{}, groups: map[groupKey]*servedGroup{}, started: time.Now(),
+		stop: make(chan struct{}), flushed: make(chan struct{}), checkpointDue: make(chan struct{}, 1)}
+	b.metrics = newMetrics(b)
+	cfg.Storage.Observer = storageObserver(b.metrics, cfg.Storage.Observer)
+	b.cfg = cfg
 	dir, err := segment.Open(cfg.FS, cfg.DataDir, cfg.Storage)
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, dir: dir, logs: map[string]*segment.Log{}, groups: map[groupKey]*servedGroup{},
-		stop: make(chan struct{}), flushed: make(chan struct{}), checkpointDue: make(chan struct{}, 1)}
+	b.dir = dir
 	ids, err := dir.Logs()
 	if err != nil {
 		_ = dir.Close()
@@ -173,14 +184,17 @@ func storageError(err error) *wire.Error {
 // Open implements loop.Handler.
 func (b *Broker) Open(conn loop.Conn) (loop.Session, error) {
 	if b.draining.Load() {
+		b.rejected[rejectDraining].Add(1)
 		refuse(conn, wire.NewError(wire.CodeShuttingDown, "the broker is shutting down"))
 		return nil, errors.New("broker: draining")
 	}
 	if n := b.connections.Add(1); n > int64(b.cfg.MaxConnections) {
 		b.connections.Add(-1)
+		b.rejected[rejectLimit].Add(1)
 		refuse(conn, wire.NewError(wire.CodeTooManyConns, "the broker serves at most %d connections", b.cfg.MaxConnections))
 		return nil, fmt.Errorf("broker: connection limit %d reached", b.cfg.MaxConnections)
 	}
+	b.accepted.Add(1)
 	// No read timeout until Hello: the session's handshake deadline
 	// covers the whole handshake (a per-read timeout would let a peer
 	// dribbling a byte at a time stay for ever).
@@ -229,6 +243,7 @@ func (b *Broker) flushCheckpoints() {
 	ticker := time.NewTicker(b.cfg.CheckpointInterval)
 	defer ticker.Stop()
 	for {
+		b.heartbeat.Store(int64(time.Since(b.started)))
 		select {
 		case <-b.stop:
 			return

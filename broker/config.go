@@ -74,6 +74,17 @@ type Config struct {
 	Version string
 	Logger  *slog.Logger
 
+	// Observability (issue 8): figures the broker reports but does not
+	// own, and when liveness calls it stuck.
+	//
+	// MemoryBudget and MemoryCeiling are the RAM budget's total and the
+	// ceiling it was checked against (0: none), for ironbus_memory_*.
+	MemoryBudget  int64
+	MemoryCeiling int64
+	// StuckAfter is how long the checkpoint flusher may stand still, or
+	// one fdatasync may run, before /healthz reports the broker stuck
+	// (30 s).
+	StuckAfter time.Duration
 	// ---- Retention and the disk budget (docs/RETENTION.md) ----
 
 	// Retention holds the bounds of every stream and dead-letter queue,
@@ -133,6 +144,7 @@ const (
 	DefaultMaxStreams          = 256
 	DefaultMaxGroups           = 256
 	DefaultConnectionOutput    = 4 << 20
+	DefaultStuckAfter          = 30 * time.Second
 )
 
 func (c Config) withDefaults() (Config, error) {
@@ -186,6 +198,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Storage.StagingBytes == 0 {
 		c.Storage.StagingBytes = segment.DefaultStagingBytes
+	}
+	if c.StuckAfter <= 0 {
+		c.StuckAfter = DefaultStuckAfter
 	}
 	if c.Version == "" {
 		c.Version = "devel"

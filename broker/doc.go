@@ -14,9 +14,11 @@
 // group's checkpointed position unless the policy is drop-oldest; ages use
 // the monotonic-safe record timestamps rule against a persisted wall-clock
 // high-water (I6); the budget refuses records with a retryable no-space
-// error before budget minus headroom. Issue by issue it grows the rest
-// of DESIGN.md's broker: partitions and subject routing, profiles and
-// config, metrics and health, auth.
+// error before budget minus headroom. It also keeps what operators watch:
+// readiness, liveness and the /admin snapshot (observe.go), and the
+// Prometheus registry the broker owns (metrics.go), served over HTTP by
+// the subpackage health. Issue by issue it grows the rest of DESIGN.md's
+// broker: partitions and subject routing, auth.
 //
 // The produce path, per connection:
 //
@@ -29,6 +31,11 @@
 //
 // Credit: a connection has at most Window produce requests read and not yet
 // acknowledged; beyond that it is not read (backpressure, never a drop).
+//
+// Observation adds no work to the hot paths: metrics and /admin are built
+// when scraped, from atomic counters the engine and groups keep anyway;
+// only the fsync and append histograms are fed as events happen, through
+// segment.Observer, whose calls are lock-free and allocate nothing.
 //
 // Invariants: an acknowledgement means the record is durable (the ticket
 // completed after its fdatasync); the produce path does not allocate per

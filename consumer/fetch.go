@@ -188,7 +188,9 @@ func (g *Group) leaseLocked(f *fetch, entry segment.Entry, delivered uint32, key
 		Redelivered: delivered > 0, Timestamp: entry.Timestamp, BodyCRC: entry.BodyCRC,
 		Body: append([]byte(nil), entry.Body...)})
 	f.bytes += len(entry.Body)
+	g.stats.Delivered++
 	if delivered > 0 {
+		g.stats.Redelivered++
 		g.dirty = true // delivery counts are part of the checkpoint
 	}
 	if g.opts.DeadLetters != nil && int(attempt) >= g.opts.MaxDeliver {

@@ -43,6 +43,14 @@ type Stats struct {
 	DeadLettered        uint64
 	DeadLetterFailures  uint64
 	LastDeadLetterError string
+	// Delivered counts records handed to consumers since the group was
+	// opened, Redelivered those among them handed out before; Acked
+	// counts records settled by an ack, or passed by a broadcast or
+	// streaming cursor. A streaming group's reads are not counted: they
+	// hold no group state.
+	Delivered   uint64
+	Redelivered uint64
+	Acked       uint64
 }
 
 // Group is one consumer group on one log. Its methods are safe for

@@ -36,6 +36,7 @@ func (g *Group) Ack(offset, token uint64) Status {
 		l := g.leases[offset]
 		delete(g.leases, offset)
 		g.settleLocked(offset, l.key)
+		g.stats.Acked++
 	}
 	due := g.checkpointDueLocked()
 	g.mu.Unlock()
@@ -62,6 +63,7 @@ func (g *Group) AckRange(owner, from, to uint64) (acked int) {
 		}
 		delete(g.leases, offset)
 		g.settleLocked(offset, l.key)
+		g.stats.Acked++
 		acked++
 	}
 	if to > from && to-from <= uint64(len(g.leases)) {

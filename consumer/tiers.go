@@ -42,8 +42,10 @@ func (g *Group) fetchBroadcast(owner uint64, limit, maxBytes int) ([]Delivery, [
 		deliveries[i].Attempt = 1
 		if deliveries[i].Offset < g.highWater {
 			deliveries[i].Attempt, deliveries[i].Redelivered = 2, true
+			g.stats.Redelivered++
 		}
 	}
+	g.stats.Delivered += uint64(len(deliveries))
 	g.next = next
 	g.highWater = max(g.highWater, next)
 	g.advanceLocked()
@@ -83,6 +85,7 @@ func (g *Group) moveCursor(upTo uint64, limit func() uint64) error {
 		return fmt.Errorf("%w: group %s: %d is past %d", ErrOutOfRange, g.name, upTo, bound)
 	}
 	if upTo > g.committed {
+		g.stats.Acked += upTo - g.committed
 		g.committed = g.done.advance(upTo) // also drops gap spans the cursor passed
 		g.next = max(g.next, g.committed)
 		g.dirty = true

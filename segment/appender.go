@@ -3,6 +3,7 @@ package segment
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/segment/vfs"
@@ -114,20 +115,26 @@ func (a *appender) drainOnce() bool {
 	close(l.mu.spaceFreed)
 	l.mu.spaceFreed = make(chan struct{})
 	l.mu.Unlock()
-	a.writeBatch(b)
+	started := time.Now()
+	records, bytes := a.writeBatch(b)
+	l.opts.Observer.ObserveAppend(time.Since(started), int(records), bytes)
+	l.appendedRecords.Add(records)
+	l.appendedBytes.Add(uint64(bytes))
 	a.recycle(b)
 	return true
 }
 
-// writeBatch writes b as one piece, or several when it crosses a roll.
-func (a *appender) writeBatch(b *batch) {
+// writeBatch writes b as one piece, or several when it crosses a roll,
+// and returns the records and record bytes it wrote (fewer than b holds
+// when a write failed).
+func (a *appender) writeBatch(b *batch) (records uint64, bytes int) {
 	data, offset := b.buf, b.first
 	for len(data) > 0 {
 		frame := int(frameLength(data))
 		if a.active == nil || a.room() < frame {
 			if err := a.roll(frame); err != nil {
 				a.fail(b, offset, err)
-				return
+				return offset - b.first, len(b.buf) - len(data)
 			}
 		}
 		n, count := len(data), b.end()-offset
@@ -136,11 +143,12 @@ func (a *appender) writeBatch(b *batch) {
 		}
 		if err := a.writePiece(b, data[:n], offset, count); err != nil {
 			a.fail(b, offset, err)
-			return
+			return offset - b.first, len(b.buf) - len(data)
 		}
 		offset += count
 		data = data[n:]
 	}
+	return offset - b.first, len(b.buf)
 }
 
 // room is how many record bytes still fit in the active segment, keeping

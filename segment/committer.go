@@ -32,11 +32,20 @@ type committer struct {
 	syncs     atomic.Uint64
 	syncNanos atomic.Uint64
 	cycles    atomic.Uint64
+	observer  Observer
+
+	// started anchors syncStarted on the monotonic clock; syncStarted is
+	// when a running fdatasync began (nanoseconds after started, 0: none
+	// running), so a hung device shows as a sync whose age keeps growing,
+	// which no completed-sync figure can show. With parallel syncs it
+	// follows the first of a cycle: a lower bound.
+	started     time.Time
+	syncStarted atomic.Int64
 }
 
-func newCommitter(interval time.Duration, parallelism int) *committer {
+func newCommitter(interval time.Duration, parallelism int, observer Observer) *committer {
 	c := &committer{wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
-		interval: interval, parallelism: max(parallelism, 1)}
+		interval: interval, parallelism: max(parallelism, 1), observer: observer, started: time.Now()}
 	go c.run()
 	return c
 }
@@ -134,14 +143,19 @@ func (c *committer) syncLog(l *Log) {
 	}
 	l.mu.Unlock()
 	started := time.Now()
+	c.syncStarted.CompareAndSwap(0, max(int64(started.Sub(c.started)), 1))
 	err := written.seg.syncData()
-	c.syncNanos.Add(uint64(time.Since(started)))
+	elapsed := time.Since(started)
+	c.syncStarted.Store(0)
+	c.syncNanos.Add(uint64(elapsed))
 	c.syncs.Add(1)
 	written.seg.release()
 	if err != nil {
+		c.observer.ObserveSync(elapsed, 0)
 		l.freeze(fmt.Errorf("fdatasync of %s failed, acknowledged nothing after it: %w", written.seg.path, err))
 		return
 	}
+	c.observer.ObserveSync(elapsed, l.syncedRecords(written.next))
 	if l.opts.Durability == DurabilitySync {
 		l.advanceCommitted(written)
 	}
@@ -162,8 +176,29 @@ type CommitterStats struct {
 	Cycles    uint64
 	Syncs     uint64
 	SyncNanos uint64
+	// SyncRunning is how long the fdatasync running now has taken so
+	// far (zero when none runs): a liveness check's view of a hung device.
+	SyncRunning time.Duration
 }
 
 func (c *committer) stats() CommitterStats {
-	return CommitterStats{Cycles: c.cycles.Load(), Syncs: c.syncs.Load(), SyncNanos: c.syncNanos.Load()}
+	stats := CommitterStats{Cycles: c.cycles.Load(), Syncs: c.syncs.Load(), SyncNanos: c.syncNanos.Load()}
+	if since := c.syncStarted.Load(); since != 0 {
+		stats.SyncRunning = max(time.Since(c.started)-time.Duration(since), 0)
+	}
+	return stats
+}
+
+// syncedRecords returns how many records a sync covering every offset
+// below next made durable that no earlier sync of l had covered.
+func (l *Log) syncedRecords(next uint64) uint64 {
+	for {
+		previous := l.syncedNext.Load()
+		if next <= previous {
+			return 0
+		}
+		if l.syncedNext.CompareAndSwap(previous, next) {
+			return next - previous
+		}
+	}
 }

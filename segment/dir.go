@@ -70,7 +70,7 @@ func Open(fsys vfs.FS, root string, opts Options) (*Dir, error) {
 	if opts.Durability == DurabilityInterval {
 		interval = opts.SyncInterval
 	}
-	d.committer = newCommitter(interval, opts.SyncParallelism)
+	d.committer = newCommitter(interval, opts.SyncParallelism, opts.Observer)
 	return d, nil
 }
 

@@ -71,6 +71,26 @@ type Log struct {
 	stop     chan struct{} // closed by Close to stop the appender
 	finished chan struct{} // closed when the appender goroutine exits
 	report   LogReport
+
+	// syncedNext is the offset below which the last fdatasync of the log
+	// covered every record: the committer's count of records per sync.
+	syncedNext atomic.Uint64
+	// appendedRecords and appendedBytes count what the appender wrote
+	// since the log opened (Counters).
+	appendedRecords atomic.Uint64
+	appendedBytes   atomic.Uint64
+}
+
+// Counters is what a log has written since it opened.
+type Counters struct {
+	AppendedRecords uint64
+	AppendedBytes   uint64
+}
+
+// Counters returns what the log has written since it opened: two atomic
+// loads, so a metrics scrape can call it at any rate.
+func (l *Log) Counters() Counters {
+	return Counters{AppendedRecords: l.appendedRecords.Load(), AppendedBytes: l.appendedBytes.Load()}
 }
 
 // mark is a position in the log: every offset below next is covered, and

@@ -201,6 +201,10 @@ type Options struct {
 	// Random supplies segment tokens (crypto/rand by default); tests seed
 	// it for reproducible files.
 	Random io.Reader
+
+	// Observer is told the duration of every batch write and fdatasync
+	// (nobody by default); the broker feeds its metrics from it.
+	Observer Observer
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -233,6 +237,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Random == nil {
 		o.Random = rand.Reader
+	}
+	if o.Observer == nil {
+		o.Observer = ignoreObserver{}
 	}
 	switch {
 	case o.SegmentSize < MinSegmentSize || o.SegmentSize > MaxSegmentSize:

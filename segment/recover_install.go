@@ -47,6 +47,7 @@ func (r *recovery) install() error {
 	}
 	l.mu.nextOffset = next
 	l.committed.Store(&mark{next: next, seg: last, pos: committedPos})
+	l.syncedNext.Store(next)
 	r.fillReport(set, next)
 	if r.frozen != nil {
 		l.mu.failure = freezeError(r.frozen)

@@ -49,7 +49,7 @@ func (t *benchTarget) start(plan *benchPlan) error {
 	if t.dataDir, err = os.MkdirTemp("", "ironbus-bench-"); err != nil {
 		return exitErrorf(exitUnreadable, "bench: temporary data directory: %w", err)
 	}
-	args := []string{"serve", "--json", "--data-dir", t.dataDir, "--addr", "127.0.0.1:0", "--loop", plan.loop,
+	args := []string{"serve", "--json", "--data-dir", t.dataDir, "--addr", "127.0.0.1:0", "--health-addr", "off", "--loop", plan.loop,
 		"--io-mode", plan.ioMode, "--durability", plan.durability,
 		"--max-connections", strconv.Itoa(plan.producers + plan.consumers + 16)}
 	if plan.durability != "sync" {

@@ -171,13 +171,26 @@ func (resolved *resolvedConfig) attrs() []any {
 	return attrs
 }
 
+// otherVariables are the IRONBUS_* variables that are not serve settings
+// but mean something to this binary or its test suites, so they draw no
+// "names no setting" warning.
+var otherVariables = []string{
+	"config",         // the --config file
+	"config-dir",     // where `ironbus context` keeps contexts
+	"uring-disable",  // turns io_uring off in the backend probe
+	"seed",           // replays a seeded test
+	"crash-cycles",   // the kill -9 harness's cycle count
+	"powercut-seeds", // the power-cut sweeps' seed count
+	"update-docs",    // `make docs`
+}
+
 // logConfig writes the materialized configuration in one line, then the
 // warnings an operator must not miss: unknown IRONBUS_* variables and a
 // broker that keeps nothing across a restart.
 func logConfig(logger *slog.Logger, serve *serveOptions) {
 	if resolved := serve.config.resolved; resolved != nil {
 		logger.Info("config", resolved.attrs()...)
-		for _, variable := range settings.UnknownEnv(os.Environ(), append(knobNames(resolved.flags), "config")) {
+		for _, variable := range settings.UnknownEnv(os.Environ(), append(knobNames(resolved.flags), otherVariables...)) {
 			logger.Warn("ignoring an environment variable that names no setting", "variable", variable)
 		}
 	}

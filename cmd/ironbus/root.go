@@ -46,6 +46,11 @@ read-only and never create or change a file.
   dump      print records of a log as NDJSON, for programs
   repair    quarantine damage above the recovery caps and make logs writable again
 
+A running broker is observed through its health endpoints (serve --health-addr):
+
+  report    its groups, streams, storage, recovery or connections, as tables or --json
+  server    info about it, or check it for monitoring (Nagios exit codes)
+
 Exit codes: 0 clean, 1 usage, 2 not found, 3 damage found, 4 unreadable,
 5 locked by a running broker, 70 internal error. See docs/CLI.md.`,
 		Example: `  ironbus verify --data-dir /var/lib/ironbus
@@ -80,6 +85,8 @@ Exit codes: 0 clean, 1 usage, 2 not found, 3 damage found, 4 unreadable,
 		newContextCmd(opts),
 		newCompletionCmd(opts),
 		newCheatCmd(opts),
+		newReportCmd(opts),
+		newServerCmd(opts),
 	)
 	return root
 }

@@ -51,6 +51,7 @@ type serveOptions struct {
 	config    configOptions
 	storage   storageOptions
 	retention retentionOptions
+	health    healthOptions // health.go
 }
 
 func newServeCmd(opts *globalOptions) *cobra.Command {
@@ -147,6 +148,7 @@ or back deletes nothing early.`,
 	addConfigFlags(cmd, &serve.config)
 	addStorageFlags(cmd, &serve.storage)
 	addRetentionFlags(cmd, &serve.retention)
+	addHealthFlags(cmd, &serve.health)
 	cmd.RunE = classified(func() error {
 		resolved, err := resolveConfig(cmd.Flags(), &serve.config, os.LookupEnv)
 		if err != nil {
@@ -267,6 +269,12 @@ func runBroker(cfg broker.Config, serve *serveOptions, ready func(addr string)) 
 	if err := plan.enforce(serve.memory.ceiling); err != nil {
 		return err
 	}
+	cfg.MemoryBudget, cfg.MemoryCeiling = plan.budget.Total(), serve.memory.ceiling
+	endpoints, err := startHealth(serve.health, logger)
+	if err != nil {
+		return err
+	}
+	defer endpoints.close()
 	b, err := broker.Open(cfg)
 	if err != nil {
 		return brokerOpenError(cfg.DataDir, err)
@@ -291,6 +299,7 @@ func runBroker(cfg broker.Config, serve *serveOptions, ready func(addr string)) 
 	}
 	defer stopProfiles()
 	defer watchReloads(serve, &runningBroker{broker: b, logger: logger, level: serve.config.level})()
+	endpoints.attach(b, server, bound.String())
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(signals)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,16 +23,21 @@ import (
 
 // brokerProcess is a real `ironbus serve` (or `dev`) process.
 type brokerProcess struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	addr   string
-	mu     sync.Mutex
-	stderr bytes.Buffer
-	stdout bytes.Buffer
-	exited chan error
+	t    *testing.T
+	cmd  *exec.Cmd
+	addr string
+	// healthAddr is where the health endpoints listen ("" when off).
+	healthAddr string
+	mu         sync.Mutex
+	stderr     bytes.Buffer
+	stdout     bytes.Buffer
+	exited     chan error
 }
 
-var addrPattern = regexp.MustCompile(`msg=serving .*addr=(\S+)`)
+var (
+	addrPattern       = regexp.MustCompile(`msg=serving .*addr=(\S+)`)
+	healthAddrPattern = regexp.MustCompile(`msg="health endpoints listening".* health_addr=(\S+)`)
+)
 
 // startBroker runs the binary with args and waits until it logs the address
 // it serves on.
@@ -39,6 +45,11 @@ func startBroker(t *testing.T, args ...string) *brokerProcess {
 	t.Helper()
 	if backend := os.Getenv("IRONBUS_TEST_LOOP"); backend != "" && (args[0] == "serve" || args[0] == "dev") {
 		args = append(args, "--loop", backend)
+	}
+	if args[0] == "serve" && !slices.Contains(args, "--health-addr") {
+		// Tests run brokers side by side: each gets a free port rather
+		// than the fixed default.
+		args = append(args, "--health-addr", "127.0.0.1:0")
 	}
 	p := &brokerProcess{t: t, cmd: exec.Command(binaryPath, args...), exited: make(chan error, 1)}
 	// An os.Pipe rather than StderrPipe: Wait closes a StderrPipe when the
@@ -83,6 +94,9 @@ func (p *brokerProcess) scan(stderr io.Reader, found chan<- string) {
 		line := lines.Text()
 		p.mu.Lock()
 		p.stderr.WriteString(line + "\n")
+		if m := healthAddrPattern.FindStringSubmatch(line); m != nil && p.healthAddr == "" {
+			p.healthAddr = m[1]
+		}
 		p.mu.Unlock()
 		if m := addrPattern.FindStringSubmatch(line); m != nil {
 			select {
@@ -97,6 +111,13 @@ func (p *brokerProcess) logs() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.stderr.String()
+}
+
+// health returns where the broker's health endpoints listen.
+func (p *brokerProcess) health() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.healthAddr
 }
 
 func (p *brokerProcess) output() string {
@@ -321,7 +342,7 @@ func TestServeAddressAndLockSafety(t *testing.T) {
 	}
 	dataDir := t.TempDir()
 	first := startBroker(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
-	second := runCLI(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
+	second := runCLI(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--health-addr", "off")
 	expectCode(t, second, exitLocked)
 	if !strings.Contains(second.stderr, "held by ironbus serve (pid") {
 		t.Fatalf("the lock error should name the holder:\n%s", second.stderr)

@@ -1,0 +1,17 @@
+// Package health serves a broker's operational endpoints over HTTP:
+// /healthz (liveness), /readyz (readiness), /metrics (Prometheus text
+// from a registry the broker owns) and /admin (one read-only JSON
+// document, schema AdminSchema). It also owns the /admin document's
+// types, so the CLI decodes exactly what the broker encodes.
+//
+// The server starts before the broker opens its data directory, so a
+// probe gets "503 recovering" while recovery runs rather than a refused
+// connection; Attach hands it the open broker.
+//
+// Invariants: the server binds loopback addresses only (it has no TLS
+// and no authentication until the security issue); every endpoint is
+// read-only; nothing a request does touches the broker's hot path beyond
+// atomic loads and the locks a snapshot takes briefly; a request never
+// panics the process (net/http recovers a handler, and handlers do not
+// rely on that).
+package health

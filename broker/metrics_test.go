@@ -1,0 +1,43 @@
+package broker
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/ironbus/ironbus/segment"
+)
+
+// TestStreamLabelsAreCapped creates more streams than get a label of
+// their own: the first MetricStreamLabels by name keep theirs, the rest
+// are summed under stream="_other", so a broker with many streams cannot
+// blow up the scrape or a Prometheus server.
+func TestStreamLabelsAreCapped(t *testing.T) {
+	streams := MetricStreamLabels + 3
+	addr, b := testBroker(t, Config{MaxStreams: streams + 1, Storage: segment.Options{SegmentSize: segment.MinSegmentSize}})
+	c := connect(t, addr)
+	for i := range streams {
+		produceN(t, c, fmt.Sprintf("s%03d", i), 1)
+	}
+	families, err := b.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]float64{}
+	for _, family := range families {
+		if family.GetName() != "ironbus_produced_records_total" {
+			continue
+		}
+		for _, metric := range family.GetMetric() {
+			for _, label := range metric.GetLabel() {
+				labels[label.GetValue()] = metric.GetCounter().GetValue()
+			}
+		}
+	}
+	if len(labels) != MetricStreamLabels+1 || labels[otherLabel] != 3 || labels["s000"] != 1 {
+		t.Fatalf("%d stream labels (want %d), _other = %v (want 3), s000 = %v", len(labels), MetricStreamLabels+1,
+			labels[otherLabel], labels["s000"])
+	}
+	if _, ok := labels[fmt.Sprintf("s%03d", streams-1)]; ok {
+		t.Fatal("a stream past the cap kept its own label")
+	}
+}

@@ -134,6 +134,7 @@ func (l *Log) checkpointFallback(name, file string, image []byte, damage error) 
 	l.runtimeMu.Unlock()
 	l.opts.Logger.Error("damaged checkpoint", "log", l.id.String(), "checkpoint", name,
 		"error", damage.Error(), "fallback", detail, "quarantine", event.Quarantine)
+	l.dir.reportRuntimeDamage(l)
 	if prevErr != nil {
 		return nil, damage
 	}

@@ -62,3 +62,24 @@ func (l *Log) hasNewEventSince(seen int) bool {
 	defer l.runtimeMu.Unlock()
 	return len(l.runtimeEvents) > seen
 }
+
+// reportRuntimeDamage rewrites recovery-report.json with the log's report
+// as it stands, damage found since the start included (a sealed segment
+// failing its first full read, a damaged checkpoint), so the file accounts
+// for every loss of this run, not only the start's.
+func (d *Dir) reportRuntimeDamage(l *Log) {
+	if d.opts.ReadOnly {
+		return
+	}
+	report := l.Report()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i, r := range d.mu.reports {
+		if r.Stream == l.id.Stream && r.Partition == l.id.Partition {
+			d.mu.reports[i] = report
+		}
+	}
+	if err := d.writeReportLocked(); err != nil {
+		d.opts.Logger.Warn("could not write the recovery report", "error", err.Error())
+	}
+}

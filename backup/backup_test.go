@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -244,6 +245,23 @@ func TestScrubFindsDamage(t *testing.T) {
 	}
 	if !reasons[segment.ReasonCorruptCheckpoint] || len(reasons) < 2 {
 		t.Fatalf("events: %+v", report.Logs[0].Events)
+	}
+	// A segment of another log, copied into the wrong directory, is not
+	// judged as this log's: the log reports an error.
+	foreign := filepath.Join(root, "streams", "payments", "0")
+	if err := os.MkdirAll(foreign, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(foreign, "00000000000000000000.seg"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	report, err = Scrub(nil, root, nil)
+	if err != nil || len(report.Logs) != 2 || !strings.Contains(report.Logs[1].Error, "another log") {
+		t.Fatalf("scrub with a foreign segment: %+v %v", report.Logs, err)
 	}
 }
 

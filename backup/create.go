@@ -249,9 +249,9 @@ func (c *creator) copySegment(log logLocation, name string, last, first bool) (s
 	var linked bool
 	var err error
 	if last {
-		check, err = c.copyActive(from, to, name)
+		check, err = c.copyActive(log.id(), from, to, name)
 	} else {
-		check, linked, err = c.copySealed(from, to, name)
+		check, linked, err = c.copySealed(log.id(), from, to, name)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		_ = c.opts.FS.Remove(to)
@@ -273,7 +273,7 @@ func (c *creator) copySegment(log logLocation, name string, last, first bool) (s
 	return check, true, c.list(rel, KindSegment, linked)
 }
 
-func (c *creator) copySealed(from, to, name string) (segment.SegmentCheck, bool, error) {
+func (c *creator) copySealed(id segment.LogID, from, to, name string) (segment.SegmentCheck, bool, error) {
 	linker, canLink := c.opts.FS.(vfs.Linker)
 	linked := false
 	if canLink && !c.opts.NoLink {
@@ -296,7 +296,7 @@ func (c *creator) copySealed(from, to, name string) (segment.SegmentCheck, bool,
 		return segment.SegmentCheck{}, linked, err
 	}
 	defer img.close()
-	check, err := segment.InspectSegment(name, img.data, false)
+	check, err := segment.InspectSegment(id, name, img.data, false)
 	return check, linked, err
 }
 
@@ -304,7 +304,7 @@ func (c *creator) copySealed(from, to, name string) (segment.SegmentCheck, bool,
 // recovery would cut it: after the last intact commit frame. Bytes
 // before it never change while the broker runs (appends only extend the
 // file), so the cut copy is the log as it stood at one instant.
-func (c *creator) copyActive(from, to, name string) (segment.SegmentCheck, error) {
+func (c *creator) copyActive(id segment.LogID, from, to, name string) (segment.SegmentCheck, error) {
 	var check segment.SegmentCheck
 	for attempt := 1; ; attempt++ {
 		if _, err := copyFile(c.opts.FS, from, to, -1, c.advance); err != nil {
@@ -314,7 +314,7 @@ func (c *creator) copyActive(from, to, name string) (segment.SegmentCheck, error
 		if err != nil {
 			return check, err
 		}
-		check, err = segment.InspectSegment(name, img.data, true)
+		check, err = segment.InspectSegment(id, name, img.data, true)
 		size := int64(len(img.data))
 		img.close()
 		if err != nil {

@@ -37,8 +37,10 @@ func (l logLocation) rel() string {
 	return path.Join(l.dir, streamsDirName, l.stream, strconv.FormatUint(uint64(l.partition), 10))
 }
 
+func (l logLocation) id() segment.LogID { return segment.LogID{Stream: l.stream, Partition: l.partition} }
+
 func (l logLocation) String() string {
-	id := segment.LogID{Stream: l.stream, Partition: l.partition}.String()
+	id := l.id().String()
 	if l.dir != "" {
 		return l.dir + ":" + id
 	}

@@ -109,7 +109,7 @@ func scrubLog(fsys vfs.FS, root string, log logLocation, advance func(int64)) Lo
 	}
 	var previous *segment.SegmentCheck
 	for i, name := range segments {
-		check, size, err := scrubSegment(fsys, path.Join(logPath, name), name, i == len(segments)-1)
+		check, size, err := scrubSegment(fsys, log.id(), path.Join(logPath, name), name, i == len(segments)-1)
 		advance(size)
 		if err != nil {
 			result.Error = err.Error()
@@ -132,13 +132,13 @@ func scrubLog(fsys vfs.FS, root string, log logLocation, advance func(int64)) Lo
 // scrubSegment checks one segment. The active one is read again when its
 // image shows damage: a batch written while it was read looks damaged in
 // that image only.
-func scrubSegment(fsys vfs.FS, file, name string, last bool) (segment.SegmentCheck, int64, error) {
+func scrubSegment(fsys vfs.FS, id segment.LogID, file, name string, last bool) (segment.SegmentCheck, int64, error) {
 	for attempt := 1; ; attempt++ {
 		img, err := readImage(fsys, file)
 		if err != nil {
 			return segment.SegmentCheck{}, 0, err
 		}
-		check, err := segment.InspectSegment(name, img.data, last)
+		check, err := segment.InspectSegment(id, name, img.data, last)
 		size := int64(len(img.data))
 		img.close()
 		if err != nil || !last || !check.HasDamage() || attempt >= activeAttempts {

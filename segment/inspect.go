@@ -42,12 +42,12 @@ func (c SegmentCheck) HasDamage() bool {
 // encodes, and false for any other file.
 func ParseSegmentFileName(name string) (uint64, bool) { return parseSegmentFileName(name) }
 
-// InspectSegment checks the image of the segment file name. last says
+// InspectSegment checks the image of the segment file name of log id. last says
 // whether it is the newest segment of its log, the only one that may end
 // in a torn tail; an older segment without a footer is damaged after its
-// intact frames. An unreadable header is an error wrapping
-// format.ErrCorrupt-like causes; data from a newer format wraps ErrTooNew.
-func InspectSegment(name string, image []byte, last bool) (SegmentCheck, error) {
+// intact frames. An unreadable header wraps ErrCorruptSegment, a file of
+// another log or misnamed ErrInconsistent, a newer format ErrTooNew.
+func InspectSegment(id LogID, name string, image []byte, last bool) (SegmentCheck, error) {
 	base, ok := parseSegmentFileName(name)
 	if !ok {
 		return SegmentCheck{}, fmt.Errorf("%w: %s is not a segment file name", ErrInconsistent, name)
@@ -64,6 +64,8 @@ func InspectSegment(name string, image []byte, last bool) (SegmentCheck, error) 
 		return check, fmt.Errorf("%w: %s: %w", ErrCorruptSegment, name, err)
 	case header.BaseOffset != base:
 		return check, fmt.Errorf("%w: %s says its base offset is %d", ErrInconsistent, name, header.BaseOffset)
+	case header.StreamHash != format.StreamHash(id.Stream) || header.Partition != id.Partition:
+		return check, fmt.Errorf("%w: %s belongs to another log (stream hash %016x partition %d)", ErrInconsistent, name, header.StreamHash, header.Partition)
 	}
 	limits := scanLimits{End: int64(len(image)), TornAllowed: last}
 	if footer, ok := trailingFooter(image, header); ok {

@@ -41,7 +41,7 @@ func FuzzInspectSegment(f *testing.F) {
 			damaged = damaged[:int(at)%(len(damaged)+1)]
 		}
 		for _, last := range []bool{true, false} {
-			check, err := InspectSegment(name, damaged, last)
+			check, err := InspectSegment(defaultLog, name, damaged, last)
 			if err != nil {
 				if !errors.Is(err, ErrCorruptSegment) && !errors.Is(err, ErrTooNew) && !errors.Is(err, ErrInconsistent) {
 					t.Fatalf("untyped error: %v", err)

@@ -37,7 +37,9 @@ func (l logLocation) rel() string {
 	return path.Join(l.dir, streamsDirName, l.stream, strconv.FormatUint(uint64(l.partition), 10))
 }
 
-func (l logLocation) id() segment.LogID { return segment.LogID{Stream: l.stream, Partition: l.partition} }
+func (l logLocation) id() segment.LogID {
+	return segment.LogID{Stream: l.stream, Partition: l.partition}
+}
 
 func (l logLocation) String() string {
 	id := l.id().String()

@@ -300,38 +300,44 @@ func (c *creator) copySealed(id segment.LogID, from, to, name string) (segment.S
 	return check, linked, err
 }
 
-// copyActive copies the segment being written, then cuts the copy where
-// recovery would cut it: after the last intact commit frame. Bytes
-// before it never change while the broker runs (appends only extend the
-// file), so the cut copy is the log as it stood at one instant.
+// copyActive copies the segment being written up to where recovery would
+// cut it: after the last intact commit frame. It judges the source first
+// (mapped, read-only) and copies only that prefix, so the preallocated
+// zeros past the data are never written to the backup's disk. Bytes
+// before that frame never change while the broker runs (appends only
+// extend the file), so the copy is the log as it stood at one instant;
+// the copy is judged again to prove it.
 func (c *creator) copyActive(id segment.LogID, from, to, name string) (segment.SegmentCheck, error) {
 	var check segment.SegmentCheck
 	for attempt := 1; ; attempt++ {
-		if _, err := copyFile(c.opts.FS, from, to, -1, c.advance); err != nil {
-			return check, err
+		source, err := judge(c.opts.FS, id, from, name)
+		if err != nil {
+			return source, err
 		}
-		img, err := readImage(c.opts.FS, to)
+		if source.HasDamage() && attempt < activeAttempts {
+			continue // a batch written while it was read looks damaged
+		}
+		if _, err := copyFile(c.opts.FS, from, to, source.ValidEnd, c.advance); err != nil {
+			return source, err
+		}
+		if info, err := c.opts.FS.Stat(from); err == nil && info.Size > source.ValidEnd {
+			c.advance(info.Size - source.ValidEnd) // the zeros skipped count as done
+		}
+		check, err = judge(c.opts.FS, id, to, name)
 		if err != nil {
 			return check, err
 		}
-		check, err = segment.InspectSegment(id, name, img.data, true)
-		size := int64(len(img.data))
-		img.close()
-		if err != nil {
-			return check, err
-		}
-		if check.HasDamage() && attempt < activeAttempts {
+		if check.NextOffset != source.NextOffset || check.ValidEnd != source.ValidEnd {
+			// The file changed under the copy (sealed and cut, say): again.
 			if err := c.opts.FS.Remove(to); err != nil {
 				return check, err
 			}
-			continue
-		}
-		if check.ValidEnd < size {
-			if err := truncateSynced(c.opts.FS, to, check.ValidEnd); err != nil {
-				return check, err
+			if attempt < activeAttempts {
+				continue
 			}
+			return check, fmt.Errorf("%w: %s kept changing while it was copied", ErrChanged, name)
 		}
-		// The torn tail was cut: it is not in the backup.
+		// The torn tail was left behind: it is not in the backup.
 		events := check.Events[:0]
 		for _, event := range check.Events {
 			if event.Reason != segment.ReasonTornTail {
@@ -343,18 +349,12 @@ func (c *creator) copyActive(id segment.LogID, from, to, name string) (segment.S
 	}
 }
 
-func truncateSynced(fsys vfs.FS, name string, size int64) error {
-	file, err := fsys.OpenFile(name, vfs.ReadWrite)
+// judge inspects one segment file as the last of its log.
+func judge(fsys vfs.FS, id segment.LogID, file, name string) (segment.SegmentCheck, error) {
+	img, err := readImage(fsys, file)
 	if err != nil {
-		return err
+		return segment.SegmentCheck{}, err
 	}
-	if err := file.Truncate(size); err != nil {
-		_ = file.Close()
-		return err
-	}
-	if err := file.Sync(); err != nil {
-		_ = file.Close()
-		return err
-	}
-	return file.Close()
+	defer img.close()
+	return segment.InspectSegment(id, name, img.data, true)
 }

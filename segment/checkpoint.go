@@ -88,13 +88,18 @@ func (l *Log) ReadCheckpoint(name string) ([]byte, error) {
 	file := path.Join(l.path, checkpointDirName, name+checkpointSuffix)
 	image, err := vfs.ReadFile(l.fs, file)
 	if errors.Is(err, fs.ErrNotExist) {
-		// A crash between the two renames of WriteCheckpoint leaves only
-		// the previous copy: it is the checkpoint.
+		// A crash between the two renames of WriteCheckpoint, or a damaged
+		// checkpoint removed after a fallback, leaves only the previous
+		// copy: it is the checkpoint.
 		previous, prevErr := vfs.ReadFile(l.fs, file+previousSuffix)
 		if prevErr != nil {
 			return nil, fmt.Errorf("%w: checkpoint %s", ErrNotFound, name)
 		}
-		return decodeCheckpoint(previous, file+previousSuffix)
+		data, err := decodeCheckpoint(previous, file+previousSuffix)
+		if errors.Is(err, ErrCorruptCheckpoint) {
+			l.reportCheckpointDamage(name, previousSuffix, previous, err, "no intact copy: its owner decides where to resume")
+		}
+		return data, err
 	}
 	if err != nil {
 		return nil, err
@@ -107,24 +112,41 @@ func (l *Log) ReadCheckpoint(name string) ([]byte, error) {
 }
 
 // checkpointFallback answers for a damaged checkpoint with the copy the
-// last write replaced, and reports the damage like any other loss: a log
-// line, an event in the log's report, and a copy in quarantine/ (when the
-// directory is writable). Its reader redelivers at most one checkpoint
-// interval of work. With no intact previous copy the damage is returned.
+// last write replaced, and reports the damage like any other loss. Its
+// reader redelivers at most one checkpoint interval of work. When the
+// directory is writable the damaged file is removed after its quarantine
+// copy is synced, so the previous copy becomes the checkpoint and the next
+// write keeps it as its previous copy instead of the damaged file. With no
+// intact previous copy the damage is returned.
 func (l *Log) checkpointFallback(name, file string, image []byte, damage error) ([]byte, error) {
 	previous, prevErr := vfs.ReadFile(l.fs, file+previousSuffix)
 	var data []byte
 	if prevErr == nil {
 		data, prevErr = decodeCheckpoint(previous, file+previousSuffix)
 	}
-	detail := "the previous copy was used: progress since it is redelivered"
 	if prevErr != nil {
-		detail = "no intact previous copy: its owner decides where to resume"
+		l.reportCheckpointDamage(name, "", image, damage, "no intact previous copy: its owner decides where to resume")
+		return nil, damage
 	}
-	rel := path.Join(checkpointDirName, name+checkpointSuffix)
+	quarantined := l.reportCheckpointDamage(name, "", image, damage, "the previous copy was used: progress since it is redelivered")
+	if quarantined {
+		if err := l.fs.Remove(file); err == nil {
+			_ = l.fs.SyncDir(path.Dir(file))
+		}
+	}
+	return data, nil
+}
+
+// reportCheckpointDamage reports a damaged checkpoint file (suffix "" for
+// the current copy, ".prev" for the previous one) like any other loss: a
+// log line, an event in the log's report and recovery-report.json, and a
+// synced copy under quarantine/ when the directory is writable, which it
+// reports back.
+func (l *Log) reportCheckpointDamage(name, suffix string, image []byte, damage error, detail string) bool {
+	rel := path.Join(checkpointDirName, name+checkpointSuffix+suffix)
 	event := newEvent(ReasonCorruptCheckpoint, rel, 0, int64(len(image)), 0, 0, damage.Error()+"; "+detail)
 	if !l.opts.ReadOnly {
-		if quarantined, err := l.dir.quarantine(l.id, name+checkpointSuffix+".damaged", image); err == nil {
+		if quarantined, err := l.dir.quarantine(l.id, name+checkpointSuffix+suffix+".damaged", image); err == nil {
 			event.Quarantine = quarantined
 			event.Applied = true
 		}
@@ -132,13 +154,10 @@ func (l *Log) checkpointFallback(name, file string, image []byte, damage error) 
 	l.runtimeMu.Lock()
 	l.runtimeEvents = append(l.runtimeEvents, event)
 	l.runtimeMu.Unlock()
-	l.opts.Logger.Error("damaged checkpoint", "log", l.id.String(), "checkpoint", name,
+	l.opts.Logger.Error("damaged checkpoint", "log", l.id.String(), "checkpoint", name+checkpointSuffix+suffix,
 		"error", damage.Error(), "fallback", detail, "quarantine", event.Quarantine)
 	l.dir.reportRuntimeDamage(l)
-	if prevErr != nil {
-		return nil, damage
-	}
-	return data, nil
+	return event.Applied
 }
 
 func decodeCheckpoint(image []byte, file string) ([]byte, error) {

@@ -8,7 +8,8 @@ import (
 )
 
 // RepairCheckpoints rewrites every damaged checkpoint of the log from its
-// intact previous copy (what a reader falls back to anyway), crash-safely:
+// intact previous copy (what a reader falls back to anyway), and every
+// checkpoint left with its previous copy only, crash-safely:
 // the damaged file is quarantined and removed first, so a crash leaves
 // the previous copy as the checkpoint, then the copy's data is written as
 // the checkpoint again. A checkpoint with no intact copy is left alone
@@ -34,10 +35,12 @@ func (l *Log) RepairCheckpoints() ([]LossEvent, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !l.hasNewEventSince(seen) {
+		file := path.Join(l.path, checkpointDirName, name+checkpointSuffix)
+		// A fallback may already have removed the damaged file: the
+		// previous copy is then the only one, and is written back too.
+		if _, statErr := l.fs.Stat(file); statErr == nil && !l.hasNewEventSince(seen) {
 			continue
 		}
-		file := path.Join(l.path, checkpointDirName, name+checkpointSuffix)
 		if err := l.fs.Remove(file); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("segment: repairing checkpoint %s: %w", name, err)
 		}

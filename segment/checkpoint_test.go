@@ -40,6 +40,15 @@ func TestCheckpointRoundTripAndDamage(t *testing.T) {
 		report.Events[0].DataLoss || report.Events[0].Quarantine == "" {
 		t.Fatalf("report after a damaged checkpoint: %+v", report.Events)
 	}
+	// The damaged file was removed, so the next write keeps the intact
+	// copy as its previous one, not the damaged bytes.
+	if err := l.WriteCheckpoint("orders", []byte("v3")); err != nil {
+		t.Fatal(err)
+	}
+	flipByte(t, mem, file, 12)
+	if got, err := l.ReadCheckpoint("orders"); err != nil || string(got) != "v1" {
+		t.Fatalf("second damage: %q %v, want the intact copy v1", got, err)
+	}
 	flipByte(t, mem, file+previousSuffix, 12)
 	if _, err := l.ReadCheckpoint("orders"); !errors.Is(err, ErrCorruptCheckpoint) {
 		t.Fatalf("both copies damaged: %v", err)

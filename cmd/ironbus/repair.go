@@ -48,14 +48,13 @@ Every damaged byte is first copied under quarantine/ in the data directory and
 synced, then covered with a skip frame so readers see a gap naming the reason;
 torn tails (never acknowledged) are truncated. Nothing intact is rewritten.
 
-With --apply --force it also rewrites every damaged checkpoint (a consumer
-group cursor) from the intact copy its last write replaced, crash-safely:
-the damaged file is quarantined and removed, then the copy is written again.
-That group redelivers what it settled since that copy (the broker falls back
-to the same copy on its own; --force makes the repair permanent and the
-reports clean). A checkpoint with no intact copy is quarantined and left for
-the broker, which restarts that group from the oldest record it holds.
-Without --force, damaged checkpoints are only reported.
+Damaged checkpoints (consumer group cursors): like the broker, --apply
+quarantines a damaged checkpoint and removes it when its previous copy is
+intact, so that copy becomes the checkpoint; that group redelivers what it
+settled since. --apply --force also writes the copy back as the current
+checkpoint, crash-safely, so both copies exist again. A checkpoint with no
+intact copy is quarantined and left for the broker, which restarts that
+group from the oldest record it holds.
 
 Logs frozen because their files do not form one log (a foreign, misnamed or
 overlapping segment) or come from a newer IronBus are not repaired: move the

@@ -108,12 +108,18 @@ func Open(log *segment.Log, name string, opts Options) (*Group, error) {
 		pending: map[uint64]*pendingRecord{}, restored: map[uint64]uint32{}, moves: map[uint64]*move{},
 		members: map[uint64]struct{}{}, keys: keyRouter{keys: map[uint64]*keyState{}}}
 	data, err := log.ReadCheckpoint(checkpointPrefix + name)
+	var st state
+	if err == nil {
+		st, err = decodeState(data)
+	}
 	switch {
+	case errors.Is(err, segment.ErrCorruptCheckpoint), errors.Is(err, ErrCorruptCheckpoint):
+		// Both copies are damaged (the log reported it). The safe position
+		// is the oldest record held: everything is delivered again, nothing
+		// is skipped. A group that refused to open would stall for good.
+		g.opts.Start = StartPosition{Kind: StartEarliest}
+		return g, g.create()
 	case err == nil:
-		st, derr := decodeState(data)
-		if derr != nil {
-			return nil, fmt.Errorf("consumer: group %s: %w", name, derr)
-		}
 		if st.Type != opts.Type {
 			return nil, fmt.Errorf("%w: group %s is a %s group, opened as %s", ErrTypeMismatch, name, st.Type, opts.Type)
 		}

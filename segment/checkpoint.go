@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/ironbus/ironbus/segment/format"
@@ -18,6 +19,11 @@ import (
 // so a reader sees the previous version or the new one, never a mix; each
 // carries a version and a CRC32C, so a damaged one is detected, never
 // half-trusted. Sizes are variable: no fixed slot caps what fits.
+//
+// The version a write replaces is kept as <name>.ckpt.prev, so a damaged
+// checkpoint (bit rot, a zeroed block) falls back to the one before it:
+// the reader loses the progress of one checkpoint interval, never the
+// whole cursor. See docs/RECOVERY.md.
 //
 //	[0,4)  magic "IBCK"
 //	[4,6)  checkpoint format version (1)
@@ -59,8 +65,18 @@ func (l *Log) WriteCheckpoint(name string, data []byte) error {
 	image = binary.LittleEndian.AppendUint32(image, uint32(len(data)))
 	image = append(image, data...)
 	image = binary.LittleEndian.AppendUint32(image, format.CRC(image))
-	return vfs.WriteFileAtomic(l.fs, path.Join(dir, name+checkpointSuffix), image)
+	file := path.Join(dir, name+checkpointSuffix)
+	// Keep the version being replaced. Between the two renames only the
+	// previous copy exists, and ReadCheckpoint reads it then.
+	if err := l.fs.Rename(file, file+previousSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("segment: checkpoint %s: keeping the previous version: %w", name, err)
+	}
+	return vfs.WriteFileAtomic(l.fs, file, image)
 }
+
+// previousSuffix names the copy of a checkpoint that the last write
+// replaced.
+const previousSuffix = ".prev"
 
 // ReadCheckpoint returns the data stored under name, ErrNotFound when there
 // is none, or ErrCorruptCheckpoint (or ErrTooNew) when the file fails its
@@ -72,12 +88,76 @@ func (l *Log) ReadCheckpoint(name string) ([]byte, error) {
 	file := path.Join(l.path, checkpointDirName, name+checkpointSuffix)
 	image, err := vfs.ReadFile(l.fs, file)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: checkpoint %s", ErrNotFound, name)
+		// A crash between the two renames of WriteCheckpoint, or a damaged
+		// checkpoint removed after a fallback, leaves only the previous
+		// copy: it is the checkpoint.
+		previous, prevErr := vfs.ReadFile(l.fs, file+previousSuffix)
+		if prevErr != nil {
+			return nil, fmt.Errorf("%w: checkpoint %s", ErrNotFound, name)
+		}
+		data, err := decodeCheckpoint(previous, file+previousSuffix)
+		if errors.Is(err, ErrCorruptCheckpoint) {
+			l.reportCheckpointDamage(name, previousSuffix, previous, err, "no intact copy: its owner decides where to resume")
+		}
+		return data, err
 	}
 	if err != nil {
 		return nil, err
 	}
-	return decodeCheckpoint(image, file)
+	data, err := decodeCheckpoint(image, file)
+	if !errors.Is(err, ErrCorruptCheckpoint) {
+		return data, err
+	}
+	return l.checkpointFallback(name, file, image, err)
+}
+
+// checkpointFallback answers for a damaged checkpoint with the copy the
+// last write replaced, and reports the damage like any other loss. Its
+// reader redelivers at most one checkpoint interval of work. When the
+// directory is writable the damaged file is removed after its quarantine
+// copy is synced, so the previous copy becomes the checkpoint and the next
+// write keeps it as its previous copy instead of the damaged file. With no
+// intact previous copy the damage is returned.
+func (l *Log) checkpointFallback(name, file string, image []byte, damage error) ([]byte, error) {
+	previous, prevErr := vfs.ReadFile(l.fs, file+previousSuffix)
+	var data []byte
+	if prevErr == nil {
+		data, prevErr = decodeCheckpoint(previous, file+previousSuffix)
+	}
+	if prevErr != nil {
+		l.reportCheckpointDamage(name, "", image, damage, "no intact previous copy: its owner decides where to resume")
+		return nil, damage
+	}
+	quarantined := l.reportCheckpointDamage(name, "", image, damage, "the previous copy was used: progress since it is redelivered")
+	if quarantined {
+		if err := l.fs.Remove(file); err == nil {
+			_ = l.fs.SyncDir(path.Dir(file))
+		}
+	}
+	return data, nil
+}
+
+// reportCheckpointDamage reports a damaged checkpoint file (suffix "" for
+// the current copy, ".prev" for the previous one) like any other loss: a
+// log line, an event in the log's report and recovery-report.json, and a
+// synced copy under quarantine/ when the directory is writable, which it
+// reports back.
+func (l *Log) reportCheckpointDamage(name, suffix string, image []byte, damage error, detail string) bool {
+	rel := path.Join(checkpointDirName, name+checkpointSuffix+suffix)
+	event := newEvent(ReasonCorruptCheckpoint, rel, 0, int64(len(image)), 0, 0, damage.Error()+"; "+detail)
+	if !l.opts.ReadOnly {
+		if quarantined, err := l.dir.quarantine(l.id, name+checkpointSuffix+suffix+".damaged", image); err == nil {
+			event.Quarantine = quarantined
+			event.Applied = true
+		}
+	}
+	l.runtimeMu.Lock()
+	l.runtimeEvents = append(l.runtimeEvents, event)
+	l.runtimeMu.Unlock()
+	l.opts.Logger.Error("damaged checkpoint", "log", l.id.String(), "checkpoint", name+checkpointSuffix+suffix,
+		"error", damage.Error(), "fallback", detail, "quarantine", event.Quarantine)
+	l.dir.reportRuntimeDamage(l)
+	return event.Applied
 }
 
 func decodeCheckpoint(image []byte, file string) ([]byte, error) {
@@ -110,8 +190,15 @@ func (l *Log) Checkpoints() ([]string, error) {
 	for _, name := range names {
 		if base, ok := strings.CutSuffix(name, checkpointSuffix); ok {
 			out = append(out, base)
+			continue
+		}
+		// Only the previous copy: a write was cut between its renames.
+		base, ok := strings.CutSuffix(name, checkpointSuffix+previousSuffix)
+		if ok && !slices.Contains(names, base+checkpointSuffix) {
+			out = append(out, base)
 		}
 	}
+	slices.Sort(out)
 	return out, nil
 }
 
@@ -129,11 +216,17 @@ func (l *Log) DeleteCheckpoint(name string) error {
 	}
 	dir := path.Join(l.path, checkpointDirName)
 	file := path.Join(dir, name+checkpointSuffix)
+	// The previous copy goes first: were the checkpoint removed and the
+	// copy not, a crash would bring the group back from the copy.
+	prevErr := l.fs.Remove(file + previousSuffix)
+	if prevErr != nil && !errors.Is(prevErr, fs.ErrNotExist) {
+		return fmt.Errorf("segment: delete checkpoint %s: %w", name, prevErr)
+	}
 	err := l.fs.Remove(file)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) && prevErr != nil {
 		return fmt.Errorf("%w: checkpoint %s", ErrNotFound, name)
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("segment: delete checkpoint %s: %w", name, err)
 	}
 	if err := l.fs.Remove(file + ".tmp"); err != nil && !errors.Is(err, fs.ErrNotExist) {

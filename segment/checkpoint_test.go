@@ -30,8 +30,34 @@ func TestCheckpointRoundTripAndDamage(t *testing.T) {
 	}
 	file := l.path + "/" + checkpointDirName + "/orders" + checkpointSuffix
 	flipByte(t, mem, file, 12)
+	// A damaged checkpoint falls back to the version its write replaced,
+	// and the damage is reported and quarantined.
+	if got, err := l.ReadCheckpoint("orders"); err != nil || string(got) != "v1" {
+		t.Fatalf("damaged checkpoint: %q %v, want the previous version", got, err)
+	}
+	report := l.Report()
+	if len(report.Events) != 1 || report.Events[0].Reason != ReasonCorruptCheckpoint ||
+		report.Events[0].DataLoss || report.Events[0].Quarantine == "" {
+		t.Fatalf("report after a damaged checkpoint: %+v", report.Events)
+	}
+	// The damaged file was removed, so the next write keeps the intact
+	// copy as its previous one, not the damaged bytes.
+	if err := l.WriteCheckpoint("orders", []byte("v3")); err != nil {
+		t.Fatal(err)
+	}
+	flipByte(t, mem, file, 12)
+	if got, err := l.ReadCheckpoint("orders"); err != nil || string(got) != "v1" {
+		t.Fatalf("second damage: %q %v, want the intact copy v1", got, err)
+	}
+	flipByte(t, mem, file+previousSuffix, 12)
 	if _, err := l.ReadCheckpoint("orders"); !errors.Is(err, ErrCorruptCheckpoint) {
-		t.Fatalf("damaged checkpoint: %v", err)
+		t.Fatalf("both copies damaged: %v", err)
+	}
+	if err := l.DeleteCheckpoint("orders"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ReadCheckpoint("orders"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("deleted checkpoint came back: %v", err)
 	}
 	_ = d.Close()
 }

@@ -23,6 +23,10 @@ const (
 	ReasonOffsetMismatch      Reason = 7 // an intact record carried an unexpected offset
 	ReasonCorruptFrame        Reason = 8 // unrecognisable bytes where a frame should start
 	ReasonCorruptFooter       Reason = 9 // a segment footer was damaged; no record was lost
+	// ReasonCorruptCheckpoint: a checkpoint (a group cursor) failed its
+	// checks; no record was lost, its reader resumes from the previous
+	// copy and sees some records again.
+	ReasonCorruptCheckpoint Reason = 10
 )
 
 var reasonNames = map[Reason]string{
@@ -35,6 +39,7 @@ var reasonNames = map[Reason]string{
 	ReasonOffsetMismatch:      "offset_mismatch",
 	ReasonCorruptFrame:        "corrupt_frame",
 	ReasonCorruptFooter:       "corrupt_footer",
+	ReasonCorruptCheckpoint:   "corrupt_checkpoint",
 }
 
 func (r Reason) String() string {
@@ -46,7 +51,9 @@ func (r Reason) String() string {
 
 // IsDataLoss reports whether the reason means acknowledged data may be
 // gone. A torn tail was never acknowledged; a damaged footer loses nothing.
-func (r Reason) IsDataLoss() bool { return r != ReasonTornTail && r != ReasonCorruptFooter }
+func (r Reason) IsDataLoss() bool {
+	return r != ReasonTornTail && r != ReasonCorruptFooter && r != ReasonCorruptCheckpoint
+}
 
 // MarshalJSON writes the reason as its name.
 func (r Reason) MarshalJSON() ([]byte, error) { return json.Marshal(r.String()) }

@@ -37,6 +37,7 @@ func (l *Log) validateSealed(seg *segment) error {
 			"first_offset", ev.FirstOffset, "last_offset", ev.LastOffset, "applied", ev.Applied, "detail", ev.Detail)
 	}
 	seg.addHoles(holes)
+	l.dir.reportRuntimeDamage(l)
 	return nil
 }
 

@@ -16,6 +16,7 @@ const repairSchema = "ironbus.cli.repair.v1"
 type repairOptions struct {
 	verifyOptions
 	apply bool
+	force bool
 }
 
 // repairOutput is the --json form of `ironbus repair`.
@@ -31,7 +32,7 @@ type repairOutput struct {
 func newRepairCmd(opts *globalOptions) *cobra.Command {
 	repair := &repairOptions{}
 	cmd := &cobra.Command{
-		Use:   "repair --data-dir DIR [--apply]",
+		Use:   "repair --data-dir DIR [--apply [--force]]",
 		Short: "Quarantine damage the broker refused to drop on its own, and make logs writable again",
 		Long: `Accept the loss recovery found and make every log writable again.
 
@@ -47,6 +48,14 @@ Every damaged byte is first copied under quarantine/ in the data directory and
 synced, then covered with a skip frame so readers see a gap naming the reason;
 torn tails (never acknowledged) are truncated. Nothing intact is rewritten.
 
+Damaged checkpoints (consumer group cursors): like the broker, --apply
+quarantines a damaged checkpoint and removes it when its previous copy is
+intact, so that copy becomes the checkpoint; that group redelivers what it
+settled since. --apply --force also writes the copy back as the current
+checkpoint, crash-safely, so both copies exist again. A checkpoint with no
+intact copy is quarantined and left for the broker, which restarts that
+group from the oldest record it holds.
+
 Logs frozen because their files do not form one log (a foreign, misnamed or
 overlapping segment) or come from a newer IronBus are not repaired: move the
 stray file away, or upgrade the binary.
@@ -57,18 +66,25 @@ could not be repaired, 2 not found, 5 a broker holds the directory, 1 usage.`,
   ironbus repair --data-dir /var/lib/ironbus
 
   # do it, with the broker stopped
-  ironbus repair --data-dir /var/lib/ironbus --apply`,
+  ironbus repair --data-dir /var/lib/ironbus --apply
+
+  # and rewrite damaged group checkpoints from their previous copies
+  ironbus repair --data-dir /var/lib/ironbus --apply --force`,
 		Args: cobra.NoArgs,
 	}
 	addDataDirFlag(cmd, &repair.dataDir)
 	cmd.Flags().StringVar(&repair.stream, "stream", "", "repair only the logs of this stream (default: every stream)")
 	cmd.Flags().BoolVar(&repair.apply, "apply", false, "make the changes (default: print the plan only)")
+	cmd.Flags().BoolVar(&repair.force, "force", false, "with --apply, also rewrite damaged checkpoints from their previous copies (groups redeliver)")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print one JSON object (schema "+repairSchema+")")
 	cmd.RunE = classified(func() error { return runRepair(opts, repair) })
 	return cmd
 }
 
 func runRepair(opts *globalOptions, repair *repairOptions) error {
+	if repair.force && !repair.apply {
+		return exitErrorf(exitUsage, "--force only adds to --apply: run `ironbus repair --data-dir DIR` for the plan, then add --apply --force")
+	}
 	if !repair.apply {
 		return runVerifyAs(opts, &repair.verifyOptions, "repair plan")
 	}
@@ -93,6 +109,9 @@ func runRepair(opts *globalOptions, repair *repairOptions) error {
 	output := repairOutput{Schema: repairSchema, DataDir: repair.dataDir, Applied: true}
 	for _, id := range ids {
 		result := verifyLog(dir, id)
+		if repair.force && result.Error == "" {
+			repairCheckpoints(dir, id, &result)
+		}
 		result.exitCode = repairedExitCode(result)
 		output.Logs = append(output.Logs, result)
 		output.ExitCode = worseExitCode(output.ExitCode, result.exitCode)
@@ -110,6 +129,19 @@ func runRepair(opts *globalOptions, repair *repairOptions) error {
 		return err
 	}
 	return &exitError{code: output.ExitCode, reported: true, err: fmt.Errorf("repair could not fix every log in %s", repair.dataDir)}
+}
+
+// repairCheckpoints rewrites the log's damaged checkpoints from their
+// previous copies; the events were already in the log's report.
+func repairCheckpoints(dir *segment.Dir, id segment.LogID, result *verifiedLog) {
+	log, err := dir.OpenLog(id)
+	if err == nil {
+		_, err = log.RepairCheckpoints()
+	}
+	if err != nil {
+		result.Error = fmt.Sprintf("repairing checkpoints: %v", err)
+		result.exitCode = exitUnreadable
+	}
 }
 
 // repairedExitCode judges a log after repair: what matters is whether it

@@ -60,3 +60,54 @@ func TestRepairRefusesWhileLocked(t *testing.T) {
 	defer broker.Close()
 	expectCode(t, runCLI(t, "repair", "--data-dir", dataDir, "--apply"), exitLocked)
 }
+
+// TestRepairForceRewritesDamagedCheckpoints: verify reports a damaged
+// checkpoint; --force without --apply is refused; --apply --force rewrites it
+// from its previous copy, so verify is clean again and the damaged bytes
+// are kept under quarantine/.
+func TestRepairForceRewritesDamagedCheckpoints(t *testing.T) {
+	t.Parallel()
+	dataDir := copyTestdata(t, "demo")
+	dir, err := segment.Open(vfs.OS{}, dataDir, segment.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := dir.OpenLog(segment.LogID{Stream: segment.DefaultStream})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cursor := range []string{"cursor one", "cursor two"} {
+		if err := log.WriteCheckpoint("group-g", []byte(cursor)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := dir.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkpoint := filepath.Join(dataDir, "streams", segment.DefaultStream, "0", "checkpoints", "group-g.ckpt")
+	flipFileByte(t, checkpoint, 12)
+	plan := runCLI(t, "verify", "--data-dir", dataDir)
+	expectCode(t, plan, exitDamage)
+	if !strings.Contains(plan.stdout, "corrupt_checkpoint") {
+		t.Fatalf("verify does not name the damaged checkpoint:\n%s", plan.stdout)
+	}
+	expectCode(t, runCLI(t, "repair", "--data-dir", dataDir, "--force"), exitUsage)
+	expectCode(t, runCLI(t, "repair", "--data-dir", dataDir, "--apply", "--force"), exitClean)
+	expectCode(t, runCLI(t, "verify", "--data-dir", dataDir), exitClean)
+	quarantined, _ := filepath.Glob(filepath.Join(dataDir, "quarantine", segment.DefaultStream, "0", "group-g.ckpt.damaged"))
+	if len(quarantined) != 1 {
+		t.Fatal("the damaged checkpoint was not kept under quarantine/")
+	}
+	dir, err = segment.Open(vfs.OS{}, dataDir, segment.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	log, err = dir.OpenLog(segment.LogID{Stream: segment.DefaultStream})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, err := log.ReadCheckpoint("group-g"); err != nil || string(data) != "cursor one" {
+		t.Fatalf("repaired checkpoint: %q %v, want the previous copy", data, err)
+	}
+}

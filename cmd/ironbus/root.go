@@ -36,15 +36,18 @@ func newRootCmd(opts *globalOptions) *cobra.Command {
 		Short: "IronBus: a durable, crash-safe message broker",
 		Long: `ironbus is the command line of IronBus, a durable, crash-safe message broker.
 
-The commands available today work offline on a data directory and take its
-lock, so they never race a running broker. All but repair --apply open it
-read-only and never create or change a file.
+The offline commands take the data directory's lock, so they never race a
+running broker; all but repair --apply open it read-only. scrub and backup
+take no lock and only read it, so they run beside a live broker.
 
   version   what this binary is and which on-disk formats it understands
   verify    check every log for damage and report it, with exit codes for scripts
   peek      show a few records of a log, for a human
   dump      print records of a log as NDJSON, for programs
   repair    quarantine damage above the recovery caps and make logs writable again
+  scrub     check every byte of a data directory, live (no lock), read-only
+  backup    copy a data directory, live or stopped, into a checked backup
+  restore   check a backup whole, then write it as a data directory
 
 A running broker is observed through its health endpoints (serve --health-addr):
 
@@ -73,6 +76,9 @@ Exit codes: 0 clean, 1 usage, 2 not found, 3 damage found, 4 unreadable,
 		newPeekCmd(opts),
 		newDumpCmd(opts),
 		newRepairCmd(opts),
+		newScrubCmd(opts),
+		newBackupCmd(opts),
+		newRestoreCmd(opts),
 		newServeCmd(opts),
 		newConfigCmd(opts),
 		newDevCmd(opts),

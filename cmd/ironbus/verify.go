@@ -162,6 +162,13 @@ func verifyLog(dir *segment.Dir, id segment.LogID) verifiedLog {
 		return failedLog(segment.LogReport{Stream: id.Stream, Partition: id.Partition},
 			openLogError(dir.Path(), id, err))
 	}
+	// Reading each checkpoint checks it: a damaged one is reported in the
+	// log's report (read-only: nothing is quarantined or rewritten).
+	if names, err := log.Checkpoints(); err == nil {
+		for _, name := range names {
+			_, _ = log.ReadCheckpoint(name)
+		}
+	}
 	report, err := log.Validate()
 	if err != nil {
 		return failedLog(report, exitErrorf(exitUnreadable, "validating log %s: %w", id.String(), err))

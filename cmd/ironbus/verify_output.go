@@ -108,7 +108,7 @@ func writeVerifySummary(text *strings.Builder, output verifyOutput) {
 		plural(lostRecords, "record"), lostBytes, tornTails, pluralWord(tornTails, "tail"), tornBytes)
 	if damaged > 0 {
 		fmt.Fprintf(text, "hint: run `ironbus repair --data-dir %s --apply` (broker stopped) to quarantine the "+
-			"damage and make the logs writable again\n", output.DataDir)
+			"damage and make the logs writable again (add --force to also rewrite damaged checkpoints)\n", output.DataDir)
 	}
 	if unreadable > 0 {
 		fmt.Fprintf(text, "hint: for unreadable logs, check the disk and the kernel log, and that this binary "+

@@ -152,6 +152,9 @@ func TestOfflineCommandsChangeNothing(t *testing.T) {
 			{"verify", "--json", "--data-dir", dataDir},
 			{"peek", "--data-dir", dataDir, "--limit", "0"},
 			{"dump", "--data-dir", dataDir},
+			{"scrub", "--data-dir", dataDir},
+			{"scrub", "--json", "--data-dir", dataDir},
+			{"backup", "--data-dir", dataDir, "--out", filepath.Join(t.TempDir(), "backup")},
 		} {
 			runCLI(t, args...)
 			if after := treeDigest(t, dataDir); !maps.Equal(before, after) {

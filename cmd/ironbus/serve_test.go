@@ -40,7 +40,7 @@ func startBroker(t *testing.T, args ...string) *brokerProcess {
 	if backend := os.Getenv("IRONBUS_TEST_LOOP"); backend != "" && (args[0] == "serve" || args[0] == "dev") {
 		args = append(args, "--loop", backend)
 	}
-	p := &brokerProcess{t: t, cmd: exec.Command(binaryPath, args...), exited: make(chan error, 1)}
+	p := &brokerProcess{t: t, cmd: ironbusCommand(args...), exited: make(chan error, 1)}
 	// An os.Pipe rather than StderrPipe: Wait closes a StderrPipe when the
 	// process exits and can cut off its last log lines ("stopped cleanly").
 	stderr, logWriter, err := os.Pipe()
@@ -277,7 +277,7 @@ func TestPubSubCommands(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		lines = append(lines, fmt.Sprint("line-", i))
 	}
-	pub := exec.Command(binaryPath, "pub", "--addr", broker.addr, "--window", "8")
+	pub := ironbusCommand("pub", "--addr", broker.addr, "--window", "8")
 	pub.Stdin = strings.NewReader(strings.Join(lines, "\n") + "\n")
 	out, err := pub.Output()
 	if err != nil {

@@ -122,6 +122,35 @@ dist:
 	IRONBUS_DIST_DIR=$(abspath $(DIST_DIR)) IRONBUS_TEST_BINARY=$(abspath $(DIST_DIR))/ironbus-$(VERSION)-linux-amd64 \
 	  $(GO) test -count=1 -run 'TestDistBinariesAreStatic' ./cmd/ironbus/
 
+# test-arm: every package's tests, end-to-end suite included, built for
+# arm64 and 32-bit armv7 and run under qemu-user (Debian's
+# qemu-user-static, installed here when missing). qemu-user has no
+# io_uring, so serve --loop auto falls back as it must on such kernels.
+# No -race: the race detector does not run there. IRONBUS_TEST_EXEC makes
+# the end-to-end suite start the arm binaries it builds through the same
+# emulator, since without binfmt_misc the kernel cannot exec them. Slow:
+# run times in docs/PACKAGING.md. ARM_PACKAGES narrows it.
+ARM_ARCHES ?= armv7 arm64
+ARM_PACKAGES ?= ./...
+.PHONY: test-arm qemu-user
+test-arm: qemu-user
+	@set -e; for arch in $(ARM_ARCHES); do \
+	  case $$arch in \
+	    arm64) goarch=arm64; goarm=; emulator=qemu-aarch64-static;; \
+	    armv7) goarch=arm; goarm=7; emulator=qemu-arm-static;; \
+	    *) echo "unknown arm target $$arch (arm64 or armv7)"; exit 1;; \
+	  esac; \
+	  echo "== linux/$$arch under $$emulator"; \
+	  CGO_ENABLED=0 GOARCH=$$goarch GOARM=$$goarm IRONBUS_TEST_EXEC=$$(command -v $$emulator) \
+	    $(GO) test -count=1 -timeout 90m -exec $$emulator $(ARM_PACKAGES); \
+	done
+
+qemu-user:
+	@if ! command -v qemu-aarch64-static >/dev/null || ! command -v qemu-arm-static >/dev/null; then \
+	  echo "installing qemu-user-static (needs root and apt)"; \
+	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y qemu-user-static; \
+	fi
+
 # testdata: regenerate the checked-in demo and damaged data directories.
 testdata:
 	$(GO) test ./segment -run TestGenerateTestdata -update -count=1

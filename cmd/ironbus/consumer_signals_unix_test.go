@@ -43,7 +43,7 @@ func startConsumerProc(t *testing.T, addr, stream, group string, count int, leas
 	if consumerProcErr != nil {
 		t.Fatal(consumerProcErr)
 	}
-	cmd := exec.Command(consumerProcPath, addr, stream, group, strconv.Itoa(count), lease.String())
+	cmd := wrappedCommand(consumerProcPath, addr, stream, group, strconv.Itoa(count), lease.String())
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

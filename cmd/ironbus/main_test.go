@@ -23,10 +23,12 @@ import (
 // behave exactly as they do for an operator.
 var binaryPath string
 
-// binaryWrapper runs binaryPath through an emulator (qemu-arm-static) when
-// the suite tests a binary built for another architecture: `make test-arm`
-// sets IRONBUS_TEST_BINARY to a cross-built ironbus and IRONBUS_TEST_EXEC
-// to the emulator, and the harness itself stays native.
+// binaryWrapper runs the binaries the tests start through an emulator
+// (qemu-arm-static) when they are built for another architecture: `make
+// test-arm` runs this suite as an arm test binary under qemu-user and sets
+// IRONBUS_TEST_EXEC, because without binfmt_misc the kernel cannot exec an
+// arm binary directly. IRONBUS_TEST_BINARY names an ironbus built
+// elsewhere (make dist) to test instead of building one.
 var binaryWrapper string
 
 // buildDir is where TestMain puts the binaries it builds for the tests.
@@ -34,10 +36,16 @@ var buildDir string
 
 // ironbusCommand is exec.Command for the ironbus binary under test.
 func ironbusCommand(args ...string) *exec.Cmd {
+	return wrappedCommand(binaryPath, args...)
+}
+
+// wrappedCommand is exec.Command for a binary the tests built, run through
+// the emulator when there is one.
+func wrappedCommand(path string, args ...string) *exec.Cmd {
 	if binaryWrapper != "" {
-		return exec.Command(binaryWrapper, append([]string{binaryPath}, args...)...)
+		return exec.Command(binaryWrapper, append([]string{path}, args...)...)
 	}
-	return exec.Command(binaryPath, args...)
+	return exec.Command(path, args...)
 }
 
 func TestMain(m *testing.M) {
@@ -64,8 +72,9 @@ func buildAndRun(m *testing.M) int {
 	if runtime.GOOS == "windows" {
 		binaryPath += ".exe"
 	}
+	binaryWrapper = os.Getenv("IRONBUS_TEST_EXEC")
 	if prebuilt := os.Getenv("IRONBUS_TEST_BINARY"); prebuilt != "" {
-		binaryPath, binaryWrapper = prebuilt, os.Getenv("IRONBUS_TEST_EXEC")
+		binaryPath = prebuilt
 		fmt.Fprintf(os.Stderr, "testing the prebuilt %s (run through %q)\n", binaryPath, binaryWrapper)
 		return m.Run()
 	}

@@ -72,6 +72,8 @@ Exit codes: 0 clean, 1 usage, 2 not found, 3 damage found, 4 unreadable,
 		newGroupCmd(opts),
 		newDeadLetterCmd(opts),
 		newBenchCmd(opts),
+		newUpgradeCmd(opts),
+		newRollbackCmd(opts),
 	)
 	return root
 }

@@ -40,7 +40,14 @@ func startBroker(t *testing.T, args ...string) *brokerProcess {
 	if backend := os.Getenv("IRONBUS_TEST_LOOP"); backend != "" && (args[0] == "serve" || args[0] == "dev") {
 		args = append(args, "--loop", backend)
 	}
-	p := &brokerProcess{t: t, cmd: ironbusCommand(args...), exited: make(chan error, 1)}
+	return startBrokerCommand(t, ironbusCommand(args...))
+}
+
+// startBrokerCommand runs a prepared broker command (another ironbus
+// binary, such as an older release) and waits until it serves.
+func startBrokerCommand(t *testing.T, command *exec.Cmd) *brokerProcess {
+	t.Helper()
+	p := &brokerProcess{t: t, cmd: command, exited: make(chan error, 1)}
 	// An os.Pipe rather than StderrPipe: Wait closes a StderrPipe when the
 	// process exits and can cut off its last log lines ("stopped cleanly").
 	stderr, logWriter, err := os.Pipe()

@@ -41,8 +41,11 @@ func Probe(ctx context.Context, binary string) (Identity, error) {
 	command := exec.CommandContext(ctx, binary, "version", "--json")
 	command.Stdout, command.Stderr = &stdout, &stderr
 	if err := command.Run(); err != nil {
-		return Identity{}, fmt.Errorf("%w: running `%s version --json`: %w %s", ErrNotBinary, binary, err,
-			strings.TrimSpace(stderr.String()))
+		detail := ""
+		if said := strings.TrimSpace(stderr.String()); said != "" {
+			detail = " (" + said + ")"
+		}
+		return Identity{}, fmt.Errorf("%w: running `%s version --json`: %w%s", ErrNotBinary, binary, err, detail)
 	}
 	var identity Identity
 	if err := json.Unmarshal(stdout.Bytes(), &identity); err != nil || identity.Formats.DataDir == 0 {

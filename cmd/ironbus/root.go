@@ -45,6 +45,7 @@ read-only and never create or change a file.
   peek      show a few records of a log, for a human
   dump      print records of a log as NDJSON, for programs
   repair    quarantine damage above the recovery caps and make logs writable again
+  upgrade   install a new ironbus binary by a crash-safe swap; rollback undoes it
 
 Exit codes: 0 clean, 1 usage, 2 not found, 3 damage found, 4 unreadable,
 5 locked by a running broker, 70 internal error. See docs/CLI.md.`,

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"debug/elf"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -87,4 +88,36 @@ func readSums(t *testing.T, path string) map[string]bool {
 		}
 	}
 	return names
+}
+
+// TestSystemdUnitVerifies runs systemd-analyze verify on the packaged unit,
+// with ExecStart pointed at the binary under test (verify insists the
+// command exists), and checks the settings the operator docs promise.
+func TestSystemdUnitVerifies(t *testing.T) {
+	unit, err := os.ReadFile(filepath.Join("..", "..", "packaging", "systemd", "ironbus.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"ExecStart=/usr/local/bin/ironbus serve --config /etc/ironbus/ironbus.toml\n",
+		"ExecReload=/bin/kill -HUP $MAINPID\n", "Restart=on-failure\n", "NoNewPrivileges=yes\n",
+		"ProtectSystem=strict\n", "ReadWritePaths=/var/lib/ironbus\n", "PrivateTmp=yes\n", "MemoryMax=",
+		"LimitNOFILE=",
+	} {
+		if !strings.Contains(string(unit), want) {
+			t.Errorf("the unit lacks %q", strings.TrimSpace(want))
+		}
+	}
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Skip("systemd-analyze is not installed")
+	}
+	path := filepath.Join(t.TempDir(), "ironbus.service")
+	local := strings.Replace(string(unit), "ExecStart=/usr/local/bin/ironbus ", "ExecStart="+binaryPath+" ", 1)
+	if err := os.WriteFile(path, []byte(local), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(analyze, "verify", path).CombinedOutput(); err != nil || len(strings.TrimSpace(string(out))) > 0 {
+		t.Fatalf("systemd-analyze verify: %v\n%s", err, out)
+	}
 }

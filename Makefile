@@ -14,13 +14,16 @@ build:
 	$(GO) build -o bin/ironbus ./cmd/ironbus
 
 # lint: formatting and vet, on this platform and on the ones we must keep
-# compiling for (platform code is picked by file suffix).
+# compiling for (platform code is picked by file suffix). 32-bit armv7 is
+# vetted too: an int is 32 bits there, so a constant like math.MaxUint32
+# compared with a length stops compiling (docs/PACKAGING.md).
 lint:
 	@unformatted=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	GOOS=darwin $(GO) vet ./...
 	GOOS=windows $(GO) vet ./...
+	CGO_ENABLED=0 GOARCH=arm GOARM=7 $(GO) vet ./...
 
 # test: lint first, then every test with the race detector. This includes
 # the crash sweeps (power cut at every write), 200 seeded power cuts and the
@@ -117,6 +120,59 @@ bench-peers-quick:
 .PHONY: crash-test
 crash-test:
 	IRONBUS_CRASH_CYCLES=$${IRONBUS_CRASH_CYCLES:-1000} $(GO) test -count=1 -timeout 60m -run TestCrashHarnessKill9 -v ./cmd/ironbus/
+
+# dist: the release binaries, static (CGO_ENABLED=0) for the edge targets,
+# stripped and stamped with VERSION, plus SHA256SUMS; then a test checks
+# that each is a static ELF for the architecture its name says
+# (docs/PACKAGING.md).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+DIST_DIR ?= dist
+DIST_ARCHES ?= amd64 arm64 armv7
+.PHONY: dist
+dist:
+	@mkdir -p $(DIST_DIR)
+	rm -f $(DIST_DIR)/ironbus-* $(DIST_DIR)/SHA256SUMS
+	@set -e; for arch in $(DIST_ARCHES); do \
+	  goarch=$$arch; goarm=; \
+	  if [ $$arch = armv7 ]; then goarch=arm; goarm=7; fi; \
+	  echo "== linux/$$arch"; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$goarch GOARM=$$goarm $(GO) build -trimpath \
+	    -ldflags "-s -w -X main.stampedVersion=$(VERSION)" \
+	    -o $(DIST_DIR)/ironbus-$(VERSION)-linux-$$arch ./cmd/ironbus; \
+	done
+	cd $(DIST_DIR) && sha256sum ironbus-$(VERSION)-linux-* > SHA256SUMS
+	@ls -l $(DIST_DIR)/ironbus-$(VERSION)-linux-*
+	IRONBUS_DIST_DIR=$(abspath $(DIST_DIR)) IRONBUS_TEST_BINARY=$(abspath $(DIST_DIR))/ironbus-$(VERSION)-linux-amd64 \
+	  $(GO) test -count=1 -run 'TestDistBinariesAreStatic' ./cmd/ironbus/
+
+# test-arm: every package's tests, end-to-end suite included, built for
+# arm64 and 32-bit armv7 and run under qemu-user (Debian's
+# qemu-user-static, installed here when missing). qemu-user has no
+# io_uring, so serve --loop auto falls back as it must on such kernels.
+# No -race: the race detector does not run there. IRONBUS_TEST_EXEC makes
+# the end-to-end suite start the arm binaries it builds through the same
+# emulator, since without binfmt_misc the kernel cannot exec them. Slow:
+# run times in docs/PACKAGING.md. ARM_PACKAGES narrows it.
+ARM_ARCHES ?= armv7 arm64
+ARM_PACKAGES ?= ./...
+.PHONY: test-arm qemu-user
+test-arm: qemu-user
+	@set -e; for arch in $(ARM_ARCHES); do \
+	  case $$arch in \
+	    arm64) goarch=arm64; goarm=; emulator=qemu-aarch64-static;; \
+	    armv7) goarch=arm; goarm=7; emulator=qemu-arm-static;; \
+	    *) echo "unknown arm target $$arch (arm64 or armv7)"; exit 1;; \
+	  esac; \
+	  echo "== linux/$$arch under $$emulator"; \
+	  CGO_ENABLED=0 GOARCH=$$goarch GOARM=$$goarm IRONBUS_TEST_EXEC=$$(command -v $$emulator) \
+	    $(GO) test -count=1 -timeout 90m -exec $$emulator $(ARM_PACKAGES); \
+	done
+
+qemu-user:
+	@if ! command -v qemu-aarch64-static >/dev/null || ! command -v qemu-arm-static >/dev/null; then \
+	  echo "installing qemu-user-static (needs root and apt)"; \
+	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y qemu-user-static; \
+	fi
 
 # testdata: regenerate the checked-in demo and damaged data directories.
 testdata:

@@ -146,7 +146,7 @@ func (c *Client) Redrive(ctx context.Context, stream string, maxLetters int) (Re
 	if err := checkName("stream", stream); err != nil {
 		return RedriveResult{}, err
 	}
-	m := &wire.DeadLetterAdmin{Op: wire.DeadLetterOpRedrive, Stream: []byte(stream), Max: uint32(min(max(maxLetters, 0), math.MaxUint32))}
+	m := &wire.DeadLetterAdmin{Op: wire.DeadLetterOpRedrive, Stream: []byte(stream), Max: uint32(min(int64(max(maxLetters, 0)), math.MaxUint32))}
 	state, err := c.deadLetterAdmin(ctx, m)
 	if err != nil {
 		return RedriveResult{}, err

@@ -198,4 +198,4 @@ func (c *Client) positionOp(ctx context.Context, stream, group string, partition
 }
 
 // clampCount converts a positive count to a u32 field.
-func clampCount(n int) uint32 { return uint32(min(n, math.MaxUint32)) }
+func clampCount(n int) uint32 { return uint32(min(int64(n), math.MaxUint32)) }

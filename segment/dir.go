@@ -98,11 +98,8 @@ func (d *Dir) openWritable() error {
 		return d.lockError(err)
 	}
 	d.lock = lock
-	if d.opts.Owner != "" {
-		// Informational only, so a plain write: a stale file after a crash
-		// is overwritten by the next holder.
-		_ = vfs.WriteFileAtomic(d.fs, path.Join(d.path, ownerFileName), []byte(d.opts.Owner+"\n"))
-	}
+	// The format is checked before anything is written: a directory from
+	// a newer IronBus (a downgrade) must be left byte for byte as it was.
 	if err := d.checkFormat(); errors.Is(err, ErrNotFound) {
 		data, _ := json.Marshal(formatFile{Format: "ironbus-data", Version: DataFormatVersion})
 		if err := vfs.WriteFileAtomic(d.fs, path.Join(d.path, formatFileName), append(data, '\n')); err != nil {
@@ -110,6 +107,11 @@ func (d *Dir) openWritable() error {
 		}
 	} else if err != nil {
 		return err
+	}
+	if d.opts.Owner != "" {
+		// Informational only, so a plain write: a stale file after a crash
+		// is overwritten by the next holder.
+		_ = vfs.WriteFileAtomic(d.fs, path.Join(d.path, ownerFileName), []byte(d.opts.Owner+"\n"))
 	}
 	mode, reason := d.resolveIOMode()
 	d.ioMode = mode

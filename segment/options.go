@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/ironbus/ironbus/arena"
@@ -170,7 +171,8 @@ type Options struct {
 	// once when several logs are dirty (8).
 	SyncParallelism int
 	// MaxOpenSegments bounds the sealed segments per log that stay mapped
-	// with an index after a read (16); beyond it the least recently used
+	// with an index after a read (16; on 32-bit platforms at most 256 MiB
+	// of segments); beyond it the least recently used
 	// one without a reader is closed.
 	MaxOpenSegments int
 	// IOMode selects buffered, direct or probed I/O.
@@ -207,6 +209,21 @@ type Options struct {
 	Observer Observer
 }
 
+// mappedBytesPerLog32 bounds the address space one log's open sealed
+// segments may map on a 32-bit platform (armv7): a process there has about
+// 3 GiB of addresses, and 16 mapped 64 MiB segments per log would exhaust
+// them with a handful of streams and their dead-letter queues.
+const mappedBytesPerLog32 = 256 << 20
+
+// defaultMaxOpenSegments is DefaultMaxOpenSegments, lowered on 32-bit
+// platforms so a log maps at most mappedBytesPerLog32 (never below one).
+func defaultMaxOpenSegments(segmentSize int64, intSize int) int {
+	if intSize > 32 || segmentSize <= 0 {
+		return DefaultMaxOpenSegments
+	}
+	return int(max(1, min(int64(DefaultMaxOpenSegments), mappedBytesPerLog32/segmentSize)))
+}
+
 func (o Options) withDefaults() (Options, error) {
 	if o.SegmentSize == 0 {
 		o.SegmentSize = DefaultSegmentSize
@@ -221,7 +238,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.SyncInterval = DefaultSyncInterval
 	}
 	if o.MaxOpenSegments == 0 {
-		o.MaxOpenSegments = DefaultMaxOpenSegments
+		o.MaxOpenSegments = defaultMaxOpenSegments(o.SegmentSize, strconv.IntSize)
 	}
 	if o.SyncParallelism == 0 {
 		o.SyncParallelism = DefaultSyncParallelism

@@ -34,7 +34,7 @@ type consumerProc struct {
 func startConsumerProc(t *testing.T, addr, stream, group string, count int, lease time.Duration) *consumerProc {
 	t.Helper()
 	consumerProcOnce.Do(func() {
-		consumerProcPath = filepath.Join(filepath.Dir(binaryPath), "consumerproc")
+		consumerProcPath = filepath.Join(buildDir, "consumerproc")
 		build := exec.Command("go", "build", "-o", consumerProcPath, "./testdata/consumerproc")
 		if out, err := build.CombinedOutput(); err != nil {
 			consumerProcErr = &buildError{err: err, out: string(out)}
@@ -43,7 +43,7 @@ func startConsumerProc(t *testing.T, addr, stream, group string, count int, leas
 	if consumerProcErr != nil {
 		t.Fatal(consumerProcErr)
 	}
-	cmd := exec.Command(consumerProcPath, addr, stream, group, strconv.Itoa(count), lease.String())
+	cmd := wrappedCommand(consumerProcPath, addr, stream, group, strconv.Itoa(count), lease.String())
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

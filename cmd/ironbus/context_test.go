@@ -16,7 +16,7 @@ import (
 func runCLIEnv(t *testing.T, env []string, args ...string) cliResult {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	command := exec.Command(binaryPath, args...)
+	command := ironbusCommand(args...)
 	command.Stdout, command.Stderr = &stdout, &stderr
 	command.Env = append(os.Environ(), env...)
 	err := command.Run()

@@ -58,6 +58,12 @@ func readEntries(opts *globalOptions, read *readOptions, visit func(segment.Entr
 	if err != nil {
 		return summary, openLogError(read.dataDir, id, err)
 	}
+	// A log frozen for damage still serves its valid records, but one
+	// frozen because its files are newer than this binary (a downgrade) or
+	// do not form one log would read as empty: say why instead.
+	if frozen := log.Err(); errors.Is(frozen, segment.ErrTooNew) || errors.Is(frozen, segment.ErrInconsistent) {
+		return summary, exitErrorf(exitUnreadable, "log %s cannot be read: %w", id.String(), frozen)
+	}
 	summary.firstOffset, summary.committed = log.FirstOffset(), log.Committed()
 	reader := log.NewReader(read.from)
 	defer reader.Close()

@@ -54,6 +54,10 @@ A running broker is observed through its health endpoints (serve --health-addr):
   report    its groups, streams, storage, recovery or connections, as tables or --json
   server    info about it, or check it for monitoring (Nagios exit codes)
 
+Installing this binary:
+
+  upgrade   install a new ironbus binary by a crash-safe swap; rollback undoes it
+
 Exit codes: 0 clean, 1 usage, 2 not found, 3 damage found, 4 unreadable,
 5 locked by a running broker, 70 internal error. See docs/CLI.md.`,
 		Example: `  ironbus verify --data-dir /var/lib/ironbus
@@ -93,6 +97,8 @@ Exit codes: 0 clean, 1 usage, 2 not found, 3 damage found, 4 unreadable,
 		newCheatCmd(opts),
 		newReportCmd(opts),
 		newServerCmd(opts),
+		newUpgradeCmd(opts),
+		newRollbackCmd(opts),
 	)
 	return root
 }

@@ -51,7 +51,14 @@ func startBroker(t *testing.T, args ...string) *brokerProcess {
 		// than the fixed default.
 		args = append(args, "--health-addr", "127.0.0.1:0")
 	}
-	p := &brokerProcess{t: t, cmd: exec.Command(binaryPath, args...), exited: make(chan error, 1)}
+	return startBrokerCommand(t, ironbusCommand(args...))
+}
+
+// startBrokerCommand runs a prepared broker command (another ironbus
+// binary, such as an older release) and waits until it serves.
+func startBrokerCommand(t *testing.T, command *exec.Cmd) *brokerProcess {
+	t.Helper()
+	p := &brokerProcess{t: t, cmd: command, exited: make(chan error, 1)}
 	// An os.Pipe rather than StderrPipe: Wait closes a StderrPipe when the
 	// process exits and can cut off its last log lines ("stopped cleanly").
 	stderr, logWriter, err := os.Pipe()
@@ -298,7 +305,7 @@ func TestPubSubCommands(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		lines = append(lines, fmt.Sprint("line-", i))
 	}
-	pub := exec.Command(binaryPath, "pub", "--addr", broker.addr, "--window", "8")
+	pub := ironbusCommand("pub", "--addr", broker.addr, "--window", "8")
 	pub.Stdin = strings.NewReader(strings.Join(lines, "\n") + "\n")
 	out, err := pub.Output()
 	if err != nil {

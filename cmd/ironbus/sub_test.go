@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,7 +15,7 @@ func publishNumbered(t *testing.T, addr, stream string, n int) {
 	for i := range n {
 		lines = append(lines, fmt.Sprint("line-", i))
 	}
-	pub := exec.Command(binaryPath, "pub", "--addr", addr, "--stream", stream)
+	pub := ironbusCommand("pub", "--addr", addr, "--stream", stream)
 	pub.Stdin = strings.NewReader(strings.Join(lines, "\n") + "\n")
 	if out, err := pub.CombinedOutput(); err != nil {
 		t.Fatalf("pub: %v\n%s", err, out)

@@ -109,10 +109,20 @@ func currentVersion() versionOutput {
 	}
 }
 
-// mainModuleVersion is the module version the go command stamped into the
-// binary (a tag, or a pseudo-version from VCS); a plain source build has
-// none, so it reads "devel".
+// stampedVersion is set at link time by `make dist` (-ldflags "-X
+// main.stampedVersion=v1.2.3"): release binaries are built with -trimpath
+// from a worktree the go command may not stamp, so the release name is
+// written in explicitly. It is the one package-level variable here because
+// the linker can only set those; nothing assigns it at run time.
+var stampedVersion string
+
+// mainModuleVersion is the version make dist stamped, else the module
+// version the go command recorded (a tag, or a pseudo-version from VCS); a
+// plain source build has neither, so it reads "devel".
 func mainModuleVersion() string {
+	if stampedVersion != "" {
+		return stampedVersion
+	}
 	info, ok := debug.ReadBuildInfo()
 	if !ok || info.Main.Version == "" || info.Main.Version == "(devel)" {
 		return "devel"

@@ -94,13 +94,13 @@ func AppendBody(dst []byte, b Body) ([]byte, error) {
 		return dst, fmt.Errorf("%w: key of %d bytes (maximum %d)", ErrMalformedBody, len(b.Key), math.MaxUint16)
 	case len(b.Subject) > math.MaxUint16:
 		return dst, fmt.Errorf("%w: subject of %d bytes (maximum %d)", ErrMalformedBody, len(b.Subject), math.MaxUint16)
-	case hdrBytes > math.MaxUint32 || len(b.Payload) > math.MaxUint32:
+	case uint64(hdrBytes) > math.MaxUint32 || uint64(len(b.Payload)) > math.MaxUint32:
 		return dst, fmt.Errorf("%w: headers or payload beyond 4 GiB", ErrMalformedBody)
 	case b.Codec == CodecNone && b.RawLength != 0 && b.RawLength != uint32(len(b.Payload)):
 		return dst, fmt.Errorf("%w: raw length %d differs from an uncompressed payload of %d", ErrMalformedBody, b.RawLength, len(b.Payload))
 	}
 	for _, h := range b.Headers {
-		if len(h.Name) > maxHeaderNameBytes || len(h.Value) > math.MaxUint32 {
+		if len(h.Name) > maxHeaderNameBytes || uint64(len(h.Value)) > math.MaxUint32 {
 			return dst, fmt.Errorf("%w: header %.32q too long", ErrMalformedBody, h.Name)
 		}
 	}

@@ -3,6 +3,8 @@
 package vfs
 
 import (
+	"errors"
+	"fmt"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -26,6 +28,12 @@ func mapFile(file *os.File, length int64) (Mapping, error) {
 		return &heapMapping{}, nil
 	}
 	data, err := unix.Mmap(int(file.Fd()), 0, int(length), unix.PROT_READ, unix.MAP_SHARED)
+	if errors.Is(err, unix.ENOMEM) {
+		// Out of address space (a 32-bit armv7 process has about 3 GiB):
+		// reading the whole segment onto the heap instead would need as
+		// much memory again and end in a fatal out-of-memory, so say so.
+		return nil, fmt.Errorf("vfs: mapping %d bytes: %w", length, err)
+	}
 	if err != nil {
 		// A file system without mmap (some FUSE mounts) still reads.
 		return readWhole(file, length)

@@ -165,8 +165,14 @@ func (b *Broker) Open(conn loop.Conn) (loop.Session, error) {
 		refuse(conn, wire.NewError(wire.CodeTooManyConns, "the broker serves at most %d connections", b.cfg.MaxConnections))
 		return nil, fmt.Errorf("broker: connection limit %d reached", b.cfg.MaxConnections)
 	}
+	if !b.admit(conn) {
+		b.connections.Add(-1)
+		return nil, errors.New("broker: refused by the pre-authentication gate")
+	}
 	conn.SetReadTimeout(b.cfg.HandshakeTimeout)
-	return newSession(b, conn), nil
+	session := newSession(b, conn)
+	session.gated = b.cfg.Gate != nil
+	return session, nil
 }
 
 func refuse(conn loop.Conn, e *wire.Error) {

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/ironbus/ironbus/consumer"
-	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/security"
+	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/wire"
 )
 

@@ -35,10 +35,10 @@ type session struct {
 	// Security (auth.go): the authenticated identity (nil without auth),
 	// its publish quota, and whether the session holds a half-open slot
 	// of the pre-auth gate.
-	identity *security.Identity
-	quota    *security.QuotaBucket
-	gated    bool
-	clientFrame  uint32 // largest frame the client accepts
+	identity    *security.Identity
+	quota       *security.QuotaBucket
+	gated       bool
+	clientFrame uint32 // largest frame the client accepts
 
 	// The current produce run: records for one log, in request order,
 	// starting at runStart in the bytes Data was given.

@@ -3,8 +3,8 @@ package main
 import (
 	"bufio"
 	"errors"
-	"io"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"

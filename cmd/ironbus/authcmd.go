@@ -83,6 +83,7 @@ subjects will match the same way.`,
 	flags.Var(sizeValue{&auth.bytesRate}, "publish-bytes-per-second", "publish quota in bytes per second, with a unit (0 = none)")
 	flags.BoolVar(&auth.replace, "replace", false, "replace an identity of the same name")
 	flags.Var(sizeValue{&auth.passwd.memory}, "argon2-memory", "Argon2id memory per login for --password-stdin (64MiB)")
+	flags.BoolVar(&opts.json, "json", false, "print the change as JSON (schema ironbus.cli.auth-change.v1)")
 	_ = cmd.MarkFlagRequired("name")
 	_ = cmd.MarkFlagRequired("scopes")
 	cmd.RunE = classified(func() error { return runAuthAdd(opts, auth) })
@@ -110,8 +111,7 @@ func runAuthAdd(opts *globalOptions, auth *authOptions) error {
 	if err := security.SaveAuthFile(auth.configPath, file); err != nil {
 		return exitErrorf(exitUsage, "%w", err)
 	}
-	fmt.Fprintf(opts.stderr, "identity %q (%s) saved in %s\n", entry.Name, entry.Mechanism(), auth.configPath)
-	return nil
+	return printAuthChange(opts, authChange{Schema: authChangeSchema, Action: "added", Name: entry.Name, Mechanism: entry.Mechanism(), File: auth.configPath})
 }
 
 // entry builds the identity from the flags.
@@ -247,6 +247,7 @@ Exit code 2 when there is no such identity.`,
 	}
 	addAuthConfigFlag(cmd, &path)
 	cmd.Flags().StringVar(&name, "name", "", "identity to remove")
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print the change as JSON (schema ironbus.cli.auth-change.v1)")
 	_ = cmd.MarkFlagRequired("name")
 	cmd.RunE = classified(func() error {
 		file, err := security.LoadAuthFile(path)
@@ -257,12 +258,31 @@ Exit code 2 when there is no such identity.`,
 		if at < 0 {
 			return exitErrorf(exitNotFound, "no identity %q in %s (see `ironbus auth ls`)", name, path)
 		}
+		mechanism := file.Identities[at].Mechanism()
 		file.Identities = slices.Delete(file.Identities, at, at+1)
 		if err := security.SaveAuthFile(path, file); err != nil {
 			return exitErrorf(exitUsage, "%w", err)
 		}
-		fmt.Fprintf(opts.stderr, "identity %q removed from %s\n", name, path)
-		return nil
+		return printAuthChange(opts, authChange{Schema: authChangeSchema, Action: "removed", Name: name, Mechanism: mechanism, File: path})
 	})
 	return cmd
+}
+
+const authChangeSchema = "ironbus.cli.auth-change.v1"
+
+// authChange reports what auth add or rm did.
+type authChange struct {
+	Schema    string `json:"schema"`
+	Action    string `json:"action"` // added or removed
+	Name      string `json:"name"`
+	Mechanism string `json:"mechanism"`
+	File      string `json:"file"`
+}
+
+func printAuthChange(opts *globalOptions, change authChange) error {
+	if opts.json {
+		return writeJSON(opts.stdout, change)
+	}
+	fmt.Fprintf(opts.stdout, "identity %q (%s) %s: %s\n", change.Name, change.Mechanism, change.Action, change.File)
+	return nil
 }

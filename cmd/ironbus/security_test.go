@@ -182,3 +182,16 @@ func TestPasswdHashesStdin(t *testing.T) {
 		t.Fatalf("token create --json: %q %v", token.stdout, err)
 	}
 }
+
+// TestBenchOverTLS: bench --tls starts its broker with a throwaway
+// certificate and loads it over TLS, in both directions.
+func TestBenchOverTLS(t *testing.T) {
+	publish := runBenchJSON(t, "--tls", "--count", "2000", "--pubwindow", "64")
+	if !publish.TLS || publish.Records != 2000 {
+		t.Fatalf("bench --tls: %+v", publish)
+	}
+	roundTrip := runBenchJSON(t, "--tls", "--mode", "round-trip", "--count", "1000", "--rate", "4000")
+	if !roundTrip.TLS || roundTrip.ConsumedRecords < 1000 {
+		t.Fatalf("bench --tls round-trip: %+v", roundTrip)
+	}
+}

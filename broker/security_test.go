@@ -398,3 +398,37 @@ func TestHalfOpenCap(t *testing.T) {
 	}
 	c.Close()
 }
+
+// TestAuthOnPlaintextReactors: authentication over a plaintext listener
+// (loopback, or --insecure-plaintext-wire) on the backend under test,
+// the event-loop reactors included: a good token gets in, a bad one gets
+// the uniform refusal and the connection closes.
+func TestAuthOnPlaintextReactors(t *testing.T) {
+	dir := t.TempDir()
+	authPath := filepath.Join(dir, "auth.toml")
+	if err := security.SaveAuthFile(authPath, security.AuthFile{Identities: matrixIdentities}); err != nil {
+		t.Fatal(err)
+	}
+	auth, err := security.NewAuthorizer(authPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := testBroker(t, Config{Auth: auth, Gate: security.NewGate(security.GateOptions{FailureDelay: time.Millisecond})})
+	ctx := context.Background()
+	for range 3 {
+		if _, err := client.Dial(ctx, addr, client.Options{Auth: client.TokenAuth("nope")}); code(err) != wire.CodeNotAuthorized {
+			t.Fatalf("a bad token: %v", err)
+		}
+	}
+	c, err := client.Dial(ctx, addr, client.Options{Auth: client.TokenAuth("writer-token")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Produce(ctx, "orders.eu", client.Record{Payload: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Produce(ctx, "audit", client.Record{Payload: []byte("x")}); code(err) != wire.CodePermissionDenied {
+		t.Fatalf("outside the scope: %v", err)
+	}
+}

@@ -24,6 +24,10 @@ type GateOptions struct {
 	// per source IP (20/s, burst 40).
 	ConnectionsPerSecond float64
 	ConnectionBurst      float64
+	// RateLimitLoopback applies the connection rate to loopback peers too.
+	// Off by default: local processes (tests, bench, sidecars) open many
+	// connections, and a local attacker has easier ways in.
+	RateLimitLoopback bool
 	// LockoutAfter failed authentications from one source lock it out
 	// (5); each further lockout doubles, from LockoutBase (1 s) up to
 	// LockoutMax (5 min). A success clears the source.
@@ -126,8 +130,9 @@ func (g *Gate) Admit(remote string) error {
 	if g.options.MaxHalfOpen > 0 && g.halfOpen >= g.options.MaxHalfOpen {
 		return fmt.Errorf("%w (%d)", ErrHalfOpenFull, g.options.MaxHalfOpen)
 	}
-	if g.options.ConnectionsPerSecond > 0 {
-		s := g.sourceLocked(SourceOf(remote))
+	ip := SourceOf(remote)
+	if g.options.ConnectionsPerSecond > 0 && (g.options.RateLimitLoopback || !isLoopback(ip)) {
+		s := g.sourceLocked(ip)
 		now := g.options.Now()
 		s.tokens = min(g.options.ConnectionBurst, s.tokens+now.Sub(s.refilled).Seconds()*g.options.ConnectionsPerSecond)
 		s.refilled = now
@@ -138,6 +143,11 @@ func (g *Gate) Admit(remote string) error {
 	}
 	g.halfOpen++
 	return nil
+}
+
+func isLoopback(ip string) bool {
+	parsed := net.ParseIP(ip)
+	return parsed != nil && parsed.IsLoopback()
 }
 
 // Release gives back a half-open slot.

@@ -208,6 +208,12 @@ func TestGateLockoutAndRate(t *testing.T) {
 	if gate.LockedOut("10.0.0.9:1") {
 		t.Fatal("another source is locked out")
 	}
+	for range 10 {
+		gate.Release()
+		if err := gate.Admit("127.0.0.1:9"); err != nil {
+			t.Fatalf("loopback is rate-limited by default: %v", err)
+		}
+	}
 }
 
 func TestQuota(t *testing.T) {

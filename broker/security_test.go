@@ -432,3 +432,55 @@ func TestAuthOnPlaintextReactors(t *testing.T) {
 		t.Fatalf("outside the scope: %v", err)
 	}
 }
+
+// TestHandshakeFloodSparesAuthenticatedClients: a flood of connections
+// that never authenticate fills the half-open cap and is refused beyond
+// it, while an authenticated client's requests keep being answered
+// promptly.
+func TestHandshakeFloodSparesAuthenticatedClients(t *testing.T) {
+	s := startSecured(t, matrixIdentities, security.GateOptions{MaxHalfOpen: 8})
+	c, err := s.dial(t, client.TokenAuth("writer-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	stop := make(chan struct{})
+	var flood sync.WaitGroup
+	for range 4 {
+		flood.Add(1)
+		go func() {
+			defer flood.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				conn, err := net.Dial("tcp", s.addr)
+				if err != nil {
+					continue
+				}
+				_, _ = conn.Write([]byte("\x16\x03\x01garbage")) // a broken ClientHello
+				time.Sleep(20 * time.Millisecond)
+				conn.Close()
+			}
+		}()
+	}
+	var slowest time.Duration
+	for range 50 {
+		started := time.Now()
+		if _, err := c.Produce(ctx, "orders.flood", client.Record{Payload: []byte("x")}); err != nil {
+			t.Fatalf("an authenticated client failed during the flood: %v", err)
+		}
+		slowest = max(slowest, time.Since(started))
+	}
+	close(stop)
+	flood.Wait()
+	// A durable produce is a few milliseconds here; a second means the
+	// flood starved the client.
+	if slowest > time.Second {
+		t.Fatalf("slowest produce during the flood: %v", slowest)
+	}
+	t.Logf("slowest durable produce during the flood: %v", slowest)
+}

@@ -484,3 +484,46 @@ func TestHandshakeFloodSparesAuthenticatedClients(t *testing.T) {
 	}
 	t.Logf("slowest durable produce during the flood: %v", slowest)
 }
+
+// TestQuotaHoldsUnderLoad: a pipelined producer sending as fast as it can
+// gets no more stored than the quota's burst plus its rate over the run.
+func TestQuotaHoldsUnderLoad(t *testing.T) {
+	identities := []security.IdentityEntry{{Name: "bulk", TokenSHA256: security.TokenDigest("bulk-token"), Publish: []string{">"}, PublishMessagesPerSecond: 200}}
+	s := startSecured(t, identities, security.GateOptions{})
+	c, err := s.dial(t, client.TokenAuth("bulk-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	producer := c.NewProducer("bulk", client.ProducerOptions{Window: 64})
+	var stored, refused atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for result := range producer.Results() {
+			switch {
+			case result.Err == nil:
+				stored.Add(1)
+			case code(result.Err) == wire.CodeQuotaExceeded:
+				refused.Add(1)
+			default:
+				t.Errorf("unexpected error: %v", result.Err)
+			}
+		}
+	}()
+	started := time.Now()
+	ctx := context.Background()
+	for time.Since(started) < time.Second {
+		if err := producer.Send(ctx, client.Record{Payload: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = producer.Close()
+	<-done
+	elapsed := time.Since(started).Seconds()
+	limit := int64(200 + 200*elapsed + 10)
+	if stored.Load() > limit || refused.Load() == 0 {
+		t.Fatalf("stored %d (limit %d over %.2fs), refused %d", stored.Load(), limit, elapsed, refused.Load())
+	}
+	t.Logf("stored %d, refused %d in %.2fs at 200 msg/s", stored.Load(), refused.Load(), elapsed)
+}

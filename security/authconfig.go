@@ -179,6 +179,10 @@ type authSnapshot struct {
 	tokens   []*Identity
 	byMTLS   map[string]*Identity
 	identity []*Identity
+	// dummy is hashed when the username is unknown, so an unknown user
+	// costs what a wrong password costs: the parameters of the most
+	// expensive real hash, a key nothing matches.
+	dummy passwordHash
 }
 
 // compile validates a file and builds its snapshot.
@@ -198,6 +202,10 @@ func compile(file AuthFile) (*authSnapshot, error) {
 		switch id.Mechanism {
 		case "token":
 			snap.tokens = append(snap.tokens, id)
+		case "password":
+			if id.password.params.MemoryKiB > snap.dummy.params.MemoryKiB || snap.dummy.key == nil {
+				snap.dummy = passwordHash{params: id.password.params, salt: make([]byte, saltBytes), key: make([]byte, keyBytes)}
+			}
 		case "mtls":
 			if other, dup := snap.byMTLS[id.mtls]; dup {
 				return nil, fmt.Errorf("%w: identities %q and %q share mtls_identity %q", ErrAuthConfig, other.Name, id.Name, id.mtls)
@@ -262,3 +270,23 @@ func ReadAuthFileOrEmpty(path string) (AuthFile, error) {
 	}
 	return LoadAuthFile(path)
 }
+
+// PasswordMemory is the memory one password verification takes with the
+// most expensive hash of the file (0 without passwords): the broker
+// verifies one at a time, so this is what its RAM budget needs.
+func PasswordMemory(file AuthFile) int64 {
+	var most int64
+	for _, entry := range file.Identities {
+		if entry.PasswordHash == "" {
+			continue
+		}
+		if hash, err := parsePasswordHash(entry.PasswordHash); err == nil {
+			most = max(most, int64(hash.params.MemoryKiB)<<10)
+		}
+	}
+	return most
+}
+
+// TLSConnectionMemory estimates what crypto/tls holds per connection: a
+// maximum-size record being read and one being written, with overhead.
+const TLSConnectionMemory = 40 << 10

@@ -28,9 +28,6 @@ type Authorizer struct {
 	// hash's memory (64 MiB by default), and the RAM budget has room for
 	// one, not for one per connecting peer.
 	hashing chan struct{}
-	// dummy is hashed when the username is unknown, so an unknown user
-	// costs what a wrong password costs.
-	dummy passwordHash
 	// quotas survive reloads: keyed by identity name.
 	quotasMu sync.Mutex
 	quotas   map[string]*QuotaBucket
@@ -44,13 +41,6 @@ func NewAuthorizer(path string, logger *slog.Logger) (*Authorizer, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	a := &Authorizer{path: path, logger: logger, hashing: make(chan struct{}, 1), quotas: map[string]*QuotaBucket{}, now: time.Now}
-	dummy, err := HashPassword("ironbus-dummy", DefaultArgon2id)
-	if err != nil {
-		return nil, err
-	}
-	if a.dummy, err = parsePasswordHash(dummy); err != nil {
-		return nil, err
-	}
 	if err := a.Reload(); err != nil {
 		return nil, err
 	}
@@ -111,9 +101,12 @@ func (a *Authorizer) Authenticate(credentials wire.Credentials, peerIdentity str
 		}
 	case wire.AuthPassword:
 		id := snap.byName[credentials.Username]
-		hash := a.dummy
+		hash := snap.dummy
 		if id != nil && id.Mechanism == "password" {
 			hash = id.password
+		}
+		if hash.key == nil { // no password identities at all: nothing to hide
+			break
 		}
 		a.hashing <- struct{}{}
 		ok := hash.matches(credentials.Password)

@@ -121,6 +121,10 @@ func planMemory(serve *serveOptions, cfg *broker.Config) (*memoryPlan, error) {
 	// One buffer being sent and one filling, each up to the limit.
 	plan.budget.Register("socket output queues", "--max-connections × 2 × --connection-output",
 		int64(serve.maxConnections)*2*memory.connectionOutput)
+	if err := registerSecurityMemory(plan.budget, serve.security, serve.maxConnections); err != nil {
+		plan.close()
+		return nil, err
+	}
 	if plan.largeFrames, err = arena.NewSharedPool(plan.budget, "large frames being read", "--large-frame-pool", pool); err != nil {
 		plan.close()
 		return nil, exitErrorf(exitUsage, "--large-frame-pool: %w", err)

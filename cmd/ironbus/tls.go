@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ironbus/ironbus/arena"
 	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/security"
@@ -184,4 +185,25 @@ func (r *securityRuntime) close() {
 	if err := r.audit.Close(); err != nil {
 		r.logger.Warn("audit log did not close cleanly", "error", err.Error())
 	}
+}
+
+// registerSecurityMemory adds what TLS and password checks hold to the
+// RAM budget: crypto/tls record buffers per connection, and one Argon2id
+// verification (the broker runs one at a time) at the file's largest
+// memory parameter (unknown users are hashed with the same parameters).
+func registerSecurityMemory(budget *arena.Budget, o serveSecurityOptions, maxConnections int) error {
+	if o.tlsCert != "" {
+		budget.Register("TLS record buffers", "--max-connections × 40 KiB (crypto/tls)", int64(maxConnections)*security.TLSConnectionMemory)
+	}
+	if o.authConfig == "" {
+		return nil
+	}
+	file, err := security.LoadAuthFile(o.authConfig)
+	if err != nil {
+		return exitErrorf(exitUsage, "--auth-config: %w", err)
+	}
+	if hashing := security.PasswordMemory(file); hashing > 0 {
+		budget.Register("password verification", "one Argon2id hash at a time (the largest m in --auth-config)", hashing)
+	}
+	return nil
 }

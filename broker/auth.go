@@ -190,3 +190,13 @@ func (s *session) auditAdmin(action, detail string) {
 	}
 	s.broker.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: name, Action: action, Outcome: "requested", Detail: detail})
 }
+
+// auditUnauthenticatedEnd records a connection that ended before its
+// Hello was answered: a TLS handshake that failed (wrong CA, expired or
+// missing client certificate, TLS 1.2) or a handshake timeout.
+func (s *session) auditUnauthenticatedEnd(outcome, detail string) {
+	if s.handshook || s.identity != nil {
+		return
+	}
+	s.broker.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Action: "handshake", Outcome: outcome, Detail: detail})
+}

@@ -496,8 +496,10 @@ func (s *session) ReadStopped(cause error) {
 	switch {
 	case cause == nil, errors.Is(cause, io.EOF), errors.Is(cause, net.ErrClosed), errors.As(cause, &protocol):
 	case errors.As(cause, &timeout) && timeout.Timeout():
+		s.auditUnauthenticatedEnd("timeout", "")
 		s.reply(0, wire.NewError(wire.CodeTimeout, "no frame within the timeout; closing"))
 	default:
+		s.auditUnauthenticatedEnd("failed", cause.Error())
 		s.broker.cfg.Logger.Warn("connection read failed", "remote", s.conn.RemoteAddr(), "error", cause.Error())
 	}
 	s.out.close()

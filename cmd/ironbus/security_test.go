@@ -156,7 +156,7 @@ func TestSecuredBrokerFromTheCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	writerSecret, _ := os.ReadFile(writerToken)
-	for _, want := range []string{`"identity":"writer"`, `"outcome":"ok"`, `"outcome":"failed"`, `"outcome":"denied"`, `"action":"admin.group"`} {
+	for _, want := range []string{`"identity":"writer"`, `"outcome":"ok"`, `"outcome":"failed"`, `"outcome":"denied"`, `"action":"admin.group"`, `"action":"handshake"`} {
 		if !strings.Contains(string(trail), want) {
 			t.Errorf("the audit log lacks %s:\n%s", want, trail)
 		}

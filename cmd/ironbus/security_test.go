@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ironbus/ironbus/security"
 )
@@ -193,5 +194,40 @@ func TestBenchOverTLS(t *testing.T) {
 	roundTrip := runBenchJSON(t, "--tls", "--mode", "round-trip", "--count", "1000", "--rate", "4000")
 	if !roundTrip.TLS || roundTrip.ConsumedRecords < 1000 {
 		t.Fatalf("bench --tls round-trip: %+v", roundTrip)
+	}
+}
+
+// TestServeReloadsAuthConfig: removing an identity takes effect without a
+// restart (file watch), and SIGHUP reloads too.
+func TestServeReloadsAuthConfig(t *testing.T) {
+	dir := t.TempDir()
+	authPath, token := filepath.Join(dir, "auth.toml"), filepath.Join(dir, "writer.token")
+	expectCode(t, runCLI(t, "token", "create", "--out", token), exitClean)
+	expectCode(t, runCLI(t, "auth", "add", "--auth-config", authPath, "--name", "writer", "--token-file", token, "--scopes", "publish"), exitClean)
+	broker := startBroker(t, "serve", "--data-dir", filepath.Join(dir, "data"), "--addr", "127.0.0.1:0",
+		"--auth-config", authPath, "--security-reload-interval", "50ms")
+	expectCode(t, runCLI(t, "pub", "--addr", broker.addr, "--token-file", token, "before"), exitClean)
+	expectCode(t, runCLI(t, "auth", "rm", "--auth-config", authPath, "--name", "writer"), exitClean)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if runCLI(t, "pub", "--addr", broker.addr, "--token-file", token, "after").code == exitLocked {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the removed identity still publishes:\n%s", broker.logs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := broker.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for !strings.Contains(broker.logs(), "SIGHUP: TLS and auth config reloaded") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no reload on SIGHUP:\n%s", broker.logs())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code := broker.stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit %d", code)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/ironbus/ironbus/consumer"
+	"github.com/ironbus/ironbus/security"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -16,6 +17,9 @@ func (s *session) ack(frame wire.Frame) error {
 		return s.malformed(frame, err)
 	}
 	s.entries = a.Entries[:0]
+	if refused, err := s.refused(security.ScopeSubscribe, a.Stream, frame.RequestID); refused {
+		return err
+	}
 	if a.Op > wire.AckCommit || (a.Op > wire.AckNack && s.capabilities&wire.CapGroups == 0) {
 		s.reply(frame.RequestID, wire.NewError(wire.CodeInvalidRequest,
 			"ack op %d is not served on this connection; ops: done (0), nack (1), and with the groups capability extend (2), term (3), reject (4), range (5), cumulative (6), commit (7)", a.Op))
@@ -145,6 +149,9 @@ func (s *session) openGroupRequest(frame wire.Frame) error {
 	m, err := wire.DecodeOpenGroup(frame.Body)
 	if err != nil {
 		return s.malformed(frame, err)
+	}
+	if refused, err := s.refused(security.ScopeSubscribe, m.Stream, frame.RequestID); refused {
+		return err
 	}
 	kind, ok := modeType(m.Mode)
 	if !ok {

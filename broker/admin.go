@@ -2,12 +2,14 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"path"
 	"slices"
 	"strings"
 
 	"github.com/ironbus/ironbus/consumer"
+	"github.com/ironbus/ironbus/security"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/wire"
 )
@@ -29,6 +31,10 @@ func (s *session) adminRequest(frame wire.Frame) error {
 		if err != nil {
 			return s.malformed(frame, err)
 		}
+		if refused, err := s.refused(security.ScopeAdmin, m.Stream, frame.RequestID); refused {
+			return err
+		}
+		s.auditAdmin("admin.group", fmt.Sprintf("op %d stream %q group %q", m.Op, m.Stream, m.Group))
 		m.Stream, m.Group = clone(m.Stream), clone(m.Group) // the body goes back to the reader
 		serve = func() wire.Message { return adminAnswer(s.broker.groupAdmin(m)) }
 	default:
@@ -36,6 +42,10 @@ func (s *session) adminRequest(frame wire.Frame) error {
 		if err != nil {
 			return s.malformed(frame, err)
 		}
+		if refused, err := s.refused(security.ScopeAdmin, m.Stream, frame.RequestID); refused {
+			return err
+		}
+		s.auditAdmin("admin.dlq", fmt.Sprintf("op %d stream %q", m.Op, m.Stream))
 		m.Stream = clone(m.Stream)
 		serve = func() wire.Message { return adminAnswer(s.broker.deadLetterAdmin(s, m)) }
 	}

@@ -195,10 +195,16 @@ func (b *Broker) Open(conn loop.Conn) (loop.Session, error) {
 		return nil, fmt.Errorf("broker: connection limit %d reached", b.cfg.MaxConnections)
 	}
 	b.accepted.Add(1)
+	if !b.admit(conn) {
+		b.connections.Add(-1)
+		return nil, errors.New("broker: refused by the pre-authentication gate")
+	}
 	// No read timeout until Hello: the session's handshake deadline
 	// covers the whole handshake (a per-read timeout would let a peer
 	// dribbling a byte at a time stay for ever).
-	return newSession(b, conn), nil
+	session := newSession(b, conn)
+	session.gated = b.cfg.Gate != nil
+	return session, nil
 }
 
 func refuse(conn loop.Conn, e *wire.Error) {

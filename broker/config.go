@@ -7,6 +7,7 @@ import (
 
 	"github.com/ironbus/ironbus/arena"
 	"github.com/ironbus/ironbus/consumer"
+	"github.com/ironbus/ironbus/security"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/segment/vfs"
@@ -74,6 +75,17 @@ type Config struct {
 	Version string
 	Logger  *slog.Logger
 
+	// ---- Security (docs/SECURITY.md); nil fields turn the feature off.
+
+	// Auth authenticates every connection's Hello and checks each request
+	// against the identity's scopes. nil: every peer is trusted (the
+	// loopback default).
+	Auth *security.Authorizer
+	// Gate applies the pre-authentication limits: half-open connections,
+	// per-source connection rate, failed-auth lockout and delay.
+	Gate *security.Gate
+	// Audit receives auth outcomes and admin actions.
+	Audit *security.AuditLog
 	// Observability (issue 8): figures the broker reports but does not
 	// own, and when liveness calls it stuck.
 	//

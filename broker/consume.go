@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ironbus/ironbus/consumer"
+	"github.com/ironbus/ironbus/security"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/wire"
 )
@@ -24,6 +25,9 @@ func (s *session) consume(frame wire.Frame) error {
 	c, err := wire.DecodeConsume(frame.Body)
 	if err != nil {
 		return s.malformed(frame, err)
+	}
+	if refused, err := s.refused(security.ScopeSubscribe, c.Stream, frame.RequestID); refused {
+		return err
 	}
 	kind, ok := modeType(c.Mode)
 	if !ok || (kind != consumer.TypeWork && s.capabilities&wire.CapGroups == 0) {

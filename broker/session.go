@@ -12,6 +12,7 @@ import (
 	"github.com/ironbus/ironbus/arena"
 	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/loop"
+	"github.com/ironbus/ironbus/security"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/wire"
@@ -39,6 +40,12 @@ type session struct {
 	handshakeTimer *time.Timer
 	capabilities   uint64 // negotiated in Hello
 	clientFrame    uint32 // largest frame the client accepts
+	// Security (auth.go): the authenticated identity (nil without auth),
+	// its publish quota, and whether the session holds a half-open slot
+	// of the pre-auth gate.
+	identity *security.Identity
+	quota    *security.QuotaBucket
+	gated    bool
 
 	// The current produce run: records for one log, in request order,
 	// starting at runStart in the bytes Data was given.
@@ -136,6 +143,9 @@ func (s *session) Data(in []byte) (int, error) {
 			return consumed + n, err
 		}
 		consumed += n
+		if outcome == outcomeStop {
+			return consumed, nil
+		}
 		if outcome == outcomePauseAfter {
 			if !s.flushRun() {
 				return s.runStart, nil
@@ -167,6 +177,7 @@ const (
 	outcomeDone       outcome = iota
 	outcomePaused             // the frame was not handled; reading is paused
 	outcomePauseAfter         // handled, but the reply queue is full: pause now
+	outcomeStop               // handled; reading is paused until a goroutine resumes it
 )
 
 // handle dispatches one frame. An error ends the connection.
@@ -175,7 +186,7 @@ func (s *session) handle(frame wire.Frame) (outcome, error) {
 		if frame.Type != wire.TypeHello {
 			return outcomeDone, s.fatal(frame.RequestID, wire.NewError(wire.CodeHandshake, "the first frame must be Hello, got %v", frame.Type))
 		}
-		return outcomeDone, s.hello(frame)
+		return s.hello(frame)
 	}
 	if frame.Type == wire.TypeProduce {
 		return s.produce(frame)
@@ -218,33 +229,41 @@ func (s *session) ping(frame wire.Frame) error {
 	return nil
 }
 
-func (s *session) hello(frame wire.Frame) error {
+func (s *session) hello(frame wire.Frame) (outcome, error) {
 	hello, err := wire.DecodeHello(frame.Body)
 	if err != nil {
-		return s.fatal(frame.RequestID, wire.NewError(wire.CodeMalformed, "%v", err))
+		return outcomeDone, s.fatal(frame.RequestID, wire.NewError(wire.CodeMalformed, "%v", err))
 	}
 	if hello.MinVersion > wire.ProtocolVersion || hello.MaxVersion < wire.ProtocolVersion {
-		return s.fatal(frame.RequestID, wire.NewError(wire.CodeVersion,
+		return outcomeDone, s.fatal(frame.RequestID, wire.NewError(wire.CodeVersion,
 			"this broker speaks protocol version %d; the client offers %d..%d", wire.ProtocolVersion, hello.MinVersion, hello.MaxVersion))
 	}
 	if hello.MaxFrame < wire.MinMaxFrame {
-		return s.fatal(frame.RequestID, wire.NewError(wire.CodeHandshake,
+		return outcomeDone, s.fatal(frame.RequestID, wire.NewError(wire.CodeHandshake,
 			"Hello max_frame %d is below the %d-byte minimum", hello.MaxFrame, wire.MinMaxFrame))
 	}
 	if !s.handshake.CompareAndSwap(handshakePending, handshakeDone) {
-		return net.ErrClosed // the deadline won: the connection is closing
+		return outcomeDone, net.ErrClosed // the deadline won: the connection is closing
 	}
 	s.handshakeTimer.Stop()
-	cfg := s.broker.cfg
-	s.handshook = true
-	s.capabilities = hello.Capabilities & wire.Capabilities
-	s.clientFrame = hello.MaxFrame
-	s.conn.SetReadTimeout(cfg.IdleTimeout)
-	s.send(wire.Append(nil, frame.RequestID, &wire.Welcome{Version: wire.ProtocolVersion,
-		Capabilities: hello.Capabilities & wire.Capabilities, MaxFrame: cfg.MaxFrame, Window: cfg.Window,
-		MaxRecordBytes: cfg.Storage.MaxRecordBytes, IdleTimeoutMs: uint32(cfg.IdleTimeout.Milliseconds()),
-		ServerVersion: cfg.Version}))
-	return nil
+	welcome := func() {
+		cfg := s.broker.cfg
+		s.handshook = true
+		s.releaseGate()
+		s.capabilities = hello.Capabilities & wire.Capabilities
+		s.clientFrame = hello.MaxFrame
+		s.conn.SetReadTimeout(cfg.IdleTimeout)
+		s.send(wire.Append(nil, frame.RequestID, &wire.Welcome{Version: wire.ProtocolVersion,
+			Capabilities: hello.Capabilities & wire.Capabilities, MaxFrame: cfg.MaxFrame, Window: cfg.Window,
+			MaxRecordBytes: cfg.Storage.MaxRecordBytes, IdleTimeoutMs: uint32(cfg.IdleTimeout.Milliseconds()),
+			ServerVersion: cfg.Version}))
+	}
+	if s.broker.cfg.Auth != nil {
+		s.authenticateHello(hello, frame.RequestID, welcome)
+		return outcomeStop, nil
+	}
+	welcome()
+	return outcomeDone, nil
 }
 
 // reply queues a structured error answering one request.
@@ -286,16 +305,27 @@ func (s *session) produce(frame wire.Frame) (outcome, error) {
 		}
 		return outcomeDone, s.malformed(frame, err)
 	}
+	werr, closes := s.authorize(security.ScopePublish, p.Stream)
+	if closes {
+		if !s.flushRun() {
+			return outcomePaused, nil
+		}
+		return outcomeDone, s.fatal(frame.RequestID, werr)
+	}
 	var l *segment.Log
-	var werr *wire.Error
-	if len(p.Stream) > 0 && p.Stream[0] == '.' {
+	switch {
+	case werr != nil:
+	case len(p.Stream) > 0 && p.Stream[0] == '.':
 		// Internal streams (dead-letter queues) are written by the broker only.
 		werr = wire.NewError(wire.CodeInvalidName, "stream %q is internal and read-only; produce to a stream whose name does not start with '.'", p.Stream)
-	} else {
+	default:
 		l, werr = s.broker.logFor(p.Stream, p.Partition)
 	}
 	if werr == nil {
 		werr = s.validateRecord(p)
+	}
+	if werr == nil {
+		werr = s.chargeQuota(len(p.Body))
 	}
 	if werr != nil {
 		if !s.flushRun() {
@@ -497,6 +527,7 @@ func (s *session) ReadStopped(cause error) {
 	s.handshakeTimer.Stop()
 	s.cancel() // end long polls and admission waits
 	s.consumers.Wait()
+	s.releaseGate()
 	s.releaseRunLease()
 	s.releaseReserved()
 	s.groupsMu.Lock()
@@ -513,8 +544,10 @@ func (s *session) ReadStopped(cause error) {
 	switch {
 	case cause == nil, errors.Is(cause, io.EOF), errors.Is(cause, net.ErrClosed), errors.As(cause, &protocol):
 	case errors.As(cause, &timeout) && timeout.Timeout():
+		s.auditUnauthenticatedEnd("timeout", "")
 		s.reply(0, wire.NewError(wire.CodeTimeout, "no frame within the timeout; closing"))
 	default:
+		s.auditUnauthenticatedEnd("failed", cause.Error())
 		s.broker.cfg.Logger.Warn("connection read failed", "remote", s.conn.RemoteAddr(), "error", cause.Error())
 	}
 	s.out.close()

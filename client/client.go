@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"sync"
@@ -48,7 +49,30 @@ type Options struct {
 	// never compress a payload past MaxRecordBytes, so the default refuses
 	// only records no IronBus producer would frame.
 	MaxDecompressedBytes int
+	// TLS, when set, speaks TLS 1.3 to the broker (security.ClientTLSConfig
+	// builds one from files). An empty ServerName is taken from addr.
+	TLS *tls.Config
+	// Auth is the credential sent in Hello (TokenAuth, PasswordAuth,
+	// MTLSAuth); the zero value sends none.
+	Auth Auth
 }
+
+// Auth is a credential for Hello.
+type Auth struct {
+	Mechanism uint8 // wire.Auth*
+	Material  []byte
+}
+
+// TokenAuth authenticates with a bearer token.
+func TokenAuth(token string) Auth { return Auth{Mechanism: wire.AuthToken, Material: []byte(token)} }
+
+// PasswordAuth authenticates with a username and password.
+func PasswordAuth(username, password string) Auth {
+	return Auth{Mechanism: wire.AuthPassword, Material: wire.AppendPasswordMaterial(nil, username, []byte(password))}
+}
+
+// MTLSAuth authenticates as the client certificate of Options.TLS.
+func MTLSAuth() Auth { return Auth{Mechanism: wire.AuthMTLS} }
 
 func (o Options) withDefaults() Options {
 	if o.Window <= 0 {
@@ -121,6 +145,11 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ironbus client: dial %s: %w", addr, err)
 	}
+	if opts.TLS != nil {
+		if conn, err = secure(ctx, conn, addr, opts.TLS); err != nil {
+			return nil, fmt.Errorf("ironbus client: TLS handshake with %s: %w", addr, err)
+		}
+	}
 	welcome, buf, err := handshake(ctx, conn, opts)
 	if err != nil {
 		conn.Close()
@@ -163,6 +192,28 @@ func newClient(conn net.Conn, addr string, opts Options, w wire.Welcome) *Client
 	return c
 }
 
+// secure runs the TLS handshake over conn, checking the broker's
+// certificate against the host of addr unless config names another.
+func secure(ctx context.Context, conn net.Conn, addr string, config *tls.Config) (net.Conn, error) {
+	config = config.Clone()
+	if config.ServerName == "" {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			host = addr
+		}
+		config.ServerName = host
+	}
+	if config.MinVersion < tls.VersionTLS13 {
+		config.MinVersion = tls.VersionTLS13
+	}
+	secured := tls.Client(conn, config)
+	if err := secured.HandshakeContext(ctx); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return secured, nil
+}
+
 // aLongTimeAgo is a deadline in the past: setting it unblocks I/O at once.
 var aLongTimeAgo = time.Unix(1, 0)
 
@@ -187,7 +238,7 @@ func handshake(ctx context.Context, conn net.Conn, opts Options) (wire.Welcome, 
 func exchangeHello(conn net.Conn, opts Options) (wire.Welcome, readBuffer, error) {
 	hello := wire.Hello{MinVersion: wire.ProtocolVersion, MaxVersion: wire.ProtocolVersion,
 		Capabilities: wire.Capabilities, MaxFrame: opts.MaxFrame, Window: uint32(opts.Window),
-		ClientName: opts.ClientName}
+		ClientName: opts.ClientName, AuthMechanism: opts.Auth.Mechanism, AuthMaterial: opts.Auth.Material}
 	if _, err := conn.Write(wire.Append(nil, 0, &hello)); err != nil {
 		return wire.Welcome{}, readBuffer{}, fmt.Errorf("send Hello: %w", err)
 	}

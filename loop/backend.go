@@ -49,6 +49,12 @@ type Choice struct {
 // silent fallback, so an operator who asked for io_uring knows they did not
 // get it.
 func New(name string, cfg Config, handler Handler) (Server, Choice, error) {
+	if cfg.TLS != nil && name != BackendStd {
+		if name != BackendAuto && name != "" && name != BackendEpoll && name != BackendURing {
+			return nil, Choice{}, fmt.Errorf("loop: unknown backend %q (want auto, uring, epoll or std)", name)
+		}
+		return NewStd(cfg, handler), Choice{Backend: BackendStd, Reason: tlsReason(name)}, nil
+	}
 	switch name {
 	case BackendStd:
 		return NewStd(cfg, handler), Choice{Backend: BackendStd, Reason: "requested"}, nil
@@ -68,6 +74,16 @@ func New(name string, cfg Config, handler Handler) (Server, Choice, error) {
 		return newAuto(cfg, handler)
 	}
 	return nil, Choice{}, fmt.Errorf("loop: unknown backend %q (want auto, uring, epoll or std)", name)
+}
+
+// tlsReason explains, for the startup log, why a TLS listener runs on std
+// although another backend was asked for.
+func tlsReason(asked string) string {
+	if asked == "" {
+		asked = BackendAuto
+	}
+	return fmt.Sprintf("--loop %s asked, but the listener speaks TLS: the std backend serves it because crypto/tls drives a net.Conn "+
+		"(kernel TLS in the reactors is the documented future path, docs/NETWORK.md)", asked)
 }
 
 // newAuto takes epoll where it runs. io_uring is probed and its state

@@ -40,8 +40,10 @@
 // it takes the posted tasks). Reactors keep a busy gauge (Busy): the
 // share of wall time spent handling events.
 //
-// TLS connections will be served by the std backend (docs/NETWORK.md
-// says why); the reactors carry plaintext only.
+// TLS connections are served by the std backend (Config.TLS; New hands a
+// TLS listener to std whatever backend was asked and says why in
+// Choice.Reason; docs/NETWORK.md has the reasoning); the reactors carry
+// plaintext only.
 //
 // Contract with the session:
 //   - Data is called from one goroutine per connection, never

@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -129,6 +130,18 @@ type Config struct {
 	// needs none.
 	OutputBuffers *arena.Slab
 	Logger        *slog.Logger
+
+	// TLS, when set, makes the listener speak TLS. Only the std backend
+	// serves it (crypto/tls drives a net.Conn); New hands a TLS listener
+	// to std whichever backend was asked, and says so in Choice.Reason.
+	TLS *tls.Config
+}
+
+// TLSConn is implemented by a Conn on a TLS listener: the session reads
+// the verified peer certificate from it (after the handshake, which has
+// happened by the time any Data arrives).
+type TLSConn interface {
+	TLSState() (tls.ConnectionState, bool)
 }
 
 func (c Config) withDefaults() Config {

@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -43,6 +44,9 @@ func (s *StdServer) Listen(addr string) (net.Addr, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.cfg.TLS != nil {
+		listener = tls.NewListener(listener, s.cfg.TLS)
+	}
 	s.mu.Lock()
 	s.listener = listener
 	s.mu.Unlock()
@@ -75,7 +79,11 @@ func (s *StdServer) Serve() error {
 }
 
 func (s *StdServer) start(nc net.Conn) {
-	if tcp, ok := nc.(*net.TCPConn); ok {
+	raw := nc
+	if secure, ok := nc.(*tls.Conn); ok {
+		raw = secure.NetConn()
+	}
+	if tcp, ok := raw.(*net.TCPConn); ok {
 		_ = tcp.SetNoDelay(true)
 	}
 	c := &stdConn{server: s, nc: nc, id: s.nextID.Add(1), stop: make(chan struct{})}
@@ -163,7 +171,21 @@ type stdConn struct {
 	resumes uint64        // resumes so far, under pauseMu: see deliver
 }
 
-var _ Conn = (*stdConn)(nil)
+var (
+	_ Conn    = (*stdConn)(nil)
+	_ TLSConn = (*stdConn)(nil)
+)
+
+// TLSState implements TLSConn: the negotiated state of a TLS connection
+// (false on a plaintext one, or before its handshake completed).
+func (c *stdConn) TLSState() (tls.ConnectionState, bool) {
+	secure, ok := c.nc.(*tls.Conn)
+	if !ok {
+		return tls.ConnectionState{}, false
+	}
+	state := secure.ConnectionState()
+	return state, state.HandshakeComplete
+}
 
 func (c *stdConn) ID() uint64                     { return c.id }
 func (c *stdConn) RemoteAddr() string             { return c.nc.RemoteAddr().String() }

@@ -221,7 +221,7 @@ func TestWireDocDriftIsCaught(t *testing.T) {
 			func(d string) []string { return typeTableProblems(d, wire.Types()) }},
 		{"code row missing", "| 11 | busy | yes | no |\n", "", "error code 11 (busy) is in wire.Codes() but missing",
 			func(d string) []string { return codeTableProblems(d, wire.Codes()) }},
-		{"code row extra", "| 20 | group_active | no | no |\n", "| 20 | group_active | no | no |\n| 21 | quota | yes | no |\n", "error code 21 (quota) is in ../docs/WIRE.md but not in wire.Codes()",
+		{"code row extra", "| 23 | quota_exceeded | yes | no |\n", "| 23 | quota_exceeded | yes | no |\n| 99 | quota | yes | no |\n", "error code 99 (quota) is in ../docs/WIRE.md but not in wire.Codes()",
 			func(d string) []string { return codeTableProblems(d, wire.Codes()) }},
 		{"code flag wrong", "| 10 | no_space | yes | no |", "| 10 | no_space | no | no |", "error code 10",
 			func(d string) []string { return codeTableProblems(d, wire.Codes()) }},

@@ -31,6 +31,9 @@ const (
 	CodeUnsupportedMode   Code = 18 // a consume mode this broker does not serve yet
 	CodeGroupModeMismatch Code = 19 // the group exists with another consume mode
 	CodeGroupActive       Code = 20 // a reset or delete found live members; stop the group's consumers first
+	CodeNotAuthorized     Code = 21 // authentication failed (uniformly, whatever the cause); the connection closes
+	CodePermissionDenied  Code = 22 // the identity lacks the scope for this stream; the connection stays
+	CodeQuotaExceeded     Code = 23 // the identity's publish quota is spent; retry after the hint
 )
 
 // CodeInfo describes an error code for docs and tests.
@@ -62,6 +65,9 @@ var codeInfo = []CodeInfo{
 	{CodeUnsupportedMode, "unsupported_mode", false, false},
 	{CodeGroupModeMismatch, "group_mode_mismatch", false, false},
 	{CodeGroupActive, "group_active", false, false},
+	{CodeNotAuthorized, "not_authorized", false, true},
+	{CodePermissionDenied, "permission_denied", false, false},
+	{CodeQuotaExceeded, "quota_exceeded", true, false},
 }
 
 // Codes lists every error code of this protocol version.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ironbus/ironbus/client"
 	"github.com/ironbus/ironbus/loop"
 )
 
@@ -29,6 +30,7 @@ type benchOptions struct {
 	ioMode       string
 	durability   string
 	profileOut   string
+	tls          bool // bench_tls.go
 }
 
 // benchSchema names the --json object; a field is never renamed or
@@ -69,7 +71,8 @@ that needs --i-understand-this-is-live.`,
   ironbus bench --producers 8 --pubwindow 512 --payload-bytes 1024 --duration 10s
   ironbus bench --mode round-trip --rate 1000 --duration 20s
   ironbus bench --mode subscribe --count 1000000 --consume-tier streaming
-  ironbus bench --loop std --io-mode direct --json`,
+  ironbus bench --loop std --io-mode direct --json
+  ironbus bench --tls --duration 5s`,
 		Args: cobra.NoArgs,
 	}
 	flags := cmd.Flags()
@@ -90,6 +93,7 @@ that needs --i-understand-this-is-live.`,
 	flags.StringVar(&bench.durability, "durability", "sync", "started broker: sync, interval or none (the latter two are labelled unsafe)")
 	flags.StringVar(&bench.profileOut, "profile-out", "", "started broker: write CPU and heap profiles of the run into this directory")
 	flags.BoolVar(&opts.json, "json", false, "print one flat JSON object (schema "+benchSchema+")")
+	addBenchTLSFlags(cmd, bench)
 	cmd.RunE = classified(func() error {
 		plan, err := bench.plan(cmd.Flags().Changed)
 		if err != nil {
@@ -104,6 +108,8 @@ that needs --i-understand-this-is-live.`,
 type benchPlan struct {
 	benchOptions
 	length time.Duration // 0 when count is set
+	// connect is TLS and credentials of the load's connections.
+	connect client.Options
 }
 
 func (bench *benchOptions) plan(changed func(string) bool) (*benchPlan, error) {
@@ -152,7 +158,11 @@ func parseBenchDuration(text string) (time.Duration, error) {
 
 func runBench(ctx context.Context, opts *globalOptions, plan *benchPlan) error {
 	target := &benchTarget{addr: plan.addr, live: plan.addr != ""}
-	if !target.live {
+	if target.live {
+		if err := benchLiveConnect(opts, plan); err != nil {
+			return err
+		}
+	} else {
 		if err := target.start(plan); err != nil {
 			return err
 		}

@@ -24,6 +24,7 @@ type benchTarget struct {
 	live bool
 
 	dataDir string
+	tlsDir  string // the throwaway certificate of --tls (bench_tls.go)
 	cmd     *exec.Cmd
 	exited  chan error
 	logRead chan struct{} // closed once the broker's log ended (its stop line read)
@@ -57,6 +58,14 @@ func (t *benchTarget) start(plan *benchPlan) error {
 	}
 	if plan.profileOut != "" {
 		args = append(args, "--profile-out", plan.profileOut)
+	}
+	if plan.tls {
+		secure, err := t.prepareTLS(plan)
+		if err != nil {
+			t.remove()
+			return err
+		}
+		args = append(args, secure...)
 	}
 	t.cmd = exec.Command(self, args...)
 	// An os.Pipe rather than StderrPipe: Wait closes a StderrPipe as soon
@@ -183,6 +192,9 @@ func (t *benchTarget) stop() error {
 func (t *benchTarget) remove() {
 	if t.dataDir != "" {
 		_ = os.RemoveAll(t.dataDir)
+	}
+	if t.tlsDir != "" {
+		_ = os.RemoveAll(t.tlsDir)
 	}
 }
 

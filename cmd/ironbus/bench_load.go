@@ -20,6 +20,7 @@ type benchResult struct {
 	Mode            string  `json:"mode"`
 	Broker          string  `json:"broker"` // "started" or "live"
 	Durability      string  `json:"durability"`
+	TLS             bool    `json:"tls"` // the load's connections speak TLS
 	Producers       int     `json:"producers"`
 	Consumers       int     `json:"consumers"`
 	PubWindow       int     `json:"pubwindow"`
@@ -56,7 +57,7 @@ func newLatencyHistogram() *hdrhistogram.Histogram { return hdrhistogram.New(1, 
 func (r *benchResult) fill(plan *benchPlan) {
 	r.Schema, r.Mode, r.Durability = benchSchema, plan.mode, plan.durability
 	r.Producers, r.PubWindow, r.PayloadBytes = plan.producers, plan.pubWindow, plan.payloadBytes
-	r.Broker = "started"
+	r.Broker, r.TLS = "started", plan.connect.TLS != nil
 	if plan.addr != "" {
 		r.Broker = "live"
 	}
@@ -186,7 +187,7 @@ const benchCompression = client.CompressNone
 // runProducer publishes one connection's share, recording each ack's
 // latency from when the record was due (sent, or scheduled with --rate).
 func runProducer(ctx context.Context, plan *benchPlan, addr string, shape producerShape, latencies *hdrhistogram.Histogram) (uint64, error) {
-	c, err := client.Dial(ctx, addr, client.Options{ClientName: "ironbus-bench", Window: plan.pubWindow, Compression: benchCompression})
+	c, err := client.Dial(ctx, addr, plan.clientOptions(plan.pubWindow))
 	if err != nil {
 		return 0, err
 	}
@@ -289,7 +290,7 @@ func consume(ctx context.Context, plan *benchPlan, addr string, result *benchRes
 // their own (a streaming position is per reader).
 func runConsumer(ctx context.Context, plan *benchPlan, addr string, index int, total *atomic.Uint64, want uint64,
 	stored *atomic.Uint64, latencies *hdrhistogram.Histogram) error {
-	c, err := client.Dial(ctx, addr, client.Options{ClientName: "ironbus-bench"})
+	c, err := client.Dial(ctx, addr, plan.clientOptions(0))
 	if err != nil {
 		return err
 	}

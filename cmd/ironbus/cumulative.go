@@ -95,7 +95,7 @@ func (cumulative *cumulativeOptions) settle(ctx context.Context, opts *globalOpt
 	if cumulative.dataDir != "" {
 		return cumulative.settleOffline(opts)
 	}
-	c, err := dialBroker(ctx, cumulative.addr, 1)
+	c, err := dialBroker(ctx, opts, cumulative.addr, 1)
 	if err != nil {
 		return 0, err
 	}

@@ -129,7 +129,7 @@ func printDeadLetterQueues(opts *globalOptions, out deadLettersOutput) error {
 }
 
 func runLiveDeadLetterList(ctx context.Context, opts *globalOptions, addr string) error {
-	c, err := dialBroker(ctx, addr, 1)
+	c, err := dialBroker(ctx, opts, addr, 1)
 	if err != nil {
 		return err
 	}
@@ -254,7 +254,7 @@ func runRedrive(ctx context.Context, opts *globalOptions, addr, stream string, m
 	if err := checkRedriveFlags(stream, maxLetters); err != nil {
 		return err
 	}
-	c, err := dialBroker(ctx, addr, 1)
+	c, err := dialBroker(ctx, opts, addr, 1)
 	if err != nil {
 		return err
 	}

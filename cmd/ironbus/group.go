@@ -121,7 +121,7 @@ func runGroups(ctx context.Context, opts *globalOptions, group *groupOptions) er
 	var rows []groupRow
 	var err error
 	if group.dataDir == "" {
-		rows, err = liveRows(ctx, group)
+		rows, err = liveRows(ctx, opts, group)
 	} else {
 		rows, err = offlineRows(opts, group)
 	}

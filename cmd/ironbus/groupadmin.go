@@ -22,8 +22,8 @@ import (
 
 // liveRows lists groups through the broker: one group, or a stream's, or
 // every stream's.
-func liveRows(ctx context.Context, group *groupOptions) ([]groupRow, error) {
-	c, err := dialBroker(ctx, group.addr, 1)
+func liveRows(ctx context.Context, opts *globalOptions, group *groupOptions) ([]groupRow, error) {
+	c, err := dialBroker(ctx, opts, group.addr, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +172,7 @@ func runGroupChange(ctx context.Context, opts *globalOptions, change *groupChang
 	if change.dataDir != "" {
 		row, err = offlineGroupChange(opts, change, reset, target)
 	} else {
-		row, err = liveGroupChange(ctx, change, reset, target)
+		row, err = liveGroupChange(ctx, opts, change, reset, target)
 	}
 	if err != nil {
 		return err
@@ -188,8 +188,8 @@ func runGroupChange(ctx context.Context, opts *globalOptions, change *groupChang
 	return nil
 }
 
-func liveGroupChange(ctx context.Context, change *groupChangeOptions, reset bool, target client.StartPosition) (groupRow, error) {
-	c, err := dialBroker(ctx, change.addr, 1)
+func liveGroupChange(ctx context.Context, opts *globalOptions, change *groupChangeOptions, reset bool, target client.StartPosition) (groupRow, error) {
+	c, err := dialBroker(ctx, opts, change.addr, 1)
 	if err != nil {
 		return groupRow{}, err
 	}

@@ -2,15 +2,17 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/broker/health"
-	"github.com/ironbus/ironbus/client"
 	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/wire"
 )
@@ -62,30 +64,61 @@ func startHealth(opts healthOptions, logger *slog.Logger) (*healthEndpoints, err
 // attach hands the open broker and its network loop to the endpoints:
 // /readyz turns 200, and /healthz also makes a handshake with the broker
 // through the loop (a reactor that accepts, reads and answers).
-func (h *healthEndpoints) attach(b *broker.Broker, server loop.Server, brokerAddr string) {
+// With TLS on, the probe speaks TLS to the broker's listener (its own, on
+// the bound address: it checks no certificate and sends no secret).
+func (h *healthEndpoints) attach(b *broker.Broker, server loop.Server, brokerAddr string, tlsOn bool) {
 	b.ObserveReactors(server.Busy)
 	if h.server == nil {
 		return
 	}
+	var probeTLS *tls.Config
+	if tlsOn {
+		probeTLS = &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS13} // our own listener; nothing secret is sent
+	}
 	h.server.AddProbe(health.Probe{Name: "network loop", Check: func(ctx context.Context) error {
-		return handshakeProbe(ctx, brokerAddr)
+		return handshakeProbe(ctx, brokerAddr, probeTLS)
 	}})
 	h.server.Attach(b)
 }
 
-// handshakeProbe connects to the broker and completes the handshake. An
-// answer that refuses the connection (limit reached, draining) still
-// proves the reactor that sent it is alive.
-func handshakeProbe(ctx context.Context, addr string) error {
-	c, err := client.Dial(ctx, addr, client.Options{DialTimeout: 2 * time.Second})
-	var refused *wire.Error
-	if errors.As(err, &refused) {
-		return nil
-	}
+// handshakeProbe proves the network loop accepts, reads and answers: it
+// sends a Ping before any Hello, which a broker answers at once with a
+// handshake error. It needs no credentials, so a broker with
+// authentication does not count it as a failed login (which would lock
+// loopback out), and any answer — that error, a refusal, a TLS alert
+// from a listener that wants a client certificate — proves a reactor
+// is alive. Only silence until the deadline, or no listener, fails it.
+func handshakeProbe(ctx context.Context, addr string, tlsConfig *tls.Config) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var dialer net.Dialer
+	conn, err := dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return err
 	}
-	return c.Close()
+	defer conn.Close()
+	if deadline, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(deadline)
+	}
+	if tlsConfig != nil {
+		conn = tls.Client(conn, tlsConfig)
+	}
+	if _, err := conn.Write(wire.Append(nil, 1, &wire.Ping{})); err != nil {
+		return probeAnswer(err)
+	}
+	_, err = conn.Read(make([]byte, 64))
+	return probeAnswer(err)
+}
+
+// probeAnswer maps what the probe's read or write ended with: bytes, a
+// close or a TLS alert are answers; a timeout is a loop that did not
+// answer.
+func probeAnswer(err error) error {
+	var timeout net.Error
+	if err != nil && errors.As(err, &timeout) && timeout.Timeout() {
+		return fmt.Errorf("the broker accepted the connection but did not answer within 2s: %w", err)
+	}
+	return nil
 }
 
 // close stops the endpoints after the broker closed.

@@ -110,6 +110,10 @@ func planMemory(serve *serveOptions, cfg *broker.Config) (*memoryPlan, error) {
 		plan.close()
 		return nil, exitErrorf(exitUsage, "--max-connections, --connection-output: %w", err)
 	}
+	if err := registerSecurityMemory(plan.budget, serve.security, serve.maxConnections); err != nil {
+		plan.close()
+		return nil, err
+	}
 	if plan.largeFrames, err = arena.NewSharedPool(plan.budget, "large frames being read", "--large-frame-pool", pool); err != nil {
 		plan.close()
 		return nil, exitErrorf(exitUsage, "--large-frame-pool: %w", err)

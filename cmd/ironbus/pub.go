@@ -78,6 +78,7 @@ func addAddrFlag(cmd *cobra.Command, target *string) {
 	}
 	cmd.Flags().StringVar(target, "addr", def, "broker address (also IRONBUS_ADDR, or the current context's)")
 	markContextFlag(cmd, "addr", contextAddr)
+	markClientVerb(cmd) // root gives it the TLS and credential flags (connect.go)
 }
 
 func runPub(ctx context.Context, opts *globalOptions, pub *pubOptions, payload *string) error {
@@ -92,7 +93,7 @@ func runPub(ctx context.Context, opts *globalOptions, pub *pubOptions, payload *
 	if err != nil {
 		return exitErrorf(exitUsage, "--compress %q: want lz4, zstd or none", pub.compress)
 	}
-	c, err := dialBroker(ctx, pub.addr, pub.window)
+	c, err := dialBroker(ctx, opts, pub.addr, pub.window)
 	if err != nil {
 		return err
 	}
@@ -179,9 +180,16 @@ func refusedError(sequence uint64, err error) error {
 }
 
 // dialBroker connects, mapping failures to exit code 5 with advice.
-func dialBroker(ctx context.Context, addr string, window int) (*client.Client, error) {
-	c, err := client.Dial(ctx, addr, client.Options{ClientName: "ironbus-cli", Window: window})
+func dialBroker(ctx context.Context, opts *globalOptions, addr string, window int) (*client.Client, error) {
+	options := client.Options{ClientName: "ironbus-cli", Window: window}
+	if err := opts.connect.apply(&options); err != nil {
+		return nil, err
+	}
+	c, err := client.Dial(ctx, addr, options)
 	if err != nil {
+		if refused := connectRefusal(addr, err); refused != nil {
+			return nil, refused
+		}
 		return nil, exitErrorf(exitLocked, "cannot reach a broker at %s: %w (is `ironbus serve` or `ironbus dev` running? --addr or IRONBUS_ADDR picks another)", addr, err)
 	}
 	return c, nil
@@ -199,7 +207,7 @@ func firstError(errs ...error) error {
 // publishLines publishes lines through a pipelined producer and waits for
 // every result (used by `ironbus dev --seed`).
 func publishLines(ctx context.Context, addr, stream string, lines []string, window int) error {
-	c, err := dialBroker(ctx, addr, window)
+	c, err := dialBroker(ctx, &globalOptions{}, addr, window)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,9 @@ type globalOptions struct {
 	// json is bound to the running command's --json flag, so a failure is
 	// reported as JSON on stdout too and a script parses one format.
 	json bool
+	// connect holds the TLS and credential flags every client verb shares
+	// (connect.go).
+	connect connectOptions
 }
 
 // logger returns the logger handed to the storage engine: its recovery
@@ -100,5 +103,7 @@ Exit codes: 0 clean, 1 usage, 2 not found, 3 damage found, 4 unreadable,
 		newUpgradeCmd(opts),
 		newRollbackCmd(opts),
 	)
+	root.AddCommand(newTokenCmd(opts), newPasswdCmd(opts), newAuthCmd(opts))
+	addConnectFlags(root, &opts.connect)
 	return root
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -48,10 +47,12 @@ type serveOptions struct {
 	memory            memoryOptions
 
 	// Configuration layers and storage choice (configlayers.go, storage.go).
-	config    configOptions
-	storage   storageOptions
-	retention retentionOptions
-	health    healthOptions // health.go
+	config           configOptions
+	storage          storageOptions
+	retention        retentionOptions
+	health           healthOptions        // health.go
+	security         serveSecurityOptions // tls.go
+	exposedPlaintext bool                 // a non-loopback bind without TLS (warned at start)
 }
 
 func newServeCmd(opts *globalOptions) *cobra.Command {
@@ -72,10 +73,12 @@ serve opens (or creates) the data directory, recovers every log in it, and
 accepts client connections. A producer's record is acknowledged only after the
 fdatasync that makes it durable (--durability sync, the default).
 
-The broker listens on loopback unless told otherwise. A non-loopback --addr is
-refused until TLS and authentication exist (coming with the security issue),
-unless you pass --insecure-plaintext-wire and accept that anyone who can reach
-the port can read and write every stream.
+The broker listens on loopback unless told otherwise, with no TLS and no
+authentication. A non-loopback --addr needs TLS (--tls-cert, --tls-key) and
+authentication (--auth-config), or --auth-config with --insecure-plaintext-wire
+on a network you trust (warned about loudly at every start). --tls-client-ca
+requires client certificates (mTLS). TLS and auth files reload when they change
+and on SIGHUP, without dropping connections. See docs/SECURITY.md.
 
 SIGTERM or SIGINT drain gracefully: stop accepting, answer every request already
 read (acknowledging only what was synced), sync every log, exit 0. A second
@@ -123,7 +126,8 @@ or back deletes nothing early.`,
   ironbus serve --storage memory --accept-memory-storage-loss --memory-storage-cap 64MiB --segment-bytes 8MiB
   ironbus serve --data-dir ./data --max-connections 1000 --print-budget
   ironbus serve --data-dir /data --retention-age 72h --retention-bytes 2GiB --group-expiry 168h
-  ironbus serve --data-dir /data --disk-budget 8GiB --disk-full-policy drop-oldest`,
+  ironbus serve --data-dir /data --disk-budget 8GiB --disk-full-policy drop-oldest
+  ironbus serve --data-dir /data --addr 0.0.0.0:7777 --tls-cert server.crt --tls-key server.key --auth-config auth.toml`,
 		Args: cobra.NoArgs,
 	}
 	flags := cmd.Flags()
@@ -141,7 +145,7 @@ or back deletes nothing early.`,
 	flags.DurationVar(&serve.dlqRetention, "dlq-retention", broker.DefaultDeadLetterRetention,
 		"drop dead letters older than this (whole segments; 0 keeps them forever)")
 	flags.StringVar(&serve.loop, "loop", loop.BackendAuto, "network backend: auto (fastest this system runs), uring, epoll or std; a named one that cannot run is an error")
-	flags.BoolVar(&serve.insecurePlaintext, "insecure-plaintext-wire", false, "allow a non-loopback --addr without TLS or authentication")
+	flags.BoolVar(&serve.insecurePlaintext, "insecure-plaintext-wire", false, "allow a non-loopback --addr without TLS (still needs --auth-config; warned at every start)")
 	flags.StringVar(&serve.profileOut, "profile-out", "", "write cpu.pprof (while serving) and heap.pprof (at stop) into this directory")
 	flags.BoolVar(&opts.json, "json", false, "log one JSON object per line; with --print-budget, print the budget as JSON (schema ironbus.cli.budget.v1)")
 	addMemoryFlags(cmd, &serve.memory)
@@ -149,6 +153,7 @@ or back deletes nothing early.`,
 	addStorageFlags(cmd, &serve.storage)
 	addRetentionFlags(cmd, &serve.retention)
 	addHealthFlags(cmd, &serve.health)
+	addSecurityFlags(cmd, &serve.security)
 	cmd.RunE = classified(func() error {
 		resolved, err := resolveConfig(cmd.Flags(), &serve.config, os.LookupEnv)
 		if err != nil {
@@ -199,7 +204,7 @@ func (serve *serveOptions) brokerConfig(opts *globalOptions) (broker.Config, err
 		return broker.Config{}, exitErrorf(exitUsage,
 			"--consume-longpoll-ms and --max-deliver must not be negative, --visibility-timeout must be within 0 to 5m (the lease cap)")
 	}
-	if err := checkListenAddr(serve.addr, serve.insecurePlaintext); err != nil {
+	if serve.exposedPlaintext, err = checkListenAddr(serve.addr, serve.insecurePlaintext, serve.security); err != nil {
 		return broker.Config{}, err
 	}
 	if err := serve.storage.check(serve); err != nil {
@@ -239,23 +244,6 @@ func (serve *serveOptions) brokerConfig(opts *globalOptions) (broker.Config, err
 	return cfg, nil
 }
 
-// checkListenAddr refuses a non-loopback address without the explicit
-// plaintext opt-in: until TLS exists, such a broker is open to anyone.
-func checkListenAddr(addr string, insecurePlaintext bool) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return exitErrorf(exitUsage, "--addr %q: %w (want host:port, for example 127.0.0.1:7777)", addr, err)
-	}
-	if host == "localhost" || insecurePlaintext {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		return nil
-	}
-	return exitErrorf(exitUsage, "--addr %s is not a loopback address: without TLS and authentication anyone who reaches it can read and write every stream; "+
-		"bind 127.0.0.1, or pass --insecure-plaintext-wire to accept that", addr)
-}
-
 // runBroker opens the broker, serves until a signal, then drains. ready is
 // called with the bound address once the broker accepts connections.
 func runBroker(cfg broker.Config, serve *serveOptions, ready func(addr string)) error {
@@ -275,11 +263,18 @@ func runBroker(cfg broker.Config, serve *serveOptions, ready func(addr string)) 
 		return err
 	}
 	defer endpoints.close()
+	secured, err := openSecurity(serve.security, logger)
+	if err != nil {
+		return err
+	}
+	defer secured.close()
+	loopConfig := plan.loopConfig(logger)
+	secured.apply(&cfg, &loopConfig)
 	b, err := broker.Open(cfg)
 	if err != nil {
 		return brokerOpenError(cfg.DataDir, err)
 	}
-	server, choice, err := loop.New(serve.loop, plan.loopConfig(logger), b)
+	server, choice, err := loop.New(serve.loop, loopConfig, b)
 	if err != nil {
 		_ = b.Close()
 		if errors.Is(err, loop.ErrUnsupported) {
@@ -299,7 +294,7 @@ func runBroker(cfg broker.Config, serve *serveOptions, ready func(addr string)) 
 	}
 	defer stopProfiles()
 	defer watchReloads(serve, &runningBroker{broker: b, logger: logger, level: serve.config.level})()
-	endpoints.attach(b, server, bound.String())
+	endpoints.attach(b, server, bound.String(), loopConfig.TLS != nil)
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(signals)
@@ -309,6 +304,8 @@ func runBroker(cfg broker.Config, serve *serveOptions, ready func(addr string)) 
 	logger.Info("serving", "version", cfg.Version, "data_dir", cfg.DataDir, "addr", bound.String(),
 		"backend", choice.Backend, "backend_reason", choice.Reason,
 		"ram_budget", arena.FormatBytes(plan.budget.Total()), "ram_ceiling", ceilingText(serve.memory.ceiling), "durability", cfg.Storage.Durability.String(), "io_mode", b.Dir().IOMode().String())
+	secured.logStart(bound.String(), serve.exposedPlaintext, serve.loop, choice)
+	secured.start(serve.security.reloadInterval)
 	ready(bound.String())
 	select {
 	case sig := <-signals:

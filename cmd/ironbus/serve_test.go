@@ -357,7 +357,7 @@ func TestServeAddressAndLockSafety(t *testing.T) {
 	if code := first.stop(syscall.SIGTERM); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	open := startBroker(t, "serve", "--data-dir", t.TempDir(), "--addr", "0.0.0.0:0", "--insecure-plaintext-wire")
+	open := startBroker(t, "serve", "--data-dir", t.TempDir(), "--addr", "0.0.0.0:0", "--insecure-plaintext-wire", "--auth-config", writeAuthConfig(t))
 	open.stop(syscall.SIGTERM)
 }
 

@@ -103,7 +103,7 @@ func runSub(ctx context.Context, opts *globalOptions, sub *subOptions) error {
 	if err != nil {
 		return err
 	}
-	c, err := dialBroker(ctx, sub.addr, 1)
+	c, err := dialBroker(ctx, opts, sub.addr, 1)
 	if err != nil {
 		return err
 	}

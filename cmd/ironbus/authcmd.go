@@ -1,0 +1,288 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ironbus/ironbus/security"
+)
+
+type authOptions struct {
+	configPath    string
+	name          string
+	tokenFile     string
+	passwordStdin bool
+	mtlsIdentity  string
+	scopes        []string
+	subjects      []string
+	messagesRate  float64
+	bytesRate     int64
+	replace       bool
+	passwd        passwdOptions
+}
+
+func newAuthCmd(opts *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "auth",
+		Short: "Edit the broker's auth config: identities and their scopes",
+		Long: `Add, list and remove identities in the auth config a broker reads with
+'serve --auth-config'. Every change rewrites the file atomically (temporary
+file, fsync, rename, fsync of the directory) with mode 0600; a running broker
+picks it up within seconds (or on SIGHUP). See docs/SECURITY.md.`,
+		Example: `  ironbus auth add --auth-config auth.toml --name writer --token-file writer.token --scopes publish --subjects 'orders.>'
+  printf '%s\n' "$PW" | ironbus auth add --auth-config auth.toml --name ops --password-stdin --scopes admin,subscribe
+  ironbus auth add --auth-config auth.toml --name device-1 --mtls-identity spiffe://edge/device-1 --scopes publish
+  ironbus auth ls --auth-config auth.toml
+  ironbus auth rm --auth-config auth.toml --name writer`,
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(newAuthAddCmd(opts), newAuthListCmd(opts), newAuthRemoveCmd(opts))
+	return cmd
+}
+
+func addAuthConfigFlag(cmd *cobra.Command, target *string) {
+	cmd.Flags().StringVar(target, "auth-config", "", "the auth config file (TOML, mode 0600)")
+	_ = cmd.MarkFlagRequired("auth-config")
+}
+
+func newAuthAddCmd(opts *globalOptions) *cobra.Command {
+	auth := &authOptions{passwd: passwdOptions{memory: int64(security.DefaultArgon2id.MemoryKiB) << 10,
+		iterations: security.DefaultArgon2id.Iterations, parallelism: security.DefaultArgon2id.Parallelism}}
+	cmd := &cobra.Command{
+		Use:   "add --auth-config F --name N (--token-file F | --password-stdin | --mtls-identity ID) --scopes S[,S]",
+		Short: "Add an identity (creates the file if needed)",
+		Long: `Add an identity with one credential and its scopes.
+
+Credentials: --token-file stores the SHA-256 digest of the token in that file
+(make one with 'ironbus token create --out F'); --password-stdin reads a
+password from stdin and stores its Argon2id hash, the identity's name being the
+username; --mtls-identity names a client certificate by its first URI SAN, else
+its first DNS SAN.
+
+Scopes are publish, subscribe and admin; none implies another. Each granted
+scope covers the --subjects patterns (default ">" = every stream): tokens split
+on '.', "*" matches one token, ">" the rest. Today they match stream names;
+subjects will match the same way.`,
+		Example: `  ironbus auth add --auth-config auth.toml --name writer --token-file writer.token --scopes publish --subjects 'orders.>' --subjects audit
+  printf '%s\n' "$PW" | ironbus auth add --auth-config auth.toml --name ops --password-stdin --scopes admin`,
+		Args: cobra.NoArgs,
+	}
+	flags := cmd.Flags()
+	addAuthConfigFlag(cmd, &auth.configPath)
+	flags.StringVar(&auth.name, "name", "", "identity name (the username for --password-stdin)")
+	flags.StringVar(&auth.tokenFile, "token-file", "", "file holding the identity's bearer token (its digest is stored)")
+	flags.BoolVar(&auth.passwordStdin, "password-stdin", false, "read the identity's password from stdin (its Argon2id hash is stored)")
+	flags.StringVar(&auth.mtlsIdentity, "mtls-identity", "", "client certificate identity (first URI SAN, else first DNS SAN)")
+	flags.StringSliceVar(&auth.scopes, "scopes", nil, "scopes to grant: publish, subscribe, admin (comma-separated)")
+	flags.StringArrayVar(&auth.subjects, "subjects", nil, "stream/subject pattern the scopes cover (repeatable; default \">\")")
+	flags.Float64Var(&auth.messagesRate, "publish-messages-per-second", 0, "publish quota in records per second (0 = none)")
+	flags.Var(sizeValue{&auth.bytesRate}, "publish-bytes-per-second", "publish quota in bytes per second, with a unit (0 = none)")
+	flags.BoolVar(&auth.replace, "replace", false, "replace an identity of the same name")
+	flags.Var(sizeValue{&auth.passwd.memory}, "argon2-memory", "Argon2id memory per login for --password-stdin (64MiB)")
+	flags.BoolVar(&opts.json, "json", false, "print the change as JSON (schema ironbus.cli.auth-change.v1)")
+	_ = cmd.MarkFlagRequired("name")
+	_ = cmd.MarkFlagRequired("scopes")
+	cmd.RunE = classified(func() error { return runAuthAdd(opts, auth) })
+	return cmd
+}
+
+func runAuthAdd(opts *globalOptions, auth *authOptions) error {
+	entry, err := auth.entry(opts)
+	if err != nil {
+		return err
+	}
+	file, err := security.ReadAuthFileOrEmpty(auth.configPath)
+	if err != nil {
+		return exitErrorf(exitUnreadable, "%w", err)
+	}
+	at := slices.IndexFunc(file.Identities, func(e security.IdentityEntry) bool { return e.Name == auth.name })
+	switch {
+	case at >= 0 && !auth.replace:
+		return exitErrorf(exitUsage, "identity %q already exists in %s; pass --replace to overwrite it, or `ironbus auth rm` it first", auth.name, auth.configPath)
+	case at >= 0:
+		file.Identities[at] = entry
+	default:
+		file.Identities = append(file.Identities, entry)
+	}
+	if err := security.SaveAuthFile(auth.configPath, file); err != nil {
+		return exitErrorf(exitUsage, "%w", err)
+	}
+	return printAuthChange(opts, authChange{Schema: authChangeSchema, Action: "added", Name: entry.Name, Mechanism: entry.Mechanism(), File: auth.configPath})
+}
+
+// entry builds the identity from the flags.
+func (auth *authOptions) entry(opts *globalOptions) (security.IdentityEntry, error) {
+	entry := security.IdentityEntry{Name: auth.name, MTLSIdentity: auth.mtlsIdentity,
+		PublishMessagesPerSecond: auth.messagesRate, PublishBytesPerSecond: float64(auth.bytesRate)}
+	credentials := 0
+	for _, set := range []bool{auth.tokenFile != "", auth.passwordStdin, auth.mtlsIdentity != ""} {
+		if set {
+			credentials++
+		}
+	}
+	if credentials != 1 {
+		return entry, exitErrorf(exitUsage, "give exactly one of --token-file, --password-stdin, --mtls-identity")
+	}
+	if auth.tokenFile != "" {
+		token, err := security.ReadSecretLine(auth.tokenFile)
+		if err != nil {
+			return entry, exitErrorf(exitUsage, "--token-file: %w", err)
+		}
+		entry.TokenSHA256 = security.TokenDigest(string(token))
+	}
+	if auth.passwordStdin {
+		password, err := readPasswordLine(opts)
+		if err != nil {
+			return entry, err
+		}
+		if entry.PasswordHash, err = auth.passwd.hash(password); err != nil {
+			return entry, err
+		}
+	}
+	patterns := auth.subjects
+	if len(patterns) == 0 {
+		patterns = []string{">"}
+	}
+	if _, err := security.ParsePatterns(patterns); err != nil {
+		return entry, exitErrorf(exitUsage, "--subjects: %w", err)
+	}
+	for _, text := range auth.scopes {
+		scope, err := security.ParseScope(strings.TrimSpace(text))
+		if err != nil {
+			return entry, exitErrorf(exitUsage, "--scopes: %w", err)
+		}
+		switch scope {
+		case security.ScopePublish:
+			entry.Publish = patterns
+		case security.ScopeSubscribe:
+			entry.Subscribe = patterns
+		case security.ScopeAdmin:
+			entry.Admin = patterns
+		}
+	}
+	return entry, nil
+}
+
+type authListOutput struct {
+	Schema     string         `json:"schema"`
+	Identities []authIdentity `json:"identities"`
+}
+
+type authIdentity struct {
+	Name                     string   `json:"name"`
+	Mechanism                string   `json:"mechanism"`
+	MTLSIdentity             string   `json:"mtls_identity,omitempty"`
+	Publish                  []string `json:"publish,omitempty"`
+	Subscribe                []string `json:"subscribe,omitempty"`
+	Admin                    []string `json:"admin,omitempty"`
+	PublishMessagesPerSecond float64  `json:"publish_messages_per_second,omitempty"`
+	PublishBytesPerSecond    float64  `json:"publish_bytes_per_second,omitempty"`
+}
+
+func newAuthListCmd(opts *globalOptions) *cobra.Command {
+	var path string
+	cmd := &cobra.Command{
+		Use:   "ls --auth-config F",
+		Short: "List identities, their mechanisms and scopes (never secrets)",
+		Long: `List every identity of the auth config: name, mechanism, the patterns each
+scope covers and the quotas. Digests and hashes are not printed.`,
+		Example: `  ironbus auth ls --auth-config auth.toml
+  ironbus auth ls --auth-config auth.toml --json | jq '.identities[].name'`,
+		Args: cobra.NoArgs,
+	}
+	addAuthConfigFlag(cmd, &path)
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print JSON (schema ironbus.cli.auth.v1)")
+	cmd.RunE = classified(func() error {
+		file, err := security.LoadAuthFile(path)
+		if err != nil {
+			return exitErrorf(exitUnreadable, "%w", err)
+		}
+		out := authListOutput{Schema: "ironbus.cli.auth.v1", Identities: []authIdentity{}}
+		for _, e := range file.Identities {
+			out.Identities = append(out.Identities, authIdentity{Name: e.Name, Mechanism: e.Mechanism(), MTLSIdentity: e.MTLSIdentity,
+				Publish: e.Publish, Subscribe: e.Subscribe, Admin: e.Admin,
+				PublishMessagesPerSecond: e.PublishMessagesPerSecond, PublishBytesPerSecond: e.PublishBytesPerSecond})
+		}
+		if opts.json {
+			return writeJSON(opts.stdout, out)
+		}
+		return printIdentities(opts, out.Identities)
+	})
+	return cmd
+}
+
+func printIdentities(opts *globalOptions, identities []authIdentity) error {
+	table := tabwriter.NewWriter(opts.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(table, "NAME\tMECHANISM\tPUBLISH\tSUBSCRIBE\tADMIN\tQUOTA")
+	show := func(patterns []string) string {
+		if patterns == nil {
+			return "-"
+		}
+		return strings.Join(patterns, ",")
+	}
+	for _, id := range identities {
+		quota := "-"
+		if id.PublishMessagesPerSecond > 0 || id.PublishBytesPerSecond > 0 {
+			quota = fmt.Sprintf("%g msg/s, %g B/s", id.PublishMessagesPerSecond, id.PublishBytesPerSecond)
+		}
+		fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\t%s\n", id.Name, id.Mechanism, show(id.Publish), show(id.Subscribe), show(id.Admin), quota)
+	}
+	return table.Flush()
+}
+
+func newAuthRemoveCmd(opts *globalOptions) *cobra.Command {
+	var path, name string
+	cmd := &cobra.Command{
+		Use:   "rm --auth-config F --name N",
+		Short: "Remove an identity",
+		Long: `Remove an identity from the auth config. A running broker reloads the file and
+cuts the identity's open connections at their next request (docs/SECURITY.md).
+Exit code 2 when there is no such identity.`,
+		Example: `  ironbus auth rm --auth-config auth.toml --name writer`,
+		Args:    cobra.NoArgs,
+	}
+	addAuthConfigFlag(cmd, &path)
+	cmd.Flags().StringVar(&name, "name", "", "identity to remove")
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print the change as JSON (schema ironbus.cli.auth-change.v1)")
+	_ = cmd.MarkFlagRequired("name")
+	cmd.RunE = classified(func() error {
+		file, err := security.LoadAuthFile(path)
+		if err != nil {
+			return exitErrorf(exitUnreadable, "%w", err)
+		}
+		at := slices.IndexFunc(file.Identities, func(e security.IdentityEntry) bool { return e.Name == name })
+		if at < 0 {
+			return exitErrorf(exitNotFound, "no identity %q in %s (see `ironbus auth ls`)", name, path)
+		}
+		mechanism := file.Identities[at].Mechanism()
+		file.Identities = slices.Delete(file.Identities, at, at+1)
+		if err := security.SaveAuthFile(path, file); err != nil {
+			return exitErrorf(exitUsage, "%w", err)
+		}
+		return printAuthChange(opts, authChange{Schema: authChangeSchema, Action: "removed", Name: name, Mechanism: mechanism, File: path})
+	})
+	return cmd
+}
+
+const authChangeSchema = "ironbus.cli.auth-change.v1"
+
+// authChange reports what auth add or rm did.
+type authChange struct {
+	Schema    string `json:"schema"`
+	Action    string `json:"action"` // added or removed
+	Name      string `json:"name"`
+	Mechanism string `json:"mechanism"`
+	File      string `json:"file"`
+}
+
+func printAuthChange(opts *globalOptions, change authChange) error {
+	if opts.json {
+		return writeJSON(opts.stdout, change)
+	}
+	fmt.Fprintf(opts.stdout, "identity %q (%s) %s: %s\n", change.Name, change.Mechanism, change.Action, change.File)
+	return nil
+}

@@ -1,0 +1,292 @@
+package security
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// ErrAuthConfig reports an auth config file that cannot be used.
+var ErrAuthConfig = errors.New("security: auth config")
+
+// Scope is a permission an identity holds on some stream names. No scope
+// implies another: admin does not include publish.
+type Scope uint8
+
+// Scopes.
+const (
+	ScopePublish Scope = iota
+	ScopeSubscribe
+	ScopeAdmin
+	scopeCount
+)
+
+var scopeNames = [scopeCount]string{"publish", "subscribe", "admin"}
+
+func (s Scope) String() string {
+	if s < scopeCount {
+		return scopeNames[s]
+	}
+	return fmt.Sprintf("scope(%d)", uint8(s))
+}
+
+// ParseScope parses "publish", "subscribe" or "admin".
+func ParseScope(text string) (Scope, error) {
+	for i, name := range scopeNames {
+		if text == name {
+			return Scope(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown scope %q (want publish, subscribe or admin)", ErrAuthConfig, text)
+}
+
+// AuthFile is the auth config as stored (TOML). Unknown keys are fatal.
+//
+//	[[identity]]
+//	name = "orders-writer"
+//	token_sha256 = "9f86d0…"          # or password_hash, or mtls_identity
+//	publish = ["orders.>"]            # patterns this scope covers; absent: not granted
+//	subscribe = ["orders.*"]
+//	admin = []
+//	publish_messages_per_second = 1000  # optional quota; 0 = none
+//	publish_bytes_per_second = 1048576
+type AuthFile struct {
+	Identities []IdentityEntry `toml:"identity"`
+}
+
+// IdentityEntry is one identity: a name, exactly one credential, its
+// scopes and quotas.
+type IdentityEntry struct {
+	Name         string `toml:"name"`
+	TokenSHA256  string `toml:"token_sha256,omitempty"`
+	PasswordHash string `toml:"password_hash,omitempty"`
+	// MTLSIdentity is the client certificate's first URI SAN, else its
+	// first DNS SAN.
+	MTLSIdentity string   `toml:"mtls_identity,omitempty"`
+	Publish      []string `toml:"publish,omitempty"`
+	Subscribe    []string `toml:"subscribe,omitempty"`
+	Admin        []string `toml:"admin,omitempty"`
+	// Publish quotas; 0 means none.
+	PublishMessagesPerSecond float64 `toml:"publish_messages_per_second,omitempty"`
+	PublishBytesPerSecond    float64 `toml:"publish_bytes_per_second,omitempty"`
+}
+
+// Mechanism names the entry's credential kind.
+func (e IdentityEntry) Mechanism() string {
+	switch {
+	case e.TokenSHA256 != "":
+		return "token"
+	case e.PasswordHash != "":
+		return "password"
+	case e.MTLSIdentity != "":
+		return "mtls"
+	}
+	return "none"
+}
+
+// Patterns returns the entry's pattern list for scope (nil: not granted).
+func (e IdentityEntry) Patterns(scope Scope) []string {
+	switch scope {
+	case ScopePublish:
+		return e.Publish
+	case ScopeSubscribe:
+		return e.Subscribe
+	case ScopeAdmin:
+		return e.Admin
+	}
+	return nil
+}
+
+// ParseAuthFile decodes TOML strictly: an unknown key is an error (a typo
+// must not silently grant or drop a permission).
+func ParseAuthFile(data []byte) (AuthFile, error) {
+	var file AuthFile
+	decoder := toml.NewDecoder(bytes.NewReader(data))
+	decoder.DisallowUnknownFields()
+	if err := decoder.Decode(&file); err != nil {
+		var strict *toml.StrictMissingError
+		if errors.As(err, &strict) {
+			return AuthFile{}, fmt.Errorf("%w: unknown key: %s", ErrAuthConfig, strict.String())
+		}
+		return AuthFile{}, fmt.Errorf("%w: %w", ErrAuthConfig, err)
+	}
+	if _, err := compile(file); err != nil {
+		return AuthFile{}, err
+	}
+	return file, nil
+}
+
+// LoadAuthFile reads and checks an auth config; the file must not be
+// group- or world-readable.
+func LoadAuthFile(path string) (AuthFile, error) {
+	data, err := ReadSecretFile(path)
+	if err != nil {
+		return AuthFile{}, err
+	}
+	file, err := ParseAuthFile(data)
+	if err != nil {
+		return AuthFile{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return file, nil
+}
+
+// SaveAuthFile writes the file atomically with mode 0600.
+func SaveAuthFile(path string, file AuthFile) error {
+	if _, err := compile(file); err != nil {
+		return err
+	}
+	data, err := toml.Marshal(file)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrAuthConfig, err)
+	}
+	header := "# IronBus auth config (docs/SECURITY.md). Edit with `ironbus auth`; keep it mode 0600.\n"
+	return WriteFileAtomic(path, append([]byte(header), data...))
+}
+
+// Identity is a compiled identity of one snapshot of the auth config.
+type Identity struct {
+	Name      string
+	Mechanism string
+	granted   [scopeCount]Patterns // nil: scope not granted
+	token     [sha256.Size]byte
+	password  passwordHash
+	mtls      string
+	quota     Quota
+	snapshot  *authSnapshot
+}
+
+// Allowed reports whether the identity holds scope on name.
+func (id *Identity) Allowed(scope Scope, name string) bool {
+	return scope < scopeCount && id.granted[scope].Match(name)
+}
+
+// Quota is an identity's publish limit; zero fields mean none.
+type Quota struct {
+	MessagesPerSecond float64
+	BytesPerSecond    float64
+}
+
+// authSnapshot is one immutable version of the auth config.
+type authSnapshot struct {
+	byName   map[string]*Identity
+	tokens   []*Identity
+	byMTLS   map[string]*Identity
+	identity []*Identity
+	// dummy is hashed when the username is unknown, so an unknown user
+	// costs what a wrong password costs: the parameters of the most
+	// expensive real hash, a key nothing matches.
+	dummy passwordHash
+}
+
+// compile validates a file and builds its snapshot.
+func compile(file AuthFile) (*authSnapshot, error) {
+	snap := &authSnapshot{byName: map[string]*Identity{}, byMTLS: map[string]*Identity{}}
+	for i, entry := range file.Identities {
+		id, err := compileIdentity(entry)
+		if err != nil {
+			return nil, fmt.Errorf("%w: identity %d (%q): %w", ErrAuthConfig, i+1, entry.Name, err)
+		}
+		if _, dup := snap.byName[id.Name]; dup {
+			return nil, fmt.Errorf("%w: identity %q is defined twice", ErrAuthConfig, id.Name)
+		}
+		id.snapshot = snap
+		snap.byName[id.Name] = id
+		snap.identity = append(snap.identity, id)
+		switch id.Mechanism {
+		case "token":
+			snap.tokens = append(snap.tokens, id)
+		case "password":
+			if id.password.params.MemoryKiB > snap.dummy.params.MemoryKiB || snap.dummy.key == nil {
+				snap.dummy = passwordHash{params: id.password.params, salt: make([]byte, saltBytes), key: make([]byte, keyBytes)}
+			}
+		case "mtls":
+			if other, dup := snap.byMTLS[id.mtls]; dup {
+				return nil, fmt.Errorf("%w: identities %q and %q share mtls_identity %q", ErrAuthConfig, other.Name, id.Name, id.mtls)
+			}
+			snap.byMTLS[id.mtls] = id
+		}
+	}
+	return snap, nil
+}
+
+func compileIdentity(entry IdentityEntry) (*Identity, error) {
+	if entry.Name == "" || strings.ContainsAny(entry.Name, " \t\r\n") || len(entry.Name) > 256 {
+		return nil, errors.New("name must be 1 to 256 characters without whitespace")
+	}
+	set := 0
+	for _, credential := range []string{entry.TokenSHA256, entry.PasswordHash, entry.MTLSIdentity} {
+		if credential != "" {
+			set++
+		}
+	}
+	if set != 1 {
+		return nil, errors.New("set exactly one of token_sha256, password_hash, mtls_identity")
+	}
+	id := &Identity{Name: entry.Name, Mechanism: entry.Mechanism(), mtls: entry.MTLSIdentity,
+		quota: Quota{MessagesPerSecond: entry.PublishMessagesPerSecond, BytesPerSecond: entry.PublishBytesPerSecond}}
+	if entry.TokenSHA256 != "" {
+		digest, err := hex.DecodeString(entry.TokenSHA256)
+		if err != nil || len(digest) != sha256.Size {
+			return nil, errors.New("token_sha256 must be 64 hex digits (ironbus auth add --token-file writes it)")
+		}
+		copy(id.token[:], digest)
+	}
+	if entry.PasswordHash != "" {
+		hash, err := parsePasswordHash(entry.PasswordHash)
+		if err != nil {
+			return nil, err
+		}
+		id.password = hash
+	}
+	if id.quota.MessagesPerSecond < 0 || id.quota.BytesPerSecond < 0 {
+		return nil, errors.New("quotas must not be negative")
+	}
+	for scope := range scopeCount {
+		texts := entry.Patterns(scope)
+		if texts == nil {
+			continue
+		}
+		patterns, err := ParsePatterns(texts)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", scope, err)
+		}
+		id.granted[scope] = slices.Clip(patterns)
+	}
+	return id, nil
+}
+
+// ReadAuthFileOrEmpty is LoadAuthFile that treats a missing file as empty
+// (for `ironbus auth add` creating the first identity).
+func ReadAuthFileOrEmpty(path string) (AuthFile, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return AuthFile{}, nil
+	}
+	return LoadAuthFile(path)
+}
+
+// PasswordMemory is the memory one password verification takes with the
+// most expensive hash of the file (0 without passwords): the broker
+// verifies one at a time, so this is what its RAM budget needs.
+func PasswordMemory(file AuthFile) int64 {
+	var most int64
+	for _, entry := range file.Identities {
+		if entry.PasswordHash == "" {
+			continue
+		}
+		if hash, err := parsePasswordHash(entry.PasswordHash); err == nil {
+			most = max(most, int64(hash.params.MemoryKiB)<<10)
+		}
+	}
+	return most
+}
+
+// TLSConnectionMemory estimates what crypto/tls holds per connection: a
+// maximum-size record being read and one being written, with overhead.
+const TLSConnectionMemory = 40 << 10

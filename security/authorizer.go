@@ -1,0 +1,159 @@
+package security
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ironbus/ironbus/wire"
+)
+
+// ErrNotAuthorized is every authentication failure. Callers must not
+// tell the peer more than this.
+var ErrNotAuthorized = errors.New("security: not authorized")
+
+// Authorizer authenticates peers against the auth config and answers
+// scope questions. Reload swaps the whole config atomically.
+type Authorizer struct {
+	path    string
+	logger  *slog.Logger
+	current atomic.Pointer[authSnapshot]
+	stamps  atomic.Pointer[fileStamps]
+	reload  sync.Mutex
+	// hashing admits one Argon2id verification at a time: each takes the
+	// hash's memory (64 MiB by default), and the RAM budget has room for
+	// one, not for one per connecting peer.
+	hashing chan struct{}
+	// quotas survive reloads: keyed by identity name.
+	quotasMu sync.Mutex
+	quotas   map[string]*QuotaBucket
+	now      func() time.Time
+}
+
+// NewAuthorizer loads the auth config at path (refused when group- or
+// world-readable).
+func NewAuthorizer(path string, logger *slog.Logger) (*Authorizer, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	a := &Authorizer{path: path, logger: logger, hashing: make(chan struct{}, 1), quotas: map[string]*QuotaBucket{}, now: time.Now}
+	if err := a.Reload(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Path is the auth config file.
+func (a *Authorizer) Path() string { return a.path }
+
+// Reload reads the auth config again; on error the previous one stays in
+// force. Identities keep their quotas' state across reloads. This is the
+// hook the SIGHUP handler calls.
+func (a *Authorizer) Reload() error {
+	a.reload.Lock()
+	defer a.reload.Unlock()
+	stamps := stampFiles([]string{a.path})
+	file, err := LoadAuthFile(a.path)
+	if err != nil {
+		return err
+	}
+	snap, err := compile(file)
+	if err != nil {
+		return err
+	}
+	a.current.Store(snap)
+	a.stamps.Store(&stamps)
+	return nil
+}
+
+// Watch reloads the auth config when the file changes, every interval,
+// until ctx ends.
+func (a *Authorizer) Watch(ctx context.Context, interval time.Duration) {
+	watchFiles(ctx, interval, func() []string { return []string{a.path} }, func() fileStamps { return *a.stamps.Load() }, func() {
+		if err := a.Reload(); err != nil {
+			a.logger.Error("auth config changed but did not load; the previous one stays in force", "error", err.Error())
+			return
+		}
+		a.logger.Info("auth config reloaded", "path", a.path, "identities", len(a.current.Load().identity))
+	})
+}
+
+// Authenticate returns the identity credentials prove, or
+// ErrNotAuthorized. peerIdentity is the verified client certificate's
+// identity ("" without one). A password check may take tens of
+// milliseconds: call it off the network reactor.
+func (a *Authorizer) Authenticate(credentials wire.Credentials, peerIdentity string) (*Identity, error) {
+	snap := a.current.Load()
+	switch credentials.Mechanism {
+	case wire.AuthToken:
+		var found *Identity
+		for _, id := range snap.tokens { // every one, no early exit: constant time in the secret
+			if tokenMatches(credentials.Token, id.token) {
+				found = id
+			}
+		}
+		if found != nil {
+			return found, nil
+		}
+	case wire.AuthPassword:
+		id := snap.byName[credentials.Username]
+		hash := snap.dummy
+		if id != nil && id.Mechanism == "password" {
+			hash = id.password
+		}
+		if hash.key == nil { // no password identities at all: nothing to hide
+			break
+		}
+		a.hashing <- struct{}{}
+		ok := hash.matches(credentials.Password)
+		<-a.hashing
+		if ok && id != nil && id.Mechanism == "password" {
+			return id, nil
+		}
+	case wire.AuthMTLS, wire.AuthNone:
+		if id := snap.byMTLS[peerIdentity]; peerIdentity != "" && id != nil {
+			return id, nil
+		}
+	}
+	return nil, ErrNotAuthorized
+}
+
+// Current returns the identity's version in the config now in force, or
+// false when it was removed. Sessions call it per request; while the
+// config is unchanged it is one atomic load.
+func (a *Authorizer) Current(id *Identity) (*Identity, bool) {
+	snap := a.current.Load()
+	if id.snapshot == snap {
+		return id, true
+	}
+	now, ok := snap.byName[id.Name]
+	return now, ok
+}
+
+// Quota returns the identity's publish quota bucket, or nil when it has
+// none. Buckets are kept per name across reloads (a new rate applies at
+// once, the tokens already spent stay spent).
+func (a *Authorizer) Quota(id *Identity) *QuotaBucket {
+	if id.quota == (Quota{}) {
+		return nil
+	}
+	a.quotasMu.Lock()
+	defer a.quotasMu.Unlock()
+	bucket, ok := a.quotas[id.Name]
+	if !ok {
+		bucket = newQuotaBucket(a.now)
+		a.quotas[id.Name] = bucket
+	}
+	bucket.setRates(id.quota)
+	return bucket
+}
+
+// Describe lists identities for logs (never secrets).
+func (a *Authorizer) Describe() string {
+	snap := a.current.Load()
+	return fmt.Sprintf("%d identities from %s", len(snap.identity), a.path)
+}

@@ -1,0 +1,28 @@
+// Package security owns what stands between the network and the broker's
+// data: TLS (server certificates that reload without dropping
+// connections, client verification and the mTLS identity), identities and
+// their scopes (the auth config file, bearer tokens, Argon2id passwords),
+// pre-authentication limits (half-open cap, per-source connection rate,
+// failed-auth lockout), per-identity publish quotas, and the audit trail.
+//
+// Invariants:
+//   - Secrets never leave in clear: tokens are stored as SHA-256 digests
+//     and compared in constant time, passwords as Argon2id hashes whose
+//     parameters travel in the hash string; neither appears in a log line
+//     or the audit file.
+//   - An authentication failure looks the same whatever its cause (no
+//     such identity, wrong secret, wrong mechanism, locked out), so a
+//     peer learns nothing about which identities exist.
+//   - Secret files (auth config, private keys, token and password files)
+//     are refused when group- or world-readable.
+//   - Reloads swap whole immutable snapshots (certificates, identities)
+//     through atomic pointers: a handshake or a request sees one
+//     consistent version, and established connections are never dropped
+//     by a certificate reload.
+//   - Memory is bounded: per-source tables have a fixed capacity and
+//     forget their oldest entries (I8).
+//   - Time for limits comes from an injected monotonic clock (I6).
+//
+// The package knows nothing about streams or the wire protocol beyond the
+// auth material it decodes; the broker asks it questions.
+package security

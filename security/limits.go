@@ -1,0 +1,281 @@
+package security
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+)
+
+// Sentinel errors of the pre-auth gate.
+var (
+	ErrHalfOpenFull = errors.New("security: too many connections waiting to authenticate")
+	ErrRateLimited  = errors.New("security: connection rate limit for this source")
+)
+
+// GateOptions are the pre-authentication limits. Zero fields take the
+// defaults below; negative ones turn that limit off.
+type GateOptions struct {
+	// MaxHalfOpen bounds connections accepted but not yet authenticated
+	// (64): a handshake flood cannot take every slot.
+	MaxHalfOpen int
+	// ConnectionsPerSecond and ConnectionBurst rate-limit new connections
+	// per source IP (20/s, burst 40).
+	ConnectionsPerSecond float64
+	ConnectionBurst      float64
+	// RateLimitLoopback applies the connection rate to loopback peers too.
+	// Off by default: local processes (tests, bench, sidecars) open many
+	// connections, and a local attacker has easier ways in.
+	RateLimitLoopback bool
+	// LockoutAfter failed authentications from one source lock it out
+	// (5); each further lockout doubles, from LockoutBase (1 s) up to
+	// LockoutMax (5 min). A success clears the source.
+	LockoutAfter int
+	LockoutBase  time.Duration
+	LockoutMax   time.Duration
+	// FailureDelay is waited before answering any failed authentication
+	// (500 ms): brute force gets slow, and timing says nothing.
+	FailureDelay time.Duration
+	// Sources bounds the per-source table (4,096 entries): the oldest
+	// are forgotten first (I8).
+	Sources int
+	// Now is the clock (time.Now; its monotonic reading is what counts).
+	Now func() time.Time
+}
+
+// Defaults of the gate.
+const (
+	DefaultMaxHalfOpen          = 64
+	DefaultConnectionsPerSecond = 20
+	DefaultConnectionBurst      = 40
+	DefaultLockoutAfter         = 5
+	DefaultLockoutBase          = time.Second
+	DefaultLockoutMax           = 5 * time.Minute
+	DefaultFailureDelay         = 500 * time.Millisecond
+	DefaultSources              = 4096
+)
+
+func (o GateOptions) withDefaults() GateOptions {
+	if o.MaxHalfOpen == 0 {
+		o.MaxHalfOpen = DefaultMaxHalfOpen
+	}
+	if o.ConnectionsPerSecond == 0 {
+		o.ConnectionsPerSecond = DefaultConnectionsPerSecond
+	}
+	if o.ConnectionBurst <= 0 {
+		o.ConnectionBurst = max(DefaultConnectionBurst, o.ConnectionsPerSecond)
+	}
+	if o.LockoutAfter == 0 {
+		o.LockoutAfter = DefaultLockoutAfter
+	}
+	if o.LockoutBase <= 0 {
+		o.LockoutBase = DefaultLockoutBase
+	}
+	if o.LockoutMax < o.LockoutBase {
+		o.LockoutMax = max(DefaultLockoutMax, o.LockoutBase)
+	}
+	if o.FailureDelay == 0 {
+		o.FailureDelay = DefaultFailureDelay
+	}
+	if o.Sources <= 0 {
+		o.Sources = DefaultSources
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Gate applies the pre-authentication limits. Safe for concurrent use.
+type Gate struct {
+	options  GateOptions
+	mu       sync.Mutex
+	halfOpen int
+	sources  map[string]*source
+}
+
+type source struct {
+	tokens      float64
+	refilled    time.Time
+	failures    int
+	lockouts    int
+	lockedUntil time.Time
+	seen        time.Time
+}
+
+// NewGate returns a gate with options (defaults for zero fields).
+func NewGate(options GateOptions) *Gate {
+	return &Gate{options: options.withDefaults(), sources: map[string]*source{}}
+}
+
+// Options returns the options in force, defaults filled in.
+func (g *Gate) Options() GateOptions { return g.options }
+
+// SourceOf extracts the IP of a "host:port" peer address.
+func SourceOf(remote string) string {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		return remote
+	}
+	return host
+}
+
+// Admit takes a half-open slot and a connection token for the source.
+// On success the caller must call Release exactly once (authenticated or
+// gone).
+func (g *Gate) Admit(remote string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.options.MaxHalfOpen > 0 && g.halfOpen >= g.options.MaxHalfOpen {
+		return fmt.Errorf("%w (%d)", ErrHalfOpenFull, g.options.MaxHalfOpen)
+	}
+	ip := SourceOf(remote)
+	if g.options.ConnectionsPerSecond > 0 && (g.options.RateLimitLoopback || !isLoopback(ip)) {
+		s := g.sourceLocked(ip)
+		now := g.options.Now()
+		s.tokens = min(g.options.ConnectionBurst, s.tokens+now.Sub(s.refilled).Seconds()*g.options.ConnectionsPerSecond)
+		s.refilled = now
+		if s.tokens < 1 {
+			return fmt.Errorf("%w (%.0f/s)", ErrRateLimited, g.options.ConnectionsPerSecond)
+		}
+		s.tokens--
+	}
+	g.halfOpen++
+	return nil
+}
+
+func isLoopback(ip string) bool {
+	parsed := net.ParseIP(ip)
+	return parsed != nil && parsed.IsLoopback()
+}
+
+// Release gives back a half-open slot.
+func (g *Gate) Release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.halfOpen > 0 {
+		g.halfOpen--
+	}
+}
+
+// HalfOpen is the number of connections not yet authenticated.
+func (g *Gate) HalfOpen() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.halfOpen
+}
+
+// LockedOut reports whether the source may not authenticate now.
+func (g *Gate) LockedOut(remote string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s, ok := g.sources[SourceOf(remote)]
+	return ok && g.options.Now().Before(s.lockedUntil)
+}
+
+// Failed records a failed authentication and returns how long to wait
+// before answering it.
+func (g *Gate) Failed(remote string) time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.sourceLocked(SourceOf(remote))
+	s.failures++
+	if g.options.LockoutAfter > 0 && s.failures >= g.options.LockoutAfter {
+		lockout := min(g.options.LockoutBase<<min(s.lockouts, 20), g.options.LockoutMax)
+		s.lockedUntil = g.options.Now().Add(lockout)
+		s.lockouts++
+		s.failures = 0
+	}
+	return max(g.options.FailureDelay, 0)
+}
+
+// Succeeded clears the source's failures.
+func (g *Gate) Succeeded(remote string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s, ok := g.sources[SourceOf(remote)]; ok {
+		s.failures, s.lockouts = 0, 0
+	}
+}
+
+// sourceLocked finds or makes the source's entry, forgetting the least
+// recently seen one when the table is full.
+func (g *Gate) sourceLocked(ip string) *source {
+	now := g.options.Now()
+	if s, ok := g.sources[ip]; ok {
+		s.seen = now
+		return s
+	}
+	if len(g.sources) >= g.options.Sources {
+		var oldest string
+		var oldestSeen time.Time
+		for key, s := range g.sources {
+			if oldest == "" || s.seen.Before(oldestSeen) {
+				oldest, oldestSeen = key, s.seen
+			}
+		}
+		delete(g.sources, oldest)
+	}
+	s := &source{tokens: g.options.ConnectionBurst, refilled: now, seen: now}
+	g.sources[ip] = s
+	return s
+}
+
+// QuotaBucket is an identity's publish quota: two token buckets (records
+// and bytes), each holding one second's worth.
+type QuotaBucket struct {
+	mu       sync.Mutex
+	now      func() time.Time
+	rates    Quota
+	messages float64
+	bytes    float64
+	refilled time.Time
+}
+
+func newQuotaBucket(now func() time.Time) *QuotaBucket {
+	return &QuotaBucket{now: now, refilled: now(), messages: -1}
+}
+
+func (q *QuotaBucket) setRates(rates Quota) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.messages < 0 { // first use: start full
+		q.messages, q.bytes = rates.MessagesPerSecond, rates.BytesPerSecond
+	}
+	q.rates = rates
+}
+
+// Take spends one record of size bytes, or returns how long until the
+// quota has room for it (nothing is spent then).
+func (q *QuotaBucket) Take(size int) time.Duration {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.now()
+	elapsed := now.Sub(q.refilled).Seconds()
+	q.refilled = now
+	var wait float64
+	if rate := q.rates.MessagesPerSecond; rate > 0 {
+		q.messages = min(rate, q.messages+elapsed*rate)
+		if q.messages < 1 {
+			wait = max(wait, (1-q.messages)/rate)
+		}
+	}
+	if rate := q.rates.BytesPerSecond; rate > 0 {
+		q.bytes = min(rate, q.bytes+elapsed*rate)
+		need := min(float64(size), rate) // a record larger than a second's worth waits for a full bucket
+		if q.bytes < need {
+			wait = max(wait, (need-q.bytes)/rate)
+		}
+	}
+	if wait > 0 {
+		return max(time.Duration(wait*float64(time.Second)), time.Millisecond)
+	}
+	if q.rates.MessagesPerSecond > 0 {
+		q.messages--
+	}
+	if q.rates.BytesPerSecond > 0 {
+		q.bytes -= float64(size)
+	}
+	return 0
+}

@@ -1,0 +1,285 @@
+package security
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ironbus/ironbus/wire"
+)
+
+// cheap keeps Argon2id fast in tests; the format is the same.
+var cheap = Argon2idParams{MemoryKiB: 64, Iterations: 1, Parallelism: 1}
+
+func TestPatternMatch(t *testing.T) {
+	cases := []struct {
+		pattern, name string
+		want          bool
+	}{
+		{">", "orders", true}, {">", "a.b.c", true},
+		{"orders", "orders", true}, {"orders", "orders.eu", false},
+		{"orders.*", "orders.eu", true}, {"orders.*", "orders", false}, {"orders.*", "orders.eu.x", false},
+		{"orders.>", "orders.eu.x", true}, {"orders.>", "orders", false},
+		{"*.eu", "orders.eu", true}, {"*.eu", "orders.us", false},
+		{"*", "orders", true}, {"*", "a.b", false},
+	}
+	for _, c := range cases {
+		p, err := ParsePattern(c.pattern)
+		if err != nil {
+			t.Fatalf("ParsePattern(%q): %v", c.pattern, err)
+		}
+		if got := p.Match(c.name); got != c.want {
+			t.Errorf("%q matches %q = %v, want %v", c.pattern, c.name, got, c.want)
+		}
+	}
+	for _, bad := range []string{"", "a.>.b", "ord*", "a.b>"} {
+		if _, err := ParsePattern(bad); !errors.Is(err, ErrInvalidPattern) {
+			t.Errorf("ParsePattern(%q) = %v, want ErrInvalidPattern", bad, err)
+		}
+	}
+}
+
+func TestTokenAndPassword(t *testing.T) {
+	token, err := NewToken()
+	if err != nil || !strings.HasPrefix(token, tokenPrefix) || len(token) < 40 {
+		t.Fatalf("NewToken = %q, %v", token, err)
+	}
+	other, _ := NewToken()
+	if other == token {
+		t.Fatal("two tokens are equal")
+	}
+	hash, err := HashPassword("correct horse", cheap)
+	if err != nil || !strings.HasPrefix(hash, "$argon2id$v=19$m=64,t=1,p=1$") {
+		t.Fatalf("HashPassword = %q, %v", hash, err)
+	}
+	parsed, err := parsePasswordHash(hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !parsed.matches([]byte("correct horse")) || parsed.matches([]byte("wrong")) {
+		t.Fatal("password verification is wrong")
+	}
+	for _, bad := range []string{"", "$argon2i$v=19$m=64,t=1,p=1$c2FsdHNhbHQ$a2V5a2V5a2V5a2V5a2V5", "$argon2id$v=19$m=99999999,t=1,p=1$c2FsdHNhbHQ$a2V5a2V5a2V5a2V5a2V5"} {
+		if _, err := parsePasswordHash(bad); !errors.Is(err, ErrMalformedHash) {
+			t.Errorf("parsePasswordHash(%q) = %v", bad, err)
+		}
+	}
+}
+
+func writeSecret(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestSecretFileModes(t *testing.T) {
+	dir := t.TempDir()
+	path := writeSecret(t, dir, "token", "abc\n")
+	if line, err := ReadSecretLine(path); err != nil || string(line) != "abc" {
+		t.Fatalf("ReadSecretLine = %q, %v", line, err)
+	}
+	if err := os.Chmod(path, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ReadSecretLine(path)
+	if !errors.Is(err, ErrSecretFileExposed) || !strings.Contains(err.Error(), "chmod 600 "+path) {
+		t.Fatalf("a group-readable secret: %v", err)
+	}
+}
+
+func TestAuthFileStrictAndRoundTrip(t *testing.T) {
+	if _, err := ParseAuthFile([]byte("[[identity]]\nname = \"a\"\ntoken_sha256 = \"" + TokenDigest("t") + "\"\npublsh = [\">\"]\n")); !errors.Is(err, ErrAuthConfig) || !strings.Contains(err.Error(), "publsh") {
+		t.Fatalf("an unknown key: %v", err)
+	}
+	if _, err := ParseAuthFile([]byte("[[identity]]\nname = \"a\"\n")); !errors.Is(err, ErrAuthConfig) {
+		t.Fatalf("no credential: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "auth.toml")
+	hash, _ := HashPassword("pw", cheap)
+	file := AuthFile{Identities: []IdentityEntry{
+		{Name: "writer", TokenSHA256: TokenDigest("tok"), Publish: []string{"orders.>"}, PublishMessagesPerSecond: 10},
+		{Name: "reader", PasswordHash: hash, Subscribe: []string{">"}},
+	}}
+	if err := SaveAuthFile(path, file); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := os.Stat(path)
+	if info.Mode().Perm() != 0o600 {
+		t.Fatalf("saved with mode %v", info.Mode())
+	}
+	loaded, err := LoadAuthFile(path)
+	if err != nil || len(loaded.Identities) != 2 || loaded.Identities[0].PublishMessagesPerSecond != 10 {
+		t.Fatalf("LoadAuthFile = %+v, %v", loaded, err)
+	}
+}
+
+func TestAuthenticate(t *testing.T) {
+	dir := t.TempDir()
+	hash, _ := HashPassword("pw", cheap)
+	path := filepath.Join(dir, "auth.toml")
+	if err := SaveAuthFile(path, AuthFile{Identities: []IdentityEntry{
+		{Name: "writer", TokenSHA256: TokenDigest("tok"), Publish: []string{"orders.>"}},
+		{Name: "reader", PasswordHash: hash, Subscribe: []string{">"}},
+		{Name: "device", MTLSIdentity: "spiffe://edge/device-1", Admin: []string{">"}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewAuthorizer(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := a.Authenticate(wire.Credentials{Mechanism: wire.AuthToken, Token: []byte("tok")}, "")
+	if err != nil || id.Name != "writer" || !id.Allowed(ScopePublish, "orders.eu") || id.Allowed(ScopeSubscribe, "orders.eu") || id.Allowed(ScopePublish, "audit") {
+		t.Fatalf("token: %+v %v", id, err)
+	}
+	if id, err := a.Authenticate(wire.Credentials{Mechanism: wire.AuthPassword, Username: "reader", Password: []byte("pw")}, ""); err != nil || id.Name != "reader" {
+		t.Fatalf("password: %v", err)
+	}
+	if id, err := a.Authenticate(wire.Credentials{Mechanism: wire.AuthMTLS}, "spiffe://edge/device-1"); err != nil || id.Name != "device" || id.Allowed(ScopePublish, "x") {
+		t.Fatalf("mtls: %v", err)
+	}
+	for _, bad := range []wire.Credentials{
+		{Mechanism: wire.AuthToken, Token: []byte("nope")},
+		{Mechanism: wire.AuthPassword, Username: "reader", Password: []byte("nope")},
+		{Mechanism: wire.AuthPassword, Username: "nobody", Password: []byte("pw")},
+		{Mechanism: wire.AuthPassword, Username: "writer", Password: []byte("tok")},
+		{Mechanism: wire.AuthNone},
+	} {
+		if _, err := a.Authenticate(bad, ""); !errors.Is(err, ErrNotAuthorized) {
+			t.Errorf("%+v: %v, want ErrNotAuthorized", bad, err)
+		}
+	}
+	// A reload that removes the writer: Current says so.
+	if err := SaveAuthFile(path, AuthFile{Identities: []IdentityEntry{{Name: "reader", PasswordHash: hash, Subscribe: []string{"x"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := a.Current(id); ok {
+		t.Fatal("a removed identity is still current")
+	}
+}
+
+func TestGateLockoutAndRate(t *testing.T) {
+	now := time.Unix(1000, 0)
+	gate := NewGate(GateOptions{MaxHalfOpen: 2, ConnectionsPerSecond: 1, ConnectionBurst: 3, LockoutAfter: 2,
+		LockoutBase: time.Second, LockoutMax: 4 * time.Second, Now: func() time.Time { return now }})
+	peer := "10.0.0.1:5000"
+	if gate.Admit(peer) != nil || gate.Admit(peer) != nil {
+		t.Fatal("two admissions refused")
+	}
+	if err := gate.Admit("10.0.0.2:1"); !errors.Is(err, ErrHalfOpenFull) {
+		t.Fatalf("third half-open: %v", err)
+	}
+	gate.Release()
+	gate.Release()
+	if gate.Admit(peer) != nil {
+		t.Fatal("burst of 3 refused")
+	}
+	gate.Release()
+	if err := gate.Admit(peer); !errors.Is(err, ErrRateLimited) {
+		t.Fatalf("fourth in a second: %v", err)
+	}
+	for round, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second} {
+		gate.Failed(peer)
+		if gate.LockedOut(peer) {
+			t.Fatalf("round %d: locked out after one failure", round)
+		}
+		gate.Failed(peer)
+		if !gate.LockedOut(peer) {
+			t.Fatalf("round %d: not locked out", round)
+		}
+		now = now.Add(want - time.Millisecond)
+		if !gate.LockedOut(peer) {
+			t.Fatalf("round %d: lockout shorter than %v", round, want)
+		}
+		now = now.Add(time.Millisecond)
+		if gate.LockedOut(peer) {
+			t.Fatalf("round %d: lockout longer than %v", round, want)
+		}
+	}
+	if gate.LockedOut("10.0.0.9:1") {
+		t.Fatal("another source is locked out")
+	}
+	for range 10 {
+		gate.Release()
+		if err := gate.Admit("127.0.0.1:9"); err != nil {
+			t.Fatalf("loopback is rate-limited by default: %v", err)
+		}
+	}
+}
+
+func TestQuota(t *testing.T) {
+	now := time.Unix(1000, 0)
+	q := newQuotaBucket(func() time.Time { return now })
+	q.setRates(Quota{MessagesPerSecond: 2, BytesPerSecond: 100})
+	if q.Take(10) != 0 || q.Take(10) != 0 {
+		t.Fatal("the first two records were refused")
+	}
+	wait := q.Take(10)
+	if wait < 400*time.Millisecond || wait > 600*time.Millisecond {
+		t.Fatalf("retry after %v, want about 500ms", wait)
+	}
+	now = now.Add(wait)
+	if q.Take(10) != 0 {
+		t.Fatal("refused after the hinted wait")
+	}
+}
+
+func TestAuditRotation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	audit, err := OpenAudit(AuditOptions{Path: path, MaxBytes: 300, Keep: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		audit.Record(AuditEvent{Peer: "10.0.0.1:1", Identity: "writer", Action: "auth", Outcome: "ok", Detail: "token"})
+	}
+	if err := audit.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{path, path + ".1", path + ".2"} {
+		data, err := os.ReadFile(name)
+		if err != nil || !strings.Contains(string(data), `"action":"auth"`) || len(data) > 300 {
+			t.Fatalf("%s: %d bytes, %v", name, len(data), err)
+		}
+	}
+	if _, err := os.Stat(path + ".3"); err == nil {
+		t.Fatal("more rotated files than Keep")
+	}
+}
+
+func FuzzParseAuthFile(f *testing.F) {
+	f.Add([]byte("[[identity]]\nname = \"a\"\ntoken_sha256 = \"" + TokenDigest("t") + "\"\npublish = [\"orders.>\"]\n"))
+	f.Add([]byte("[[identity]]\nname = \"b\"\npassword_hash = \"$argon2id$v=19$m=64,t=1,p=1$c2FsdHNhbHQ$a2V5a2V5a2V5a2V5a2V5\"\n"))
+	f.Add([]byte("x = 1"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if _, err := ParseAuthFile(data); err != nil && !errors.Is(err, ErrAuthConfig) && !errors.Is(err, ErrMalformedHash) && !errors.Is(err, ErrInvalidPattern) {
+			t.Fatalf("untyped error: %v", err)
+		}
+	})
+}
+
+func FuzzParsePasswordHash(f *testing.F) {
+	f.Add("$argon2id$v=19$m=64,t=1,p=1$c2FsdHNhbHQ$a2V5a2V5a2V5a2V5a2V5")
+	f.Add("$argon2id$v=19$m=-1,t=1,p=1$$")
+	f.Fuzz(func(t *testing.T, text string) {
+		h, err := parsePasswordHash(text)
+		if err != nil {
+			if !errors.Is(err, ErrMalformedHash) {
+				t.Fatalf("untyped error: %v", err)
+			}
+			return
+		}
+		if h.params.MemoryKiB > maxMemoryKiB || h.params.Iterations > maxIterations {
+			t.Fatalf("out-of-bounds parameters accepted: %+v", h.params)
+		}
+	})
+}

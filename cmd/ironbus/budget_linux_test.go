@@ -68,7 +68,7 @@ func TestDiskBudgetDropNewOnTmpfs(t *testing.T) {
 	if _, err := c.Fetch(ctx, "orders", "readers", client.FetchOptions{MaxRecords: 1, Wait: 0}); err != nil {
 		t.Fatal(err) // the group exists before the records, so it pins them
 	}
-	payload := make([]byte, 1000)
+	payload := incompressible(1000) // stored as sent, so the budget fills as planned
 	stored := 0
 	var full *wire.Error
 	for ; stored < 20_000; stored++ {
@@ -128,7 +128,7 @@ func TestDiskBudgetDropOldestOnTmpfs(t *testing.T) {
 	if _, err := c.Fetch(ctx, "logs", "late", client.FetchOptions{MaxRecords: 1, Wait: 0}); err != nil {
 		t.Fatal(err)
 	}
-	payload := make([]byte, 1000)
+	payload := incompressible(1000) // stored as sent, so the budget fills as planned
 	refusals := 0
 	for stored := 0; stored < 12_000; {
 		_, err := c.Produce(ctx, "logs", client.Record{Payload: payload})
@@ -150,4 +150,18 @@ func TestDiskBudgetDropOldestOnTmpfs(t *testing.T) {
 	}
 	t.Logf("12,000 records of 1,000 B through a 4 MiB budget: %d bytes on disk, gap %d..%d, %d transient refusals",
 		dirBytes(t, dataDir), gaps[0].From, gaps[0].To, refusals)
+}
+
+// incompressible returns size bytes lz4 cannot shrink, so a producer's
+// default compression stores them as they are.
+func incompressible(size int) []byte {
+	payload := make([]byte, size)
+	state := uint32(2463534242)
+	for i := range payload {
+		state ^= state << 13
+		state ^= state >> 17
+		state ^= state << 5
+		payload[i] = byte(state)
+	}
+	return payload
 }

@@ -203,7 +203,8 @@ func produceFor(ctx context.Context, addr, stream string, size, count int) (int,
 		return 0, err
 	}
 	defer c.Close()
-	producer := c.NewProducer(stream, client.ProducerOptions{})
+	// Stored as sent: the backlog must be the bytes published.
+	producer := c.NewProducer(stream, client.ProducerOptions{Compression: client.CompressNone})
 	acked := make(chan int, 1)
 	var firstErr error
 	go func() {

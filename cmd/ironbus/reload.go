@@ -16,6 +16,10 @@ type runningBroker struct {
 	broker *broker.Broker
 	logger *slog.Logger
 	level  *slog.LevelVar
+	// security re-reads the TLS certificates and the auth config (nil
+	// when neither is configured): SIGHUP does that before it re-reads
+	// the config file, whatever the file says.
+	security *securityRuntime
 }
 
 // reloadFunc applies a knob's new value to the running broker; next holds
@@ -87,6 +91,13 @@ func watchReloads(serve *serveOptions, running *runningBroker) (stop func()) {
 // reports the rest. A configuration that does not parse or validate is not
 // applied at all: the broker keeps running on what it has.
 func reloadConfig(serve *serveOptions, running *runningBroker, lookupEnv func(string) (string, bool)) {
+	if running.security.configured() {
+		if err := running.security.Reload(); err != nil {
+			running.logger.Error("SIGHUP: TLS and auth files not re-read; the previous ones stay in force", "error", err.Error())
+		} else {
+			running.logger.Info("SIGHUP: TLS certificates and auth identities re-read")
+		}
+	}
 	current := serve.config.resolved
 	nextCmd, next := newServeCommand(&globalOptions{stdout: io.Discard, stderr: io.Discard})
 	for name, text := range current.commandLine {

@@ -221,7 +221,7 @@ func TestServeReloadsAuthConfig(t *testing.T) {
 	if err := broker.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	for !strings.Contains(broker.logs(), "SIGHUP: TLS and auth config reloaded") {
+	for !strings.Contains(broker.logs(), "SIGHUP: TLS certificates and auth identities re-read") {
 		if time.Now().After(deadline) {
 			t.Fatalf("no reload on SIGHUP:\n%s", broker.logs())
 		}

@@ -293,7 +293,7 @@ func runBroker(cfg broker.Config, serve *serveOptions, ready func(addr string)) 
 		return err
 	}
 	defer stopProfiles()
-	defer watchReloads(serve, &runningBroker{broker: b, logger: logger, level: serve.config.level})()
+	defer watchReloads(serve, &runningBroker{broker: b, logger: logger, level: serve.config.level, security: secured})()
 	endpoints.attach(b, server, bound.String(), loopConfig.TLS != nil)
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)

@@ -5,9 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -120,7 +117,13 @@ func (r *securityRuntime) apply(cfg *broker.Config, loopConfig *loop.Config) {
 	}
 }
 
-// start watches the files and reloads on SIGHUP until close.
+// configured reports whether there is anything to re-read.
+func (r *securityRuntime) configured() bool {
+	return r != nil && (r.tls != nil || r.auth != nil)
+}
+
+// start watches the files until close (SIGHUP re-reads them too, through
+// the config reload: reload.go).
 func (r *securityRuntime) start(interval time.Duration) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.stop = cancel
@@ -130,23 +133,6 @@ func (r *securityRuntime) start(interval time.Duration) {
 	if r.auth != nil {
 		go r.auth.Watch(ctx, interval)
 	}
-	hangups := make(chan os.Signal, 1)
-	signal.Notify(hangups, syscall.SIGHUP)
-	go func() {
-		defer signal.Stop(hangups)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hangups:
-				if err := r.Reload(); err != nil {
-					r.logger.Error("SIGHUP: reload failed; the previous TLS and auth settings stay in force", "error", err.Error())
-				} else {
-					r.logger.Info("SIGHUP: TLS and auth config reloaded")
-				}
-			}
-		}
-	}()
 }
 
 // Reload re-reads the TLS files and the auth config; each keeps its

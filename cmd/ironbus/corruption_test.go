@@ -28,13 +28,19 @@ func TestCorruptionInLiveDataDirIsQuarantinedAndReported(t *testing.T) {
 	settleSomeWork(t, broker.addr)
 	// Small batches last: damage in the active segment is told from a
 	// torn write only by later commit frames that prove it was synced.
-	for offset, payload := range produceUntil(t, broker.addr, 300, 2, 0, nil) {
-		acked[offset] = payload
+	// The active segment must hold enough small batches that its middle
+	// is followed by many: a roll near the end would leave it a few, and
+	// the zeroed range would then be the unvouched tail (a torn write by
+	// every sign recovery has, documented in OPERATIONS.md).
+	logDir := filepath.Join(dataDir, "streams", "orders", "0")
+	for round := 0; round == 0 || (activeDataBytes(t, logDir) < 24<<10 && round < 40); round++ {
+		for offset, payload := range produceUntil(t, broker.addr, 150, 2, 0, nil) {
+			acked[offset] = payload
+		}
 	}
 	_ = broker.cmd.Process.Signal(syscall.SIGKILL)
 	<-broker.exited
 
-	logDir := filepath.Join(dataDir, "streams", "orders", "0")
 	segments, _ := filepath.Glob(filepath.Join(logDir, "*.seg"))
 	deadLetters, _ := filepath.Glob(filepath.Join(dataDir, "deadletters", "streams", "orders", "0", "*.seg"))
 	if len(segments) < 3 || len(deadLetters) == 0 {
@@ -214,6 +220,21 @@ func truncateMiddle(t *testing.T, name string) {
 	if err := os.Truncate(name, int64(4096+(dataEnd(data)-4096)/2)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// activeDataBytes is how much record data the newest segment of logDir
+// holds (as far as it has reached the page cache).
+func activeDataBytes(t *testing.T, logDir string) int {
+	t.Helper()
+	segments, _ := filepath.Glob(filepath.Join(logDir, "*.seg"))
+	if len(segments) == 0 {
+		return 0
+	}
+	data, err := os.ReadFile(segments[len(segments)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dataEnd(data) - 4096
 }
 
 func dataEnd(data []byte) int {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ironbus/ironbus/segment/vfs"
 )
@@ -46,7 +47,8 @@ func (f Fault) String() string {
 // Disk is a crashable image served over FUSE. Its methods are safe for
 // concurrent use; the FUSE server runs in the calling process.
 type Disk struct {
-	fault atomic.Int32
+	fault       atomic.Int32
+	syncLatency atomic.Int64 // nanoseconds each sync takes before it persists
 
 	mu      sync.Mutex // guards the fields below
 	image   *vfs.MemFS
@@ -77,6 +79,13 @@ func (d *Disk) Image() *vfs.MemFS {
 
 // SetFault switches what the mount does to the operations that follow.
 func (d *Disk) SetFault(fault Fault) { d.fault.Store(int32(fault)) }
+
+// SetSyncLatency makes every fsync, fdatasync and directory fsync take
+// latency before it persists anything. The image syncs in memory in
+// microseconds, which leaves a kill almost nothing unsynced to cut; a real
+// device's flush takes milliseconds, during which the broker keeps writing
+// the next batches.
+func (d *Disk) SetSyncLatency(latency time.Duration) { d.syncLatency.Store(int64(latency)) }
 
 // Fault returns the current fault.
 func (d *Disk) Fault() Fault { return Fault(d.fault.Load()) }
@@ -124,25 +133,27 @@ func (d *Disk) current() *vfs.MemFS {
 
 // CutPower is a power failure: the mount goes away, the image is replaced
 // by what cut leaves of it, and, if it was mounted, the surviving image is
-// mounted again at the same place. The fault is left as it was. Kill every
+// mounted again at the same place. It returns what was unsynced at the cut
+// (what the cut could take). The fault is left as it was. Kill every
 // process using the mount first, as the power would have.
-func (d *Disk) CutPower(cut Cut) error {
+func (d *Disk) CutPower(cut Cut) (vfs.UnsyncedStats, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	dir, wasMounted := d.dir, d.mounted != nil
 	if err := d.unmountLocked(); err != nil {
-		return err
+		return vfs.UnsyncedStats{}, err
 	}
+	exposed := d.image.Unsynced()
 	d.image = d.image.CrashClone(cut.crashOptions())
 	if !wasMounted {
-		return nil
+		return exposed, nil
 	}
 	server, err := mount(d, dir)
 	if err != nil {
-		return err
+		return exposed, err
 	}
 	d.mounted = server
-	return nil
+	return exposed, nil
 }
 
 // CutMode is what a power cut does to the writes no sync covered.

@@ -76,8 +76,13 @@ func TestCutKeepsSyncedAndDropsTheRest(t *testing.T) {
 	}
 	_ = file.Close()
 
-	if err := disk.CutPower(Cut{Mode: DropUnsynced, Seed: 1}); err != nil {
+	exposed, err := disk.CutPower(Cut{Mode: DropUnsynced, Seed: 1})
+	if err != nil {
 		t.Fatal(err)
+	}
+	// The unsynced file's write, the append, and the unlisted entry.
+	if exposed.Writes < 2 || exposed.DirChanges < 1 {
+		t.Fatalf("the cut saw %+v unsynced; want at least 2 writes and 1 directory change", exposed)
 	}
 	if got, err := os.ReadFile(synced); err != nil || string(got) != "durable" {
 		t.Fatalf("synced file after the cut: %q, %v", got, err)
@@ -97,7 +102,7 @@ func TestRenameIsDurableOnlyAfterDirectorySync(t *testing.T) {
 	if err := os.Rename(filepath.Join(dir, "a.tmp"), filepath.Join(dir, "a")); err != nil {
 		t.Fatal(err)
 	}
-	if err := disk.CutPower(Cut{Mode: DropUnsynced}); err != nil {
+	if _, err := disk.CutPower(Cut{Mode: DropUnsynced}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "a")); !errors.Is(err, os.ErrNotExist) {
@@ -107,7 +112,7 @@ func TestRenameIsDurableOnlyAfterDirectorySync(t *testing.T) {
 		t.Fatal(err)
 	}
 	syncDir(t, dir)
-	if err := disk.CutPower(Cut{Mode: DropUnsynced}); err != nil {
+	if _, err := disk.CutPower(Cut{Mode: DropUnsynced}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := os.ReadFile(filepath.Join(dir, "a")); err != nil || string(got) != "new" {
@@ -172,7 +177,7 @@ func TestFaults(t *testing.T) {
 	}
 	_ = file.Close()
 	disk.SetFault(Healthy)
-	if err := disk.CutPower(Cut{Mode: DropUnsynced}); err != nil {
+	if _, err := disk.CutPower(Cut{Mode: DropUnsynced}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := os.ReadFile(name); err != nil || string(got) != "before" {

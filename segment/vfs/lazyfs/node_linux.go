@@ -7,6 +7,7 @@ import (
 	iofs "io/fs"
 	"path"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -233,7 +234,13 @@ func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 
 // Fsync serves fsync and fdatasync of files and fsync of directories: the
 // only operations that make anything durable.
+//
+// The fault is checked after the latency: a sync in flight when a fault
+// is set persists nothing, as a flush cut short by the power.
 func (n *node) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
+	if latency := n.disk.syncLatency.Load(); latency > 0 {
+		time.Sleep(time.Duration(latency))
+	}
 	if n.disk.Fault() != Healthy {
 		return syscall.EIO
 	}

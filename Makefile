@@ -97,7 +97,7 @@ crash-test:
 
 # powercut-test: the same harness with the data directory on a lazyfs FUSE
 # mount and a power cut (unsynced writes dropped, kept in part, reordered
-# or torn) after every kill, 1,000 cycles (make test runs 50); then the
+# or torn) after every kill, 1,000 cycles (make test runs 30); then the
 # live fsync-failure checks. Needs root and /dev/fuse (skips otherwise);
 # IRONBUS_SEED replays a run (docs/RELIABILITY.md).
 .PHONY: powercut-test

@@ -67,6 +67,7 @@ func checkLiveSyncFailure(t *testing.T, fault lazyfs.Fault) {
 	if _, reused := acked[ack.Offset]; reused {
 		t.Fatalf("offset %d reused after the restart", ack.Offset)
 	}
+	stopBeforeUnmount(restarted)
 }
 
 // expectFrozen produces one record at a time on the failed disk: each

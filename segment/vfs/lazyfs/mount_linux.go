@@ -14,6 +14,7 @@ import (
 // fuseMount is a live go-fuse server for one mount.
 type fuseMount struct {
 	server *fuse.Server
+	dir    string
 }
 
 func mount(d *Disk, dir string) (mounter, error) {
@@ -35,11 +36,14 @@ func mount(d *Disk, dir string) (mounter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: mounting at %s: %w", ErrUnavailable, dir, err)
 	}
-	return &fuseMount{server: server}, nil
+	return &fuseMount{server: server, dir: dir}, nil
 }
 
 // unmount retries a busy mount briefly: the kernel closes a killed
 // process's files as it exits, and the last releases can trail the exit.
+// A mount still busy after that is detached (MNT_DETACH): it leaves the
+// namespace at once and its server keeps answering whoever still holds
+// it, on the image it had.
 func (m *fuseMount) unmount() error {
 	var err error
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
@@ -47,6 +51,9 @@ func (m *fuseMount) unmount() error {
 		if err == nil || !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
 			break
 		}
+	}
+	if errors.Is(err, syscall.EBUSY) {
+		return syscall.Unmount(m.dir, syscall.MNT_DETACH)
 	}
 	if err != nil {
 		return err

@@ -27,7 +27,8 @@ import (
 // The seed fixes the cut (its moment, counted in acknowledgements, and what
 // survives); goroutine scheduling still varies, so a replay repeats the
 // cut, not every interleaving. IRONBUS_SEED replays one seed;
-// IRONBUS_POWERCUT_SEEDS sets how many seeds run (8; -short 2).
+// IRONBUS_BROKER_POWERCUT_SEEDS sets how many seeds run (8; -short and
+// the per-backend reruns 2).
 func TestPowerCutBrokerSeeded(t *testing.T) {
 	seeds, base := powercutSeeds(t)
 	for i := range seeds {
@@ -48,13 +49,13 @@ func powercutSeeds(t *testing.T) (int, uint64) {
 		return 1, seed
 	}
 	seeds := 8
-	if testing.Short() {
-		seeds = 2
+	if testing.Short() || os.Getenv("IRONBUS_TEST_LOOP") != "" {
+		seeds = 2 // the per-backend reruns of make test: the disk is the subject here
 	}
-	if text := os.Getenv("IRONBUS_POWERCUT_SEEDS"); text != "" {
+	if text := os.Getenv("IRONBUS_BROKER_POWERCUT_SEEDS"); text != "" {
 		n, err := strconv.Atoi(text)
 		if err != nil || n < 1 {
-			t.Fatalf("IRONBUS_POWERCUT_SEEDS=%q", text)
+			t.Fatalf("IRONBUS_BROKER_POWERCUT_SEEDS=%q", text)
 		}
 		seeds = n
 	}

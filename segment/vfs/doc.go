@@ -21,6 +21,9 @@
 //   - [Inject], a wrapper that consults an [Injector] before every operation
 //     and can fail it (fsync error, EIO, ENOSPC, short write, read error).
 //
+// Subpackage lazyfs serves a MemFS over FUSE (Linux, tests only), so a
+// real process can run on it and have its power cut.
+//
 // Invariants:
 //   - Implementations never retry a failed sync and never hide an error: a
 //     failed SyncData means the caller must assume the unsynced bytes are gone

@@ -1,3 +1,5 @@
+//go:build linux && !arm && !386
+
 package lazyfs
 
 import (

@@ -41,12 +41,14 @@ func Profiles() []Profile {
 				"max-in-flight":     "1024",
 				"staging-bytes":     "256KiB",
 				// Pre-auth limits scaled to 32 connections and one small
-				// CPU: a handshake flood keeps at most a quarter of the
-				// slots, one source cannot queue TLS handshakes (each a
-				// few ms of a Pi's core) faster than the box does them,
-				// and a guesser is locked out sooner, since every failed
-				// password costs an Argon2id hash in a 64MiB box.
-				"max-half-open":      "8",
+				// CPU: a handshake flood holds at most half the slots (8
+				// refused a boot-time rush of 28 local clients in the RAM
+				// ceiling test), one source cannot queue TLS handshakes
+				// (each several ms of a Pi's core) faster than the box
+				// does them, and a guesser is locked out sooner, since
+				// every failed password costs an Argon2id hash in a 64MiB
+				// box.
+				"max-half-open":      "16",
 				"connection-rate":    "5",
 				"auth-lockout-after": "3",
 			}},

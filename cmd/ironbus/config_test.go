@@ -228,7 +228,7 @@ func TestSIGHUPReloadsTheSafeSubset(t *testing.T) {
 func TestEdgeTinyTightensPreAuthLimits(t *testing.T) {
 	want := map[string]map[string][2]string{
 		"edge-tiny": {
-			"max_half_open":      {"8", "profile:edge-tiny"},
+			"max_half_open":      {"16", "profile:edge-tiny"},
 			"connection_rate":    {"5", "profile:edge-tiny"},
 			"auth_lockout_after": {"3", "profile:edge-tiny"},
 		},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"os"
 	"path/filepath"
@@ -128,7 +129,7 @@ func TestDiskBudgetDropOldestOnTmpfs(t *testing.T) {
 	if _, err := c.Fetch(ctx, "logs", "late", client.FetchOptions{MaxRecords: 1, Wait: 0}); err != nil {
 		t.Fatal(err)
 	}
-	payload := make([]byte, 1000)
+	payload := incompressible(t, 1000)
 	refusals := 0
 	for stored := 0; stored < 12_000; {
 		_, err := c.Produce(ctx, "logs", client.Record{Payload: payload})
@@ -150,4 +151,17 @@ func TestDiskBudgetDropOldestOnTmpfs(t *testing.T) {
 	}
 	t.Logf("12,000 records of 1,000 B through a 4 MiB budget: %d bytes on disk, gap %d..%d, %d transient refusals",
 		dirBytes(t, dataDir), gaps[0].From, gaps[0].To, refusals)
+}
+
+// incompressible returns size random bytes. Tests that fill a disk budget
+// or a backlog with records need payloads the SDK's default lz4 stores as
+// they are: zeros shrink about 6:1 and never reach the bytes the test
+// counts on.
+func incompressible(t *testing.T, size int) []byte {
+	t.Helper()
+	payload := make([]byte, size)
+	if _, err := rand.Read(payload); err != nil {
+		t.Fatal(err)
+	}
+	return payload
 }

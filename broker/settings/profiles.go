@@ -41,9 +41,9 @@ func Profiles() []Profile {
 				"max-in-flight":     "1024",
 				"staging-bytes":     "256KiB",
 				// Pre-auth limits scaled to 32 connections and one small
-				// CPU: a handshake flood holds at most half the slots (8
-				// refused a boot-time rush of 28 local clients in the RAM
-				// ceiling test), one source cannot queue TLS handshakes
+				// CPU: a handshake flood holds at most half the slots
+				// (a rush of more clients connecting at once than that
+				// gets a retryable refusal), one source cannot queue TLS handshakes
 				// (each several ms of a Pi's core) faster than the box
 				// does them, and a guesser is locked out sooner, since
 				// every failed password costs an Argon2id hash in a 64MiB

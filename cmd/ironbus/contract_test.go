@@ -185,7 +185,10 @@ func envelopeOffline(run *envelopeRun, liveDir string) {
 	run.expect("ironbus peek", exitClean, "", nil, "peek", "--data-dir", demo)
 	run.expect("ironbus dump", exitClean, "", nil, "dump", "--data-dir", demo)
 	// Reading from below the first offset also prints a gap line.
-	run.expect("ironbus dump", exitClean, "", nil, "dump", "--data-dir", copyTestdata(run.t, "damaged"), "--limit", "0")
+	damaged := run.expect("ironbus dump", exitClean, "", nil, "dump", "--data-dir", copyTestdata(run.t, "damaged"), "--limit", "0")
+	if !strings.Contains(damaged.stdout, `"schema":"`+gapSchema+`"`) {
+		run.t.Errorf("dump of the damaged log printed no %s line", gapSchema)
+	}
 	run.expect("ironbus verify", exitClean, "", nil, "verify", "--data-dir", demo)
 	run.expect("ironbus scrub", exitClean, "", nil, "scrub", "--data-dir", demo)
 	backup := filepath.Join(run.t.TempDir(), "backup")

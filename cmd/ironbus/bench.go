@@ -31,6 +31,8 @@ type benchOptions struct {
 	durability   string
 	profileOut   string
 	tls          bool // bench_tls.go
+
+	payloadOptions benchCompressOptions // bench_compress.go
 }
 
 // benchSchema names the --json object; a field is never renamed or
@@ -65,14 +67,18 @@ stall is not hidden (no coordinated omission).
 Beside the rates it reports what the broker did for them: fdatasyncs/s and
 records per fdatasync, its peak anonymous RSS, and the bytes it wrote to disk
 per payload byte (all read from the broker process, so only when bench
-started it). Pointing bench at a running broker (--addr) writes load into it:
+started it). Payloads are zeros and go uncompressed by default, so runs
+compare with earlier ones and with peers that store raw bytes; zeros shrink
+to almost nothing, so --compress lz4|zstd means something only with
+--payload-file, a sample of the data you will publish. Pointing bench at a running broker (--addr) writes load into it:
 that needs --i-understand-this-is-live.`,
 		Example: `  ironbus bench
   ironbus bench --producers 8 --pubwindow 512 --payload-bytes 1024 --duration 10s
   ironbus bench --mode round-trip --rate 1000 --duration 20s
   ironbus bench --mode subscribe --count 1000000 --consume-tier streaming
   ironbus bench --loop std --io-mode direct --json
-  ironbus bench --tls --duration 5s`,
+  ironbus bench --tls --duration 5s
+  ironbus bench --compress lz4 --payload-file sample.jsonl --payload-bytes 1024`,
 		Args: cobra.NoArgs,
 	}
 	flags := cmd.Flags()
@@ -94,6 +100,7 @@ that needs --i-understand-this-is-live.`,
 	flags.StringVar(&bench.profileOut, "profile-out", "", "started broker: write CPU and heap profiles of the run into this directory")
 	flags.BoolVar(&opts.json, "json", false, "print one flat JSON object (schema "+benchSchema+")")
 	addBenchTLSFlags(cmd, bench)
+	addBenchCompressFlags(cmd, &bench.payloadOptions)
 	cmd.RunE = classified(func() error {
 		plan, err := bench.plan(cmd.Flags().Changed)
 		if err != nil {
@@ -110,6 +117,8 @@ type benchPlan struct {
 	length time.Duration // 0 when count is set
 	// connect is TLS and credentials of the load's connections.
 	connect client.Options
+	// payloads is what the producers send and compress with.
+	payloads benchPayloads
 }
 
 func (bench *benchOptions) plan(changed func(string) bool) (*benchPlan, error) {
@@ -132,6 +141,11 @@ func (bench *benchOptions) plan(changed func(string) bool) (*benchPlan, error) {
 	case bench.addr != "" && bench.profileOut != "":
 		return nil, exitErrorf(exitUsage, "--profile-out needs the broker bench starts itself (no --addr)")
 	}
+	payloads, err := bench.payloadOptions.load()
+	if err != nil {
+		return nil, err
+	}
+	plan.payloads = payloads
 	if bench.count == 0 {
 		plan.length = 10 * time.Second
 		if bench.duration != "" {

@@ -25,6 +25,8 @@ type benchResult struct {
 	Consumers       int     `json:"consumers"`
 	PubWindow       int     `json:"pubwindow"`
 	PayloadBytes    int     `json:"payload_bytes"`
+	Compression     string  `json:"compression"`
+	PayloadFile     string  `json:"payload_file,omitempty"`
 	ConsumeTier     string  `json:"consume_tier,omitempty"`
 	Records         uint64  `json:"records"`
 	Seconds         float64 `json:"seconds"`
@@ -58,6 +60,7 @@ func (r *benchResult) fill(plan *benchPlan) {
 	r.Schema, r.Mode, r.Durability = benchSchema, plan.mode, plan.durability
 	r.Producers, r.PubWindow, r.PayloadBytes = plan.producers, plan.pubWindow, plan.payloadBytes
 	r.Broker, r.TLS = "started", plan.connect.TLS != nil
+	r.Compression, r.PayloadFile = plan.payloads.compression.String(), plan.payloadOptions.payloadFile
 	if plan.addr != "" {
 		r.Broker = "live"
 	}
@@ -93,6 +96,7 @@ func (r *benchResult) print(opts *globalOptions, plan *benchPlan) {
 	out := opts.stdout
 	fmt.Fprintf(out, "%s: %d producers × window %d, %d B payloads, durability %s, broker %s\n",
 		r.Mode, r.Producers, r.PubWindow, r.PayloadBytes, r.Durability, r.Broker)
+	fmt.Fprintf(out, "  payloads    %s\n", plan.payloads.describe(r.PayloadFile))
 	fmt.Fprintf(out, "  published   %d records in %.2f s: %.0f msg/s, %.1f MB/s\n", r.Records, r.Seconds, r.MsgsPerSec, r.MBPerSec)
 	fmt.Fprintf(out, "  ack latency p50 %.0f µs  p99 %.0f µs  p99.9 %.0f µs  max %.0f µs\n", r.AckP50, r.AckP99, r.AckP999, r.AckMax)
 	if r.ConsumedRecords > 0 {
@@ -179,11 +183,6 @@ type producerShape struct {
 	count           int // 0: until deadline
 }
 
-// benchCompression is none: the bench's payloads are zero-filled, which
-// lz4 would shrink to almost nothing, and its numbers must stay comparable
-// with earlier runs and with peers that store raw bytes.
-const benchCompression = client.CompressNone
-
 // runProducer publishes one connection's share, recording each ack's
 // latency from when the record was due (sent, or scheduled with --rate).
 func runProducer(ctx context.Context, plan *benchPlan, addr string, shape producerShape, latencies *hdrhistogram.Histogram) (uint64, error) {
@@ -192,7 +191,7 @@ func runProducer(ctx context.Context, plan *benchPlan, addr string, shape produc
 		return 0, err
 	}
 	defer c.Close()
-	producer := c.NewProducer(plan.stream, client.ProducerOptions{Window: plan.pubWindow, Compression: benchCompression})
+	producer := c.NewProducer(plan.stream, client.ProducerOptions{Window: plan.pubWindow, Compression: plan.payloads.compression})
 	// When each sequence was due, by sequence: a sequence's result is read
 	// at most two windows after it was sent (one in flight, one in the
 	// results channel), plus the one being read.
@@ -222,6 +221,7 @@ func runProducer(ctx context.Context, plan *benchPlan, addr string, shape produc
 		interval = time.Duration(float64(time.Second) * float64(plan.producers) / plan.rate)
 	}
 	payload := make([]byte, plan.payloadBytes)
+	position := 0
 	for sequence := 0; shape.count == 0 || sequence < shape.count; sequence++ {
 		window <- struct{}{}
 		now := time.Now()
@@ -243,6 +243,7 @@ func runProducer(ctx context.Context, plan *benchPlan, addr string, shape produc
 			}
 		}
 		due[sequence%len(due)].Store(at.UnixNano())
+		position = plan.payloads.fill(payload, position)
 		binary.LittleEndian.PutUint64(payload, uint64(at.UnixNano()))
 		if err := producer.Send(ctx, client.Record{Payload: payload}); err != nil {
 			break

@@ -44,7 +44,7 @@ func (t *benchTarget) prepareTLS(plan *benchPlan) ([]string, error) {
 func (plan *benchPlan) clientOptions(window int) client.Options {
 	options := plan.connect
 	options.ClientName, options.Window = "ironbus-bench", window
-	options.Compression = benchCompression
+	options.Compression = plan.payloads.compression
 	return options
 }
 

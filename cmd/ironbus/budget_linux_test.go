@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"os"
 	"path/filepath"
@@ -68,7 +69,7 @@ func TestDiskBudgetDropNewOnTmpfs(t *testing.T) {
 	if _, err := c.Fetch(ctx, "orders", "readers", client.FetchOptions{MaxRecords: 1, Wait: 0}); err != nil {
 		t.Fatal(err) // the group exists before the records, so it pins them
 	}
-	payload := incompressible(1000) // stored as sent, so the budget fills as planned
+	payload := incompressible(t, 1000)
 	stored := 0
 	var full *wire.Error
 	for ; stored < 20_000; stored++ {
@@ -128,7 +129,7 @@ func TestDiskBudgetDropOldestOnTmpfs(t *testing.T) {
 	if _, err := c.Fetch(ctx, "logs", "late", client.FetchOptions{MaxRecords: 1, Wait: 0}); err != nil {
 		t.Fatal(err)
 	}
-	payload := incompressible(1000) // stored as sent, so the budget fills as planned
+	payload := incompressible(t, 1000)
 	refusals := 0
 	for stored := 0; stored < 12_000; {
 		_, err := c.Produce(ctx, "logs", client.Record{Payload: payload})
@@ -152,16 +153,15 @@ func TestDiskBudgetDropOldestOnTmpfs(t *testing.T) {
 		dirBytes(t, dataDir), gaps[0].From, gaps[0].To, refusals)
 }
 
-// incompressible returns size bytes lz4 cannot shrink, so a producer's
-// default compression stores them as they are.
-func incompressible(size int) []byte {
+// incompressible returns size random bytes. Tests that fill a disk budget
+// or a backlog with records need payloads the SDK's default lz4 stores as
+// they are: zeros shrink about 6:1 and never reach the bytes the test
+// counts on.
+func incompressible(t *testing.T, size int) []byte {
+	t.Helper()
 	payload := make([]byte, size)
-	state := uint32(2463534242)
-	for i := range payload {
-		state ^= state << 13
-		state ^= state >> 17
-		state ^= state << 5
-		payload[i] = byte(state)
+	if _, err := rand.Read(payload); err != nil {
+		t.Fatal(err)
 	}
 	return payload
 }

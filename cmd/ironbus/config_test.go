@@ -221,3 +221,40 @@ func TestSIGHUPReloadsTheSafeSubset(t *testing.T) {
 		t.Fatalf("info lines after the level became error:\n%s", broker.logs())
 	}
 }
+
+// TestEdgeTinyTightensPreAuthLimits: the edge-tiny profile scales the
+// limits before authentication to its 32 connections, and config print
+// says the values came from the profile; balanced keeps the defaults.
+func TestEdgeTinyTightensPreAuthLimits(t *testing.T) {
+	want := map[string]map[string][2]string{
+		"edge-tiny": {
+			"max_half_open":      {"16", "profile:edge-tiny"},
+			"connection_rate":    {"5", "profile:edge-tiny"},
+			"auth_lockout_after": {"3", "profile:edge-tiny"},
+		},
+		"balanced": {
+			"max_half_open":      {"64", "default"},
+			"connection_rate":    {"20", "default"},
+			"auth_lockout_after": {"5", "default"},
+		},
+	}
+	for profile, knobs := range want {
+		result := runCLI(t, "config", "print", "--profile", profile, "--json")
+		expectCode(t, result, exitClean)
+		var out configOutput
+		if err := json.Unmarshal([]byte(result.stdout), &out); err != nil {
+			t.Fatalf("%v:\n%s", err, result.stdout)
+		}
+		for _, line := range out.Settings {
+			if w, ok := knobs[line.Key]; ok {
+				if line.Value != w[0] || line.Source != w[1] {
+					t.Errorf("%s: %s = %s from %s, want %s from %s", profile, line.Key, line.Value, line.Source, w[0], w[1])
+				}
+			}
+		}
+		human := runCLI(t, "config", "print", "--profile", profile)
+		if profile == "edge-tiny" && !strings.Contains(human.stdout, "profile:edge-tiny") {
+			t.Errorf("config print does not name the profile as the source:\n%s", human.stdout)
+		}
+	}
+}

@@ -33,7 +33,8 @@ func contextStore() (*clicontext.Store, error) {
 }
 
 // applyCurrentContext fills --addr and --data-dir from the current context
-// when the command takes them and they were not given (nor IRONBUS_ADDR).
+// when the command takes them and they were not given (nor IRONBUS_ADDR);
+// with the context's address come its TLS and credentials.
 // A command that takes both (live or offline) gets only the address: the
 // live mode is the default, and --data-dir given by hand picks offline.
 func applyCurrentContext(cmd *cobra.Command, _ []string) error {
@@ -62,10 +63,11 @@ func applyCurrentContext(cmd *cobra.Command, _ []string) error {
 		return nil
 	}
 	if addr != nil && os.Getenv("IRONBUS_ADDR") == "" && current.Addr != "" {
-		if current.TokenFile != "" {
-			if err := clicontext.CheckSecretFile(current.TokenFile); err != nil {
-				return contextError(err, current.Name)
-			}
+		if err := current.CheckSecrets(); err != nil {
+			return contextError(err, current.Name)
+		}
+		if err := applyContextConnect(cmd, current); err != nil {
+			return err
 		}
 		return addr.Value.Set(current.Addr)
 	}
@@ -73,6 +75,50 @@ func applyCurrentContext(cmd *cobra.Command, _ []string) error {
 		return dataDir.Value.Set(current.DataDir)
 	}
 	return nil
+}
+
+// The connect flags (connect.go) a context fills, in two groups: TLS and
+// credentials. A group is taken from the context whole or not at all, so
+// a hand-given --user never meets the context's --token-file (which the
+// verb would refuse as two kinds of credentials).
+var (
+	contextTLSFlags        = []string{"tls-ca", "tls-cert", "tls-key", "tls-server-name"}
+	contextCredentialFlags = []string{"token-file", "user", "password-file"}
+)
+
+// applyContextConnect fills the connect flags of a client verb from the
+// context whose address it is about to use. Only then: the context's
+// token is for its own broker, never for one --addr names by hand.
+func applyContextConnect(cmd *cobra.Command, current clicontext.Context) error {
+	values := map[string]string{
+		"tls-ca": current.TLSCA, "tls-cert": current.TLSCert, "tls-key": current.TLSKey,
+		"tls-server-name": current.TLSServerName,
+		"token-file":      current.TokenFile, "user": current.User, "password-file": current.PasswordFile,
+	}
+	for _, group := range [][]string{contextTLSFlags, contextCredentialFlags} {
+		if anyFlagChanged(cmd, group) {
+			continue
+		}
+		for _, name := range group {
+			flag := cmd.Flags().Lookup(name)
+			if flag == nil || values[name] == "" {
+				continue // not a client verb, or the context leaves it unset
+			}
+			if err := flag.Value.Set(values[name]); err != nil {
+				return exitErrorf(exitUsage, "context %q: --%s: %w", current.Name, name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func anyFlagChanged(cmd *cobra.Command, names []string) bool {
+	for _, name := range names {
+		if flag := cmd.Flags().Lookup(name); flag != nil && flag.Changed {
+			return true
+		}
+	}
+	return false
 }
 
 // contextError maps the store's errors to exit codes and advice.
@@ -84,7 +130,7 @@ func contextError(err error, name string) error {
 		return exitErrorf(exitUsage, "context %q: %w", name, err)
 	case errors.Is(err, clicontext.ErrExists):
 		return exitErrorf(exitUsage, "%w; pass --replace to overwrite it", err)
-	case errors.Is(err, clicontext.ErrInvalidName):
+	case errors.Is(err, clicontext.ErrInvalidName), errors.Is(err, clicontext.ErrConflict):
 		return exitErrorf(exitUsage, "%w", err)
 	case errors.Is(err, clicontext.ErrCorrupt):
 		return exitErrorf(exitUnreadable, "%w", err)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/ironbus/ironbus/security"
 )
 
 // runCLIEnv is runCLI with extra environment (IRONBUS_CONFIG_DIR).
@@ -174,4 +176,82 @@ func cheatCommand(line string) []string {
 		args = append(args, strings.Trim(field, `'"`))
 	}
 	return args
+}
+
+// TestContextCarriesTLSAndCredentials: a context holding a CA and a token
+// file drives pub and sub against a broker that requires TLS and auth,
+// with no connect flag given; the same address given by hand gets none of
+// the context's secrets.
+func TestContextCarriesTLSAndCredentials(t *testing.T) {
+	dir := t.TempDir()
+	caFile, certFile, keyFile, err := security.LocalhostPair(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authPath, token := filepath.Join(dir, "auth.toml"), filepath.Join(dir, "app.token")
+	expectCode(t, runCLI(t, "token", "create", "--out", token), exitClean)
+	expectCode(t, runCLI(t, "auth", "add", "--auth-config", authPath, "--name", "app", "--token-file", token,
+		"--scopes", "publish,subscribe"), exitClean)
+	broker := startBroker(t, "serve", "--data-dir", filepath.Join(dir, "data"), "--addr", "127.0.0.1:0",
+		"--tls-cert", certFile, "--tls-key", keyFile, "--auth-config", authPath)
+
+	env := []string{"IRONBUS_CONFIG_DIR=" + t.TempDir(), "IRONBUS_ADDR="}
+	created := runCLIEnv(t, env, "context", "create", "secure", "--addr", broker.addr, "--tls-ca", caFile,
+		"--token-file", token, "--use", "--json")
+	expectCode(t, created, exitClean)
+	if !strings.Contains(created.stdout, `"tls_ca":"`+caFile+`"`) {
+		t.Fatalf("context create --json does not show the CA: %s", created.stdout)
+	}
+	pub := runCLIEnv(t, env, "pub", "through-tls")
+	expectCode(t, pub, exitClean)
+	if strings.TrimSpace(pub.stdout) != "0" {
+		t.Fatalf("pub through the secure context printed %q", pub.stdout)
+	}
+	sub := runCLIEnv(t, env, "sub", "--group", "g", "--max", "1", "--wait", "2s")
+	expectCode(t, sub, exitClean)
+	if !strings.Contains(sub.stdout, "payload=through-tls") {
+		t.Fatalf("sub through the secure context printed %q", sub.stdout)
+	}
+	// --addr by hand: the context's CA and token stay home, so the
+	// plaintext hello to a TLS listener fails.
+	byHand := runCLIEnv(t, env, "pub", "--addr", broker.addr, "x")
+	if byHand.code == exitClean {
+		t.Fatalf("pub --addr by hand used the context's TLS and token:\n%s", byHand.stdout)
+	}
+	ls := runCLIEnv(t, env, "context", "ls")
+	if !strings.Contains(ls.stdout, "tls") || !strings.Contains(ls.stdout, "token "+token) {
+		t.Errorf("context ls does not show TLS and credentials:\n%s", ls.stdout)
+	}
+}
+
+// TestContextRefusesLooseOrConflictingSecrets: every secret file a context
+// names (password, private key) must be 0600, and credentials must be one
+// kind.
+func TestContextRefusesLooseOrConflictingSecrets(t *testing.T) {
+	env := []string{"IRONBUS_CONFIG_DIR=" + t.TempDir()}
+	dir := t.TempDir()
+	password, key := filepath.Join(dir, "password"), filepath.Join(dir, "client.key")
+	for _, path := range []string{password, key} {
+		if err := os.WriteFile(path, []byte("secret\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loose := runCLIEnv(t, env, "context", "create", "x", "--user", "ops", "--password-file", password)
+	expectCode(t, loose, exitUsage)
+	if !strings.Contains(loose.stderr, "chmod 600 "+password) {
+		t.Errorf("a loose password file: %q", loose.stderr)
+	}
+	looseKey := runCLIEnv(t, env, "context", "create", "x", "--tls-cert", filepath.Join(dir, "client.crt"), "--tls-key", key)
+	expectCode(t, looseKey, exitUsage)
+	if !strings.Contains(looseKey.stderr, "chmod 600 "+key) {
+		t.Errorf("a loose key file: %q", looseKey.stderr)
+	}
+	if err := os.Chmod(password, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	both := runCLIEnv(t, env, "context", "create", "x", "--token-file", password, "--user", "ops", "--password-file", password)
+	expectCode(t, both, exitUsage)
+	half := runCLIEnv(t, env, "context", "create", "x", "--user", "ops")
+	expectCode(t, half, exitUsage)
+	expectCode(t, runCLIEnv(t, env, "context", "create", "x", "--user", "ops", "--password-file", password), exitClean)
 }

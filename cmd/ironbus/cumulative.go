@@ -23,8 +23,12 @@ type cumulativeOptions struct {
 	set       bool
 }
 
+// cumulativeSchema names the --json object of cumulative-ack.
+const cumulativeSchema = "ironbus.cli.cumulative-ack.v1"
+
 // cumulativeOutput is the --json form of cumulative-ack.
 type cumulativeOutput struct {
+	Schema    string `json:"schema"`
 	Stream    string `json:"stream"`
 	Group     string `json:"group"`
 	Partition uint32 `json:"partition"`
@@ -55,7 +59,7 @@ moves the cursor forward (an --up-to at or below it changes nothing).`,
 	flags.StringVar(&cumulative.group, "group", "", "broadcast group to settle (required)")
 	flags.Uint32Var(&cumulative.partition, "partition", 0, "partition of the stream")
 	flags.Uint64Var(&cumulative.upTo, "up-to", 0, "first offset not settled: every offset below it is done (required)")
-	flags.BoolVar(&opts.json, "json", false, "print one JSON object")
+	flags.BoolVar(&opts.json, "json", false, "print one JSON object (schema "+cumulativeSchema+")")
 	addDataDirFlag(cmd, &cumulative.dataDir)
 	cmd.RunE = classified(func() error {
 		cumulative.set = cmd.Flags().Changed("up-to")
@@ -76,7 +80,7 @@ func runCumulativeAck(ctx context.Context, opts *globalOptions, cumulative *cumu
 		return err
 	}
 	if opts.json {
-		if err := writeJSON(opts.stdout, cumulativeOutput{Stream: cumulative.stream, Group: cumulative.group,
+		if err := writeJSON(opts.stdout, cumulativeOutput{Schema: cumulativeSchema, Stream: cumulative.stream, Group: cumulative.group,
 			Partition: cumulative.partition, UpTo: cumulative.upTo, Status: status.String()}); err != nil {
 			return err
 		}

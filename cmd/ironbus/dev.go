@@ -37,7 +37,7 @@ has something to read.`,
 	}
 	cmd.Flags().IntVar(&dev.seed, "seed", 0, "publish this many demo records to the default stream first")
 	cmd.Flags().StringVar(&dev.loop, "loop", loop.BackendAuto, "network backend: auto, uring, epoll or std")
-	cmd.Flags().BoolVar(&opts.json, "json", false, "log one JSON object per line")
+	cmd.Flags().BoolVar(&opts.json, "json", false, "log one JSON object per line to stderr, and print where it serves as one JSON object (schema "+devSchema+")")
 	cmd.Flags().StringVar(&dev.addr, "addr", defaultAddr, "address to listen on; a busy port falls back to a free one")
 	cmd.RunE = classified(func() error { return runDev(opts, dev) })
 	return cmd
@@ -69,7 +69,23 @@ func runDev(opts *globalOptions, dev *devOptions) error {
 	})
 }
 
+// devSchema names the object dev --json prints once it serves: a script
+// that starts a throwaway broker reads where it listens from stdout, while
+// the JSON log goes to stderr.
+const devSchema = "ironbus.cli.dev.v1"
+
+type devOutput struct {
+	Schema  string `json:"schema"`
+	Addr    string `json:"addr"`
+	DataDir string `json:"data_dir"`
+	Seeded  int    `json:"seeded"`
+}
+
 func printDevHelp(opts *globalOptions, addr, dataDir string, seeded int) {
+	if opts.json {
+		_ = writeJSON(opts.stdout, devOutput{Schema: devSchema, Addr: addr, DataDir: dataDir, Seeded: seeded})
+		return
+	}
 	fmt.Fprintf(opts.stdout, `IronBus dev broker on %s (data in %s, removed on exit; Ctrl-C stops it)
 %s
 Try, in another terminal:

@@ -274,7 +274,11 @@ func runRedrive(ctx context.Context, opts *globalOptions, addr, stream string, m
 }
 
 // deadLetterEntry is one dead letter in the --json output of dlq peek.
+// deadLetterSchema names one line of dlq peek --json.
+const deadLetterSchema = "ironbus.cli.dead-letter.v1"
+
 type deadLetterEntry struct {
+	Schema          string `json:"schema"`
 	Offset          uint64 `json:"offset"`
 	Group           string `json:"group"`
 	SourceStream    string `json:"source_stream"`
@@ -295,7 +299,7 @@ func newDeadLetterPeekCmd(opts *globalOptions) *cobra.Command {
 		Args: cobra.NoArgs,
 	}
 	addReadFlags(cmd, read, 10, "dead letters to show (0 = all)")
-	cmd.Flags().BoolVar(&opts.json, "json", false, "print NDJSON: one object per dead letter")
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print NDJSON: one object per dead letter (schema "+deadLetterSchema+") or gap ("+gapSchema+")")
 	cmd.RunE = classified(func() error { return runDeadLetterPeek(opts, read) })
 	return cmd
 }
@@ -312,6 +316,9 @@ func runDeadLetterPeek(opts *globalOptions, read *readOptions) error {
 	queue.dataDir = path
 	decompressor := newReadDecompressor()
 	summary, err := readEntries(opts, &queue, func(entry segment.Entry) error {
+		if entry.Gap != nil && opts.json {
+			return writeJSON(opts.stdout, newGapOutput(entry.Gap.From, entry.Gap.To, entry.Gap.Reason))
+		}
 		if entry.Gap != nil {
 			fmt.Fprintf(opts.stdout, "gap %d..%d (%s)\n", entry.Gap.From, entry.Gap.To-1, entry.Gap.Reason)
 			return nil
@@ -330,7 +337,7 @@ func runDeadLetterPeek(opts *globalOptions, read *readOptions) error {
 			}
 		}
 		if opts.json {
-			return writeJSON(opts.stdout, deadLetterEntry{Offset: entry.Offset, Group: letter.Group, SourceStream: letter.Stream,
+			return writeJSON(opts.stdout, deadLetterEntry{Schema: deadLetterSchema, Offset: entry.Offset, Group: letter.Group, SourceStream: letter.Stream,
 				SourcePartition: letter.Partition, SourceOffset: letter.Offset, Attempts: letter.Attempts,
 				Reason: letter.Reason, Payload: payload})
 		}

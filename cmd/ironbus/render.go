@@ -20,8 +20,17 @@ const (
 	encodingBase64 = "base64"
 )
 
+// The schemas of the NDJSON lines the reading commands print: every line
+// carries its own, so a consumer of a mixed stream (records and gaps) tells
+// them apart without guessing from the fields present.
+const (
+	recordSchema = "ironbus.cli.record.v1"
+	gapSchema    = "ironbus.cli.gap.v1"
+)
+
 // recordOutput is one record line of dump (and peek --json).
 type recordOutput struct {
+	Schema          string         `json:"schema"`
 	Offset          uint64         `json:"offset"`
 	Timestamp       string         `json:"timestamp"`
 	TimestampNanos  int64          `json:"timestamp_ns"`
@@ -57,7 +66,12 @@ type headerOutput struct {
 }
 
 type gapOutput struct {
-	Gap gapRange `json:"gap"`
+	Schema string   `json:"schema"`
+	Gap    gapRange `json:"gap"`
+}
+
+func newGapOutput(from, to uint64, reason string) gapOutput {
+	return gapOutput{Schema: gapSchema, Gap: gapRange{From: from, To: to, Reason: reason}}
 }
 
 type gapRange struct {
@@ -152,9 +166,9 @@ func rawPayload(d *codec.Decompressor, view format.BodyView) ([]byte, error) {
 // entryOutput converts a reader entry to its JSON line.
 func entryOutput(entry segment.Entry, d *codec.Decompressor) any {
 	if entry.Gap != nil {
-		return gapOutput{Gap: gapRange{From: entry.Gap.From, To: entry.Gap.To, Reason: entry.Gap.Reason}}
+		return newGapOutput(entry.Gap.From, entry.Gap.To, entry.Gap.Reason)
 	}
-	record := recordOutput{Offset: entry.Offset, Timestamp: formatTimestamp(entry.Timestamp),
+	record := recordOutput{Schema: recordSchema, Offset: entry.Offset, Timestamp: formatTimestamp(entry.Timestamp),
 		TimestampNanos: entry.Timestamp, BodyCRC: entry.BodyCRC, Headers: []headerOutput{}}
 	view, err := format.DecodeBody(entry.Body)
 	if err != nil {

@@ -93,7 +93,7 @@ retention or lost to damage) are printed as "gap <from>..<to-1>".`,
 	flags.StringVar(&sub.from, "from", "", "where a new group starts: an offset, earliest (default) or latest")
 	flags.StringVar(&sub.fromTime, "from-time", "", "where a new group starts: the first record stored at or after this RFC 3339 time")
 	flags.DurationVar(&sub.wait, "wait", 5*time.Second, "stop when nothing new arrives for this long")
-	flags.BoolVar(&opts.json, "json", false, "print NDJSON: one object per record or gap")
+	flags.BoolVar(&opts.json, "json", false, "print NDJSON: one object per record (schema "+deliverySchema+") or gap ("+gapSchema+")")
 	cmd.RunE = classified(func() error { return runSub(cmd.Context(), opts, sub) })
 	return cmd
 }
@@ -123,7 +123,7 @@ func runSub(ctx context.Context, opts *globalOptions, sub *subOptions) error {
 		}
 		for _, gap := range result.Gaps {
 			if opts.json {
-				_ = writeJSON(opts.stdout, gapOutput{Gap: gapRange{From: gap.From, To: gap.To, Reason: gap.Reason}})
+				_ = writeJSON(opts.stdout, newGapOutput(gap.From, gap.To, gap.Reason))
 				continue
 			}
 			fmt.Fprintf(opts.stdout, "gap %d..%d (%s)\n", gap.From, gap.To-1, gap.Reason)
@@ -258,8 +258,13 @@ func subError(err error) error {
 	return exitErrorf(exitDamage, "%w", err)
 }
 
+// deliverySchema names one record line of sub --json: a delivery, not a
+// stored record, so it carries the attempt and redelivery of this group.
+const deliverySchema = "ironbus.cli.delivery.v1"
+
 // subMessage is one record in sub's NDJSON output.
 type subMessage struct {
+	Schema          string `json:"schema"`
 	Offset          uint64 `json:"offset"`
 	Partition       uint32 `json:"partition"`
 	Timestamp       string `json:"timestamp"`
@@ -276,7 +281,7 @@ type subMessage struct {
 func messageOutput(m client.Message) subMessage {
 	key, keyEncoding := encodeBytes(m.Key)
 	payload, payloadEncoding := encodeBytes(m.Payload)
-	return subMessage{Offset: m.Offset, Partition: m.Partition, Timestamp: m.Timestamp.UTC().Format(time.RFC3339Nano),
+	return subMessage{Schema: deliverySchema, Offset: m.Offset, Partition: m.Partition, Timestamp: m.Timestamp.UTC().Format(time.RFC3339Nano),
 		Attempt: m.Attempt, Redelivered: m.Redelivered, Key: key, KeyEncoding: keyEncoding, Subject: m.Subject,
 		Payload: payload, PayloadEncoding: payloadEncoding, Codec: m.Codec.String()}
 }

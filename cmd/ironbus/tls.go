@@ -88,7 +88,11 @@ type securityRuntime struct {
 // openSecurity loads the TLS files and the auth config and opens the
 // audit log; any failure stops serve before it listens.
 func openSecurity(o serveSecurityOptions, logger *slog.Logger) (*securityRuntime, error) {
-	r := &securityRuntime{logger: logger, gate: security.NewGate(o.gate), stop: func() {}}
+	gate := o.gate
+	// The burst is twice the rate, as --connection-rate says, so a profile
+	// that lowers the rate lowers the burst with it.
+	gate.ConnectionBurst = 2 * gate.ConnectionsPerSecond
+	r := &securityRuntime{logger: logger, gate: security.NewGate(gate), stop: func() {}}
 	var err error
 	if o.tlsCert != "" || o.tlsKey != "" || o.tlsClientCA != "" {
 		if r.tls, err = security.NewServerTLS(security.ServerTLSOptions{CertFile: o.tlsCert, KeyFile: o.tlsKey,

@@ -13,10 +13,10 @@ import (
 func CheckSecretFile(path string) error {
 	info, err := os.Stat(path)
 	if err != nil {
-		return fmt.Errorf("clicontext: token file: %w", err)
+		return fmt.Errorf("clicontext: secret file: %w", err)
 	}
 	if !info.Mode().IsRegular() {
-		return fmt.Errorf("clicontext: token file %s is not a regular file", path)
+		return fmt.Errorf("clicontext: secret file %s is not a regular file", path)
 	}
 	if perm := info.Mode().Perm(); perm&0o077 != 0 {
 		return fmt.Errorf("%w: %s has mode %04o; run `chmod 600 %s`", ErrInsecureSecret, path, perm, path)

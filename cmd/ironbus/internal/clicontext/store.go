@@ -26,6 +26,7 @@ var (
 	ErrInvalidName    = errors.New("clicontext: invalid context name")
 	ErrInsecureSecret = errors.New("clicontext: secret file is readable by others")
 	ErrCorrupt        = errors.New("clicontext: contexts file is unreadable")
+	ErrConflict       = errors.New("clicontext: conflicting settings")
 )
 
 // Context is one named set of defaults.
@@ -34,6 +35,52 @@ type Context struct {
 	Addr      string `json:"addr,omitempty"`
 	TokenFile string `json:"token_file,omitempty"`
 	DataDir   string `json:"data_dir,omitempty"`
+
+	// How to reach a secured broker at Addr: TLS and the other
+	// credentials. Paths only, never a secret; added fields, so an older
+	// contexts.json still reads as the same schema.
+	TLSCA         string `json:"tls_ca,omitempty"`
+	TLSCert       string `json:"tls_cert,omitempty"`
+	TLSKey        string `json:"tls_key,omitempty"`
+	TLSServerName string `json:"tls_server_name,omitempty"`
+	User          string `json:"user,omitempty"`
+	PasswordFile  string `json:"password_file,omitempty"`
+}
+
+// SecretFiles are the context's files that hold secrets (token, password,
+// private key): each must pass CheckSecretFile.
+func (c Context) SecretFiles() []string {
+	var files []string
+	for _, path := range []string{c.TokenFile, c.PasswordFile, c.TLSKey} {
+		if path != "" {
+			files = append(files, path)
+		}
+	}
+	return files
+}
+
+// CheckSecrets runs CheckSecretFile on every secret file of the context.
+func (c Context) CheckSecrets() error {
+	for _, path := range c.SecretFiles() {
+		if err := CheckSecretFile(path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validate refuses what a client verb would refuse at every use: two
+// kinds of credentials, or one half of a pair.
+func (c Context) validate() error {
+	switch {
+	case c.TokenFile != "" && (c.User != "" || c.PasswordFile != ""):
+		return fmt.Errorf("%w: a token file or a user with a password file, not both", ErrConflict)
+	case (c.User == "") != (c.PasswordFile == ""):
+		return fmt.Errorf("%w: a user and a password file go together", ErrConflict)
+	case (c.TLSCert == "") != (c.TLSKey == ""):
+		return fmt.Errorf("%w: a client certificate and its key go together", ErrConflict)
+	}
+	return nil
 }
 
 // document is the file's content.
@@ -110,23 +157,23 @@ func (d *document) find(name string) int {
 }
 
 // Create stores c, replacing a context of the same name only when
-// replace is set. Paths are made absolute; a token file must pass
-// CheckSecretFile.
+// replace is set. Paths are made absolute; every secret file (token,
+// password, private key) must pass CheckSecretFile.
 func (s *Store) Create(c Context, replace bool) (Context, error) {
 	if err := ValidateName(c.Name); err != nil {
 		return c, err
 	}
-	var err error
-	if c.TokenFile, err = absolute(c.TokenFile); err != nil {
+	if err := c.validate(); err != nil {
 		return c, err
 	}
-	if c.DataDir, err = absolute(c.DataDir); err != nil {
-		return c, err
-	}
-	if c.TokenFile != "" {
-		if err := CheckSecretFile(c.TokenFile); err != nil {
+	for _, path := range []*string{&c.TokenFile, &c.DataDir, &c.TLSCA, &c.TLSCert, &c.TLSKey, &c.PasswordFile} {
+		var err error
+		if *path, err = absolute(*path); err != nil {
 			return c, err
 		}
+	}
+	if err := c.CheckSecrets(); err != nil {
+		return c, err
 	}
 	doc, err := s.load()
 	if err != nil {

@@ -73,3 +73,32 @@ func TestCorruptFileIsTypedError(t *testing.T) {
 		t.Fatalf("a torn contexts file: %v, want ErrCorrupt", err)
 	}
 }
+
+func TestCreateKeepsTLSAndCredentialsConsistent(t *testing.T) {
+	store := NewStore(filepath.Join(t.TempDir(), "config"))
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("s"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	conflicting := []Context{
+		{Name: "a", TokenFile: secret, User: "ops", PasswordFile: secret},
+		{Name: "b", User: "ops"},
+		{Name: "c", PasswordFile: secret},
+		{Name: "d", TLSCert: "client.crt"},
+	}
+	for _, c := range conflicting {
+		if _, err := store.Create(c, false); !errors.Is(err, ErrConflict) {
+			t.Errorf("%+v: %v, want ErrConflict", c, err)
+		}
+	}
+	created, err := store.Create(Context{Name: "tls", TLSCA: "ca.crt", TLSCert: "c.crt", TLSKey: secret, User: "ops", PasswordFile: secret}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !filepath.IsAbs(created.TLSCA) || !filepath.IsAbs(created.TLSCert) {
+		t.Errorf("TLS paths stored relative: %+v", created)
+	}
+	if got := created.SecretFiles(); len(got) != 2 {
+		t.Errorf("secret files %q, want the password and the key", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"sync/atomic"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -109,7 +110,7 @@ func runTop(ctx context.Context, opts *globalOptions, top *topOptions) error {
 	if !isFile || !isTerminal(terminal) {
 		return exitErrorf(exitUsage, "top draws a full screen and needs a terminal; for a pipe or a file use --once or --json")
 	}
-	model := topview.NewModel(topview.Config{Fetch: fetch, Source: source, Interval: top.interval, Note: note(), Manual: top.dataDir != "", Offline: top.dataDir != "", Options: options})
+	model := topview.NewModel(topview.Config{Fetch: fetch, Source: source, Interval: top.interval, Note: note, Manual: top.dataDir != "", Offline: top.dataDir != "", Options: options})
 	program := tea.NewProgram(model, tea.WithContext(ctx), tea.WithInput(opts.stdin), tea.WithOutput(terminal))
 	if _, err := program.Run(); err != nil {
 		return exitErrorf(exitInternal, "the top screen failed: %w", err)
@@ -129,12 +130,15 @@ func topSource(opts *globalOptions, top *topOptions) (fetch topview.Fetcher, sou
 		return func(ctx context.Context) (*health.Admin, error) { return fetchAdmin(ctx, top.healthAddr) },
 			"live " + top.healthAddr, func() string { return "" }
 	}
-	var latest string
+	// The screen reads the note while the next fetch may be writing it.
+	var latest atomic.Pointer[string]
+	empty := ""
+	latest.Store(&empty)
 	return func(ctx context.Context) (*health.Admin, error) {
 		doc, text, err := offlineSnapshot(ctx, opts, top.dataDir)
-		latest = text
+		latest.Store(&text)
 		return doc, err
-	}, "offline " + top.dataDir, func() string { return latest }
+	}, "offline " + top.dataDir, func() string { return *latest.Load() }
 }
 
 // runTopOnce takes one snapshot, or two --interval apart for the rates,

@@ -126,6 +126,16 @@ func TestTopOfflineBesideAndAfterABroker(t *testing.T) {
 		t.Errorf("top --data-dir --json: %s", machine.stdout)
 	}
 	expectCode(t, runCLI(t, "top", "--data-dir", t.TempDir(), "--once"), exitNotFound)
+
+	// The offline screen: read once, g reads again, q quits.
+	session := startTmux(t, "top", "--data-dir", dataDir)
+	session.waitFor("IronBus top · offline "+dataDir, "read under the directory's lock", "orders/0", "workers")
+	session.keys("g", "s")
+	session.waitFor("sorted by in flight", "workers")
+	session.keys("q")
+	if screen := session.waitFor("TOP-EXITED-"); !strings.Contains(screen, "TOP-EXITED-0") {
+		t.Errorf("offline top did not exit cleanly on q:\n%s", screen)
+	}
 }
 
 // tmuxSession is `ironbus top` running in a detached tmux session of a

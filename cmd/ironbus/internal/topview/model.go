@@ -26,8 +26,10 @@ type Config struct {
 	Offline bool
 	// Timeout bounds one fetch (a hung broker must not freeze the screen).
 	Timeout time.Duration
-	// Note is shown under the header (offline limitations).
-	Note string
+	// Note, when set, gives the line shown under the header (offline: what
+	// the latest read could see). It is called while rendering, so it
+	// must be safe to call beside a running Fetch.
+	Note func() string
 	// Now is the clock; the monotonic reading is what rates use.
 	Now     func() time.Time
 	Options TableOptions
@@ -131,7 +133,7 @@ func (m Model) withKey(key tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.options.Reverse = !m.options.Reverse
 	case "/":
 		m.editingFilter = true
-	case "?", "h":
+	case "?":
 		m.help = !m.help
 	case "g":
 		if m.config.Manual {
@@ -165,8 +167,15 @@ const maxFilterRunes = 64
 // Screen is the frame the model shows now.
 func (m Model) Screen() Screen {
 	return Screen{Source: m.config.Source, Admin: m.current.Admin, History: &m.history, Interval: m.config.Interval, Manual: m.config.Manual,
-		Offline: m.config.Offline, Options: m.options, Err: m.err, Note: m.config.Note, EditingFilter: m.editingFilter, Help: m.help,
+		Offline: m.config.Offline, Options: m.options, Err: m.err, Note: m.note(), EditingFilter: m.editingFilter, Help: m.help,
 		Width: m.width, Height: m.height}
+}
+
+func (m Model) note() string {
+	if m.config.Note == nil {
+		return ""
+	}
+	return m.config.Note()
 }
 
 // View renders the frame on the alternate screen, so quitting gives the

@@ -325,6 +325,8 @@ func (s Screen) recovery() []string {
 // run out the tail is replaced by a count and the key line is kept.
 func (s Screen) clip(lines []string) string {
 	footer := s.style(dimStyle, "s sort · r reverse · / filter · ? help · q quit")
+	// An entry may hold several rows (the help): count rows, not entries.
+	lines = strings.Split(strings.Join(lines, "\n"), "\n")
 	if s.Plain && s.Width == 0 && s.Height == 0 {
 		return strings.Join(lines, "\n") + "\n"
 	}
@@ -334,24 +336,16 @@ func (s Screen) clip(lines []string) string {
 	}
 	lines = append(lines, footer)
 	if s.Width > 0 {
+		// Cut by terminal cells, not bytes or runes: a styled title carries
+		// escape codes and a filter may hold wide characters.
+		cut := lipgloss.NewStyle().MaxWidth(s.Width)
 		for i, line := range lines {
 			if lipgloss.Width(line) > s.Width {
-				lines[i] = truncate(line, s.Width)
+				lines[i] = cut.Render(line)
 			}
 		}
 	}
 	return strings.Join(lines, "\n")
-}
-
-// truncate cuts a line to width cells. Styled lines are short titles that
-// fit; a line still too wide is cut by runes, which is exact for the
-// unstyled tables.
-func truncate(line string, width int) string {
-	runes := []rune(line)
-	if len(runes) > width {
-		runes = runes[:width]
-	}
-	return string(runes)
 }
 
 func count(perSecond float64) string {

@@ -13,14 +13,14 @@ import (
 
 func TestTopOnceAndJSONAgainstALiveBroker(t *testing.T) {
 	t.Parallel()
-	broker := startBroker(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
+	broker := startBroker(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--disk-budget", "1GiB")
 	workload(t, broker.addr, 5)
 	addr := broker.health()
 
 	screen := runCLI(t, "top", "--once", "--health-addr", addr, "--interval", "200ms")
 	expectCode(t, screen, exitClean)
 	for _, want := range []string{"IronBus top · live " + addr, "ready", "durability sync", "Throughput", "rec/s", "Fsync", "p99",
-		"RAM", "Streams (1 of 1)", "orders/0", "Groups (1 of 1) · sorted by lag", "workers", "Recovery · 1 logs clean"} {
+		"RAM", "Disk       budget ", "of 1 GiB used", "Streams (1 of 1)", "orders/0", "Groups (1 of 1) · sorted by lag", "workers", "Recovery · 1 logs clean"} {
 		if !strings.Contains(screen.stdout, want) {
 			t.Errorf("top --once lacks %q:\n%s", want, screen.stdout)
 		}

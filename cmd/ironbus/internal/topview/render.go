@@ -173,7 +173,7 @@ func (s Screen) resources() []string {
 	}
 	lines = append(lines,
 		"RAM        "+memory(m),
-		fmt.Sprintf("Disk       logs %s · dead letters %s · quarantine %s · %s", arena.FormatBytes(st.LogBytes),
+		fmt.Sprintf("Disk       %slogs %s · dead letters %s · quarantine %s · %s", diskBudget(st), arena.FormatBytes(st.LogBytes),
 			arena.FormatBytes(st.DeadLetterBytes), arena.FormatBytes(st.QuarantineBytes), filesystem(st)),
 	)
 	if len(a.Reactors) > 0 || a.Connections.Max > 0 {
@@ -214,6 +214,16 @@ func memory(m health.Memory) string {
 		text += " · resident " + arena.FormatBytes(m.ResidentBytes)
 	}
 	return text
+}
+
+// diskBudget is the budget part of the disk line, empty without one.
+func diskBudget(st health.Storage) string {
+	if st.DiskBudgetBytes <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("budget %s of %s used (%.0f%%, %s headroom) · ", arena.FormatBytes(st.DiskUsedBytes),
+		arena.FormatBytes(st.DiskBudgetBytes), 100*float64(st.DiskUsedBytes)/float64(st.DiskBudgetBytes),
+		arena.FormatBytes(st.DiskHeadroomBytes))
 }
 
 func filesystem(st health.Storage) string {

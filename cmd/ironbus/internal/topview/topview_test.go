@@ -27,6 +27,7 @@ func admin(uptime float64, produced, bytes, delivered uint64, busy float64) *hea
 		Reactors: []health.Reactor{{Index: 0, BusySeconds: busy}},
 		Fsync:    health.Fsync{Syncs: produced / 10, P50Seconds: 0.0005, P99Seconds: 0.004, RecordsPerSync: 10},
 		Memory:   health.Memory{BudgetBytes: 32 << 20, CeilingBytes: 64 << 20, HeadroomBytes: 32 << 20},
+		Storage:  health.Storage{DiskBudgetBytes: 200 << 20, DiskHeadroomBytes: 10 << 20, DiskUsedBytes: 50 << 20},
 	}
 }
 
@@ -191,7 +192,7 @@ func liveScreen(t *testing.T) Screen {
 func TestRenderShowsEverySection(t *testing.T) {
 	text := Render(liveScreen(t))
 	for _, want := range []string{"IronBus top · live test · version test", "ready", "Throughput", "2000 rec/s", "Fsync", "p99 4ms",
-		"RAM        budget 32 MiB of 64 MiB ceiling, 32 MiB headroom", "Streams (1 of 1)", "orders/0", "Groups (3 of 3) · sorted by lag ↓",
+		"RAM        budget 32 MiB of 64 MiB ceiling, 32 MiB headroom", "Disk       budget 50 MiB of 200 MiB used (25%, 10 MiB headroom) · logs", "Streams (1 of 1)", "orders/0", "Groups (3 of 3) · sorted by lag ↓",
 		"audit", "mailer", "Recovery · 0 logs clean", "reactors busy 50% now"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("screen lacks %q:\n%s", want, text)

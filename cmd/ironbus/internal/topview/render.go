@@ -262,7 +262,8 @@ func (s Screen) streamTable() []string {
 	}
 	latest, live := s.History.latest()
 	rows := []string{"  STREAM\tRECORDS\tFIRST\tNEXT\tDISK\tSEGMENTS\tREC/S\tDLQ\tSTATE"}
-	for _, st := range streams {
+	shown, hidden := s.visible(len(streams))
+	for _, st := range streams[:shown] {
 		label := StreamLabel(st.Name, st.Partition)
 		rate := "-"
 		if value, ok := latest.StreamRecords[label]; live && ok {
@@ -279,7 +280,7 @@ func (s Screen) streamTable() []string {
 		rows = append(rows, fmt.Sprintf("  %s\t%d\t%d\t%d\t%s\t%d\t%s\t%s\t%s", label, st.Records, st.FirstOffset, st.NextOffset,
 			arena.FormatBytes(st.DiskBytes), st.Segments, rate, deadLetters, state))
 	}
-	return append([]string{title}, table(rows)...)
+	return append(append([]string{title}, table(rows)...), s.hiddenRows(hidden, "streams")...)
 }
 
 func (s Screen) groupTable() []string {
@@ -294,11 +295,29 @@ func (s Screen) groupTable() []string {
 		return []string{title, "  none"}
 	}
 	rows := []string{"  STREAM\tGROUP\tTYPE\tLAG\tIN FLIGHT\tMEMBERS\tDELIVERED\tREDELIVERED\tACKED\tDEAD-LETTERED"}
-	for _, g := range groups {
+	shown, hidden := s.visible(len(groups))
+	for _, g := range groups[:shown] {
 		rows = append(rows, fmt.Sprintf("  %s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d", StreamLabel(g.Stream, g.Partition), g.Name, g.Type,
 			g.Lag, g.InFlight, g.Members, g.Delivered, g.Redelivered, g.Acked, g.DeadLettered))
 	}
-	return append([]string{title}, table(rows)...)
+	return append(append([]string{title}, table(rows)...), s.hiddenRows(hidden, "groups")...)
+}
+
+// visible is how many of count table rows can show: all without a known
+// height, at most a screenful with one, so a broker with thousands of
+// groups costs a screenful of formatting per frame, not thousands.
+func (s Screen) visible(count int) (shown, hidden int) {
+	if s.Height <= 0 || count <= s.Height {
+		return count, 0
+	}
+	return s.Height, count - s.Height
+}
+
+func (s Screen) hiddenRows(hidden int, what string) []string {
+	if hidden == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("  … %d more %s (filter with /)", hidden, what)}
 }
 
 // recovery lists the logs whose recovery found something (a torn tail,

@@ -305,3 +305,28 @@ func TestModelKeepsTheLastSnapshotWhenAFetchFails(t *testing.T) {
 		t.Errorf("screen after a failure:\n%s", text)
 	}
 }
+
+// BenchmarkRenderThousandGroups is one frame of a broker with 1000 groups:
+// the cost of a refresh, which runs every interval and on every key.
+func BenchmarkRenderThousandGroups(b *testing.B) {
+	doc := admin(10, 1, 1, 1, 0)
+	for i := range 1000 {
+		doc.Groups = append(doc.Groups, health.Group{Stream: "orders", Name: "group-" + strings.Repeat("x", i%7), Lag: uint64(i)})
+	}
+	screen := Screen{Source: "bench", Admin: doc, History: &History{}, Width: 200, Height: 60}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = Render(screen)
+	}
+}
+
+func TestRenderFormatsAScreenfulOfGroups(t *testing.T) {
+	doc := admin(10, 1, 1, 1, 0)
+	for i := range 1000 {
+		doc.Groups = append(doc.Groups, health.Group{Stream: "bulk", Name: "g", Lag: uint64(i)})
+	}
+	text := Render(Screen{Source: "test", Admin: doc, History: &History{}, Height: 200, Plain: true})
+	if strings.Count(text, "\n") != 199 || !strings.Contains(text, "more lines") || !strings.Contains(text, "Groups (1003 of 1003)") {
+		t.Errorf("a screenful of 1003 groups:\n%s", text)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"sync/atomic"
@@ -110,12 +111,17 @@ func runTop(ctx context.Context, opts *globalOptions, top *topOptions) error {
 	if !isFile || !isTerminal(terminal) {
 		return exitErrorf(exitUsage, "top draws a full screen and needs a terminal; for a pipe or a file use --once or --json")
 	}
-	model := topview.NewModel(topview.Config{Fetch: fetch, Source: source, Interval: top.interval, Note: note, Manual: top.dataDir != "", Offline: top.dataDir != "", Options: options})
+	offline := top.dataDir != ""
+	model := topview.NewModel(topview.Config{Fetch: fetch, Source: source, Interval: top.interval, Note: note,
+		Manual: offline, Offline: offline, Options: options})
 	program := tea.NewProgram(model, tea.WithContext(ctx), tea.WithInput(opts.stdin), tea.WithOutput(terminal))
-	if _, err := program.Run(); err != nil {
-		return exitErrorf(exitInternal, "the top screen failed: %w", err)
+	_, err := program.Run()
+	// SIGINT or SIGTERM while watching is how a user leaves too, not a
+	// failure of top.
+	if err == nil || errors.Is(err, tea.ErrInterrupted) || errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return nil
 	}
-	return nil
+	return exitErrorf(exitInternal, "the top screen failed: %w", err)
 }
 
 func isTerminal(file *os.File) bool {

@@ -184,6 +184,10 @@ func (b *Broker) adminStorage(storage *health.Storage, deadLetterDir *segment.Di
 	if deadLetterDir != nil {
 		storage.QuarantineBytes += treeBytes(b.cfg.FS, path.Join(deadLetterDir.Path(), "quarantine"), 4)
 	}
+	if rc := b.retention.config.Load(); rc != nil && rc.DiskBudget > 0 {
+		storage.DiskBudgetBytes, storage.DiskHeadroomBytes = rc.DiskBudget, rc.DiskHeadroom
+		storage.DiskUsedBytes = b.retention.used.Load()
+	}
 	if size, free, ok := filesystemSpace(b.cfg.DataDir); ok && size > 0 {
 		storage.FilesystemBytes, storage.FilesystemFreeBytes = size, free
 		storage.FilesystemUsedPercent = 100 * float64(size-min(free, size)) / float64(size)

@@ -111,6 +111,14 @@ type Storage struct {
 	FilesystemBytes       uint64  `json:"filesystem_bytes"`
 	FilesystemFreeBytes   uint64  `json:"filesystem_free_bytes"`
 	FilesystemUsedPercent float64 `json:"filesystem_used_percent"`
+
+	// The disk budget (serve --disk-budget), for `ironbus top`: all zero
+	// without one. DiskUsedBytes is the whole directory as retention last
+	// measured it; writes are refused near DiskBudgetBytes minus
+	// DiskHeadroomBytes (docs/RETENTION.md).
+	DiskBudgetBytes   int64 `json:"disk_budget_bytes"`
+	DiskHeadroomBytes int64 `json:"disk_headroom_bytes"`
+	DiskUsedBytes     int64 `json:"disk_used_bytes"`
 }
 
 // Fsync summarises the committer: counts since start, and the latency of

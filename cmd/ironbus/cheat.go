@@ -34,6 +34,10 @@ Consume
   ironbus group info --stream orders --group billing
   ironbus dlq ls
 
+Watch a running broker (through serve --health-addr)
+  ironbus top                               live screen: s sort, / filter, q quit
+  ironbus top --once --interval 2s          one screen with rates, for logs
+
 Inspect a data directory (read-only; while the broker is stopped)
   ironbus verify --data-dir /var/lib/ironbus
   ironbus peek --data-dir /var/lib/ironbus --stream orders --from 1000 --limit 5

@@ -172,6 +172,7 @@ func envelopeLive(run *envelopeRun, broker *brokerProcess) {
 	}
 	run.expect("ironbus server info", exitClean, "", nil, append([]string{"server", "info"}, health...)...)
 	run.expect("ironbus server check", exitClean, "", nil, append([]string{"server", "check"}, health...)...)
+	run.expect("ironbus top", exitClean, "", nil, append([]string{"top", "--once", "--interval", "0"}, health...)...)
 }
 
 // envelopeOffline runs the commands that read a stopped data directory,

@@ -56,6 +56,7 @@ A running broker is observed through its health endpoints (serve --health-addr):
 
   report    its groups, streams, storage, recovery or connections, as tables or --json
   server    info about it, or check it for monitoring (Nagios exit codes)
+  top       a live screen of it: throughput, lag, fsync, RAM and disk, recovery
 
 Installing this binary:
 
@@ -100,6 +101,7 @@ Exit codes: 0 clean, 1 usage, 2 not found, 3 damage found, 4 unreadable,
 		newCheatCmd(opts),
 		newReportCmd(opts),
 		newServerCmd(opts),
+		newTopCmd(opts),
 		newUpgradeCmd(opts),
 		newRollbackCmd(opts),
 	)

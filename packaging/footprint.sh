@@ -43,5 +43,6 @@ measure() {
 	printf '%-22s idle %6d KiB  under load %6d KiB (VmHWM %6d KiB)  %s msgs/s\n' "$name" "$idle" "$peak" "$loaded_hwm" "${rate:-?}"
 	rm -rf "$dir" "$log" "$dir.bench"
 }
-measure "default" 
-measure "edge (--edge)" --edge --ram-ceiling 64MiB
+measure "balanced (default)"
+measure "edge-tiny" --profile edge-tiny
+measure "throughput" --profile throughput

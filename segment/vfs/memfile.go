@@ -59,6 +59,15 @@ func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
+	return f.write(p, off, func() {
+		f.node.pending = append(f.node.pending, fileOp{kind: opWrite, off: off, data: slices.Clone(p)})
+	})
+}
+
+// write changes the live bytes at off to p, checking what a real file
+// would, then calls record under the lock (the crash model's log of the
+// write; nothing for a volatile file).
+func (f *memFile) write(p []byte, off int64, record func()) (int, error) {
 	if f.direct {
 		if err := checkAligned(p, off); err != nil {
 			return 0, err
@@ -77,7 +86,7 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 		return 0, err
 	}
 	copy(f.node.data[off:end], p)
-	f.node.pending = append(f.node.pending, fileOp{kind: opWrite, off: off, data: slices.Clone(p)})
+	record()
 	return len(p), nil
 }
 

@@ -44,25 +44,7 @@ var (
 )
 
 func (f volatileFile) WriteAt(p []byte, off int64) (int, error) {
-	if f.direct {
-		if err := checkAligned(p, off); err != nil {
-			return 0, err
-		}
-	}
-	f.fs.mu.Lock()
-	defer f.fs.mu.Unlock()
-	if err := f.checkLocked(true); err != nil {
-		return 0, err
-	}
-	if off < 0 {
-		return 0, &fs.PathError{Op: "write", Path: f.name, Err: fs.ErrInvalid}
-	}
-	end := off + int64(len(p))
-	if err := f.growLocked(end); err != nil {
-		return 0, err
-	}
-	copy(f.node.data[off:end], p)
-	return len(p), nil
+	return f.write(p, off, func() {})
 }
 
 // SyncData has nothing to persist; it still refuses a closed file.

@@ -122,9 +122,13 @@ func TestRenameIsDurableOnlyAfterDirectorySync(t *testing.T) {
 	}
 }
 
-// TestFallocateMmapAndTruncate covers the calls the broker makes on a
-// segment besides write and sync.
-func TestFallocateMmapAndTruncate(t *testing.T) {
+// TestFallocateAndTruncate covers the calls the broker makes on a segment
+// besides write and sync. Not mmap: a page fault on the mount from the
+// process that serves it can deadlock against a garbage collection (the
+// faulting thread never reaches a safe point while the stopped FUSE server
+// is the only one who can answer it). The broker maps segments from its
+// own process, which the power-cut harness exercises on this mount.
+func TestFallocateAndTruncate(t *testing.T) {
 	_, dir := mounted(t)
 	name := filepath.Join(dir, "segment")
 	file, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
@@ -141,14 +145,10 @@ func TestFallocateMmapAndTruncate(t *testing.T) {
 	if _, err := file.WriteAt([]byte("sealed"), 4096); err != nil {
 		t.Fatal(err)
 	}
-	mapped, err := unix.Mmap(int(file.Fd()), 0, 8192, unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		t.Fatalf("mmap: %v", err)
+	read := make([]byte, 6)
+	if _, err := file.ReadAt(read, 4096); err != nil || !bytes.Equal(read, []byte("sealed")) {
+		t.Fatalf("read back %q, %v", read, err)
 	}
-	if !bytes.Equal(mapped[4096:4102], []byte("sealed")) {
-		t.Fatalf("mapped bytes %q", mapped[4096:4102])
-	}
-	_ = unix.Munmap(mapped)
 	if err := file.Truncate(8192); err != nil {
 		t.Fatal(err)
 	}

@@ -62,12 +62,8 @@ func newServeCmd(opts *globalOptions) *cobra.Command {
 
 // newServeCommand builds serve with the options its flags fill; a reload
 // builds a fresh one to parse the new configuration into.
-func newServeCommand(opts *globalOptions) (*cobra.Command, *serveOptions) {
-	serve := &serveOptions{segmentBytes: segment.DefaultSegmentSize, memory: defaultMemoryOptions()}
-	cmd := &cobra.Command{
-		Use:   "serve --data-dir DIR [--addr HOST:PORT] [--config FILE] [--profile NAME]",
-		Short: "Run the broker on a data directory",
-		Long: `Run the IronBus broker.
+// serveLong is serve's --help text.
+const serveLong = `Run the IronBus broker.
 
 serve opens (or creates) the data directory, recovers every log in it, and
 accepts client connections. A producer's record is acknowledged only after the
@@ -115,8 +111,9 @@ advisory. --group-expiry lets an idle group stop holding retention back.
 checkpoints and recovery; at the budget, --disk-full-policy drop-new refuses
 new records with a retryable no-space error while reads and acks go on.
 Record ages never trust the wall clock alone: a clock stepping years forward
-or back deletes nothing early.`,
-		Example: `  ironbus serve --data-dir /var/lib/ironbus
+or back deletes nothing early.`
+
+const serveExample = `  ironbus serve --data-dir /var/lib/ironbus
   ironbus serve --data-dir ./data --addr 127.0.0.1:7000 --segment-bytes 8MiB
   ironbus serve --data-dir ./data --io-mode auto --max-connections 32
   ironbus serve --data-dir ./data --loop epoll
@@ -127,8 +124,16 @@ or back deletes nothing early.`,
   ironbus serve --data-dir ./data --max-connections 1000 --print-budget
   ironbus serve --data-dir /data --retention-age 72h --retention-bytes 2GiB --group-expiry 168h
   ironbus serve --data-dir /data --disk-budget 8GiB --disk-full-policy drop-oldest
-  ironbus serve --data-dir /data --addr 0.0.0.0:7777 --tls-cert server.crt --tls-key server.key --auth-config auth.toml`,
-		Args: cobra.NoArgs,
+  ironbus serve --data-dir /data --addr 0.0.0.0:7777 --tls-cert server.crt --tls-key server.key --auth-config auth.toml`
+
+func newServeCommand(opts *globalOptions) (*cobra.Command, *serveOptions) {
+	serve := &serveOptions{segmentBytes: segment.DefaultSegmentSize, memory: defaultMemoryOptions()}
+	cmd := &cobra.Command{
+		Use:     "serve --data-dir DIR [--addr HOST:PORT] [--config FILE] [--profile NAME]",
+		Short:   "Run the broker on a data directory",
+		Long:    serveLong,
+		Example: serveExample,
+		Args:    cobra.NoArgs,
 	}
 	flags := cmd.Flags()
 	addDataDirFlag(cmd, &serve.dataDir)

@@ -155,6 +155,14 @@ func TestCrashHarnessKill9(t *testing.T) {
 		if t.Failed() {
 			t.Fatalf("cycle %d failed; replay with IRONBUS_SEED=%d", cycle, seed)
 		}
+		if done := cycle + 1; done%100 == 0 && done < cycles {
+			// A long run stopped early still says how far it got.
+			ledger.mu.Lock()
+			acknowledged := len(ledger.acked)
+			ledger.mu.Unlock()
+			t.Logf("%d of %d kill cycles: %d acknowledged records, 0 lost; slowest restart %v",
+				done, cycles, acknowledged, maxRecovery.Round(time.Millisecond))
+		}
 	}
 	broker := startBroker(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--segment-bytes", "1MiB")
 	checkCrashInvariants(t, broker.addr, ledger, cycles)

@@ -79,6 +79,15 @@ func (r *reader) bytes16(field string) []byte {
 	return v
 }
 
+// optionalBytes16 reads a trailing u16-length-prefixed field that older
+// peers do not send: no bytes left means absent.
+func (r *reader) optionalBytes16(field string) []byte {
+	if r.err != nil || len(r.buf) == 0 {
+		return nil
+	}
+	return r.bytes16(field)
+}
+
 // rest returns the remaining bytes (the last field of a body).
 func (r *reader) rest() []byte {
 	v := r.buf

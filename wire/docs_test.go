@@ -252,7 +252,7 @@ func TestWireDocBodySizes(t *testing.T) {
 		wire.TypeAckResult: &wire.AckResult{}, wire.TypeGap: &wire.Gap{}, wire.TypeError: &wire.Error{},
 		wire.TypeOpenGroup: &wire.OpenGroup{}, wire.TypeGroupInfo: &wire.GroupInfo{}, wire.TypeDeliverBatch: &wire.DeliverBatch{},
 		wire.TypeGroupAdmin: &wire.GroupAdmin{}, wire.TypeGroupList: &wire.GroupList{}, wire.TypeDeadLetterAdmin: &wire.DeadLetterAdmin{},
-		wire.TypeDeadLetterState: &wire.DeadLetterState{},
+		wire.TypeDeadLetterState: &wire.DeadLetterState{}, wire.TypeStreamAdmin: &wire.StreamAdmin{}, wire.TypeStreamList: &wire.StreamList{},
 	}
 	bodySize := regexp.MustCompile(`(?m)^Body size: (\d+) bytes`)
 	for _, info := range wire.Types() {

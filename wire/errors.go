@@ -34,6 +34,8 @@ const (
 	CodeNotAuthorized     Code = 21 // authentication failed (uniformly, whatever the cause); the connection closes
 	CodePermissionDenied  Code = 22 // the identity lacks the scope for this stream; the connection stays
 	CodeQuotaExceeded     Code = 23 // the identity's publish quota is spent; retry after the hint
+	CodeNoRoute           Code = 24 // no stream binding matches the subject; nothing was stored
+	CodeConflict          Code = 25 // the change contradicts existing state (an overlapping binding, a stream that exists differently)
 )
 
 // CodeInfo describes an error code for docs and tests.
@@ -68,6 +70,8 @@ var codeInfo = []CodeInfo{
 	{CodeNotAuthorized, "not_authorized", false, true},
 	{CodePermissionDenied, "permission_denied", false, false},
 	{CodeQuotaExceeded, "quota_exceeded", true, false},
+	{CodeNoRoute, "no_route", false, false},
+	{CodeConflict, "conflict", false, false},
 }
 
 // Codes lists every error code of this protocol version.

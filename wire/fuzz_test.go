@@ -75,6 +75,16 @@ func seedMessages() []wire.Message {
 		&wire.DeadLetterAdmin{Op: wire.DeadLetterOpList, Stream: []byte{}},
 		&wire.DeadLetterState{Republished: 3, Skipped: 1, Queues: []wire.DeadLetterQueue{{Stream: []byte("orders"), First: 0, End: 4, Redriven: 4}}},
 		&wire.DeadLetterState{Queues: []wire.DeadLetterQueue{}},
+		&wire.Consume{Stream: []byte("orders"), Partition: wire.PartitionAll, Group: []byte("eu"), Mode: wire.ModeWork, MaxRecords: 10, Filter: []byte("orders.*.eu")},
+		&wire.OpenGroup{Stream: []byte("orders"), Partition: wire.PartitionAll, Group: []byte("eu"), Mode: wire.ModeWork, Filter: []byte("orders.>")},
+		&wire.Produce{Flags: wire.ProduceRouteBySubject, Partition: wire.PartitionAny, Body: []byte("record")},
+		&wire.Gap{Partition: 3, From: 10, To: 99, Reason: wire.GapFiltered},
+		&wire.StreamAdmin{Op: wire.StreamOpCreate, Stream: []byte("orders"), Pattern: []byte{}, Partitions: 8, MaxBytes: 1 << 30, MaxAgeMs: 86400000, MaxRecords: math.MaxUint64},
+		&wire.StreamAdmin{Op: wire.StreamOpBind, Flags: wire.StreamForce, Stream: []byte("orders"), Pattern: []byte("orders.>")},
+		&wire.StreamList{Streams: []wire.StreamState{}, Bindings: []wire.StreamBinding{}},
+		&wire.StreamList{Streams: []wire.StreamState{{Name: []byte("orders"), CreatedMs: 1735787045000, Groups: 2,
+			Partitions: []wire.StreamPartition{{First: 0, End: 10, Bytes: 4096}, {First: 3, End: math.MaxUint64}}}},
+			Bindings: []wire.StreamBinding{{Pattern: []byte("orders.>"), Stream: []byte("orders")}}},
 	}
 }
 
@@ -335,8 +345,31 @@ func decodeBody(t wire.Type, body []byte, entries []wire.AckEntry) (m wire.Messa
 	case wire.TypeDeadLetterState:
 		decoded, err := wire.DecodeDeadLetterState(body)
 		return &decoded, true, err
+	case wire.TypeStreamAdmin:
+		decoded, err := wire.DecodeStreamAdmin(body)
+		return &decoded, true, err
+	case wire.TypeStreamList:
+		decoded, err := wire.DecodeStreamList(body)
+		return &decoded, true, err
 	}
 	return nil, false, nil
+}
+
+// optionalTail is the length of a message's optional trailing field (a
+// subject filter older peers do not send), 0 when absent: the body
+// without it is the same message with the field empty.
+func optionalTail(m wire.Message) int {
+	switch m := m.(type) {
+	case *wire.Consume:
+		if len(m.Filter) > 0 {
+			return 2 + len(m.Filter)
+		}
+	case *wire.OpenGroup:
+		if len(m.Filter) > 0 {
+			return 2 + len(m.Filter)
+		}
+	}
+	return 0
 }
 
 // openEnded reports whether the last field of t's body is "the rest of the
@@ -504,9 +537,14 @@ func FuzzDecodeMessages(f *testing.F) {
 		// to the end, decode once their fixed fields are whole, and then
 		// to the same fields with the record body cut (or grown) to match.
 		fixedEnd := len(body) - len(recordBody(m))
+		withoutTail := len(body) - optionalTail(m)
 		for _, cut := range prefixLengths(len(body), fixedEnd) {
 			short, _, err := decodeBody(frameType, body[:cut], nil)
 			switch {
+			case cut == withoutTail && cut < len(body):
+				if err != nil {
+					t.Fatalf("%v: the body without its optional trailing field failed: %v", frameType, err)
+				}
 			case !openEnded(frameType) && err == nil:
 				t.Fatalf("%v: a %d-byte prefix of a %d-byte body decoded: %+v", frameType, cut, len(body), short)
 			case openEnded(frameType) && cut < fixedEnd && err == nil:

@@ -21,6 +21,10 @@ type OpenGroup struct {
 	Mode       uint8 // Mode* of the group
 	StartKind  uint8 // Start*
 	StartValue uint64
+	// Filter, when set, is the group's subject pattern (CapStreams), fixed
+	// when the request creates the group: records that do not match are
+	// settled as filtered. Optional on the wire: absent when empty.
+	Filter []byte
 }
 
 // Type implements Message.
@@ -32,7 +36,11 @@ func (m *OpenGroup) AppendBody(dst []byte) []byte {
 	dst = le.AppendUint32(dst, m.Partition)
 	dst = appendBytes16(dst, m.Group)
 	dst = append(dst, m.Mode, m.StartKind)
-	return le.AppendUint64(dst, m.StartValue)
+	dst = le.AppendUint64(dst, m.StartValue)
+	if len(m.Filter) > 0 {
+		dst = appendBytes16(dst, m.Filter)
+	}
+	return dst
 }
 
 // DecodeOpenGroup decodes an OpenGroup body; Stream and Group alias it.
@@ -42,6 +50,7 @@ func DecodeOpenGroup(body []byte) (OpenGroup, error) {
 	r := reader{buf: body, what: "OpenGroup"}
 	m := OpenGroup{Stream: r.bytes16("stream"), Partition: r.u32("partition"), Group: r.bytes16("group"),
 		Mode: r.u8("mode"), StartKind: r.u8("start kind"), StartValue: r.u64("start value")}
+	m.Filter = r.optionalBytes16("filter")
 	if err := r.done(); err != nil {
 		return m, err
 	}

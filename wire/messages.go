@@ -115,9 +115,9 @@ func DecodePing(body []byte) (uint64, error) {
 // the producer framed it (see docs/FORMAT.md) and BodyCRC its CRC32C,
 // which the broker verifies and stores as sent.
 type Produce struct {
-	Stream    []byte
-	Partition uint32
-	Flags     uint8 // reserved, 0
+	Stream    []byte // empty with ProduceRouteBySubject: the broker routes by the record's subject
+	Partition uint32 // PartitionAny: the broker picks it from the record's key
+	Flags     uint8  // Produce* bits
 	BodyCRC   uint32
 	Body      []byte
 }
@@ -189,6 +189,11 @@ type Consume struct {
 	MaxBytes   uint32 // body bytes; at least one record is delivered whatever its size
 	WaitMs     uint32 // wait this long for a first record when none is ready
 	LeaseMs    uint32 // visibility timeout of the leases; 0 = the broker's default
+	// Filter, when set, is a subject pattern (CapStreams): only matching
+	// records are delivered, the rest reach the consumer as GapFiltered
+	// ranges. A group's own filter (OpenGroup) wins over it. The field is
+	// optional on the wire: absent when empty, so older peers interoperate.
+	Filter []byte
 }
 
 // Type implements Message.
@@ -203,7 +208,11 @@ func (m *Consume) AppendBody(dst []byte) []byte {
 	dst = le.AppendUint32(dst, m.MaxRecords)
 	dst = le.AppendUint32(dst, m.MaxBytes)
 	dst = le.AppendUint32(dst, m.WaitMs)
-	return le.AppendUint32(dst, m.LeaseMs)
+	dst = le.AppendUint32(dst, m.LeaseMs)
+	if len(m.Filter) > 0 {
+		dst = appendBytes16(dst, m.Filter)
+	}
+	return dst
 }
 
 // DecodeConsume decodes a Consume body; Stream and Group alias it.
@@ -212,6 +221,7 @@ func DecodeConsume(body []byte) (Consume, error) {
 	m := Consume{Stream: r.bytes16("stream"), Partition: r.u32("partition"), Group: r.bytes16("group"),
 		Mode: r.u8("mode"), Flags: r.u8("flags"), MaxRecords: r.u32("max records"), MaxBytes: r.u32("max bytes"),
 		WaitMs: r.u32("wait ms"), LeaseMs: r.u32("lease ms")}
+	m.Filter = r.optionalBytes16("filter")
 	return m, r.done()
 }
 
@@ -397,6 +407,7 @@ func DecodeAckResult(body []byte) (AckResult, error) {
 const (
 	GapRetention uint8 = 1 // removed by retention before the group read it
 	GapLost      uint8 = 2 // lost to damage or a missing segment, reported by recovery
+	GapFiltered  uint8 = 3 // skipped: no record in the range matches the consumer's subject filter
 )
 
 // Gap tells a consumer that offsets [From, To) will never be delivered

@@ -30,6 +30,8 @@ const (
 	TypeGroupList       Type = 18 // S→C: answers GroupAdmin
 	TypeDeadLetterAdmin Type = 19 // C→S: list or redrive dead-letter queues
 	TypeDeadLetterState Type = 20 // S→C: answers DeadLetterAdmin
+	TypeStreamAdmin     Type = 21 // C→S: create, list, inspect, purge, remove streams; bind subjects
+	TypeStreamList      Type = 22 // S→C: answers StreamAdmin
 )
 
 // TypeInfo describes a frame type for docs and tests.
@@ -60,13 +62,15 @@ var typeInfo = []TypeInfo{
 	{TypeGroupList, "GroupList", "S→C"},
 	{TypeDeadLetterAdmin, "DeadLetterAdmin", "C→S"},
 	{TypeDeadLetterState, "DeadLetterState", "S→C"},
+	{TypeStreamAdmin, "StreamAdmin", "C→S"},
+	{TypeStreamList, "StreamList", "S→C"},
 }
 
 // Types lists every frame type of this protocol version.
 func Types() []TypeInfo { return append([]TypeInfo(nil), typeInfo...) }
 
 // Known reports whether t is a frame type of this protocol version.
-func (t Type) Known() bool { return t >= TypeHello && t <= TypeDeadLetterState }
+func (t Type) Known() bool { return t >= TypeHello && t <= TypeStreamList }
 
 func (t Type) String() string {
 	if t.Known() {
@@ -91,7 +95,13 @@ const (
 	// CapAdmin: the admin frames GroupAdmin and DeadLetterAdmin are
 	// served.
 	CapAdmin uint64 = 1 << 4
+	// CapStreams: named multi-partition streams and subjects: Produce may
+	// route by subject (ProduceRouteBySubject) or let the broker pick the
+	// partition (PartitionAny); Consume and OpenGroup may span every
+	// partition (PartitionAll) and carry a subject filter; Gap may say
+	// GapFiltered; StreamAdmin is served (with CapAdmin).
+	CapStreams uint64 = 1 << 5
 )
 
 // Capabilities this implementation supports.
-const Capabilities = CapGapAdvisory | CapLongPoll | CapGroups | CapDeliverBatch | CapAdmin
+const Capabilities = CapGapAdvisory | CapLongPoll | CapGroups | CapDeliverBatch | CapAdmin | CapStreams

@@ -1,0 +1,191 @@
+package wire
+
+import (
+	"fmt"
+	"math"
+)
+
+// Streams, partitions and subjects (CapStreams).
+
+// Partition sentinels. They share the value no real partition can have
+// (a stream holds at most MaxPartitions).
+const (
+	// PartitionAny in a Produce lets the broker pick the partition: the
+	// stable hash of the record's key, or the connection's own partition
+	// for a record without a key (docs/STREAMS.md).
+	PartitionAny uint32 = math.MaxUint32
+	// PartitionAll in a Consume or OpenGroup spans every partition of the
+	// stream: Deliver, Gap and DeliverBatch frames name their partition,
+	// and Acks go to the partition a record came from.
+	PartitionAll uint32 = math.MaxUint32
+	// MaxPartitions bounds a stream's partition count.
+	MaxPartitions = 1024
+)
+
+// Produce flag bits.
+const (
+	// ProduceRouteBySubject: Stream is empty and the broker picks the
+	// stream whose binding matches the record's subject; no match is
+	// Error no_route and nothing is stored.
+	ProduceRouteBySubject uint8 = 1 << 0
+)
+
+// StreamAdmin operations.
+const (
+	StreamOpList   uint8 = 0 // every stream and every binding
+	StreamOpInfo   uint8 = 1 // one stream
+	StreamOpCreate uint8 = 2 // create a stream; the same settings again is not an error
+	StreamOpPurge  uint8 = 3 // drop every record of a stream (needs StreamForce); offsets keep rising
+	StreamOpRemove uint8 = 4 // delete a stream, its groups, bindings and dead letters (needs StreamForce)
+	StreamOpBind   uint8 = 5 // route subjects matching Pattern to Stream
+	StreamOpUnbind uint8 = 6 // remove the binding of Pattern
+)
+
+// StreamAdmin flag bits.
+const (
+	StreamForce uint8 = 1 << 0 // the caller confirmed a destructive operation
+)
+
+// StreamAdmin asks about, creates or changes streams and subject bindings
+// (C→S, CapAdmin and CapStreams). Answered by StreamList once a change is
+// durable, or by Error (not_found, invalid_name, invalid_request,
+// conflict for an overlapping binding or a stream that exists with other
+// settings).
+type StreamAdmin struct {
+	Op         uint8 // StreamOp*
+	Flags      uint8 // Stream* flag bits
+	Stream     []byte
+	Pattern    []byte // StreamOpBind, StreamOpUnbind
+	Partitions uint32 // StreamOpCreate; 0 = 1
+	MaxBytes   uint64 // StreamOpCreate retention bounds; 0 = the broker's default
+	MaxAgeMs   uint64
+	MaxRecords uint64
+}
+
+// Type implements Message.
+func (*StreamAdmin) Type() Type { return TypeStreamAdmin }
+
+// AppendBody implements Message.
+func (m *StreamAdmin) AppendBody(dst []byte) []byte {
+	dst = append(dst, m.Op, m.Flags)
+	dst = appendBytes16(dst, m.Stream)
+	dst = appendBytes16(dst, m.Pattern)
+	dst = le.AppendUint32(dst, m.Partitions)
+	dst = le.AppendUint64(dst, m.MaxBytes)
+	dst = le.AppendUint64(dst, m.MaxAgeMs)
+	return le.AppendUint64(dst, m.MaxRecords)
+}
+
+// DecodeStreamAdmin decodes a StreamAdmin body; Stream and Pattern alias
+// it. An unknown op decodes (the broker answers invalid_request).
+func DecodeStreamAdmin(body []byte) (StreamAdmin, error) {
+	r := reader{buf: body, what: "StreamAdmin"}
+	m := StreamAdmin{Op: r.u8("op"), Flags: r.u8("flags"), Stream: r.bytes16("stream"), Pattern: r.bytes16("pattern"),
+		Partitions: r.u32("partitions"), MaxBytes: r.u64("max bytes"), MaxAgeMs: r.u64("max age ms"), MaxRecords: r.u64("max records")}
+	return m, r.done()
+}
+
+// StreamPartitionSize is the size of one StreamPartition on the wire.
+const StreamPartitionSize = 8 + 8 + 8
+
+// StreamPartition is one partition of a stream.
+type StreamPartition struct {
+	First uint64 // the first offset it still holds
+	End   uint64 // its committed end
+	Bytes uint64 // bytes of its segments on disk
+}
+
+// StreamStateSize is the fixed part of one StreamState: the name's bytes
+// and the partitions follow.
+const StreamStateSize = 2 + 8 + 8 + 8 + 8 + 4 + 4
+
+// StreamState is one stream as the broker sees it.
+type StreamState struct {
+	Name       []byte
+	CreatedMs  uint64 // wall clock at creation, unix milliseconds (0 for a stream made by its first publish)
+	MaxBytes   uint64 // retention bounds; 0 = the broker's default
+	MaxAgeMs   uint64
+	MaxRecords uint64
+	Groups     uint32 // consumer groups over all partitions
+	Partitions []StreamPartition
+}
+
+// StreamBindingSize is the fixed part of one StreamBinding.
+const StreamBindingSize = 2 + 2
+
+// StreamBinding routes subjects matching Pattern to Stream.
+type StreamBinding struct {
+	Pattern []byte
+	Stream  []byte
+}
+
+// StreamList answers StreamAdmin (S→C): the streams (one for info,
+// create, purge and remove, the last as it was just before) and the
+// bindings (every binding for list, bind and unbind; the stream's for
+// the others).
+type StreamList struct {
+	Streams  []StreamState
+	Bindings []StreamBinding
+}
+
+// Type implements Message.
+func (*StreamList) Type() Type { return TypeStreamList }
+
+// AppendBody implements Message.
+func (m *StreamList) AppendBody(dst []byte) []byte {
+	dst = le.AppendUint32(dst, uint32(len(m.Streams)))
+	for i := range m.Streams {
+		s := &m.Streams[i]
+		dst = appendBytes16(dst, s.Name)
+		dst = le.AppendUint64(dst, s.CreatedMs)
+		dst = le.AppendUint64(dst, s.MaxBytes)
+		dst = le.AppendUint64(dst, s.MaxAgeMs)
+		dst = le.AppendUint64(dst, s.MaxRecords)
+		dst = le.AppendUint32(dst, s.Groups)
+		dst = le.AppendUint32(dst, uint32(len(s.Partitions)))
+		for _, p := range s.Partitions {
+			dst = le.AppendUint64(dst, p.First)
+			dst = le.AppendUint64(dst, p.End)
+			dst = le.AppendUint64(dst, p.Bytes)
+		}
+	}
+	dst = le.AppendUint32(dst, uint32(len(m.Bindings)))
+	for i := range m.Bindings {
+		dst = appendBytes16(dst, m.Bindings[i].Pattern)
+		dst = appendBytes16(dst, m.Bindings[i].Stream)
+	}
+	return dst
+}
+
+// DecodeStreamList decodes a StreamList body; names alias it. A count the
+// body cannot hold is malformed before anything is allocated.
+func DecodeStreamList(body []byte) (StreamList, error) {
+	r := reader{buf: body, what: "StreamList"}
+	count := r.u32("stream count")
+	if r.err == nil && uint64(count) > uint64(len(r.buf)/StreamStateSize) {
+		return StreamList{}, fmt.Errorf("%w: StreamList: %d streams in %d bytes", ErrMalformed, count, len(r.buf))
+	}
+	m := StreamList{Streams: make([]StreamState, 0, count)}
+	for i := uint32(0); i < count && r.err == nil; i++ {
+		s := StreamState{Name: r.bytes16("name"), CreatedMs: r.u64("created ms"), MaxBytes: r.u64("max bytes"),
+			MaxAgeMs: r.u64("max age ms"), MaxRecords: r.u64("max records"), Groups: r.u32("groups")}
+		partitions := r.u32("partition count")
+		if r.err == nil && uint64(partitions) > uint64(len(r.buf)/StreamPartitionSize) {
+			return StreamList{}, fmt.Errorf("%w: StreamList: %d partitions in %d bytes", ErrMalformed, partitions, len(r.buf))
+		}
+		s.Partitions = make([]StreamPartition, 0, partitions)
+		for p := uint32(0); p < partitions && r.err == nil; p++ {
+			s.Partitions = append(s.Partitions, StreamPartition{First: r.u64("first"), End: r.u64("end"), Bytes: r.u64("bytes")})
+		}
+		m.Streams = append(m.Streams, s)
+	}
+	bindings := r.u32("binding count")
+	if r.err == nil && uint64(bindings) > uint64(len(r.buf)/StreamBindingSize) {
+		return StreamList{}, fmt.Errorf("%w: StreamList: %d bindings in %d bytes", ErrMalformed, bindings, len(r.buf))
+	}
+	m.Bindings = make([]StreamBinding, 0, bindings)
+	for i := uint32(0); i < bindings && r.err == nil; i++ {
+		m.Bindings = append(m.Bindings, StreamBinding{Pattern: r.bytes16("pattern"), Stream: r.bytes16("stream")})
+	}
+	return m, r.done()
+}

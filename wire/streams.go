@@ -3,6 +3,8 @@ package wire
 import (
 	"fmt"
 	"math"
+
+	"github.com/zeebo/xxh3"
 )
 
 // Streams, partitions and subjects (CapStreams).
@@ -188,4 +190,16 @@ func DecodeStreamList(body []byte) (StreamList, error) {
 		m.Bindings = append(m.Bindings, StreamBinding{Pattern: r.bytes16("pattern"), Stream: r.bytes16("stream")})
 	}
 	return m, r.done()
+}
+
+// PartitionForKey is the partition a record with this key goes to in a
+// stream of the given number of partitions: the xxh3-64 hash of the key
+// (seed 0) modulo the count. It is part of the protocol: any client may
+// compute it to know where a key lands, so it never changes within a
+// protocol version. A count of 0 is treated as 1.
+func PartitionForKey(key []byte, partitions uint32) uint32 {
+	if partitions <= 1 {
+		return 0
+	}
+	return uint32(xxh3.Hash(key) % uint64(partitions))
 }

@@ -98,3 +98,22 @@ func TestErrorIsMatchesCode(t *testing.T) {
 		t.Fatal("code defaults")
 	}
 }
+
+// TestPartitionForKeyIsStable pins the key hash: it is protocol, and a
+// change would move every key of every multi-partition stream.
+func TestPartitionForKeyIsStable(t *testing.T) {
+	cases := []struct {
+		key        string
+		partitions uint32
+	}{{"", 8}, {"order-1", 8}, {"order-2", 8}, {"customer-42", 3}, {"x", 1}, {"x", 0}}
+	want := []uint32{2, 6, 4, 0, 0, 0}
+	for i, c := range cases {
+		p := PartitionForKey([]byte(c.key), c.partitions)
+		if c.partitions > 0 && p >= c.partitions || c.partitions == 0 && p != 0 {
+			t.Fatalf("PartitionForKey(%q, %d) = %d, out of range", c.key, c.partitions, p)
+		}
+		if p != want[i] {
+			t.Errorf("PartitionForKey(%q, %d) = %d, pinned at %d", c.key, c.partitions, p, want[i])
+		}
+	}
+}

@@ -68,6 +68,7 @@ type Log struct {
 
 	app      appender
 	wake     chan struct{} // nudges the appender; never closed
+	seals    chan chan error // SealActive requests to the appender (purge.go)
 	stop     chan struct{} // closed by Close to stop the appender
 	finished chan struct{} // closed when the appender goroutine exits
 	report   LogReport

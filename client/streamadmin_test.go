@@ -43,7 +43,10 @@ func TestStreamAdminOverTheWire(t *testing.T) {
 	if err == nil {
 		t.Fatal("a bad name was accepted")
 	}
-	wireCode(t, func() error { _, err := c.CreateStream(ctx, "huge", client.StreamSettings{Partitions: wire.MaxPartitions + 1}); return err }(), wire.CodeInvalidRequest)
+	wireCode(t, func() error {
+		_, err := c.CreateStream(ctx, "huge", client.StreamSettings{Partitions: wire.MaxPartitions + 1})
+		return err
+	}(), wire.CodeInvalidRequest)
 
 	if _, err := c.Bind(ctx, "orders.>", "orders"); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -368,5 +369,41 @@ func TestPurgeGivesGroupsARetentionGap(t *testing.T) {
 	}
 	if len(a.deliveries) != 1 || a.deliveries[0].Offset != 5 {
 		t.Fatalf("after purge delivered %+v", offsetsOf(a.deliveries))
+	}
+}
+
+// Well-formed StreamAdmin requests with hostile fields (random ops, names
+// and patterns with control bytes, wildcards and dots, absurd counts)
+// are answered with a StreamList or a typed error; nothing panics and
+// the broker keeps serving.
+func TestHostileStreamAdmin(t *testing.T) {
+	rng := rand.New(rand.NewPCG(hostileSeed(t), 9))
+	addr, b := testBroker(t, hostileConfig())
+	c := connect(t, addr)
+	alphabet := []byte("ab.*>\x00\n -_.x")
+	word := func() []byte {
+		out := make([]byte, rng.IntN(12))
+		for i := range out {
+			out[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return out
+	}
+	for i := range 300 {
+		m := wire.StreamAdmin{Op: uint8(rng.IntN(9)), Flags: uint8(rng.IntN(4)), Stream: word(), Pattern: word(),
+			Partitions: uint32(rng.IntN(3000)), MaxBytes: rng.Uint64(), MaxAgeMs: rng.Uint64(), MaxRecords: rng.Uint64()}
+		c.send(uint32(i+1), &m)
+		frame := c.read()
+		if frame.Type != wire.TypeStreamList && frame.Type != wire.TypeError {
+			t.Fatalf("StreamAdmin %+v answered %v", m, frame.Type)
+		}
+		if frame.Type == wire.TypeError {
+			if e, err := wire.DecodeError(frame.Body); err != nil || e.Closes {
+				t.Fatalf("StreamAdmin %+v: %+v %v", m, e, err)
+			}
+		}
+	}
+	expectServing(t, addr, b)
+	if c := b.catalog.Catalog(); c.Validate() != nil {
+		t.Fatalf("the catalog broke: %v", c.Validate())
 	}
 }

@@ -175,6 +175,7 @@ func TestStoreCrashAtEveryStep(t *testing.T) {
 		if err := store.Update(func(c *Catalog) error { *c = before.Clone(); return nil }); err != nil {
 			t.Fatal(err)
 		}
+		firstSave := ops
 		if err := store.Update(func(c *Catalog) error { *c = after.Clone(); return nil }); err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +191,9 @@ func TestStoreCrashAtEveryStep(t *testing.T) {
 				t.Fatalf("cut %d: %v", cut, err)
 			}
 			c := got.Catalog()
-			if !reflect.DeepEqual(c, before) && !reflect.DeepEqual(c, after) && len(c.Streams) != 0 {
+			// A cut in the first save may leave the empty catalog before it.
+			empty := cut < firstSave && len(c.Streams) == 0 && len(c.Bindings) == 0
+			if !reflect.DeepEqual(c, before) && !reflect.DeepEqual(c, after) && !empty {
 				t.Fatalf("cut %d: read %+v (%+v)", cut, c, rec)
 			}
 			if rec.Damaged() {

@@ -130,6 +130,9 @@ func (c *creator) copyDataDir(dir string) error {
 	if err := c.copyWhole(rel, KindFormat); err != nil {
 		return err
 	}
+	if err := c.copyMetadata(dir); err != nil {
+		return err
+	}
 	logs, err := logsOf(c.opts.FS, c.src, dir)
 	if err != nil {
 		return fmt.Errorf("backup: listing the logs of %s: %w", path.Join(c.src, dir), err)
@@ -137,6 +140,25 @@ func (c *creator) copyDataDir(dir string) error {
 	for _, log := range logs {
 		if err := c.copyLog(log); err != nil {
 			return fmt.Errorf("backup: log %s: %w", log, err)
+		}
+	}
+	return nil
+}
+
+// copyMetadata copies the metadata files a data directory has; a missing
+// one is fine (an older broker, or a file not written yet). Each is
+// written by rename, so the copy is one whole version of it.
+func (c *creator) copyMetadata(dir string) error {
+	for _, name := range metadataFiles {
+		rel := path.Join(dir, name)
+		if _, err := c.opts.FS.Stat(path.Join(c.src, rel)); errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err := c.copyWhole(rel, KindMetadata); errors.Is(err, fs.ErrNotExist) {
+			_ = c.opts.FS.Remove(path.Join(c.out, DataDirName, rel))
+			continue // renamed away between the Stat and the copy
+		} else if err != nil {
+			return fmt.Errorf("backup: copying %s: %w", rel, err)
 		}
 	}
 	return nil

@@ -25,6 +25,15 @@ const (
 	copyChunk      = 1 << 20
 )
 
+// metadataFiles are the broker's small top-level files a restore needs
+// besides the logs: the stream catalog (partitions, retention bounds,
+// subject bindings) with its previous copy, and the wall-clock
+// high-water. Without the catalog a restored broker would adopt its
+// streams with default settings and no bindings. The names are the
+// broker's (broker/catalog, broker/wallclock.go); the backup does not
+// import the broker, so a test pins them.
+var metadataFiles = []string{"streams.json", "streams.json.prev", "wallclock"}
+
 // logLocation names one log of a data directory tree.
 type logLocation struct {
 	dir       string // nested data directory, "" for the top one

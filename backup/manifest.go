@@ -33,6 +33,10 @@ const (
 	KindFormat     = "format"
 	KindSegment    = "segment"
 	KindCheckpoint = "checkpoint"
+	// KindMetadata is a small top-level file the broker keeps beside the
+	// logs (the stream catalog, the wall-clock high-water): copied whole,
+	// checked by its own CRC when the broker reads it.
+	KindMetadata = "metadata"
 )
 
 // Manifest describes a backup: every file with its size and checksum, and
@@ -136,7 +140,7 @@ func (m Manifest) check() error {
 		}
 		seen[file.Path] = true
 		switch file.Kind {
-		case KindFormat, KindSegment, KindCheckpoint:
+		case KindFormat, KindSegment, KindCheckpoint, KindMetadata:
 		default:
 			return fmt.Errorf("%w: file %q has kind %q", ErrCorruptManifest, file.Path, file.Kind)
 		}

@@ -42,7 +42,7 @@ func (s *session) consume(frame wire.Frame) error {
 		return nil
 	}
 	s.consumers.Add(1)
-	if kind == consumer.TypeStreaming && s.capabilities&wire.CapDeliverBatch != 0 && !needsRecordTier(request) {
+	if kind == consumer.TypeStreaming && s.capabilities&wire.CapDeliverBatch != 0 {
 		go s.serveStream(request)
 		return nil
 	}
@@ -448,7 +448,7 @@ func gapCode(reason string) uint8 {
 	switch reason {
 	case segment.GapRetention:
 		return wire.GapRetention
-	case consumer.GapFiltered:
+	case segment.GapFiltered:
 		return wire.GapFiltered
 	}
 	return wire.GapLost

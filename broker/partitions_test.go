@@ -30,21 +30,13 @@ func placeOf(d wire.Deliver) place { return place{d.Partition, d.Offset} }
 // partitionCounts are the stream shapes the parity suite runs on.
 var partitionCounts = []uint32{1, 4}
 
-// createStream makes stream with n partitions over the wire (StreamAdmin
-// create). One partition needs no creation: a stream exists on first use.
-func createStream(t *testing.T, c *rawClient, stream string, n uint32) {
+// createStream makes stream with n partitions through the catalog (as
+// StreamAdmin create does). One partition needs no creation: a stream
+// exists on first use.
+func createStream(t *testing.T, b *Broker, stream string, n uint32) {
 	t.Helper()
-	if n == 1 {
-		return
-	}
-	c.send(900, &wire.StreamAdmin{Op: wire.StreamOpCreate, Stream: []byte(stream), Partitions: n})
-	frame := c.read()
-	if frame.Type == wire.TypeError {
-		e, _ := wire.DecodeError(frame.Body)
-		if e != nil && e.Code == wire.CodeUnknownType {
-			t.Skip("this broker has no multi-partition streams yet")
-		}
-		t.Fatalf("creating stream %s with %d partitions: %+v", stream, n, e)
+	if n > 1 {
+		createTestStream(t, b, stream, n)
 	}
 }
 
@@ -154,28 +146,28 @@ func checkExactlyOnce(t *testing.T, stored map[place]string, deliveries []wire.D
 func TestPartitionAllWork(t *testing.T) {
 	for _, n := range partitionCounts {
 		t.Run(fmt.Sprint(n, "-partitions"), func(t *testing.T) {
-			addr, _ := testBroker(t, Config{})
+			addr, b := testBroker(t, Config{})
 			c := connect(t, addr)
-			createStream(t, c, "orders", n)
+			createStream(t, b, "orders", n)
 			stored := spread(t, c, "orders", n, 40)
 			m := wire.Consume{Stream: []byte("orders"), Partition: wire.PartitionAll, Group: []byte("w"), Mode: wire.ModeWork, MaxRecords: 4}
-			// Rotation: the first answers already reach every partition.
-			first := c.consume(1, m)
+			// Rotation: the first n answers, each filled from the
+			// partition it starts at, already reach every partition.
+			var got []wire.Deliver
 			reached := map[uint32]bool{}
-			for id := uint32(2); id < 2+n && len(first.deliveries) > 0; id++ {
-				for _, d := range first.deliveries {
+			for id := uint32(1); id <= n; id++ {
+				a := c.consume(id, m)
+				for _, d := range a.deliveries {
 					reached[d.Partition] = true
 				}
-				c.ackEach(id+50, "orders", "w", wire.AckDone, first.deliveries)
-				all := append([]wire.Deliver(nil), first.deliveries...)
-				first = c.consume(id, m)
-				first.deliveries = append(all, first.deliveries...)
+				c.ackEach(id+50, "orders", "w", wire.AckDone, a.deliveries)
+				got = append(got, a.deliveries...)
 			}
 			if len(reached) != int(n) {
 				t.Fatalf("the first %d answers reached partitions %v of %d", n, reached, n)
 			}
 			rest := drain(t, c, m, wire.AckDone)
-			checkExactlyOnce(t, stored, append(first.deliveries, rest...))
+			checkExactlyOnce(t, stored, append(got, rest...))
 			if again := c.consume(60, m); len(again.deliveries) != 0 {
 				t.Fatalf("acked records came back: %v", again.deliveries)
 			}
@@ -186,9 +178,9 @@ func TestPartitionAllWork(t *testing.T) {
 func TestPartitionAllRedeliveryAndMaxDeliver(t *testing.T) {
 	for _, n := range partitionCounts {
 		t.Run(fmt.Sprint(n, "-partitions"), func(t *testing.T) {
-			addr, _ := testBroker(t, Config{MaxDeliver: 2})
+			addr, b := testBroker(t, Config{MaxDeliver: 2})
 			c := connect(t, addr)
-			createStream(t, c, "jobs", n)
+			createStream(t, b, "jobs", n)
 			poison := place{n - 1, produceAt(t, c, "jobs", n-1, "poison", "", "bad")}
 			m := wire.Consume{Stream: []byte("jobs"), Partition: wire.PartitionAll, Group: []byte("g"), Mode: wire.ModeWork, MaxRecords: 10, WaitMs: 2000}
 			for attempt := uint32(1); attempt <= 2; attempt++ {
@@ -243,9 +235,9 @@ func drainDeadLetters(t *testing.T, c *rawClient, stream string) []map[string]st
 func TestPartitionAllKeyShared(t *testing.T) {
 	for _, n := range partitionCounts {
 		t.Run(fmt.Sprint(n, "-partitions"), func(t *testing.T) {
-			addr, _ := testBroker(t, Config{})
+			addr, b := testBroker(t, Config{})
 			producer := connect(t, addr)
-			createStream(t, producer, "events", n)
+			createStream(t, b, "events", n)
 			stored := spread(t, producer, "events", n, 50)
 			m := wire.Consume{Stream: []byte("events"), Partition: wire.PartitionAll, Group: []byte("ks"), Mode: wire.ModeKeyShared, MaxRecords: 100, LeaseMs: 60_000}
 			members := []*rawClient{connect(t, addr), connect(t, addr)}
@@ -277,9 +269,9 @@ func TestPartitionAllKeyShared(t *testing.T) {
 func TestPartitionAllBroadcast(t *testing.T) {
 	for _, n := range partitionCounts {
 		t.Run(fmt.Sprint(n, "-partitions"), func(t *testing.T) {
-			addr, _ := testBroker(t, Config{})
+			addr, b := testBroker(t, Config{})
 			c := connect(t, addr)
-			createStream(t, c, "feed", n)
+			createStream(t, b, "feed", n)
 			stored := spread(t, c, "feed", n, 20)
 			m := wire.Consume{Stream: []byte("feed"), Partition: wire.PartitionAll, Group: []byte("b"), Mode: wire.ModeBroadcast, MaxRecords: 100}
 			read := drain(t, c, m, 0xff)
@@ -310,12 +302,19 @@ func TestPartitionAllBroadcast(t *testing.T) {
 				t.Fatalf("a second reader: %+v", busy.err)
 			}
 			_ = c.conn.Close()
+			// The closed reader's partitions are released one by one: a
+			// partition still held answers busy until it is.
 			var again []wire.Deliver
-			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-				if a := other.consume(2, m); a.err == nil {
-					again = append(a.deliveries, drain(t, other, m, 0xff)...)
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+				a := other.consume(2, m)
+				if a.err != nil {
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				if len(a.deliveries) == 0 {
 					break
 				}
+				again = append(again, a.deliveries...)
 			}
 			checkExactlyOnce(t, kept, again)
 			for _, d := range again {
@@ -332,9 +331,9 @@ func TestPartitionAllBroadcast(t *testing.T) {
 func TestPartitionAllStreaming(t *testing.T) {
 	for _, n := range partitionCounts {
 		t.Run(fmt.Sprint(n, "-partitions"), func(t *testing.T) {
-			addr, _ := testBroker(t, Config{})
+			addr, b := testBroker(t, Config{})
 			c := connect(t, addr)
-			createStream(t, c, "tape", n)
+			createStream(t, b, "tape", n)
 			stored := spread(t, c, "tape", n, 40)
 			m := wire.Consume{Stream: []byte("tape"), Partition: wire.PartitionAll, Group: []byte("s"), Mode: wire.ModeStreaming, MaxRecords: 7}
 			read := drain(t, c, m, 0xff)
@@ -370,7 +369,7 @@ func TestPartitionAllRetentionGap(t *testing.T) {
 			cfg.Storage.SegmentSize = segment.MinSegmentSize
 			addr, b := testBroker(t, cfg)
 			c := connect(t, addr)
-			createStream(t, c, "tape", n)
+			createStream(t, b, "tape", n)
 			last := n - 1
 			for range 600 {
 				produceAt(t, c, "tape", last, "k", "", "padding-padding-padding")
@@ -416,9 +415,9 @@ func TestAckNamesAPartition(t *testing.T) {
 // it leaves the first gets them all back. No record is delivered outside
 // its reader's assignment, and none committed-past is lost.
 func TestStreamingAssignment(t *testing.T) {
-	addr, _ := testBroker(t, Config{})
+	addr, b := testBroker(t, Config{})
 	producer := connect(t, addr)
-	createStream(t, producer, "tape", 4)
+	createStream(t, b, "tape", 4)
 	fill := func(perPartition int) {
 		for p := range uint32(4) {
 			for range perPartition {
@@ -447,13 +446,13 @@ func TestStreamingAssignment(t *testing.T) {
 		t.Fatalf("alone, the first member read %v", got)
 	}
 	fill(10)
-	b := connect(t, addr)
-	gotB := read(b, 1, 3) // joined second: the odd partitions
+	second := connect(t, addr)
+	gotB := read(second, 1, 3) // joined second: the odd partitions
 	gotA := read(a, 0, 2)
 	if gotB[1] != 10 || gotB[3] != 10 || gotA[0] != 10 || gotA[2] != 10 {
 		t.Fatalf("after the split: first %v, second %v", gotA, gotB)
 	}
-	_ = b.conn.Close()
+	_ = second.conn.Close()
 	fill(5)
 	var back map[uint32]int
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
@@ -491,5 +490,28 @@ func TestSpanAssignmentBalance(t *testing.T) {
 	st.leave(1)
 	if partitions, gained := st.assigned(2, 8); len(partitions) == 0 || len(gained) == 0 {
 		t.Fatalf("after a leave member 2 has %v, gained %v", partitions, gained)
+	}
+}
+
+// TestPartitionAllLongPollWakesOnAnyPartition: a waiting all-partition
+// Consume is answered when a record becomes durable in any partition.
+func TestPartitionAllLongPollWakesOnAnyPartition(t *testing.T) {
+	addr, b := testBroker(t, Config{})
+	producer, c := connect(t, addr), connect(t, addr)
+	for _, mode := range []uint8{wire.ModeWork, wire.ModeStreaming} {
+		stream := fmt.Sprint("jobs", mode)
+		createStream(t, b, stream, 4)
+		m := wire.Consume{Stream: []byte(stream), Partition: wire.PartitionAll, Group: []byte(fmt.Sprint("g", mode)), Mode: mode, MaxRecords: 10, WaitMs: 10_000}
+		waiting := waitedAnswer(c, uint32(mode), m)
+		time.Sleep(50 * time.Millisecond) // the consume is waiting
+		offset := produceAt(t, producer, stream, 3, "k", "", "late")
+		select {
+		case a := <-waiting:
+			if len(a.deliveries) != 1 || placeOf(a.deliveries[0]) != (place{3, offset}) {
+				t.Fatalf("mode %d woke with %+v", mode, a.deliveries)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatalf("mode %d: the long poll did not wake for a record in partition 3", mode)
+		}
 	}
 }

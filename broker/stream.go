@@ -24,21 +24,6 @@ type streamPart struct {
 	gap       *segment.Gap
 }
 
-// needsRecordTier reports whether a streaming request must be answered
-// record by record (Deliver) rather than with stored runs: a subject
-// filter has to look at each record, which the run tier does not do yet.
-func needsRecordTier(r consumeRequest) bool {
-	if r.filter != nil {
-		return true
-	}
-	for _, served := range r.all {
-		if served.group.Filter() != "" {
-			return true
-		}
-	}
-	return false
-}
-
 // serveStream answers one streaming Consume with DeliverBatch frames,
 // waiting for records like serveConsume does.
 func (s *session) serveStream(r consumeRequest) {
@@ -102,6 +87,9 @@ func (s *session) readRuns(r consumeRequest, served *servedGroup, parts []stream
 	from := s.readPosition(served)
 	reader := served.log.NewReader(from)
 	defer reader.Close()
+	if filter := served.group.Matcher(r.filter); filter != nil {
+		reader.SetFilter(filter) // only matching records in the runs; the rest come back as filtered gaps
+	}
 	partition := served.key.partition
 	maxFrames := r.maxFrameBody + deliverFields - wire.DeliverBatchHeaderSize
 	next := from

@@ -124,9 +124,6 @@ func (g *Group) deliverNewLocked(f *fetch) error {
 		if err != nil {
 			return err
 		}
-		if entry.Gap == nil {
-			entry.Gap = skipped(g.matcher(nil), entry)
-		}
 		if entry.Gap != nil {
 			g.crossGapLocked(f, entry.Gap)
 			continue

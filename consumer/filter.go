@@ -2,7 +2,6 @@ package consumer
 
 import (
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/segment/format"
 )
 
 // Subject filters. A filtered group settles the offsets of records its
@@ -13,26 +12,21 @@ import (
 // + acked + gaps) covers every offset.
 
 // GapFiltered is the reason of a gap of records the filter skipped.
-const GapFiltered = "filtered"
+const GapFiltered = segment.GapFiltered
 
 // Matcher decides whether a record's subject is wanted
 // (*subject.Pattern satisfies it).
-type Matcher interface {
-	Match(subject []byte) bool
-}
+type Matcher = segment.Matcher
 
-// skipped returns the one-offset gap standing for a record m does not
-// want, or nil. A body that does not decode has no subject, so a filter
-// never matches it.
-func skipped(m Matcher, entry segment.Entry) *segment.Gap {
-	if m == nil {
-		return nil
+// filteredReader returns a reader of log from offset that skips what m
+// does not match (nil reads everything). A nil *subject.Pattern must not
+// become a non-nil Matcher, so the check is on the interface.
+func filteredReader(log *segment.Log, from uint64, m Matcher) *segment.Reader {
+	reader := log.NewReader(from)
+	if m != nil {
+		reader.SetFilter(m)
 	}
-	view, err := format.DecodeBody(entry.Body)
-	if err == nil && m.Match(view.Subject) {
-		return nil
-	}
-	return &segment.Gap{From: entry.Offset, To: entry.Offset + 1, Reason: GapFiltered}
+	return reader
 }
 
 // matcher returns the group's filter as a Matcher, or the request's when
@@ -43,3 +37,8 @@ func (g *Group) matcher(request Matcher) Matcher {
 	}
 	return request
 }
+
+// Matcher returns the filter a read of this group applies: the group's
+// own, or else request (nil: none). The streaming tier, which reads the
+// log itself, uses it to filter the same way Read does.
+func (g *Group) Matcher(request Matcher) Matcher { return g.matcher(request) }

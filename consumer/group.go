@@ -363,7 +363,7 @@ func (g *Group) closeReaderLocked() {
 func (g *Group) readerAtLocked(offset uint64) *segment.Reader {
 	if g.reader == nil || g.reader.Offset() != offset {
 		g.closeReaderLocked()
-		g.reader = g.log.NewReader(offset)
+		g.reader = filteredReader(g.log, offset, g.matcher(nil))
 	}
 	return g.reader
 }

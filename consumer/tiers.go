@@ -32,7 +32,7 @@ func (g *Group) fetchBroadcast(owner uint64, limit, maxBytes int) ([]Delivery, [
 		}
 		g.next = end
 	}
-	deliveries, gaps, next, err := readRun(g.readerAtLocked(g.next), limit, maxBytes, g.matcher(nil))
+	deliveries, gaps, next, err := readRun(g.readerAtLocked(g.next), limit, maxBytes)
 	for _, gap := range gaps {
 		if gap.To > g.committed {
 			g.done.add(max(gap.From, g.committed), gap.To)
@@ -106,15 +106,15 @@ func (g *Group) moveCursor(upTo uint64, limit func() uint64) error {
 // group has none of its own, skips records whose subject it does not
 // match (they come back as GapFiltered gaps); nil reads every record.
 func (g *Group) Read(from uint64, max, maxBytes int, filter Matcher) ([]Delivery, []Gap, error) {
-	reader := g.log.NewReader(from)
+	reader := filteredReader(g.log, from, g.matcher(filter))
 	defer reader.Close()
-	deliveries, gaps, _, err := readRun(reader, max, maxBytes, g.matcher(filter))
+	deliveries, gaps, _, err := readRun(reader, max, maxBytes)
 	return deliveries, gaps, err
 }
 
 // readRun reads a contiguous run of records from reader: up to max (at
 // least one) and about maxBytes. It returns the offset after the run.
-func readRun(reader *segment.Reader, limit, maxBytes int, filter Matcher) ([]Delivery, []Gap, uint64, error) {
+func readRun(reader *segment.Reader, limit, maxBytes int) ([]Delivery, []Gap, uint64, error) {
 	var deliveries []Delivery
 	var gaps []Gap
 	bytes := 0
@@ -125,9 +125,6 @@ func readRun(reader *segment.Reader, limit, maxBytes int, filter Matcher) ([]Del
 		}
 		if err != nil {
 			return deliveries, gaps, reader.Offset(), err
-		}
-		if entry.Gap == nil {
-			entry.Gap = skipped(filter, entry)
 		}
 		if entry.Gap != nil {
 			gaps = addGap(gaps, Gap{From: entry.Gap.From, To: entry.Gap.To, Reason: entry.Gap.Reason})

@@ -56,6 +56,16 @@ type Reader struct {
 	bufStart int64
 
 	runBuffer *[]byte // active segment: the buffer the next run is read into
+	// runWindow says which bytes of the active segment runBuffer still
+	// holds when no run took it (a filtered reader copies its short runs
+	// out, and reads on from the same window instead of reading again).
+	runWindow struct {
+		start int64
+		size  int
+		valid bool
+	}
+
+	filterState
 }
 
 // NewReader returns a Reader starting at offset from.
@@ -64,26 +74,39 @@ func (l *Log) NewReader(from uint64) *Reader { return &Reader{log: l, next: from
 // Next returns the next record or gap. It returns io.EOF at the committed
 // end of the log; call WaitCommitted and Next again to follow the log.
 func (r *Reader) Next() (Entry, error) {
+	if r.held != nil {
+		return Entry{Gap: r.takeHeld()}, nil
+	}
 	for {
 		committed := r.log.committed.Load()
 		if r.next >= committed.next {
-			return Entry{}, io.EOF
+			gap, err := r.settle(nil, io.EOF)
+			return Entry{Gap: gap}, err
 		}
 		if r.seg == nil || r.next < r.seg.base || r.segmentDone() {
 			if gap, err := r.enter(); gap != nil || err != nil {
+				gap, err = r.settle(gap, err)
 				return Entry{Gap: gap}, err
 			}
 			continue
 		}
+		if r.filter != nil && r.pos >= r.blockEnd && r.skipBlocks(committed) {
+			continue
+		}
 		entry, advanced, err := r.step(committed)
-		if err != nil || entry.Gap != nil || entry.Frame != nil {
-			return entry, err
+		if err != nil || entry.Gap != nil {
+			gap, err := r.settle(entry.Gap, err)
+			return Entry{Gap: gap}, err
+		}
+		if entry.Frame != nil {
+			return entry, nil
 		}
 		if !advanced {
 			// The segment has no more frames for us: whatever offsets it
 			// still claims are a gap.
 			if gap := r.finishSegment(); gap != nil {
-				return Entry{Gap: gap}, nil
+				gap, err = r.settle(gap, nil)
+				return Entry{Gap: gap}, err
 			}
 		}
 	}
@@ -102,8 +125,9 @@ func (r *Reader) Close() {
 	}
 }
 
-// Offset returns the offset the next call to Next starts from.
-func (r *Reader) Offset() uint64 { return r.next }
+// Offset returns the offset the next call to Next starts from (the start
+// of the next entry it returns, a filtered gap included).
+func (r *Reader) Offset() uint64 { return r.position() }
 
 func (r *Reader) segmentDone() bool { return r.seg.sealed.Load() && r.next >= r.seg.next() }
 
@@ -135,12 +159,14 @@ func (r *Reader) enter() (*Gap, error) {
 			r.seg.release()
 		}
 		r.seg, r.buf = seg, r.buf[:0]
+		r.runWindow.valid = false
 		if seg.sealed.Load() {
 			if err := r.log.validateSealed(seg); err != nil {
 				return nil, err
 			}
 		}
 		r.pos = seg.locate(r.next)
+		r.forgetSummary()
 		return nil, nil
 	}
 }
@@ -238,6 +264,15 @@ func (r *Reader) record(limit int64) (Entry, bool, error) {
 	body, err := format.VerifyRecord(frame, h)
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("%w: %s offset %d: %w", ErrCorruptRead, r.seg.name, h.Offset, err)
+	}
+	if !r.matches(body) {
+		r.skipRecord(h.FrameLength)
+		return Entry{}, true, nil
+	}
+	if r.skipping {
+		// The stretch of filtered records ends here: its gap goes out
+		// first, and the next call reads this record again.
+		return Entry{Gap: r.takeFiltered(r.next)}, true, nil
 	}
 	r.pos += int64(h.FrameLength)
 	r.next++

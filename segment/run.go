@@ -52,6 +52,11 @@ func (r *Reader) window(pos int64, n int, limit int64) ([]byte, error) {
 	if r.seg.sealed.Load() {
 		return r.bytesAt(pos, n, limit)
 	}
+	if w := &r.runWindow; w.valid && r.runBuffer != nil && pos >= w.start && pos+format.RecordHeaderSize <= w.start+int64(w.size) {
+		// Committed bytes never change: what the window holds from pos
+		// is still right, though it may end before limit.
+		return (*r.runBuffer)[pos-w.start : w.size], nil
+	}
 	size := int(max(min(int64(n), limit-pos), 0))
 	if r.runBuffer == nil {
 		r.runBuffer = r.log.getRunBuffer()
@@ -67,8 +72,10 @@ func (r *Reader) window(pos int64, n int, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if _, err := file.ReadAt(buf, pos); err != nil && !errors.Is(err, io.EOF) {
+		r.runWindow.valid = false
 		return nil, fmt.Errorf("segment: reading %s: %w", r.seg.name, err)
 	}
+	r.runWindow.start, r.runWindow.size, r.runWindow.valid = pos, size, true
 	return buf, nil
 }
 
@@ -78,16 +85,28 @@ func (r *Reader) window(pos int64, n int, limit int64) ([]byte, error) {
 // headers are checked (their CRC, and that offsets follow on); bodies are
 // not: sealed segments were verified when first mapped, and the consumer
 // verifies every frame it receives anyway. A run never crosses a segment.
+//
+// With a filter (SetFilter), a run holds only consecutive matching records
+// (it ends where a filtered one starts), and the filtered stretches come
+// back as gaps, exactly as from Next.
 func (r *Reader) NextRun(maxRecords, maxBytes int) (Run, error) {
+	if r.held != nil {
+		return Run{Gap: r.takeHeld()}, nil
+	}
 	for {
 		committed := r.log.committed.Load()
 		if r.next >= committed.next {
-			return Run{}, io.EOF
+			gap, err := r.settle(nil, io.EOF)
+			return Run{Gap: gap}, err
 		}
 		if r.seg == nil || r.next < r.seg.base || r.segmentDone() {
 			if gap, err := r.enter(); gap != nil || err != nil {
+				gap, err = r.settle(gap, err)
 				return Run{Gap: gap}, err
 			}
+			continue
+		}
+		if r.filter != nil && r.pos >= r.blockEnd && r.skipBlocks(committed) {
 			continue
 		}
 		run, walked, err := r.collectRun(committed, max(maxRecords, 1), maxBytes)
@@ -98,19 +117,20 @@ func (r *Reader) NextRun(maxRecords, maxBytes int) (Run, error) {
 			continue
 		}
 		// The frame at the position is not a record that continues the
-		// run (a hole, a skip frame, an offset jump, the end): Next's
-		// step knows each case and turns the missing ones into a gap.
+		// run (a hole, a skip frame, an offset jump, the end, a matching
+		// record after a filtered stretch): Next's step knows each case
+		// and turns the missing ones into a gap.
 		entry, advanced, err := r.step(committed)
 		switch {
-		case err != nil:
-			return Run{}, err
-		case entry.Gap != nil:
-			return Run{Gap: entry.Gap}, nil
+		case err != nil || entry.Gap != nil:
+			gap, err := r.settle(entry.Gap, err)
+			return Run{Gap: gap}, err
 		case entry.Frame != nil:
 			return Run{}, fmt.Errorf("segment: %s at %d: a record the run walk refused", r.seg.name, r.pos)
 		case !advanced:
 			if gap := r.finishSegment(); gap != nil {
-				return Run{Gap: gap}, nil
+				gap, err = r.settle(gap, nil)
+				return Run{Gap: gap}, err
 			}
 		}
 	}
@@ -171,10 +191,31 @@ func (r *Reader) collectRun(committed *mark, maxRecords, maxBytes int) (Run, boo
 				break
 			}
 			// One record past the window: read the window again from it.
+			r.runWindow.valid = false
 			if window, err = r.window(pos, max(want, int(h.FrameLength)), limit); err != nil {
 				return Run{}, false, err
 			}
-			windowStart = pos
+			windowStart, at = pos, 0
+		}
+		if r.filter != nil {
+			body := window[at+format.RecordHeaderSize : at+format.RecordHeaderSize+int64(h.BodyLength)]
+			if r.matches(body) {
+				if r.skipping {
+					break // step reports the filtered stretch first
+				}
+			} else if run.Count > 0 {
+				break // a run holds consecutive matching records only
+			} else {
+				r.next = run.Next
+				r.skipRecord(h.FrameLength) // moves r.pos, which is reset below
+				pos += int64(h.FrameLength)
+				run.First, run.Next = r.next, r.next
+				start, end, walked = pos, pos, true
+				if pos >= r.blockEnd {
+					break // a new block: its summary may skip it whole
+				}
+				continue
+			}
 		}
 		pos += int64(h.FrameLength)
 		end = pos
@@ -196,8 +237,15 @@ func (r *Reader) finishRun(run Run, frames []byte, end int64) (Run, bool, error)
 	case r.seg.sealed.Load() && r.seg.tryAcquire():
 		run.seg = r.seg
 		run.Frames = frames
+	case r.runBuffer != nil && !r.seg.sealed.Load() && r.filter != nil:
+		// A filtered run is short next to the window; copying it keeps
+		// the window for the records after it.
+		run.buffer, run.log = r.log.getRunBuffer(), r.log
+		*run.buffer = append((*run.buffer)[:0], frames...)
+		run.Frames = *run.buffer
 	case r.runBuffer != nil && !r.seg.sealed.Load():
 		run.buffer, run.log, r.runBuffer = r.runBuffer, r.log, nil
+		r.runWindow.valid = false
 		run.Frames = frames
 	default:
 		run.Frames = append([]byte(nil), frames...)

@@ -33,6 +33,11 @@ type fakeBroker struct {
 	discard     bool          // store no bodies (benchmarks: keeps the server allocation-free)
 	produceErr  func(n uint64) *wire.Error
 	recordIDs   bool
+	partitions  map[string]uint32 // stream → partition count (default 1)
+	bindings    map[string]string // subject pattern → stream
+	ackFrames   []fakeAck         // every Ack frame received
+	commits     map[string]uint64 // logKey → committed position (streaming)
+	routed      []byte            // discard mode: the stream of routed records
 
 	mu          sync.Mutex
 	holding     bool
@@ -84,7 +89,7 @@ func startFake(tb testing.TB, configure func(*fakeBroker)) *fakeBroker {
 	if err != nil {
 		panic(err)
 	}
-	b := &fakeBroker{tb: tb, ln: ln, welcome: defaultWelcome(), logs: map[string]*fakeLog{}, corrupt: map[uint64]bool{}}
+	b := &fakeBroker{tb: tb, ln: ln, welcome: defaultWelcome(), logs: map[string]*fakeLog{}, commits: map[string]uint64{}, corrupt: map[uint64]bool{}}
 	if configure != nil {
 		configure(b)
 	}
@@ -403,10 +408,19 @@ func (fc *fakeConn) produce(f wire.Frame) {
 			return
 		}
 	}
-	log := b.logs[string(m.Stream)]
+	stream, partition, werr := b.route(m)
+	if werr != nil {
+		fc.batch = append(fc.batch, reply{id: f.RequestID, err: werr})
+		return
+	}
+	log := b.logOf(stream, partition)
 	if log == nil {
 		log = &fakeLog{}
-		b.logs[string(m.Stream)] = log
+		key := logKey(stream, partition)
+		if b.discard {
+			key = string(stream) // logOf's key in discard mode
+		}
+		b.logs[key] = log
 	}
 	offset := uint64(len(log.records))
 	rec := fakeRecord{crc: m.BodyCRC, timestamp: time.Now().UnixNano()}
@@ -418,7 +432,7 @@ func (fc *fakeConn) produce(f wire.Frame) {
 		offset = b.produced - 1
 	}
 	log.records = append(log.records, rec)
-	fc.batch = append(fc.batch, reply{id: f.RequestID, ack: wire.ProduceAck{Partition: m.Partition, Offset: offset}})
+	fc.batch = append(fc.batch, reply{id: f.RequestID, ack: wire.ProduceAck{Partition: partition, Offset: offset}})
 }
 
 // decodeProduce is wire.DecodeProduce, except in discard mode: there it

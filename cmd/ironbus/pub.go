@@ -23,9 +23,9 @@ type pubOptions struct {
 	partition int64 // -1: the broker picks it from the key
 	routed    bool  // --subject without --stream: route by the bindings
 	key       string
-	headers  []string
-	window   int
-	compress string
+	headers   []string
+	window    int
+	compress  string
 }
 
 func newPubCmd(opts *globalOptions) *cobra.Command {

@@ -102,13 +102,11 @@ func (b *Broker) existingLog(stream []byte, partition uint32) (*segment.Log, *wi
 	if source, ok := deadLetterSource(string(stream)); ok {
 		return b.deadLetterReadLog(source, partition)
 	}
-	b.logsMu.RLock()
-	l, ok := b.logs[string(stream)]
-	b.logsMu.RUnlock()
-	if !ok || partition != 0 {
-		return nil, wire.NewError(wire.CodeNotFound, "stream %q partition %d does not exist", stream, partition)
+	served, ok := b.existingStream(string(stream))
+	if !ok {
+		return nil, wire.NewError(wire.CodeNotFound, "stream %q does not exist", stream)
 	}
-	return l, nil
+	return served.log(stream, partition)
 }
 
 // listGroups lists the groups of one log, or of every stream's log when
@@ -116,13 +114,10 @@ func (b *Broker) existingLog(stream []byte, partition uint32) (*segment.Log, *wi
 func (b *Broker) listGroups(stream []byte, partition uint32) (*wire.GroupList, *wire.Error) {
 	streams := []string{string(stream)}
 	if len(stream) == 0 {
-		b.logsMu.RLock()
 		streams = streams[:0]
-		for name := range b.logs {
-			streams = append(streams, name)
+		for _, served := range b.streamList() {
+			streams = append(streams, served.settings.Name)
 		}
-		b.logsMu.RUnlock()
-		slices.Sort(streams)
 	}
 	list := &wire.GroupList{Groups: []wire.GroupState{}}
 	for _, name := range streams {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ironbus/ironbus/broker/catalog"
 	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/segment"
@@ -19,8 +20,16 @@ type Broker struct {
 	cfg Config
 	dir *segment.Dir
 
-	logsMu sync.RWMutex
-	logs   map[string]*segment.Log // stream name -> partition 0
+	// Streams (streams.go): the catalog on disk and, in memory, each
+	// stream's partitions; openLogs counts the partitions against
+	// MaxStreams. logsMu guards streams and openLogs.
+	catalog  *catalog.Store
+	logsMu   sync.RWMutex
+	streams  map[string]*servedStream
+	openLogs int
+	// connectionSeq numbers connections: a connection's keyless records
+	// to PartitionAny go to partition seq % count (streams.go).
+	connectionSeq atomic.Uint32
 
 	groupsMu sync.Mutex
 	groups   map[groupKey]*servedGroup
@@ -76,7 +85,7 @@ func Open(cfg Config) (*Broker, error) {
 		default:
 		}
 	}
-	b := &Broker{logs: map[string]*segment.Log{}, groups: map[groupKey]*servedGroup{}, started: time.Now(),
+	b := &Broker{streams: map[string]*servedStream{}, groups: map[groupKey]*servedGroup{}, started: time.Now(),
 		stop: make(chan struct{}), flushed: make(chan struct{}), checkpointDue: make(chan struct{}, 1)}
 	b.metrics = newMetrics(b)
 	cfg.Storage.Observer = storageObserver(b.metrics, cfg.Storage.Observer)
@@ -86,23 +95,9 @@ func Open(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.dir = dir
-	ids, err := dir.Logs()
-	if err != nil {
+	if err := b.openStreams(); err != nil {
 		_ = dir.Close()
 		return nil, err
-	}
-	for _, id := range ids {
-		if id.Partition != 0 {
-			continue // partitions arrive with the streams issue
-		}
-		l, err := dir.OpenLog(id)
-		if err != nil {
-			// One unreadable log must not keep the broker down: it is
-			// reported and the stream answers with an error.
-			cfg.Logger.Error("log did not open", "log", id.String(), "error", err.Error())
-			continue
-		}
-		b.logs[id.Stream] = l
 	}
 	b.retention.nudge, b.retention.clock = nudge, cfg.Clock
 	b.startRetention(retention)
@@ -116,51 +111,6 @@ func (b *Broker) Dir() *segment.Dir { return b.dir }
 // MaxFrame is the largest frame a client may send; a loop backend sizes
 // its read buffers from it.
 func (b *Broker) MaxFrame() uint32 { return b.cfg.MaxFrame }
-
-// logFor returns the log of a stream partition, creating the stream on
-// first use; the name ".dlq.<stream>" reads a stream's dead-letter queue.
-// The lookup does not allocate.
-func (b *Broker) logFor(stream []byte, partition uint32) (*segment.Log, *wire.Error) {
-	if len(stream) > 0 && stream[0] == '.' {
-		if source, ok := deadLetterSource(string(stream)); ok {
-			return b.deadLetterReadLog(source, partition)
-		}
-	}
-	if partition != 0 {
-		return nil, wire.NewError(wire.CodeNotFound, "stream %q has one partition (0); partition %d does not exist", stream, partition)
-	}
-	b.logsMu.RLock()
-	l, ok := b.logs[string(stream)]
-	b.logsMu.RUnlock()
-	if ok {
-		return l, nil
-	}
-	return b.createLog(string(stream))
-}
-
-func (b *Broker) createLog(stream string) (*segment.Log, *wire.Error) {
-	if err := segment.ValidateStreamName(stream); err != nil {
-		return nil, wire.NewError(wire.CodeInvalidName, "%v", err)
-	}
-	b.logsMu.Lock()
-	defer b.logsMu.Unlock()
-	if l, ok := b.logs[stream]; ok {
-		return l, nil
-	}
-	if b.draining.Load() {
-		return nil, wire.NewError(wire.CodeShuttingDown, "the broker is shutting down")
-	}
-	if len(b.logs)+int(b.openDeadLetters.Load()) >= b.cfg.MaxStreams {
-		return nil, wire.NewError(wire.CodeBusy, "the broker serves at most %d streams (serve --max-streams); stream %q was not created", b.cfg.MaxStreams, stream)
-	}
-	l, err := b.dir.OpenLog(segment.LogID{Stream: stream})
-	if err != nil {
-		return nil, storageError(err)
-	}
-	b.logs[stream] = l
-	b.cfg.Logger.Info("stream created", "stream", stream)
-	return l, nil
-}
 
 // storageError maps an engine error to a structured wire error.
 func storageError(err error) *wire.Error {

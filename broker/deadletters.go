@@ -55,7 +55,7 @@ func (b *Broker) deadLetterLog(stream string) (*segment.Log, error) {
 		return nil, segment.ErrClosed
 	}
 	b.logsMu.RLock()
-	streams := len(b.logs)
+	streams := b.openLogs
 	b.logsMu.RUnlock()
 	if streams+len(store.logs) >= b.cfg.MaxStreams {
 		return nil, fmt.Errorf("broker: the dead-letter queue of stream %s was not opened: the broker serves at most %d streams, queues included (serve --max-streams)",

@@ -326,11 +326,9 @@ func expectServing(t *testing.T, addr string, b *Broker) {
 			t.Fatalf("a healthy producer got %v after the abuse: %+v", frame.Type, e)
 		}
 	}
-	b.logsMu.RLock()
-	defer b.logsMu.RUnlock()
-	for name, l := range b.logs {
+	for _, l := range b.streamLogs() {
 		if err := l.Err(); err != nil {
-			t.Fatalf("log %s froze: %v", name, err)
+			t.Fatalf("log %s froze: %v", l.ID(), err)
 		}
 	}
 }

@@ -71,15 +71,17 @@ var ErrStuck = errors.New("broker: stuck")
 // time per reactor (loop.Server.Busy); the loop starts after the broker.
 func (b *Broker) ObserveReactors(busy func() []time.Duration) { b.reactorBusy.Store(&busy) }
 
-// streamLogs returns the stream logs sorted by name.
+// streamLogs returns the open stream logs sorted by name, then
+// partition.
 func (b *Broker) streamLogs() []*segment.Log {
-	b.logsMu.RLock()
-	logs := make([]*segment.Log, 0, len(b.logs))
-	for _, l := range b.logs {
-		logs = append(logs, l)
+	var logs []*segment.Log
+	for _, served := range b.streamList() {
+		for _, l := range served.logs {
+			if l != nil {
+				logs = append(logs, l)
+			}
+		}
 	}
-	b.logsMu.RUnlock()
-	slices.SortFunc(logs, func(x, y *segment.Log) int { return strings.Compare(x.ID().Stream, y.ID().Stream) })
 	return logs
 }
 

@@ -172,9 +172,22 @@ func (b *Broker) SetRetention(rc RetentionConfig) error {
 // Retention returns the retention configuration in force.
 func (b *Broker) Retention() RetentionConfig { return *b.retention.config.Load() }
 
-// retentionFor returns the bounds of a stream: the default for now;
-// per-stream overrides (the streams issue) belong here.
-func (rc *RetentionConfig) retentionFor(string) StreamRetention { return rc.Stream }
+// retentionFor returns the bounds of a stream's log: each bound the
+// stream sets in the catalog overrides the broker's default; the policy
+// is always the broker's.
+func (rc *RetentionConfig) retentionFor(ref logRef) StreamRetention {
+	bounds := rc.Stream
+	if ref.bounds.MaxBytes > 0 {
+		bounds.MaxBytes = ref.bounds.MaxBytes
+	}
+	if ref.bounds.MaxAge > 0 {
+		bounds.MaxAge = ref.bounds.MaxAge
+	}
+	if ref.bounds.MaxRecords > 0 {
+		bounds.MaxRecords = ref.bounds.MaxRecords
+	}
+	return bounds
+}
 
 func (b *Broker) segmentSize() int64 {
 	if b.cfg.Storage.SegmentSize > 0 {

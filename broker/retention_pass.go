@@ -58,14 +58,27 @@ type retentionCounters struct {
 type segmentKey struct {
 	deadLetters bool
 	stream      string
+	partition   uint32
 	base        uint64
 }
 
 // logRef names a log a pass works on.
 type logRef struct {
 	stream      string
+	partition   uint32
 	deadLetters bool
 	log         *segment.Log
+	// bounds are the stream's own retention bounds (catalog), zero for
+	// the broker's default.
+	bounds StreamRetention
+}
+
+func (ref *logRef) id() segment.LogID {
+	return segment.LogID{Stream: ref.stream, Partition: ref.partition}
+}
+
+func (key groupKey) logID() segment.LogID {
+	return segment.LogID{Stream: key.stream, Partition: key.partition}
 }
 
 // startRetention loads the wall-clock high-water, runs a first pass (it
@@ -145,8 +158,8 @@ func (b *Broker) retentionPass() {
 	now := r.clock.Elapsed()
 	highWater := b.observeWallClock(now)
 	logs := b.retainedLogs()
-	floors, grouped := map[string]uint64{}, map[string]bool{}
-	if rc.Stream.Bounded() || rc.GroupExpiry > 0 || rc.DiskBudget > 0 {
+	floors, grouped := map[segment.LogID]uint64{}, map[segment.LogID]bool{}
+	if rc.Stream.Bounded() || rc.GroupExpiry > 0 || rc.DiskBudget > 0 || anyBounded(logs) {
 		floors, grouped = b.groupFloors(rc, logs, now)
 	}
 	seen := make(map[segmentKey]bool, len(r.sealedAt))
@@ -155,8 +168,8 @@ func (b *Broker) retentionPass() {
 		bounds.Policy = DropOldest
 		floor := uint64(math.MaxUint64)
 		if !ref.deadLetters {
-			bounds = rc.retentionFor(ref.stream)
-			if pinned, ok := floors[ref.stream]; ok {
+			bounds = rc.retentionFor(ref)
+			if pinned, ok := floors[ref.id()]; ok {
 				floor = pinned
 			}
 		}
@@ -199,11 +212,13 @@ func (b *Broker) observeWallClock(now time.Duration) int64 {
 // retainedLogs lists every open stream log and dead-letter queue.
 func (b *Broker) retainedLogs() []logRef {
 	var refs []logRef
-	b.logsMu.RLock()
-	for stream, l := range b.logs {
-		refs = append(refs, logRef{stream: stream, log: l})
+	for _, served := range b.streamList() {
+		for p, l := range served.logs {
+			if l != nil {
+				refs = append(refs, logRef{stream: served.settings.Name, partition: uint32(p), log: l, bounds: streamBounds(served.settings)})
+			}
+		}
 	}
-	b.logsMu.RUnlock()
 	store := &b.deadLetters
 	store.mu.Lock()
 	queues := maps.Clone(store.logs)
@@ -221,7 +236,7 @@ func (b *Broker) retainLog(ref logRef, bounds StreamRetention, floor uint64, hig
 	segs := ref.log.Segments()
 	keys := make([]segmentKey, len(segs))
 	for i, s := range segs {
-		keys[i] = segmentKey{deadLetters: ref.deadLetters, stream: ref.stream, base: s.Base}
+		keys[i] = segmentKey{deadLetters: ref.deadLetters, stream: ref.stream, partition: ref.partition, base: s.Base}
 		if !s.Sealed {
 			continue
 		}
@@ -284,18 +299,18 @@ func (b *Broker) dropSegments(ref logRef, segs []segment.SegmentInfo, n, reason 
 // groups that still pin retention, and which streams have groups at all.
 // A group's position is its last checkpoint's, so a crash never restarts
 // a group below what retention kept.
-func (b *Broker) groupFloors(rc *RetentionConfig, logs []logRef, now time.Duration) (map[string]uint64, map[string]bool) {
+func (b *Broker) groupFloors(rc *RetentionConfig, logs []logRef, now time.Duration) (map[segment.LogID]uint64, map[segment.LogID]bool) {
 	b.groupsMu.Lock()
 	loaded := maps.Clone(b.groups)
 	b.groupsMu.Unlock()
-	floors, grouped := map[string]uint64{}, map[string]bool{}
+	floors, grouped := map[segment.LogID]uint64{}, map[segment.LogID]bool{}
 	pin := func(key groupKey, committed uint64) {
-		grouped[key.stream] = true
+		grouped[key.logID()] = true
 		if b.groupExpired(rc, key, loaded[key], now) {
 			return
 		}
-		if floor, ok := floors[key.stream]; !ok || committed < floor {
-			floors[key.stream] = committed
+		if floor, ok := floors[key.logID()]; !ok || committed < floor {
+			floors[key.logID()] = committed
 		}
 	}
 	present := map[groupKey]bool{}
@@ -308,10 +323,10 @@ func (b *Broker) groupFloors(rc *RetentionConfig, logs []logRef, now time.Durati
 			// An unreadable checkpoint must not let retention run over
 			// its group: pin the whole log.
 			b.cfg.Logger.Warn("retention cannot read a group checkpoint; the stream keeps everything", "stream", ref.stream, "error", err.Error())
-			grouped[ref.stream], floors[ref.stream] = true, 0
+			grouped[ref.id()], floors[ref.id()] = true, 0
 		}
 		for _, summary := range summaries {
-			key := groupKey{stream: ref.stream, group: summary.Name}
+			key := groupKey{stream: ref.stream, partition: ref.partition, group: summary.Name}
 			present[key] = true
 			pin(key, summary.Committed)
 		}
@@ -333,8 +348,8 @@ func (b *Broker) groupFloors(rc *RetentionConfig, logs []logRef, now time.Durati
 		}
 	}
 	for _, ref := range logs {
-		if _, ok := floors[ref.stream]; !ok && !ref.deadLetters {
-			floors[ref.stream] = math.MaxUint64
+		if _, ok := floors[ref.id()]; !ok && !ref.deadLetters {
+			floors[ref.id()] = math.MaxUint64
 		}
 	}
 	return floors, grouped
@@ -413,7 +428,7 @@ func (b *Broker) measureDisk(dir string) (int64, error) {
 // limit, frees space by the disk-full policy. drop-new deletes only what
 // every group of a stream has committed; drop-oldest deletes the oldest
 // sealed segments of the largest logs. REQUIRES: passMu held.
-func (b *Broker) enforceBudget(rc *RetentionConfig, logs []logRef, floors map[string]uint64, grouped map[string]bool) error {
+func (b *Broker) enforceBudget(rc *RetentionConfig, logs []logRef, floors map[segment.LogID]uint64, grouped map[segment.LogID]bool) error {
 	r := &b.retention
 	used, err := b.measureDisk(b.cfg.DataDir)
 	if err != nil {
@@ -457,7 +472,7 @@ const budgetWarningKey = "\x00budget"
 
 // budgetVictim picks the log whose oldest sealed segment goes next: the
 // one with the most deletable bytes.
-func (b *Broker) budgetVictim(rc *RetentionConfig, logs []logRef, floors map[string]uint64, grouped map[string]bool) (*logRef, []segment.SegmentInfo, uint64) {
+func (b *Broker) budgetVictim(rc *RetentionConfig, logs []logRef, floors map[segment.LogID]uint64, grouped map[segment.LogID]bool) (*logRef, []segment.SegmentInfo, uint64) {
 	var best *logRef
 	var bestSegs []segment.SegmentInfo
 	var bestBytes int64
@@ -466,12 +481,12 @@ func (b *Broker) budgetVictim(rc *RetentionConfig, logs []logRef, floors map[str
 		ref := &logs[i]
 		segs := ref.log.Segments()
 		floor := uint64(math.MaxUint64)
-		if pinned, ok := floors[ref.stream]; ok && !ref.deadLetters {
+		if pinned, ok := floors[ref.id()]; ok && !ref.deadLetters {
 			floor = pinned
 		}
 		deletable := safePrefix(segs, math.MaxUint64)
 		if rc.DiskFull == DropNew {
-			if ref.deadLetters || !grouped[ref.stream] {
+			if ref.deadLetters || !grouped[ref.id()] {
 				continue
 			}
 			deletable = safePrefix(segs, floor)

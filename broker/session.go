@@ -65,6 +65,13 @@ type session struct {
 	// kept for the record when its frame is handed back.
 	reserved arena.Lease
 
+	// sticky is this connection's number: its keyless records to
+	// PartitionAny go to partition sticky % count (streams.go).
+	sticky uint32
+	// routed holds the stream a subject routed to, as bytes for the
+	// permission check (reused: no allocation per record).
+	routed []byte
+
 	entries  []wire.AckEntry
 	statuses []uint8
 
@@ -91,7 +98,7 @@ func newSession(b *Broker, conn loop.Conn) *session {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &session{broker: b, conn: conn, out: newWriter(conn, int(b.cfg.Window), b.cfg.ConnectionOutput), ctx: ctx, cancel: cancel,
 		bodies: make([][]byte, 0, maxRun), crcs: make([]uint32, 0, maxRun), ids: make([]uint32, 0, maxRun),
-		groups: map[*servedGroup]uint64{}}
+		groups: map[*servedGroup]uint64{}, sticky: b.connectionSeq.Add(1) - 1}
 	s.handshakeTimer = time.AfterFunc(b.cfg.HandshakeTimeout, s.handshakeDeadline)
 	return s
 }
@@ -305,24 +312,12 @@ func (s *session) produce(frame wire.Frame) (outcome, error) {
 		}
 		return outcomeDone, s.malformed(frame, err)
 	}
-	werr, closes := s.authorize(security.ScopePublish, p.Stream)
+	l, partition, werr, closes := s.placeRecord(&p)
 	if closes {
 		if !s.flushRun() {
 			return outcomePaused, nil
 		}
 		return outcomeDone, s.fatal(frame.RequestID, werr)
-	}
-	var l *segment.Log
-	switch {
-	case werr != nil:
-	case len(p.Stream) > 0 && p.Stream[0] == '.':
-		// Internal streams (dead-letter queues) are written by the broker only.
-		werr = wire.NewError(wire.CodeInvalidName, "stream %q is internal and read-only; produce to a stream whose name does not start with '.'", p.Stream)
-	default:
-		l, werr = s.broker.logFor(p.Stream, p.Partition)
-	}
-	if werr == nil {
-		werr = s.validateRecord(p)
 	}
 	if werr == nil {
 		werr = s.chargeQuota(len(p.Body))
@@ -339,13 +334,13 @@ func (s *session) produce(frame wire.Frame) (outcome, error) {
 	// A run goes in whole, so one larger than the staging buffer would
 	// stage past it: such a run is cut, and a record that alone is larger
 	// goes in alone, admitted by the large-record pool.
-	if l != s.runLog || p.Partition != s.runPartition || s.runBytes+frameBytes > staging {
+	if l != s.runLog || partition != s.runPartition || s.runBytes+frameBytes > staging {
 		if !s.flushRun() {
 			return outcomePaused, nil
 		}
 		// The new run begins at this frame: should it be handed back
 		// later, the run just appended must not be.
-		s.runLog, s.runPartition, s.runStart = l, p.Partition, s.frameStart
+		s.runLog, s.runPartition, s.runStart = l, partition, s.frameStart
 	}
 	if frameBytes > staging && !s.admitLarge(frameBytes) {
 		return outcomePaused, nil
@@ -411,28 +406,30 @@ func releaseWhenWritten(ticket segment.Ticket, lease arena.Lease) {
 	}()
 }
 
-func (s *session) validateRecord(p wire.Produce) *wire.Error {
+// validateRecord checks a record's body and returns its decoded view
+// (which aliases the body).
+func (s *session) validateRecord(p *wire.Produce) (format.BodyView, *wire.Error) {
 	if max := s.broker.cfg.Storage.MaxRecordBytes; max > 0 && len(p.Body) > int(max) {
-		return wire.NewError(wire.CodeRecordTooLarge, "record body of %d bytes, maximum %d", len(p.Body), max)
+		return format.BodyView{}, wire.NewError(wire.CodeRecordTooLarge, "record body of %d bytes, maximum %d", len(p.Body), max)
 	}
 	if crc := format.CRC(p.Body); crc != p.BodyCRC {
-		return wire.NewError(wire.CodeChecksum, "record body CRC32C is %08x, the frame says %08x: damaged in transit", crc, p.BodyCRC)
+		return format.BodyView{}, wire.NewError(wire.CodeChecksum, "record body CRC32C is %08x, the frame says %08x: damaged in transit", crc, p.BodyCRC)
 	}
 	view, err := format.DecodeBody(p.Body)
 	if err != nil {
-		return wire.NewError(wire.CodeInvalidRequest, "record body: %v", err)
+		return format.BodyView{}, wire.NewError(wire.CodeInvalidRequest, "record body: %v", err)
 	}
 	// The broker never decompresses (consumers do, after their CRC
 	// check), but it refuses what no consumer could read: a codec no
 	// IronBus knows, or a payload declaring more raw bytes than a record
 	// may hold, which every consumer's default cap would refuse.
 	if !view.Codec.Known() {
-		return wire.NewError(wire.CodeInvalidRequest, "record body: payload codec %d is unknown (0 none, 1 lz4, 2 zstd)", uint8(view.Codec))
+		return view, wire.NewError(wire.CodeInvalidRequest, "record body: payload codec %d is unknown (0 none, 1 lz4, 2 zstd)", uint8(view.Codec))
 	}
 	if max := s.broker.cfg.Storage.MaxRecordBytes; max > 0 && view.Codec != format.CodecNone && int64(view.RawLength) > int64(max) {
-		return wire.NewError(wire.CodeRecordTooLarge, "record payload of %d bytes decompressed, maximum %d", view.RawLength, max)
+		return view, wire.NewError(wire.CodeRecordTooLarge, "record payload of %d bytes decompressed, maximum %d", view.RawLength, max)
 	}
-	return nil
+	return view, nil
 }
 
 // flushRun appends the current run with one TryAppendBatch and hands its

@@ -1,0 +1,167 @@
+package broker
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ironbus/ironbus/broker/catalog"
+	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/wire"
+)
+
+// produceAt sends one record and returns its ack (or fails on an error).
+func (c *rawClient) produceAt(id uint32, p wire.Produce, key, subject string) wire.ProduceAck {
+	c.t.Helper()
+	frame := c.produceFrame(id, p, key, subject)
+	if frame.Type != wire.TypeProduceAck {
+		e, _ := wire.DecodeError(frame.Body)
+		c.t.Fatalf("produce answered %v: %+v", frame.Type, e)
+	}
+	ack, err := wire.DecodeProduceAck(frame.Body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return ack
+}
+
+func (c *rawClient) produceFrame(id uint32, p wire.Produce, key, subject string) wire.Frame {
+	c.t.Helper()
+	body, err := format.AppendBody(nil, format.Body{Key: []byte(key), Subject: []byte(subject), Payload: []byte(fmt.Sprint("r", id))})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	p.Body, p.BodyCRC = body, format.CRC(body)
+	c.send(id, &p)
+	return c.read()
+}
+
+func createTestStream(t *testing.T, b *Broker, name string, partitions uint32) {
+	t.Helper()
+	if _, werr := b.createStream(catalog.Stream{Name: name, Partitions: partitions}, true); werr != nil {
+		t.Fatal(werr)
+	}
+}
+
+// Keyed records to PartitionAny land where wire.PartitionForKey says, and
+// each partition is consumed on its own, in order.
+func TestKeyedRecordsLandWherePartitionForKeySays(t *testing.T) {
+	addr, b := testBroker(t, Config{})
+	createTestStream(t, b, "orders", 4)
+	c := connect(t, addr)
+	perPartition := map[uint32][]string{}
+	for i := range 40 {
+		key := fmt.Sprint("customer-", i)
+		ack := c.produceAt(uint32(i+1), wire.Produce{Stream: []byte("orders"), Partition: wire.PartitionAny}, key, "")
+		if want := wire.PartitionForKey([]byte(key), 4); ack.Partition != want {
+			t.Fatalf("key %s went to partition %d, PartitionForKey says %d", key, ack.Partition, want)
+		}
+		if ack.Offset != uint64(len(perPartition[ack.Partition])) {
+			t.Fatalf("partition %d offset %d after %d records", ack.Partition, ack.Offset, len(perPartition[ack.Partition]))
+		}
+		perPartition[ack.Partition] = append(perPartition[ack.Partition], fmt.Sprint("r", i+1))
+	}
+	if len(perPartition) < 2 {
+		t.Fatalf("40 keys all hashed to %d partition(s)", len(perPartition))
+	}
+	for p := uint32(0); p < 4; p++ {
+		a := c.consume(1000+p, wire.Consume{Stream: []byte("orders"), Partition: p, Group: []byte("g"), Mode: wire.ModeStreaming, MaxRecords: 100})
+		if a.err != nil {
+			t.Fatalf("partition %d: %+v", p, a.err)
+		}
+		if len(a.deliveries) != len(perPartition[p]) {
+			t.Fatalf("partition %d delivered %d records, holds %d", p, len(a.deliveries), len(perPartition[p]))
+		}
+		for i, d := range a.deliveries {
+			view, _ := format.DecodeBody(d.Body)
+			if d.Offset != uint64(i) || string(view.Payload) != perPartition[p][i] {
+				t.Fatalf("partition %d delivery %d: offset %d payload %q, want %q", p, i, d.Offset, view.Payload, perPartition[p][i])
+			}
+		}
+	}
+	a := c.consume(2000, wire.Consume{Stream: []byte("orders"), Partition: 4, Group: []byte("g"), Mode: wire.ModeStreaming})
+	if a.err == nil || a.err.Code != wire.CodeNotFound {
+		t.Fatalf("partition 4 of 4: %+v", a.err)
+	}
+}
+
+// A keyless record to PartitionAny goes to the connection's own
+// partition: every one of a connection's records lands in the same one,
+// and connections spread over the partitions.
+func TestKeylessRecordsStickPerConnection(t *testing.T) {
+	addr, b := testBroker(t, Config{})
+	createTestStream(t, b, "logs", 4)
+	seen := map[uint32]bool{}
+	for range 4 {
+		c := connect(t, addr)
+		first := c.produceAt(1, wire.Produce{Stream: []byte("logs"), Partition: wire.PartitionAny}, "", "").Partition
+		for i := range 10 {
+			if p := c.produceAt(uint32(i+2), wire.Produce{Stream: []byte("logs"), Partition: wire.PartitionAny}, "", "").Partition; p != first {
+				t.Fatalf("a keyless record went to partition %d, the connection's first to %d", p, first)
+			}
+		}
+		seen[first] = true
+	}
+	if len(seen) != 4 {
+		t.Fatalf("4 connections used partitions %v", seen)
+	}
+	// A named partition is used as named; one past the count is not_found.
+	c := connect(t, addr)
+	if ack := c.produceAt(1, wire.Produce{Stream: []byte("logs"), Partition: 3}, "k", ""); ack.Partition != 3 {
+		t.Fatalf("named partition 3 answered %d", ack.Partition)
+	}
+	expectError(t, c.produceFrame(2, wire.Produce{Stream: []byte("logs"), Partition: 4}, "k", ""), 2, wire.CodeNotFound)
+}
+
+// A stream made by its first publish has one partition and is recorded
+// in the catalog; streams, partitions and settings survive a restart.
+func TestRestartKeepsStreamsAndPartitions(t *testing.T) {
+	dir := t.TempDir()
+	addr, b := testBroker(t, Config{DataDir: dir})
+	createTestStream(t, b, "wide", 8)
+	c := connect(t, addr)
+	c.produceAt(1, wire.Produce{Stream: []byte("auto"), Partition: 0}, "k", "")
+	c.produceAt(2, wire.Produce{Stream: []byte("wide"), Partition: 7}, "k", "")
+	_ = c.conn.Close()
+	b.Drain()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	reopened, err := Open(Config{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reopened.Close()
+	for name, want := range map[string]int{"auto": 1, "wide": 8} {
+		served, ok := reopened.existingStream(name)
+		if !ok || len(served.logs) != want {
+			t.Fatalf("stream %s after restart: %v, %d partitions (want %d)", name, ok, len(served.logs), want)
+		}
+	}
+	if l, werr := reopened.logFor([]byte("wide"), 7); werr != nil || l.Committed() != 1 {
+		t.Fatalf("wide/7 after restart: %v", werr)
+	}
+}
+
+// Logs found on disk without a catalog entry (a data directory from
+// before named streams) are adopted with their highest partition + 1.
+func TestLogsWithoutACatalogEntryAreAdopted(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []uint32{0, 2} {
+		if err := os.MkdirAll(filepath.Join(dir, "streams", "legacy", fmt.Sprint(p)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := Open(Config{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if served, ok := b.existingStream("legacy"); !ok || len(served.logs) != 3 {
+		t.Fatalf("legacy adopted: %v", ok)
+	}
+	if s, ok := b.catalog.Catalog().Stream("legacy"); !ok || s.Partitions != 3 {
+		t.Fatalf("catalog entry %+v %v", s, ok)
+	}
+}

@@ -25,19 +25,20 @@ type fakeBroker struct {
 	ln net.Listener
 
 	// Configuration: set before the first Dial (in the configure func).
-	welcome     wire.Welcome
-	reject      *wire.Error   // answer Hello with this Error instead of Welcome
-	silent      bool          // never answer Hello
-	reverseAcks bool          // acknowledge each read batch in reverse order
-	ackDelay    time.Duration // wait before acknowledging each read batch
-	discard     bool          // store no bodies (benchmarks: keeps the server allocation-free)
-	produceErr  func(n uint64) *wire.Error
-	recordIDs   bool
-	partitions  map[string]uint32 // stream → partition count (default 1)
-	bindings    map[string]string // subject pattern → stream
-	ackFrames   []fakeAck         // every Ack frame received
-	commits     map[string]uint64 // logKey → committed position (streaming)
-	routed      []byte            // discard mode: the stream of routed records
+	welcome      wire.Welcome
+	reject       *wire.Error   // answer Hello with this Error instead of Welcome
+	silent       bool          // never answer Hello
+	reverseAcks  bool          // acknowledge each read batch in reverse order
+	ackDelay     time.Duration // wait before acknowledging each read batch
+	discard      bool          // store no bodies (benchmarks: keeps the server allocation-free)
+	produceErr   func(n uint64) *wire.Error
+	recordIDs    bool
+	partitions   map[string]uint32 // stream → partition count (default 1)
+	bindings     map[string]string // subject pattern → stream
+	ackFrames    []fakeAck         // every Ack frame received
+	commits      map[string]uint64 // logKey → committed position (streaming)
+	routed       []byte            // discard mode: the stream of routed records
+	groupFilters []string          // the filter of every OpenGroup received
 
 	mu          sync.Mutex
 	holding     bool
@@ -368,6 +369,8 @@ func (fc *fakeConn) handle(f wire.Frame) {
 		fc.consume(f)
 	case wire.TypeAck:
 		fc.ack(f)
+	case wire.TypeOpenGroup:
+		fc.openGroup(f)
 	case wire.TypePing:
 		payload, _ := wire.DecodePing(f.Body)
 		b.locked(func() { b.pings++ })

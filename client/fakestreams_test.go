@@ -136,3 +136,15 @@ func matches(filter []byte, body []byte) bool {
 	view, err := format.DecodeBody(body)
 	return err == nil && fakeMatch(string(filter), string(view.Subject))
 }
+
+// openGroup answers OpenGroup for the one group the fake keeps per
+// stream, recording the filters asked for.
+func (fc *fakeConn) openGroup(f wire.Frame) {
+	m, err := wire.DecodeOpenGroup(f.Body)
+	if err != nil {
+		fc.b.problem("OpenGroup: %v", err)
+		return
+	}
+	fc.b.locked(func() { fc.b.groupFilters = append(fc.b.groupFilters, string(m.Filter)) })
+	fc.out = wire.Append(fc.out, f.RequestID, &wire.GroupInfo{Mode: m.Mode})
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/ironbus/ironbus/subject"
 )
 
 // ConsumeStreams runs one handler over the records of group on several
@@ -48,4 +50,52 @@ func (c *Client) ConsumeStreams(ctx context.Context, streams []string, group str
 		return cause
 	}
 	return ctx.Err()
+}
+
+// ConsumeSubject is a wildcard subscription that may span streams: it
+// reads the broker's subject bindings, finds every stream bound to a
+// pattern that can match pattern (subject.Overlap), and consumes group on
+// each of them (every partition, unless opts.Partition names one) with
+// pattern as the filter, through one serialized handler, as
+// ConsumeStreams does. Each message names its Stream, Partition and
+// Offset; ordering holds per stream partition, never across streams.
+//
+// The streams are found once, when it starts: a stream bound later is
+// not picked up until ConsumeSubject is called again. No stream bound to
+// a matching subject is an error wrapping subject.ErrNotBound.
+func (c *Client) ConsumeSubject(ctx context.Context, pattern, group string, handler Handler, opts ConsumeOptions) error {
+	if err := errors.Join(checkPattern(pattern), c.needStreams("a subject subscription")); err != nil {
+		return err
+	}
+	streams, err := c.StreamsMatching(ctx, pattern)
+	if err != nil {
+		return err
+	}
+	if opts.Partition == 0 {
+		opts.Partition = AllPartitions
+	}
+	opts.Filter = pattern
+	return c.ConsumeStreams(ctx, streams, group, handler, opts)
+}
+
+// StreamsMatching lists, sorted, the streams a subscription to pattern
+// reaches: those with a binding some subject matching pattern also
+// matches. None is an error wrapping subject.ErrNotBound.
+func (c *Client) StreamsMatching(ctx context.Context, pattern string) ([]string, error) {
+	if err := checkPattern(pattern); err != nil {
+		return nil, err
+	}
+	bindings, err := c.subjectBindings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	table, err := subject.NewTable(bindings...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the broker's bindings: %w", ErrProtocol, err)
+	}
+	streams := table.StreamsMatching([]byte(pattern))
+	if len(streams) == 0 {
+		return nil, fmt.Errorf("%w: no stream is bound to a subject matching %q", subject.ErrNotBound, pattern)
+	}
+	return streams, nil
 }

@@ -1,12 +1,17 @@
 package client_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ironbus/ironbus/client"
+	"github.com/ironbus/ironbus/subject"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -25,15 +30,15 @@ func TestSubjectsAreValidatedBeforeSending(t *testing.T) {
 	b := startFake(t, multiPartition)
 	c := dial(t, b, client.Options{})
 	ctx := testContext(t)
-	bad := []string{"orders..eu", "orders.eu ", "orders.\r\nPUB x", ".orders", "orders.", "orders.*", "orders.>"}
+	invalid := []string{"orders..eu", "orders.eu ", "orders.\r\nPUB x", ".orders", "orders.", "orders.*", "orders.>"}
 	producer := c.NewProducerTo(client.BySubject(), client.ProducerOptions{})
 	defer producer.Close()
-	for _, subject := range bad {
-		if _, err := c.ProduceTo(ctx, client.ToStream("orders"), client.Record{Subject: subject}); !errors.Is(err, client.ErrInvalidSubject) {
-			t.Errorf("Produce with subject %q: %v, want ErrInvalidSubject", subject, err)
+	for _, bad := range invalid {
+		if _, err := c.ProduceTo(ctx, client.ToStream("orders"), client.Record{Subject: bad}); !errors.Is(err, client.ErrInvalidSubject) || !errors.Is(err, subject.ErrInvalidSubject) {
+			t.Errorf("Produce with subject %q: %v, want ErrInvalidSubject", bad, err)
 		}
-		if err := producer.Send(ctx, client.Record{Subject: subject}); !errors.Is(err, client.ErrInvalidSubject) {
-			t.Errorf("Send with subject %q: %v, want ErrInvalidSubject", subject, err)
+		if err := producer.Send(ctx, client.Record{Subject: bad}); !errors.Is(err, client.ErrInvalidSubject) {
+			t.Errorf("Send with subject %q: %v, want ErrInvalidSubject", bad, err)
 		}
 	}
 	if _, err := c.ProduceTo(ctx, client.BySubject(), client.Record{Payload: []byte("x")}); !errors.Is(err, client.ErrInvalidSubject) {
@@ -225,6 +230,64 @@ func TestStreamOfEveryPartition(t *testing.T) {
 	b.locked(func() {
 		if len(b.ackFrames) != 3 || b.commits["orders"] != 5 || b.commits["orders#2"] != 5 {
 			t.Errorf("commits %v in %d frames", b.commits, len(b.ackFrames))
+		}
+	})
+}
+
+// TestConsumeStreamsSpansStreams: one serialized handler consumes a
+// filtered group on two streams (one of them partitioned); every
+// matching record arrives once, naming its stream and partition, in
+// offset order within each stream partition.
+func TestConsumeStreamsSpansStreams(t *testing.T) {
+	b := startFake(t, func(b *fakeBroker) { b.partitions = map[string]uint32{"orders": 2} })
+	c := dial(t, b, client.Options{})
+	ctx, cancel := context.WithCancel(testContext(t))
+	defer cancel()
+	want := 0
+	for i := range 30 {
+		region := []string{"eu", "us", "apac"}[i%3]
+		for _, stream := range []string{"orders", "invoices"} {
+			record := client.Record{Key: fmt.Appendf(nil, "k%d", i), Subject: stream + "." + region}
+			if _, err := c.Produce(ctx, stream, record); err != nil {
+				t.Fatal(err)
+			}
+			if region == "eu" {
+				want++
+			}
+		}
+	}
+	var running atomic.Int32
+	last := map[string]uint64{}
+	seen := 0
+	handler := func(_ context.Context, m client.Message) error {
+		if running.Add(1) != 1 {
+			t.Error("handler called concurrently")
+		}
+		defer running.Add(-1)
+		if !strings.HasSuffix(m.Subject, ".eu") || !strings.HasPrefix(m.Subject, m.Stream+".") {
+			t.Errorf("message %s/%d@%d with subject %q", m.Stream, m.Partition, m.Offset, m.Subject)
+		}
+		where := fmt.Sprintf("%s/%d", m.Stream, m.Partition)
+		if previous, ok := last[where]; ok && m.Offset <= previous {
+			t.Errorf("%s: offset %d after %d", where, m.Offset, previous)
+		}
+		last[where] = m.Offset
+		if seen++; seen == want {
+			cancel()
+		}
+		return nil
+	}
+	opts := client.ConsumeOptions{Partition: client.AllPartitions, Filter: "*.eu", Wait: 10 * time.Millisecond}
+	err := c.ConsumeStreams(ctx, []string{"orders", "invoices"}, "g", handler, opts)
+	if !errors.Is(err, context.Canceled) || seen != want {
+		t.Fatalf("ConsumeStreams: %v after %d of %d", err, seen, want)
+	}
+	if _, ok := last["orders/1"]; !ok {
+		t.Errorf("nothing from partition 1 of orders: %v", last)
+	}
+	b.locked(func() {
+		if !slices.Equal(b.groupFilters, []string{"*.eu", "*.eu"}) {
+			t.Errorf("OpenGroup filters %q", b.groupFilters)
 		}
 	})
 }

@@ -2,6 +2,8 @@ package client
 
 import (
 	"fmt"
+
+	"github.com/ironbus/ironbus/subject"
 )
 
 // checkRecordSubject validates a record's subject before anything is
@@ -15,7 +17,7 @@ func checkRecordSubject(s []byte, routed bool) error {
 		}
 		return nil
 	}
-	if err := validateSubject(s); err != nil {
+	if err := subject.Validate(s); err != nil {
 		return fmt.Errorf("%w: record subject: %w", ErrInvalidSubject, err)
 	}
 	return nil
@@ -23,7 +25,7 @@ func checkRecordSubject(s []byte, routed bool) error {
 
 // checkPattern validates a consumer's subject filter.
 func checkPattern(pattern string) error {
-	if err := validatePattern([]byte(pattern)); err != nil {
+	if err := subject.ValidatePattern([]byte(pattern)); err != nil {
 		return fmt.Errorf("%w: subject filter: %w", ErrInvalidSubject, err)
 	}
 	return nil

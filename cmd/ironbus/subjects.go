@@ -20,3 +20,9 @@ func spannedStreams(ctx context.Context, c *client.Client, pattern string) ([]st
 	_, _, _ = ctx, c, pattern
 	return nil, exitErrorf(exitUsage, "--subject without --stream needs the broker's stream bindings")
 }
+
+// benchBind binds pattern to stream for bench --subjects.
+func benchBind(ctx context.Context, c *client.Client, pattern, stream string) error {
+	_, _, _, _ = ctx, c, pattern, stream
+	return exitErrorf(exitUsage, "--subjects needs the broker's stream bindings")
+}

@@ -46,15 +46,15 @@ type benchResult struct {
 	// and TraversedRecords those plus the ones the filter skipped.
 	TraversedRecords uint64  `json:"traversed_records,omitempty"`
 	TraversePerSec   float64 `json:"traversed_per_sec,omitempty"`
-	E2EP50          float64 `json:"e2e_p50_us,omitempty"`
-	E2EP99          float64 `json:"e2e_p99_us,omitempty"`
-	E2EP999         float64 `json:"e2e_p999_us,omitempty"`
-	E2EMax          float64 `json:"e2e_max_us,omitempty"`
-	Fsyncs          uint64  `json:"fsyncs"`
-	FsyncsPerSec    float64 `json:"fsyncs_per_sec"`
-	RecordsPerFsync float64 `json:"records_per_fsync"`
-	RSSBytes        int64   `json:"rss_bytes"`
-	DiskPerPayload  float64 `json:"disk_bytes_per_payload_byte"`
+	E2EP50           float64 `json:"e2e_p50_us,omitempty"`
+	E2EP99           float64 `json:"e2e_p99_us,omitempty"`
+	E2EP999          float64 `json:"e2e_p999_us,omitempty"`
+	E2EMax           float64 `json:"e2e_max_us,omitempty"`
+	Fsyncs           uint64  `json:"fsyncs"`
+	FsyncsPerSec     float64 `json:"fsyncs_per_sec"`
+	RecordsPerFsync  float64 `json:"records_per_fsync"`
+	RSSBytes         int64   `json:"rss_bytes"`
+	DiskPerPayload   float64 `json:"disk_bytes_per_payload_byte"`
 
 	diskBytes int64
 	ack, e2e  *hdrhistogram.Histogram

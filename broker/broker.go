@@ -11,6 +11,7 @@ import (
 	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/subject"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -24,6 +25,8 @@ type Broker struct {
 	// stream's partitions; openLogs counts the partitions against
 	// MaxStreams. logsMu guards streams and openLogs.
 	catalog  *catalog.Store
+	router   *subject.Router // bindings, in step with the catalog (route.go)
+	bindMu   sync.Mutex      // serializes catalog changes to bindings with router updates
 	logsMu   sync.RWMutex
 	streams  map[string]*servedStream
 	openLogs int

@@ -15,6 +15,7 @@ import (
 	"github.com/ironbus/ironbus/security"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/subject"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -71,6 +72,8 @@ type session struct {
 	// routed holds the stream a subject routed to, as bytes for the
 	// permission check (reused: no allocation per record).
 	routed []byte
+	// subjects caches where this connection's subjects route (route.go).
+	subjects subject.Cache
 
 	entries  []wire.AckEntry
 	statuses []uint8
@@ -214,6 +217,8 @@ func (s *session) handle(frame wire.Frame) (outcome, error) {
 		err = s.openGroupRequest(frame)
 	case wire.TypeGroupAdmin, wire.TypeDeadLetterAdmin:
 		err = s.adminRequest(frame)
+	case wire.TypeStreamAdmin:
+		err = s.streamAdminRequest(frame)
 	case wire.TypePing:
 		err = s.ping(frame)
 	case wire.TypePong:

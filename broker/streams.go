@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path"
 	"slices"
 	"time"
 
@@ -36,6 +37,9 @@ func (b *Broker) openStreams() error {
 			"effect", "streams missing from the copy used are adopted from disk with one partition per directory found and default retention; bindings missing from it are lost")
 	}
 	b.catalog = store
+	if err := finishRemovals(b.cfg.FS, path.Join(b.cfg.DataDir, streamsDirName)); err != nil {
+		b.cfg.Logger.Warn("the files of a removed stream were not all deleted", "error", err.Error())
+	}
 	ids, err := b.dir.Logs()
 	if err != nil {
 		return err
@@ -55,6 +59,7 @@ func (b *Broker) openStreams() error {
 			b.cfg.Logger.Info("stream adopted into the catalog", "stream", s.Name, "partitions", s.Partitions)
 		}
 	}
+	b.router = b.newRouter(store.Catalog())
 	for _, settings := range store.Catalog().Streams {
 		served := &servedStream{settings: settings, logs: make([]*segment.Log, settings.Partitions)}
 		for p := range served.logs {
@@ -286,6 +291,11 @@ func (s *session) placeRecord(p *wire.Produce) (l *segment.Log, partition uint32
 	view, werr := s.validateRecord(p)
 	if werr != nil {
 		return nil, 0, werr, false
+	}
+	if !routed && len(view.Subject) > 0 {
+		if werr = validateSubject(view.Subject); werr != nil {
+			return nil, 0, werr, false
+		}
 	}
 	if routed {
 		if len(stream) != 0 {

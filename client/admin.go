@@ -216,6 +216,12 @@ func (c *Client) onAdmin(f wire.Frame) error {
 			list.Groups[i].Group = append([]byte(nil), list.Groups[i].Group...)
 		}
 		reply = &list
+	case wire.TypeStreamList:
+		list, err := decodeStreamList(f.Body)
+		if err != nil {
+			return err
+		}
+		reply = list
 	default:
 		state, err := wire.DecodeDeadLetterState(f.Body)
 		if err != nil {

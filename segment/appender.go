@@ -91,6 +91,10 @@ func (a *appender) run(stop <-chan struct{}) {
 		case <-l.wake:
 			for a.drainOnce() {
 			}
+		case done := <-l.seals:
+			for a.drainOnce() {
+			}
+			done <- a.sealActive()
 		case <-stop:
 			for a.drainOnce() {
 			}

@@ -67,9 +67,10 @@ type Log struct {
 	ownedBuffers []arena.Buffer
 
 	app      appender
-	wake     chan struct{} // nudges the appender; never closed
-	stop     chan struct{} // closed by Close to stop the appender
-	finished chan struct{} // closed when the appender goroutine exits
+	wake     chan struct{}   // nudges the appender; never closed
+	seals    chan chan error // SealActive requests to the appender (purge.go)
+	stop     chan struct{}   // closed by Close to stop the appender
+	finished chan struct{}   // closed when the appender goroutine exits
 	report   LogReport
 
 	// syncedNext is the offset below which the last fdatasync of the log

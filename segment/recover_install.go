@@ -110,6 +110,7 @@ func (r *recovery) startAppender(last *segment, lastFile *segmentFile, next uint
 	}
 	l.takeStagingBuffers()
 	l.wake = make(chan struct{}, 1)
+	l.seals = make(chan chan error)
 	l.stop = make(chan struct{})
 	l.finished = make(chan struct{})
 	go a.run(l.stop)

@@ -1,0 +1,402 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"time"
+
+	"github.com/ironbus/ironbus/broker/catalog"
+	"github.com/ironbus/ironbus/consumer"
+	"github.com/ironbus/ironbus/security"
+	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/segment/vfs"
+	"github.com/ironbus/ironbus/subject"
+	"github.com/ironbus/ironbus/wire"
+)
+
+// streamsDirName is where a data directory keeps its logs (docs/FORMAT.md);
+// removedPrefix marks a stream directory being deleted: the name is not a
+// valid stream name, so no scan adopts it, and a boot finishes the delete.
+const (
+	streamsDirName = "streams"
+	removedPrefix  = ".removed-"
+)
+
+// streamAdminRequest serves StreamAdmin (admin and streams capabilities,
+// admin scope). Changes are answered once durable, off the reading
+// goroutine.
+func (s *session) streamAdminRequest(frame wire.Frame) error {
+	if s.capabilities&wire.CapAdmin == 0 || s.capabilities&wire.CapStreams == 0 {
+		s.reply(frame.RequestID, wire.NewError(wire.CodeInvalidRequest, "StreamAdmin is served only on connections with the admin and streams capabilities"))
+		return nil
+	}
+	m, err := wire.DecodeStreamAdmin(frame.Body)
+	if err != nil {
+		return s.malformed(frame, err)
+	}
+	if refused, err := s.refused(security.ScopeAdmin, m.Stream, frame.RequestID); refused {
+		return err
+	}
+	s.auditAdmin("admin.stream", fmt.Sprintf("op %d stream %q pattern %q", m.Op, m.Stream, m.Pattern))
+	m.Stream, m.Pattern = clone(m.Stream), clone(m.Pattern) // the body goes back to the reader
+	s.consumers.Add(1)
+	go func() {
+		defer s.consumers.Done()
+		s.out.frame(wire.Append(nil, frame.RequestID, adminAnswer(s.broker.streamAdmin(s.ctx, m))))
+	}()
+	return nil
+}
+
+// streamAdmin serves one StreamAdmin request.
+func (b *Broker) streamAdmin(ctx context.Context, m wire.StreamAdmin) (*wire.StreamList, *wire.Error) {
+	name := string(m.Stream)
+	force := m.Flags&wire.StreamForce != 0
+	switch m.Op {
+	case wire.StreamOpList:
+		return b.listStreams(), nil
+	case wire.StreamOpInfo:
+		return b.streamInfo(name)
+	case wire.StreamOpCreate:
+		settings := catalog.Stream{Name: name, Partitions: max(m.Partitions, 1), MaxBytes: m.MaxBytes,
+			MaxAge: time.Duration(min(m.MaxAgeMs, uint64(1<<62)/uint64(time.Millisecond))) * time.Millisecond, MaxRecords: m.MaxRecords}
+		if _, werr := b.createStream(settings, true); werr != nil {
+			return nil, werr
+		}
+		return b.streamInfo(name)
+	case wire.StreamOpPurge, wire.StreamOpRemove:
+		if !force {
+			return nil, wire.NewError(wire.CodeInvalidRequest, "%s drops every record of stream %q: it needs the force flag (ironbus stream %s --force)",
+				opName(m.Op), name, opName(m.Op))
+		}
+		if m.Op == wire.StreamOpPurge {
+			return b.purgeStream(ctx, name)
+		}
+		return b.removeStream(name)
+	case wire.StreamOpBind:
+		return b.bind(string(m.Pattern), name)
+	case wire.StreamOpUnbind:
+		return b.unbind(string(m.Pattern))
+	}
+	return nil, wire.NewError(wire.CodeInvalidRequest, "stream admin op %d: the ops are list (0), info (1), create (2), purge (3), remove (4), bind (5) and unbind (6)", m.Op)
+}
+
+func opName(op uint8) string {
+	if op == wire.StreamOpPurge {
+		return "purge"
+	}
+	return "rm"
+}
+
+func (b *Broker) listStreams() *wire.StreamList {
+	list := &wire.StreamList{Streams: []wire.StreamState{}, Bindings: []wire.StreamBinding{}}
+	for _, served := range b.streamList() {
+		list.Streams = append(list.Streams, b.streamState(served))
+	}
+	list.Bindings = wireBindings(b.catalog.Catalog().Bindings)
+	return list
+}
+
+func (b *Broker) streamInfo(name string) (*wire.StreamList, *wire.Error) {
+	served, ok := b.existingStream(name)
+	if !ok {
+		return nil, streamNotFound(name)
+	}
+	return &wire.StreamList{Streams: []wire.StreamState{b.streamState(served)},
+		Bindings: wireBindings(b.catalog.Catalog().BindingsOf(name))}, nil
+}
+
+func streamNotFound(name string) *wire.Error {
+	if err := segment.ValidateStreamName(name); err != nil {
+		return wire.NewError(wire.CodeInvalidName, "%v", err)
+	}
+	return wire.NewError(wire.CodeNotFound, "stream %q does not exist (ironbus stream ls)", name)
+}
+
+func wireBindings(bindings []catalog.Binding) []wire.StreamBinding {
+	out := make([]wire.StreamBinding, 0, len(bindings))
+	for _, binding := range bindings {
+		out = append(out, wire.StreamBinding{Pattern: []byte(binding.Pattern), Stream: []byte(binding.Stream)})
+	}
+	return out
+}
+
+// streamState describes a stream: its settings and, per partition, the
+// offsets it holds and its bytes on disk.
+func (b *Broker) streamState(served *servedStream) wire.StreamState {
+	s := served.settings
+	state := wire.StreamState{Name: []byte(s.Name), MaxBytes: s.MaxBytes, MaxAgeMs: uint64(s.MaxAge.Milliseconds()),
+		MaxRecords: s.MaxRecords, Partitions: make([]wire.StreamPartition, len(served.logs))}
+	if !s.Created.IsZero() {
+		state.CreatedMs = uint64(s.Created.UnixMilli())
+	}
+	groups := map[string]bool{}
+	for p, l := range served.logs {
+		if l == nil {
+			continue
+		}
+		part := wire.StreamPartition{First: l.FirstOffset(), End: l.Committed()}
+		for _, seg := range l.Segments() {
+			part.Bytes += uint64(seg.Bytes)
+		}
+		state.Partitions[p] = part
+		summaries, _ := consumer.Inspect(l)
+		for _, summary := range summaries {
+			groups[fmt.Sprint(p, "/", summary.Name)] = true
+		}
+	}
+	b.groupsMu.Lock()
+	for key := range b.groups {
+		if key.stream == s.Name {
+			groups[fmt.Sprint(key.partition, "/", key.group)] = true
+		}
+	}
+	b.groupsMu.Unlock()
+	state.Groups = uint32(len(groups))
+	return state
+}
+
+// purgeStream drops every record of every partition: the active segment
+// is sealed, then every segment below the seal point is deleted, so the
+// first offset becomes the committed end. Offsets keep rising; groups
+// below it see a retention gap. Records published during the purge may
+// stay.
+func (b *Broker) purgeStream(ctx context.Context, name string) (*wire.StreamList, *wire.Error) {
+	served, ok := b.existingStream(name)
+	if !ok {
+		return nil, streamNotFound(name)
+	}
+	// Retention must not date or delete segments of this stream halfway.
+	b.retention.passMu.Lock()
+	defer b.retention.passMu.Unlock()
+	for p, l := range served.logs {
+		if l == nil {
+			continue
+		}
+		end, err := l.SealActive(ctx)
+		if err == nil {
+			_, err = l.DeleteBefore(end)
+		}
+		if err != nil {
+			return nil, storageError(fmt.Errorf("purging %s/%d: %w", name, p, err))
+		}
+	}
+	b.cfg.Logger.Warn("stream purged", "stream", name, "partitions", len(served.logs))
+	return b.streamInfo(name)
+}
+
+// removeStream deletes a stream: its partitions with their groups and
+// checkpoints, its dead-letter queue and its bindings. Refused while a
+// group has live members. The catalog forgets the stream (durably)
+// before the files go, and the files are first renamed out of the scan,
+// so a crash never brings a removed stream back.
+func (b *Broker) removeStream(name string) (*wire.StreamList, *wire.Error) {
+	before, partitions, werr := b.forgetStream(name)
+	if werr != nil {
+		return nil, werr
+	}
+	if err := removeLogDir(b.cfg.FS, path.Join(b.cfg.DataDir, streamsDirName), name); err != nil {
+		b.cfg.Logger.Error("the files of a removed stream were not all deleted; the next boot retries", "stream", name, "error", err.Error())
+	}
+	b.removeDeadLetters(name)
+	b.cfg.Logger.Warn("stream removed", "stream", name, "partitions", partitions)
+	return before, nil
+}
+
+// forgetStream closes a stream's groups and logs and drops it from the
+// catalog and the router; it returns the stream as it was.
+func (b *Broker) forgetStream(name string) (*wire.StreamList, int, *wire.Error) {
+	b.bindMu.Lock()
+	defer b.bindMu.Unlock()
+	b.logsMu.Lock()
+	defer b.logsMu.Unlock()
+	served, ok := b.streams[name]
+	if !ok {
+		return nil, 0, streamNotFound(name)
+	}
+	if werr := b.closeStreamGroups(name); werr != nil {
+		return nil, 0, werr
+	}
+	before := &wire.StreamList{Streams: []wire.StreamState{b.streamState(served)},
+		Bindings: wireBindings(b.catalog.Catalog().BindingsOf(name))}
+	if err := b.catalog.Update(func(c *catalog.Catalog) error { c.Remove(name); return nil }); err != nil {
+		return nil, 0, storageError(err)
+	}
+	_ = b.router.Update(func(t *subject.Table) (*subject.Table, error) {
+		for _, binding := range t.Bindings() {
+			if binding.Stream == name {
+				t, _ = t.Unbind(binding.Pattern)
+			}
+		}
+		return t, nil
+	})
+	delete(b.streams, name)
+	b.openLogs -= len(served.logs)
+	for _, l := range served.logs {
+		if l != nil {
+			_ = l.Close()
+		}
+	}
+	return before, len(served.logs), nil
+}
+
+// closeStreamGroups refuses while a group of the stream (or of its
+// dead-letter queue) has live members, and otherwise closes them all.
+// REQUIRES: logsMu held.
+func (b *Broker) closeStreamGroups(name string) *wire.Error {
+	b.groupsMu.Lock()
+	defer b.groupsMu.Unlock()
+	dlq := deadLetterPrefix + name
+	for key, served := range b.groups {
+		if (key.stream == name || key.stream == dlq) && served.group.Stats().Members > 0 {
+			return wire.NewError(wire.CodeGroupActive, "stream %q partition %d group %q has %d live member(s); stop its consumers first",
+				name, key.partition, key.group, served.group.Stats().Members)
+		}
+	}
+	for key, served := range b.groups {
+		if key.stream == name || key.stream == dlq {
+			_ = served.group.Close()
+			delete(b.groups, key)
+			served.wake.notify()
+		}
+	}
+	return nil
+}
+
+// removeDeadLetters closes and deletes a stream's dead-letter queue.
+func (b *Broker) removeDeadLetters(name string) {
+	store := &b.deadLetters
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	if l, ok := store.logs[name]; ok {
+		_ = l.Close()
+		delete(store.logs, name)
+		b.openDeadLetters.Add(-1)
+	}
+	root := path.Join(b.cfg.DataDir, deadLetterDirName, streamsDirName)
+	if err := removeLogDir(b.cfg.FS, root, name); err != nil {
+		b.cfg.Logger.Error("the dead-letter queue of a removed stream was not deleted; the next boot retries", "stream", name, "error", err.Error())
+	}
+}
+
+// removeLogDir deletes root/name: renamed aside first (durably), then
+// deleted file by file. A missing directory is not an error.
+func removeLogDir(fsys vfs.FS, root, name string) error {
+	from := path.Join(root, name)
+	if _, err := fsys.Stat(from); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	aside := path.Join(root, fmt.Sprintf("%s%s-%d", removedPrefix, name, time.Now().UnixNano()))
+	if err := fsys.Rename(from, aside); err != nil {
+		return err
+	}
+	if err := fsys.SyncDir(root); err != nil {
+		return err
+	}
+	return removeTree(fsys, aside)
+}
+
+// removeTree deletes a directory and everything under it.
+func removeTree(fsys vfs.FS, dir string) error {
+	names, err := fsys.List(dir)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		full := path.Join(dir, name)
+		info, err := fsys.Stat(full)
+		if err != nil {
+			return err
+		}
+		if info.IsDir {
+			err = removeTree(fsys, full)
+		} else {
+			err = fsys.Remove(full)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := fsys.Remove(dir); err != nil {
+		return err
+	}
+	return fsys.SyncDir(path.Dir(dir))
+}
+
+// finishRemovals deletes what a crash left of removed streams.
+func finishRemovals(fsys vfs.FS, root string) error {
+	names, err := fsys.List(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if len(name) > len(removedPrefix) && name[:len(removedPrefix)] == removedPrefix {
+			if err := removeTree(fsys, path.Join(root, name)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// bind routes subjects matching pattern to stream. The pattern is
+// checked, then the binding is refused with conflict when some subject
+// could match it and a binding to another stream; the catalog is written
+// before the router changes and before the answer.
+func (b *Broker) bind(pattern, stream string) (*wire.StreamList, *wire.Error) {
+	if err := subject.ValidatePattern([]byte(pattern)); err != nil {
+		return nil, wire.NewError(wire.CodeInvalidName, "%v", err)
+	}
+	if _, ok := b.existingStream(stream); !ok {
+		return nil, streamNotFound(stream)
+	}
+	b.bindMu.Lock()
+	defer b.bindMu.Unlock()
+	next, err := b.router.Table().Bind(pattern, stream)
+	var ambiguous *subject.AmbiguousError
+	switch {
+	case errors.As(err, &ambiguous):
+		return nil, wire.NewError(wire.CodeConflict, "pattern %q overlaps the binding of %q to stream %q: some subject would match both (ironbus stream unbind %s first, or pick a narrower pattern)",
+			pattern, ambiguous.Existing.Pattern, ambiguous.Existing.Stream, ambiguous.Existing.Pattern)
+	case err != nil:
+		return nil, wire.NewError(wire.CodeInvalidRequest, "%v", err)
+	}
+	err = b.catalog.Update(func(c *catalog.Catalog) error {
+		c.Bind(catalog.Binding{Pattern: pattern, Stream: stream})
+		return nil
+	})
+	if errors.Is(err, catalog.ErrInvalid) {
+		return nil, streamNotFound(stream) // removed meanwhile
+	}
+	if err != nil {
+		return nil, storageError(err)
+	}
+	_ = b.router.Update(func(*subject.Table) (*subject.Table, error) { return next, nil })
+	b.cfg.Logger.Info("subject bound", "pattern", pattern, "stream", stream)
+	return b.listBindings(), nil
+}
+
+// unbind removes the binding of pattern: not_found when there is none.
+func (b *Broker) unbind(pattern string) (*wire.StreamList, *wire.Error) {
+	b.bindMu.Lock()
+	defer b.bindMu.Unlock()
+	next, err := b.router.Table().Unbind(pattern)
+	if err != nil {
+		return nil, wire.NewError(wire.CodeNotFound, "no binding has pattern %q (ironbus stream ls)", pattern)
+	}
+	if err := b.catalog.Update(func(c *catalog.Catalog) error { c.Unbind(pattern); return nil }); err != nil {
+		return nil, storageError(err)
+	}
+	_ = b.router.Update(func(*subject.Table) (*subject.Table, error) { return next, nil })
+	b.cfg.Logger.Info("subject unbound", "pattern", pattern)
+	return b.listBindings(), nil
+}
+
+func (b *Broker) listBindings() *wire.StreamList {
+	return &wire.StreamList{Streams: []wire.StreamState{}, Bindings: wireBindings(b.catalog.Catalog().Bindings)}
+}

@@ -85,11 +85,11 @@ func (c *Client) StreamsMatching(ctx context.Context, pattern string) ([]string,
 	if err := checkPattern(pattern); err != nil {
 		return nil, err
 	}
-	bindings, err := c.subjectBindings(ctx)
+	bindings, err := c.Bindings(ctx)
 	if err != nil {
 		return nil, err
 	}
-	table, err := subject.NewTable(bindings...)
+	table, err := subject.NewTable(subjectBindings(bindings)...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: the broker's bindings: %w", ErrProtocol, err)
 	}
@@ -98,4 +98,12 @@ func (c *Client) StreamsMatching(ctx context.Context, pattern string) ([]string,
 		return nil, fmt.Errorf("%w: no stream is bound to a subject matching %q", subject.ErrNotBound, pattern)
 	}
 	return streams, nil
+}
+
+func subjectBindings(bindings []Binding) []subject.Binding {
+	out := make([]subject.Binding, len(bindings))
+	for i, b := range bindings {
+		out[i] = subject.Binding{Pattern: b.Pattern, Stream: b.Stream}
+	}
+	return out
 }

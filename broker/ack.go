@@ -73,6 +73,9 @@ func (s *session) ack(frame wire.Frame) error {
 // group this broker has open (nil otherwise: nothing is leased); a
 // cumulative ack or a commit opens its group, whose type it implies.
 func (s *session) ackGroup(a wire.Ack) (*servedGroup, *wire.Error) {
+	if a.Partition == wire.PartitionAll {
+		return nil, wire.NewError(wire.CodeInvalidRequest, "an Ack names the partition its records came from (the Deliver's partition), not partition all")
+	}
 	switch a.Op {
 	case wire.AckCumulative:
 		return s.broker.openGroup(a.Stream, a.Partition, a.Group, groupSpec{kind: consumer.TypeBroadcast})
@@ -158,11 +161,23 @@ func (s *session) openGroupRequest(frame wire.Frame) error {
 		s.reply(frame.RequestID, wire.NewError(wire.CodeUnsupportedMode, "consume mode %d: the modes are work (1), key_shared (2), broadcast (3) and streaming (4)", m.Mode))
 		return nil
 	}
-	served, werr := s.broker.openGroup(m.Stream, m.Partition, m.Group, groupSpec{kind: kind, start: startPosition(m.StartKind, m.StartValue)})
+	if werr := s.streamsFields(m.Partition, m.Filter); werr != nil {
+		s.reply(frame.RequestID, werr)
+		return nil
+	}
+	spec := groupSpec{kind: kind, start: startPosition(m.StartKind, m.StartValue), filter: string(m.Filter)}
+	groups, werr := s.broker.openGroups(m.Stream, m.Partition, m.Group, spec)
 	if werr != nil {
 		s.reply(frame.RequestID, werr)
 		return nil
 	}
-	s.send(wire.Append(nil, frame.RequestID, &wire.GroupInfo{Mode: typeMode(served.group.Type()), Committed: served.group.Committed()}))
+	// Over every partition the cursor answered is the sum of theirs: how
+	// many offsets of the stream are done when the group started at the
+	// beginning. GroupAdmin gives each partition's own.
+	var committed uint64
+	for _, served := range groups {
+		committed += served.group.Committed()
+	}
+	s.send(wire.Append(nil, frame.RequestID, &wire.GroupInfo{Mode: typeMode(groups[0].group.Type()), Committed: committed}))
 	return nil
 }

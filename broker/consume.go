@@ -2,12 +2,13 @@ package broker
 
 import (
 	"context"
-	"math"
+	"sync"
 	"time"
 
 	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/security"
 	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/subject"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -35,24 +36,10 @@ func (s *session) consume(frame wire.Frame) error {
 			"consume mode %d is not served on this connection; modes: work (1), and with the groups capability key_shared (2), broadcast (3), streaming (4)", c.Mode))
 		return nil
 	}
-	served, werr := s.broker.openGroup(c.Stream, c.Partition, c.Group, groupSpec{kind: kind})
+	request, werr := s.consumeRequest(frame.RequestID, c, kind)
 	if werr != nil {
 		s.reply(frame.RequestID, werr)
 		return nil
-	}
-	s.groupsMu.Lock()
-	if _, ok := s.groups[served]; !ok {
-		s.groups[served] = served.group.Committed() // a streaming read starts at the committed position
-	}
-	s.groupsMu.Unlock()
-	request := consumeRequest{id: frame.RequestID, served: served, partition: c.Partition,
-		max: int(min(max(c.MaxRecords, 1), maxConsumeRecords)), maxBytes: int(c.MaxBytes),
-		lease: time.Duration(c.LeaseMs) * time.Millisecond, deadline: s.waitDeadline(c.WaitMs),
-		wait:         c.WaitMs > 0 && c.Flags&wire.ConsumeNoWait == 0 && s.capabilities&wire.CapLongPoll != 0,
-		gaps:         s.capabilities&wire.CapGapAdvisory != 0,
-		maxFrameBody: int(s.clientFrame) - wire.HeaderSize - deliverFields}
-	if request.maxBytes <= 0 {
-		request.maxBytes = defaultMaxBytes
 	}
 	s.consumers.Add(1)
 	if kind == consumer.TypeStreaming && s.capabilities&wire.CapDeliverBatch != 0 {
@@ -63,13 +50,83 @@ func (s *session) consume(frame wire.Frame) error {
 	return nil
 }
 
+// consumeRequest opens the groups a Consume names and builds the request
+// its goroutine serves.
+func (s *session) consumeRequest(id uint32, c wire.Consume, kind consumer.Type) (consumeRequest, *wire.Error) {
+	if werr := s.streamsFields(c.Partition, c.Filter); werr != nil {
+		return consumeRequest{}, werr
+	}
+	spec := groupSpec{kind: kind}
+	request := consumeRequest{id: id,
+		max: int(min(max(c.MaxRecords, 1), maxConsumeRecords)), maxBytes: int(c.MaxBytes),
+		lease: time.Duration(c.LeaseMs) * time.Millisecond, deadline: s.waitDeadline(c.WaitMs),
+		wait:         c.WaitMs > 0 && c.Flags&wire.ConsumeNoWait == 0 && s.capabilities&wire.CapLongPoll != 0,
+		gaps:         s.capabilities&wire.CapGapAdvisory != 0,
+		maxFrameBody: int(s.clientFrame) - wire.HeaderSize - deliverFields}
+	if len(c.Filter) > 0 {
+		if kind != consumer.TypeStreaming {
+			// Leased and broadcast records are the group's, not the
+			// request's: a filter on such a Consume is the group's filter.
+			spec.filter = string(c.Filter)
+		} else {
+			request.filter, _ = subject.Compile(c.Filter) // validated by streamsFields
+		}
+	}
+	groups, werr := s.broker.openGroups(c.Stream, c.Partition, c.Group, spec)
+	if werr != nil {
+		return consumeRequest{}, werr
+	}
+	request.anchor, request.all, request.parts = groups[0], groups, groups
+	s.groupsMu.Lock()
+	for _, served := range groups {
+		if _, ok := s.groups[served]; !ok {
+			s.groups[served] = served.group.Committed() // a streaming read starts at the committed position
+		}
+	}
+	s.groupsMu.Unlock()
+	if kind == consumer.TypeStreaming && c.Partition == wire.PartitionAll {
+		request.assigned = true
+		request.parts = s.assignedGroups(request.anchor, groups)
+	}
+	if request.maxBytes <= 0 {
+		request.maxBytes = defaultMaxBytes
+	}
+	return request, nil
+}
+
+// streamsFields checks the fields a Consume or OpenGroup has only with
+// the streams capability: the all-partitions sentinel and a filter, which
+// must be a valid subject pattern.
+func (s *session) streamsFields(partition uint32, filter []byte) *wire.Error {
+	if (partition == wire.PartitionAll || len(filter) > 0) && s.capabilities&wire.CapStreams == 0 {
+		return wire.NewError(wire.CodeInvalidRequest, "partition all (0xFFFFFFFF) and subject filters need the streams capability")
+	}
+	if len(filter) > 0 {
+		if err := subject.ValidatePattern(filter); err != nil {
+			return wire.NewError(wire.CodeInvalidRequest, "subject filter %q: %v", filter, err)
+		}
+	}
+	return nil
+}
+
 // deliverFields is the size of a Deliver body's fixed fields.
 const deliverFields = 4 + 8 + 8 + 4 + 1 + 8 + 4
 
 type consumeRequest struct {
-	id           uint32
-	served       *servedGroup
-	partition    uint32
+	id uint32
+	// parts are the groups read, one per partition, ascending: the one a
+	// request names, every partition's for wire.PartitionAll, or a
+	// streaming member's assigned ones. Every frame names its group's
+	// partition.
+	parts []*servedGroup
+	// anchor is partition 0's group (or the one named): it holds what
+	// the partitions share, rotation and streaming assignment.
+	anchor *servedGroup
+	all    []*servedGroup // every group the request named
+	// assigned: a streaming PartitionAll member, whose parts follow the
+	// group's assignment.
+	assigned     bool
+	filter       consumer.Matcher // a streaming request's own subject filter
 	max          int
 	maxBytes     int
 	lease        time.Duration
@@ -77,6 +134,43 @@ type consumeRequest struct {
 	wait         bool // the client may be kept waiting (long_poll)
 	gaps         bool // the client understands Gap frames (gap_advisory)
 	maxFrameBody int  // largest record body a Deliver to this client can carry
+}
+
+// assignedGroups joins this connection to a streaming group's members
+// (leaving again when the connection closes) and returns the groups of
+// the partitions assigned to it now. A partition it gained is read from
+// the group's committed position there: the previous owner's reads past
+// its last commit are read again, so nothing is lost in a rebalance.
+func (s *session) assignedGroups(anchor *servedGroup, groups []*servedGroup) []*servedGroup {
+	member := s.conn.ID()
+	if anchor.span.join(member) {
+		anchor.wake.notify() // the other members' waits pick up the new assignment
+		go func() {
+			<-s.ctx.Done()
+			anchor.span.leave(member)
+			anchor.wake.notify()
+		}()
+	}
+	partitions, gained := anchor.span.assigned(member, uint32(len(groups)))
+	if len(gained) > 0 {
+		s.groupsMu.Lock()
+		for _, p := range gained {
+			s.groups[groups[p]] = groups[p].group.Committed()
+		}
+		s.groupsMu.Unlock()
+	}
+	parts := make([]*servedGroup, 0, len(partitions))
+	for _, p := range partitions {
+		parts = append(parts, groups[p])
+	}
+	return parts
+}
+
+// partFetch is what one partition's group gave a fetch.
+type partFetch struct {
+	served     *servedGroup
+	deliveries []consumer.Delivery
+	gaps       []consumer.Gap
 }
 
 // serveConsume fetches, waiting for new records (or a due redelivery, or
@@ -88,41 +182,110 @@ func (s *session) serveConsume(r consumeRequest) {
 	for {
 		// Taken before the fetch, so nothing that happens between the
 		// fetch and the wait can be missed.
-		var wake <-chan struct{}
-		if r.wait {
-			wake = r.served.wake.channel()
-		}
-		durable := r.served.log.Committed()
-		deliveries, gaps, err := s.fetch(r)
+		wakes, durable := s.beforeFetch(&r)
+		fetched, records, err := s.fetchAll(r)
 		if err != nil {
 			s.replyFromConsumer(r.id, consumerError(err))
 			return
 		}
-		if len(deliveries) > 0 || len(gaps) > 0 || !r.wait || !time.Now().Before(r.deadline) {
-			if tooBig := s.dropUnsendable(r, deliveries); tooBig != nil {
+		if records > 0 || hasGaps(fetched) || !r.wait || !time.Now().Before(r.deadline) {
+			if tooBig := s.dropUnsendable(r, fetched); tooBig != nil {
 				s.replyFromConsumer(r.id, tooBig)
 				return
 			}
-			s.out.frame(encodeConsume(r, deliveries, gaps, endReason(r, deliveries)))
+			s.out.frame(encodeConsume(r, fetched, endReason(r, fetched)))
 			return
 		}
-		if !s.waitForRecords(r, wake, durable) {
-			s.out.frame(encodeConsume(r, nil, nil, wire.EndWaited))
+		if !s.waitForRecords(r, wakes, durable) {
+			s.out.frame(encodeConsume(r, nil, wire.EndWaited))
 			return
 		}
 	}
 }
 
-// fetch gets the next records for this connection by the group's type:
-// leased (work, key-shared), from the one reader's position (broadcast),
-// or from this connection's read position (streaming).
-func (s *session) fetch(r consumeRequest) ([]consumer.Delivery, []consumer.Gap, error) {
-	g := r.served.group
-	if g.Type() != consumer.TypeStreaming {
-		return g.Fetch(s.conn.ID(), r.max, r.maxBytes, r.lease)
+// beforeFetch takes, before a fetch, the wakeups a wait after it would
+// need and each partition's durable end; a streaming member first takes
+// up its current assignment.
+func (s *session) beforeFetch(r *consumeRequest) ([]<-chan struct{}, []uint64) {
+	var wakes []<-chan struct{}
+	if r.wait {
+		wakes = append(wakes, r.anchor.wake.channel()) // an assignment change, partition 0's acks
+		for _, served := range r.parts {
+			if served != r.anchor {
+				wakes = append(wakes, served.wake.channel())
+			}
+		}
 	}
-	from := s.readPosition(r.served)
-	deliveries, gaps, err := g.Read(from, r.max, r.maxBytes)
+	if r.assigned {
+		r.parts = s.assignedGroups(r.anchor, r.all)
+	}
+	durable := make([]uint64, len(r.parts))
+	for i, served := range r.parts {
+		durable[i] = served.log.Committed()
+	}
+	return wakes, durable
+}
+
+func hasGaps(fetched []partFetch) bool {
+	for _, f := range fetched {
+		if len(f.gaps) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// fetchAll fetches from each partition's group in turn, starting at a
+// different partition each time, until the request's limits (records,
+// body bytes) are reached across them. An error from one partition ends
+// the fetch; it is returned only when nothing was fetched before it (a
+// record leased to this connection must reach it).
+func (s *session) fetchAll(r consumeRequest) ([]partFetch, int, error) {
+	n := len(r.parts)
+	if n == 0 {
+		return nil, 0, nil
+	}
+	start := 0
+	if n > 1 {
+		start = r.anchor.span.start(n)
+	}
+	var fetched []partFetch
+	records, bytes := 0, 0
+	for i := range n {
+		if records >= r.max || (records > 0 && bytes >= r.maxBytes) {
+			break
+		}
+		served := r.parts[(start+i)%n]
+		deliveries, gaps, err := s.fetch(r, served, r.max-records, r.maxBytes-bytes)
+		if err != nil {
+			if len(fetched) == 0 && len(deliveries) == 0 && len(gaps) == 0 {
+				return nil, 0, err
+			}
+			fetched = append(fetched, partFetch{served: served, deliveries: deliveries, gaps: gaps})
+			return fetched, records + len(deliveries), nil
+		}
+		if len(deliveries) > 0 || len(gaps) > 0 {
+			fetched = append(fetched, partFetch{served: served, deliveries: deliveries, gaps: gaps})
+		}
+		records += len(deliveries)
+		for _, d := range deliveries {
+			bytes += len(d.Body)
+		}
+	}
+	return fetched, records, nil
+}
+
+// fetch gets the next records of one partition's group for this
+// connection by the group's type: leased (work, key-shared), from the one
+// reader's position (broadcast), or from this connection's read position
+// (streaming).
+func (s *session) fetch(r consumeRequest, served *servedGroup, limit, maxBytes int) ([]consumer.Delivery, []consumer.Gap, error) {
+	g := served.group
+	if g.Type() != consumer.TypeStreaming {
+		return g.Fetch(s.conn.ID(), limit, maxBytes, r.lease)
+	}
+	from := s.readPosition(served)
+	deliveries, gaps, err := g.Read(from, limit, maxBytes, r.filter)
 	next := from
 	if n := len(deliveries); n > 0 {
 		next = max(next, deliveries[n-1].Offset+1)
@@ -131,7 +294,7 @@ func (s *session) fetch(r consumeRequest) ([]consumer.Delivery, []consumer.Gap, 
 		next = max(next, gap.To)
 	}
 	s.groupsMu.Lock()
-	s.groups[r.served] = max(s.groups[r.served], next)
+	s.groups[served] = max(s.groups[served], next)
 	s.groupsMu.Unlock()
 	return deliveries, gaps, err
 }
@@ -149,53 +312,79 @@ func (s *session) replyFromConsumer(requestID uint32, e *wire.Error) {
 	s.out.frame(wire.Append(nil, requestID, e))
 }
 
-// waitForRecords blocks until a record past the group's position becomes
-// durable, the group's wakeup fires (an ack freed a credit or a key, a
-// member left), a redelivery or lease expiry falls due, the deadline
-// passes or the connection closes; false means stop waiting. durable is
-// the log's committed end before the fetch that found nothing: a group
-// still short of it was held back by its limits, not by a lack of
-// records, so only its wakeup or time can help it.
-func (s *session) waitForRecords(r consumeRequest, wake <-chan struct{}, durable uint64) bool {
-	g := r.served.group
+// waitForRecords blocks until a record past a group's position becomes
+// durable in any partition read, a group's wakeup fires (an ack freed a
+// credit or a key, a member left or joined), a redelivery or lease expiry
+// falls due, the deadline passes or the connection closes; false means
+// stop waiting. durable is each log's committed end before the fetch that
+// found nothing: a group still short of it was held back by its limits,
+// not by a lack of records, so only its wakeup or time can help it.
+func (s *session) waitForRecords(r consumeRequest, wakes []<-chan struct{}, durable []uint64) bool {
 	until := r.deadline
-	if due, ok := g.NextDue(); ok && due.Before(until) {
-		until = due
+	for _, served := range r.parts {
+		if due, ok := served.group.NextDue(); ok && due.Before(until) {
+			until = due
+		}
 	}
 	ctx, cancel := context.WithDeadline(s.ctx, until)
 	defer cancel()
-	go func() {
-		select {
-		case <-wake:
-			cancel()
-		case <-ctx.Done():
+	for _, wake := range wakes {
+		go func() {
+			select {
+			case <-wake:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	var waiters sync.WaitGroup
+	var failedMu sync.Mutex
+	failed := false
+	for i, served := range r.parts {
+		if i >= len(durable) {
+			break
 		}
-	}()
-	position := g.Next()
-	if g.Type() == consumer.TypeStreaming {
-		position = s.readPosition(r.served)
+		position := served.group.Next()
+		if served.group.Type() == consumer.TypeStreaming {
+			position = s.readPosition(served)
+		}
+		if position < durable[i] {
+			continue // held back: a new record would not help
+		}
+		waiters.Add(1)
+		go func() {
+			defer waiters.Done()
+			_, err := served.log.WaitCommitted(ctx, position)
+			if err != nil && ctx.Err() == nil {
+				failedMu.Lock()
+				failed = true
+				failedMu.Unlock()
+			}
+			cancel()
+		}()
 	}
-	if position < durable {
-		position = math.MaxUint64 // held back: a new record would not help
-	}
-	_, err := r.served.log.WaitCommitted(ctx, position)
+	<-ctx.Done()
+	waiters.Wait()
 	if s.ctx.Err() != nil {
 		return false
 	}
-	return err == nil || ctx.Err() != nil
+	return !failed
 }
 
 // endReason says why an answer ended: a limit (records or bytes), nothing
 // more ready, or the wait elapsed.
-func endReason(r consumeRequest, deliveries []consumer.Delivery) uint8 {
-	bytes := 0
-	for _, d := range deliveries {
-		bytes += len(d.Body)
+func endReason(r consumeRequest, fetched []partFetch) uint8 {
+	records, bytes := 0, 0
+	for _, f := range fetched {
+		records += len(f.deliveries)
+		for _, d := range f.deliveries {
+			bytes += len(d.Body)
+		}
 	}
 	switch {
-	case len(deliveries) >= r.max || (len(deliveries) > 0 && bytes >= r.maxBytes):
+	case records >= r.max || (records > 0 && bytes >= r.maxBytes):
 		return wire.EndLimit
-	case len(deliveries) == 0 && r.wait:
+	case records == 0 && r.wait:
 		return wire.EndWaited
 	}
 	return wire.EndCaughtUp
@@ -204,46 +393,63 @@ func endReason(r consumeRequest, deliveries []consumer.Delivery) uint8 {
 // dropUnsendable returns every lease of a fetch and an error when one
 // record cannot fit in a frame the client accepts; the client must raise
 // its max_frame to read it.
-func (s *session) dropUnsendable(r consumeRequest, deliveries []consumer.Delivery) *wire.Error {
-	for _, d := range deliveries {
-		if len(d.Body) <= r.maxFrameBody {
-			continue
-		}
-		for _, back := range deliveries {
-			if back.Lease != 0 {
-				r.served.group.Nack(back.Offset, back.Lease, 0)
+func (s *session) dropUnsendable(r consumeRequest, fetched []partFetch) *wire.Error {
+	for _, f := range fetched {
+		for _, d := range f.deliveries {
+			if len(d.Body) <= r.maxFrameBody {
+				continue
 			}
+			for _, back := range fetched {
+				for _, leased := range back.deliveries {
+					if leased.Lease != 0 {
+						back.served.group.Nack(leased.Offset, leased.Lease, 0)
+					}
+				}
+				back.served.wake.notify()
+			}
+			return wire.NewError(wire.CodeRecordTooLarge, "the record at offset %d of partition %d has a %d-byte body; a frame you accept holds at most %d: raise Hello max_frame",
+				d.Offset, f.served.key.partition, len(d.Body), r.maxFrameBody)
 		}
-		r.served.wake.notify()
-		return wire.NewError(wire.CodeRecordTooLarge, "the record at offset %d has a %d-byte body; a frame you accept holds at most %d: raise Hello max_frame",
-			d.Offset, len(d.Body), r.maxFrameBody)
 	}
 	return nil
 }
 
-func encodeConsume(r consumeRequest, deliveries []consumer.Delivery, gaps []consumer.Gap, reason uint8) []byte {
-	size := 32
-	for _, d := range deliveries {
-		size += wire.HeaderSize + deliverFields + len(d.Body)
+func encodeConsume(r consumeRequest, fetched []partFetch, reason uint8) []byte {
+	size, records := 32, 0
+	for _, f := range fetched {
+		for _, d := range f.deliveries {
+			size += wire.HeaderSize + deliverFields + len(d.Body)
+		}
+		records += len(f.deliveries)
 	}
 	buf := make([]byte, 0, size)
-	for _, g := range gaps {
-		if !r.gaps {
-			break // the client does not understand Gap; the offsets are simply skipped
+	for _, f := range fetched {
+		partition := f.served.key.partition
+		for _, g := range f.gaps {
+			if !r.gaps {
+				break // the client does not understand Gap; the offsets are simply skipped
+			}
+			buf = wire.Append(buf, r.id, &wire.Gap{Partition: partition, From: g.From, To: g.To, Reason: gapCode(g.Reason), Detail: g.Reason})
 		}
-		code := wire.GapLost
-		if g.Reason == segment.GapRetention {
-			code = wire.GapRetention
+		for _, d := range f.deliveries {
+			var flags uint8
+			if d.Redelivered {
+				flags |= wire.DeliverRedelivered
+			}
+			buf = wire.Append(buf, r.id, &wire.Deliver{Partition: partition, Offset: d.Offset, Lease: d.Lease,
+				Attempt: d.Attempt, Flags: flags, Timestamp: d.Timestamp, BodyCRC: d.BodyCRC, Body: d.Body})
 		}
-		buf = wire.Append(buf, r.id, &wire.Gap{Partition: r.partition, From: g.From, To: g.To, Reason: code, Detail: g.Reason})
 	}
-	for _, d := range deliveries {
-		var flags uint8
-		if d.Redelivered {
-			flags |= wire.DeliverRedelivered
-		}
-		buf = wire.Append(buf, r.id, &wire.Deliver{Partition: r.partition, Offset: d.Offset, Lease: d.Lease,
-			Attempt: d.Attempt, Flags: flags, Timestamp: d.Timestamp, BodyCRC: d.BodyCRC, Body: d.Body})
+	return wire.Append(buf, r.id, &wire.ConsumeEnd{Delivered: uint32(records), Reason: reason})
+}
+
+// gapCode maps a gap's reason to its wire code.
+func gapCode(reason string) uint8 {
+	switch reason {
+	case segment.GapRetention:
+		return wire.GapRetention
+	case segment.GapFiltered:
+		return wire.GapFiltered
 	}
-	return wire.Append(buf, r.id, &wire.ConsumeEnd{Delivered: uint32(len(deliveries)), Reason: reason})
+	return wire.GapLost
 }

@@ -24,6 +24,10 @@ type servedGroup struct {
 	// lastActive is the monotonic time of the group's last request, for
 	// group expiry (retention_pass.go).
 	lastActive atomic.Int64
+	// span is the state a group shares across its stream's partitions
+	// (rotation, streaming assignment); only partition 0's is used, so
+	// every partition of one group name agrees on it.
+	span spanState
 }
 
 // wakeup wakes every waiter at once. The channel is made only when
@@ -60,6 +64,9 @@ func (w *wakeup) notify() {
 type groupSpec struct {
 	kind  consumer.Type
 	start consumer.StartPosition
+	// filter is the subject pattern the request fixes for the group; ""
+	// asks for none and accepts whatever filter the group has.
+	filter string
 }
 
 // modeType maps a wire consume mode to a group type.
@@ -111,12 +118,39 @@ func (b *Broker) loadedGroup(stream []byte, partition uint32, name []byte) *serv
 	return served
 }
 
+// openGroups returns the groups a request names: the one of its
+// partition, or with wire.PartitionAll one per partition of the stream, in
+// partition order (a group over a multi-partition stream is one group
+// name with one consumer.Group per partition).
+func (b *Broker) openGroups(stream []byte, partition uint32, name []byte, spec groupSpec) ([]*servedGroup, *wire.Error) {
+	if partition != wire.PartitionAll {
+		served, werr := b.openGroup(stream, partition, name, spec)
+		if werr != nil {
+			return nil, werr
+		}
+		return []*servedGroup{served}, nil
+	}
+	count, werr := b.partitionCount(stream)
+	if werr != nil {
+		return nil, werr
+	}
+	groups := make([]*servedGroup, 0, count)
+	for p := range count {
+		served, werr := b.openGroup(stream, p, name, spec)
+		if werr != nil {
+			return nil, werr
+		}
+		groups = append(groups, served)
+	}
+	return groups, nil
+}
+
 // openGroup returns a stream partition's group, loading it (from its
 // checkpoint) or creating it with spec on first use. A group that exists
 // with another type is refused with both types named.
 func (b *Broker) openGroup(stream []byte, partition uint32, name []byte, spec groupSpec) (*servedGroup, *wire.Error) {
 	if served := b.loadedGroup(stream, partition, name); served != nil {
-		return served, checkType(served, spec.kind)
+		return served, checkGroup(served, spec)
 	}
 	l, werr := b.logFor(stream, partition)
 	if werr != nil {
@@ -126,12 +160,12 @@ func (b *Broker) openGroup(stream []byte, partition uint32, name []byte, spec gr
 	b.groupsMu.Lock()
 	defer b.groupsMu.Unlock()
 	if served, ok := b.groups[key]; ok {
-		return served, checkType(served, spec.kind)
+		return served, checkGroup(served, spec)
 	}
 	if len(b.groups) >= b.cfg.MaxGroups {
 		return nil, wire.NewError(wire.CodeBusy, "the broker serves at most %d consumer groups (serve --max-groups); group %q was not opened", b.cfg.MaxGroups, key.group)
 	}
-	opts := consumer.Options{Type: spec.kind, Start: spec.start, Visibility: b.cfg.Visibility,
+	opts := consumer.Options{Type: spec.kind, Start: spec.start, Filter: spec.filter, Visibility: b.cfg.Visibility,
 		MaxInFlight: b.cfg.MaxInFlight, MaxUnsettled: b.cfg.MaxUnsettled, MaxDeliver: b.cfg.MaxDeliver,
 		CheckpointDue: b.nudgeCheckpoints}
 	// A dead-letter queue has no queue of its own: its records are never
@@ -143,7 +177,9 @@ func (b *Broker) openGroup(stream []byte, partition uint32, name []byte, spec gr
 	switch {
 	case errors.Is(err, consumer.ErrInvalidName):
 		return nil, wire.NewError(wire.CodeInvalidName, "%v", err)
-	case errors.Is(err, consumer.ErrTypeMismatch):
+	case errors.Is(err, consumer.ErrInvalidFilter):
+		return nil, wire.NewError(wire.CodeInvalidRequest, "%v", err)
+	case errors.Is(err, consumer.ErrTypeMismatch), errors.Is(err, consumer.ErrFilterMismatch):
 		return nil, wire.NewError(wire.CodeGroupModeMismatch, "%v", err)
 	case err != nil:
 		return nil, storageError(err)
@@ -154,13 +190,27 @@ func (b *Broker) openGroup(stream []byte, partition uint32, name []byte, spec gr
 	return served, nil
 }
 
-// checkType refuses a request for another type than the group's.
-func checkType(served *servedGroup, want consumer.Type) *wire.Error {
-	if have := served.group.Type(); have != want {
+// checkGroup refuses a request for another type, or another filter,
+// than the group's: both are fixed when the group is created. A request
+// without a filter accepts the group's.
+func checkGroup(served *servedGroup, spec groupSpec) *wire.Error {
+	if have := served.group.Type(); have != spec.kind {
 		return wire.NewError(wire.CodeGroupModeMismatch, "group %q of stream %q is a %s group; the request asked for %s (a group's type is fixed when it is created)",
-			served.key.group, served.key.stream, have, want)
+			served.key.group, served.key.stream, have, spec.kind)
+	}
+	if have := served.group.Filter(); spec.filter != "" && have != spec.filter {
+		return wire.NewError(wire.CodeGroupModeMismatch, "group %q of stream %q has subject filter %s; the request asked for filter %q (a group's filter is fixed when it is created)",
+			served.key.group, served.key.stream, describeFilter(have), spec.filter)
 	}
 	return nil
+}
+
+// describeFilter names a group's filter in a message.
+func describeFilter(pattern string) string {
+	if pattern == "" {
+		return "none"
+	}
+	return fmt.Sprintf("%q", pattern)
 }
 
 // consumerError maps a group error to a structured wire error.

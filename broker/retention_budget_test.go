@@ -62,7 +62,7 @@ func TestDiskBudgetDropNewResumes(t *testing.T) {
 	if stats := b.RetentionStats(); stats.WritesRefused == 0 || used > stats.BudgetLimit-stats.BudgetHeadroom {
 		t.Fatalf("%d bytes used, stats %+v: want refusals and usage within the budget minus the headroom", used, stats)
 	}
-	deliveries, _, err := group.Read(0, 10, 1<<20)
+	deliveries, _, err := group.Read(0, 10, 1<<20, nil)
 	if err != nil || len(deliveries) != 10 {
 		t.Fatalf("reading at the budget: %d records, %v", len(deliveries), err)
 	}

@@ -110,7 +110,7 @@ func TestDropOldestGivesAGapAdvisory(t *testing.T) {
 	if first == 0 {
 		t.Fatal("drop-oldest deleted nothing")
 	}
-	deliveries, gaps, err := g.Read(g.Committed(), 5, 1<<20)
+	deliveries, gaps, err := g.Read(g.Committed(), 5, 1<<20, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,11 +16,12 @@ import (
 // lease), plus Gap frames for what is missing, then ConsumeEnd. The
 // group's position moves only with the client's Commit.
 
-// streamPart is one piece of a streaming answer, in offset order: a run
-// of frames or a gap.
+// streamPart is one piece of a streaming answer, in offset order within
+// its partition: a run of frames or a gap.
 type streamPart struct {
-	run segment.Run
-	gap *segment.Gap
+	partition uint32
+	run       segment.Run
+	gap       *segment.Gap
 }
 
 // serveStream answers one streaming Consume with DeliverBatch frames,
@@ -28,12 +29,8 @@ type streamPart struct {
 func (s *session) serveStream(r consumeRequest) {
 	defer s.consumers.Done()
 	for {
-		var wake <-chan struct{}
-		if r.wait {
-			wake = r.served.wake.channel()
-		}
-		durable := r.served.log.Committed()
-		parts, records, bytes, err := s.readRuns(r)
+		wakes, durable := s.beforeFetch(&r)
+		parts, records, bytes, err := s.readAllRuns(r)
 		if err != nil {
 			releaseParts(parts)
 			s.replyFromConsumer(r.id, streamError(err))
@@ -43,25 +40,64 @@ func (s *session) serveStream(r consumeRequest) {
 			s.sendRuns(r, parts, records, bytes)
 			return
 		}
-		if !s.waitForRecords(r, wake, durable) {
+		if !s.waitForRecords(r, wakes, durable) {
 			s.out.frame(wire.Append(nil, r.id, &wire.ConsumeEnd{Reason: wire.EndWaited}))
 			return
 		}
 	}
 }
 
-// readRuns reads runs from this connection's read position up to the
-// request's limits, and moves the position past them. A single record
-// too large for a frame the client accepts is an error the client must
-// fix (its max_frame); the position stays before it.
-func (s *session) readRuns(r consumeRequest) ([]streamPart, int, int, error) {
-	from := s.readPosition(r.served)
-	reader := r.served.log.NewReader(from)
-	defer reader.Close()
-	maxFrames := r.maxFrameBody + deliverFields - wire.DeliverBatchHeaderSize
+// readAllRuns reads runs from each partition read in turn (starting at a
+// different one each time) up to the request's limits across them. An
+// error ends the read; it is returned only when nothing was read before
+// it, else the next Consume meets it.
+func (s *session) readAllRuns(r consumeRequest) ([]streamPart, int, int, error) {
+	n := len(r.parts)
+	if n == 0 {
+		return nil, 0, 0, nil
+	}
+	start := 0
+	if n > 1 {
+		start = r.anchor.span.start(n)
+	}
 	var parts []streamPart
 	records, bytes := 0, 0
+	for i := range n {
+		if records >= r.max || (records > 0 && bytes >= r.maxBytes) {
+			break
+		}
+		var err error
+		parts, records, bytes, err = s.readRuns(r, r.parts[(start+i)%n], parts, records, bytes)
+		if err != nil {
+			if len(parts) == 0 {
+				return nil, 0, 0, err
+			}
+			break
+		}
+	}
+	return parts, records, bytes, nil
+}
+
+// readRuns reads runs of one partition from this connection's read
+// position there up to the request's limits, appending them to parts,
+// and moves the position past them. A single record too large for a
+// frame the client accepts is an error the client must fix (its
+// max_frame); the position stays before it.
+func (s *session) readRuns(r consumeRequest, served *servedGroup, parts []streamPart, records, bytes int) ([]streamPart, int, int, error) {
+	from := s.readPosition(served)
+	reader := served.log.NewReader(from)
+	defer reader.Close()
+	if filter := served.group.Matcher(r.filter); filter != nil {
+		reader.SetFilter(filter) // only matching records in the runs; the rest come back as filtered gaps
+	}
+	partition := served.key.partition
+	maxFrames := r.maxFrameBody + deliverFields - wire.DeliverBatchHeaderSize
 	next := from
+	defer func() {
+		s.groupsMu.Lock()
+		s.groups[served] = max(s.groups[served], next)
+		s.groupsMu.Unlock()
+	}()
 	for records < r.max && (records == 0 || bytes < r.maxBytes) {
 		run, err := reader.NextRun(r.max-records, min(r.maxBytes-bytes, maxFrames))
 		if errors.Is(err, io.EOF) {
@@ -71,7 +107,7 @@ func (s *session) readRuns(r consumeRequest) ([]streamPart, int, int, error) {
 			return parts, records, bytes, err
 		}
 		if run.Gap != nil {
-			parts = append(parts, streamPart{gap: run.Gap})
+			parts = append(parts, streamPart{partition: partition, gap: run.Gap})
 			next = max(next, run.Gap.To)
 			continue
 		}
@@ -82,14 +118,11 @@ func (s *session) readRuns(r consumeRequest) ([]streamPart, int, int, error) {
 			}
 			return nil, 0, 0, errStreamFrameTooLarge{offset: run.First, size: len(run.Frames), limit: maxFrames}
 		}
-		parts = append(parts, streamPart{run: run})
+		parts = append(parts, streamPart{partition: partition, run: run})
 		records += run.Count
 		bytes += len(run.Frames)
 		next = run.Next
 	}
-	s.groupsMu.Lock()
-	s.groups[r.served] = max(s.groups[r.served], next)
-	s.groupsMu.Unlock()
 	return parts, records, bytes, nil
 }
 
@@ -122,12 +155,12 @@ func (s *session) sendRuns(r consumeRequest, parts []streamPart, records, bytes 
 	for _, part := range parts {
 		if part.gap != nil {
 			if r.gaps {
-				pending = wire.Append(pending, r.id, gapFrame(r.partition, part.gap))
+				pending = wire.Append(pending, r.id, gapFrame(part.partition, part.gap))
 			}
 			continue
 		}
 		run := part.run
-		header := wire.AppendDeliverBatchHeader(pending, r.id, &wire.DeliverBatch{Partition: r.partition,
+		header := wire.AppendDeliverBatchHeader(pending, r.id, &wire.DeliverBatch{Partition: part.partition,
 			First: run.First, Next: run.Next, Count: uint32(run.Count)}, len(run.Frames))
 		pending = nil
 		s.out.vectored(header, [][]byte{run.Frames}, run.Release)
@@ -143,11 +176,7 @@ func (s *session) sendRuns(r consumeRequest, parts []streamPart, records, bytes 
 }
 
 func gapFrame(partition uint32, gap *segment.Gap) *wire.Gap {
-	code := wire.GapLost
-	if gap.Reason == segment.GapRetention {
-		code = wire.GapRetention
-	}
-	return &wire.Gap{Partition: partition, From: gap.From, To: gap.To, Reason: code, Detail: gap.Reason}
+	return &wire.Gap{Partition: partition, From: gap.From, To: gap.To, Reason: gapCode(gap.Reason), Detail: gap.Reason}
 }
 
 func releaseParts(parts []streamPart) {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/ironbus/ironbus/subject"
 )
 
 // A group's checkpoint is its whole durable state: type, start position,
@@ -16,7 +18,8 @@ import (
 // field; encodeState and decodeState are its only writer and reader.
 const (
 	checkpointV1 = 1 // the serve issue's 9 bytes: version, cursor
-	checkpointV2 = 2 // this layout
+	checkpointV2 = 2 // the consumers issue's layout: no subject filter
+	checkpointV3 = 3 // this layout: version 2 followed by the subject filter
 	// maxReasonBytes bounds a dead-letter reason in a checkpoint.
 	maxReasonBytes = 255
 )
@@ -29,6 +32,7 @@ type state struct {
 	Done      []Span          // ascending, disjoint, non-adjacent, above Committed
 	Counts    []deliveryCount // ascending offsets at or above Committed
 	Moves     []moveIntent    // ascending offsets at or above Committed
+	Filter    string          // the group's subject pattern; "" = none
 }
 
 type deliveryCount struct {
@@ -43,9 +47,9 @@ type moveIntent struct {
 	Reason        string
 }
 
-// encodeState appends the version 2 encoding of st to dst.
+// encodeState appends the version 3 encoding of st to dst.
 func encodeState(dst []byte, st state) []byte {
-	dst = append(dst, checkpointV2, byte(st.Type), byte(st.Start.Kind))
+	dst = append(dst, checkpointV3, byte(st.Type), byte(st.Start.Kind))
 	dst = binary.LittleEndian.AppendUint64(dst, st.Start.Offset)
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(st.Start.Time))
 	dst = binary.LittleEndian.AppendUint64(dst, st.Committed)
@@ -73,7 +77,8 @@ func encodeState(dst []byte, st state) []byte {
 		dst = append(dst, m.Reason...)
 		previous = m.Offset
 	}
-	return dst
+	dst = binary.AppendUvarint(dst, uint64(len(st.Filter)))
+	return append(dst, st.Filter...)
 }
 
 // decodeState decodes a checkpoint written by this or an older version.
@@ -88,9 +93,9 @@ func decodeState(data []byte) (state, error) {
 			return state{}, fmt.Errorf("%w: version 1 holds 9 bytes, found %d", ErrCorruptCheckpoint, len(data))
 		}
 		return state{Type: TypeWork, Committed: binary.LittleEndian.Uint64(data[1:9])}, nil
-	case version > checkpointV2:
-		return state{}, fmt.Errorf("%w: version %d (this binary knows %d)", ErrCheckpointTooNew, version, checkpointV2)
-	case version != checkpointV2:
+	case version > checkpointV3:
+		return state{}, fmt.Errorf("%w: version %d (this binary knows %d)", ErrCheckpointTooNew, version, checkpointV3)
+	case version != checkpointV2 && version != checkpointV3:
 		return state{}, fmt.Errorf("%w: version %d", ErrCorruptCheckpoint, version)
 	}
 	d := decoder{data: data[1:]}
@@ -98,6 +103,9 @@ func decodeState(data []byte) (state, error) {
 	st.Done = d.spans(st.Committed)
 	st.Counts = d.counts(st.Committed)
 	st.Moves = d.moves(st.Committed)
+	if data[0] >= checkpointV3 {
+		st.Filter = d.filter() // a version 2 group has none
+	}
 	if d.err == nil && len(d.data) > 0 {
 		d.fail("%d trailing bytes", len(d.data))
 	}
@@ -249,6 +257,29 @@ func (d *decoder) moves(committed uint64) []moveIntent {
 	return moves
 }
 
+// filter reads the group's subject pattern, refusing one no request
+// could have set.
+func (d *decoder) filter() string {
+	n := d.uvarint()
+	if d.err != nil {
+		return ""
+	}
+	if n > subject.MaxLength || n > uint64(len(d.data)) {
+		d.fail("subject filter of %d bytes", n)
+		return ""
+	}
+	pattern := d.data[:n]
+	d.data = d.data[n:]
+	if n == 0 {
+		return ""
+	}
+	if err := subject.ValidatePattern(pattern); err != nil {
+		d.fail("subject filter: %v", err)
+		return ""
+	}
+	return string(pattern)
+}
+
 // checkpointMode says when checkpoint writes.
 type checkpointMode uint8
 
@@ -307,7 +338,7 @@ func (g *Group) checkpointDueLocked() bool { return g.acksSince >= g.opts.Checkp
 // record was tried nor redelivers what was acked ahead. REQUIRES: g.mu
 // held.
 func (g *Group) stateLocked() state {
-	st := state{Type: g.kind, Start: g.start, Committed: g.committed, Done: slices.Clone(g.done.spans)}
+	st := state{Type: g.kind, Start: g.start, Committed: g.committed, Done: slices.Clone(g.done.spans), Filter: g.filterPattern()}
 	counts := make(map[uint64]uint32, len(g.restored)+len(g.leases)+len(g.pending))
 	for offset, n := range g.restored {
 		counts[offset] = n

@@ -77,6 +77,9 @@ func FuzzDecodeState(f *testing.F) {
 	f.Add(encodeState(nil, state{Type: TypeBroadcast, Committed: 9}))
 	f.Add([]byte{1, 1, 2, 3, 4, 5, 6, 7, 8})
 	f.Add([]byte{2})
+	f.Add(encodeState(nil, state{Type: TypeWork, Committed: 3, Filter: "orders.*.eu.>"}))
+	f.Add([]byte{3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 'a', '.', '>'})
+	f.Add([]byte{3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0x03})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		st, err := decodeState(data)
 		if err != nil {

@@ -24,6 +24,11 @@
 //   - streaming: the consumer manages its offsets (Read), the group only
 //     stores the committed position (Commit).
 //
+// A group may have a subject filter (Options.Filter), fixed at creation
+// and kept in the checkpoint: its reader skips records whose subject does
+// not match, and their offsets are settled like a retention gap and
+// reported as a Gap with reason GapFiltered, coalesced.
+//
 // A record delivered MaxDeliver times, one larger than MaxRecordBytes or
 // one a consumer rejects moves to the dead-letter queue (DeadLetters,
 // supplied by the caller), crash-safely and exactly once. Records removed

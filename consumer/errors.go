@@ -13,6 +13,11 @@ var (
 	// ErrTypeMismatch: an existing group was opened as another type. A
 	// group's type is fixed when it is created.
 	ErrTypeMismatch = errors.New("consumer: group type mismatch")
+	// ErrFilterMismatch: an existing group was opened with another
+	// subject filter. A group's filter is fixed when it is created.
+	ErrFilterMismatch = errors.New("consumer: group subject filter mismatch")
+	// ErrInvalidFilter: a subject filter is not a valid pattern.
+	ErrInvalidFilter = errors.New("consumer: invalid subject filter")
 	// ErrWrongType: the operation does not exist for the group's type
 	// (Commit on a work group, Fetch on a streaming group, ...).
 	ErrWrongType = errors.New("consumer: operation not allowed for this group type")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/subject"
 )
 
 // Delivery is one record handed to a consumer. Body is a copy the caller
@@ -64,6 +65,9 @@ type Group struct {
 	log  *segment.Log
 	opts Options
 	kind Type
+	// filter is the group's subject pattern, nil for none; fixed at
+	// creation, so read without a lock.
+	filter *subject.Pattern
 
 	checkpointMu sync.Mutex // serializes checkpoint writes so an older state never lands last
 
@@ -123,6 +127,13 @@ func Open(log *segment.Log, name string, opts Options) (*Group, error) {
 		if st.Type != opts.Type {
 			return nil, fmt.Errorf("%w: group %s is a %s group, opened as %s", ErrTypeMismatch, name, st.Type, opts.Type)
 		}
+		if opts.Filter != "" && st.Filter != opts.Filter {
+			return nil, fmt.Errorf("%w: group %s has subject filter %s, opened with filter %q", ErrFilterMismatch, name,
+				describeFilter(st.Filter), opts.Filter)
+		}
+		if g.filter, err = compileFilter(st.Filter); err != nil {
+			return nil, err
+		}
 		g.restore(st)
 		return g, nil
 	case errors.Is(err, segment.ErrNotFound):
@@ -137,6 +148,11 @@ func Open(log *segment.Log, name string, opts Options) (*Group, error) {
 // log) does not stop consumption: the state stays dirty and the next
 // checkpoint tries again.
 func (g *Group) create() error {
+	filter, err := compileFilter(g.opts.Filter)
+	if err != nil {
+		return err
+	}
+	g.filter = filter
 	start, err := g.startOffset(g.opts.Start)
 	if err != nil {
 		return fmt.Errorf("consumer: group %s: start position: %w", g.name, err)
@@ -192,6 +208,36 @@ func (g *Group) restore(st state) {
 			deadLetterEnd: m.DeadLetterEnd, intent: true, mayExist: true}
 	}
 	g.next, g.highWater = g.committed, g.committed
+}
+
+// compileFilter compiles a group's pattern; "" is no filter.
+func compileFilter(pattern string) (*subject.Pattern, error) {
+	if pattern == "" {
+		return nil, nil
+	}
+	compiled, err := subject.Compile([]byte(pattern))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidFilter, err)
+	}
+	return compiled, nil
+}
+
+// describeFilter names a filter in a message.
+func describeFilter(pattern string) string {
+	if pattern == "" {
+		return "none"
+	}
+	return fmt.Sprintf("%q", pattern)
+}
+
+// Filter returns the group's subject pattern, "" when it has none.
+func (g *Group) Filter() string { return g.filterPattern() }
+
+func (g *Group) filterPattern() string {
+	if g.filter == nil {
+		return ""
+	}
+	return g.filter.String()
 }
 
 // Name returns the group's name.
@@ -317,7 +363,7 @@ func (g *Group) closeReaderLocked() {
 func (g *Group) readerAtLocked(offset uint64) *segment.Reader {
 	if g.reader == nil || g.reader.Offset() != offset {
 		g.closeReaderLocked()
-		g.reader = g.log.NewReader(offset)
+		g.reader = filteredReader(g.log, offset, g.matcher(nil))
 	}
 	return g.reader
 }

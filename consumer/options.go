@@ -3,6 +3,8 @@ package consumer
 import (
 	"fmt"
 	"time"
+
+	"github.com/ironbus/ironbus/subject"
 )
 
 // Defaults.
@@ -81,6 +83,12 @@ type Options struct {
 	// expects when the group exists. Zero means TypeWork.
 	Type  Type
 	Start StartPosition
+	// Filter is the group's subject pattern (package subject syntax): only
+	// records whose subject matches are delivered, the others are settled
+	// as filtered gaps. It is fixed when Open creates the group and kept
+	// in the checkpoint; "" when opening an existing group accepts its
+	// filter, another pattern is ErrFilterMismatch.
+	Filter string
 	// Visibility is how long a lease lasts before the record is
 	// redelivered (30 s); Extend renews it.
 	Visibility time.Duration
@@ -125,6 +133,11 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if !o.Type.valid() {
 		return o, fmt.Errorf("%w: group type %d", ErrInvalidOptions, o.Type)
+	}
+	if o.Filter != "" {
+		if err := subject.ValidatePattern([]byte(o.Filter)); err != nil {
+			return o, fmt.Errorf("%w: %w", ErrInvalidFilter, err)
+		}
 	}
 	if o.Start.Kind > StartTime {
 		return o, fmt.Errorf("%w: start kind %d", ErrInvalidOptions, o.Start.Kind)

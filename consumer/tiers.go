@@ -102,9 +102,11 @@ func (g *Group) moveCursor(upTo uint64, limit func() uint64) error {
 // Read returns up to max records (about maxBytes; at least one) from
 // offset from, for a streaming group's consumer, which manages its own
 // position and commits it with Commit. Nothing is leased or remembered.
-// Gaps in the range come back merged, one per removal.
-func (g *Group) Read(from uint64, max, maxBytes int) ([]Delivery, []Gap, error) {
-	reader := g.log.NewReader(from)
+// Gaps in the range come back merged, one per removal. filter, when the
+// group has none of its own, skips records whose subject it does not
+// match (they come back as GapFiltered gaps); nil reads every record.
+func (g *Group) Read(from uint64, max, maxBytes int, filter Matcher) ([]Delivery, []Gap, error) {
+	reader := filteredReader(g.log, from, g.matcher(filter))
 	defer reader.Close()
 	deliveries, gaps, _, err := readRun(reader, max, maxBytes)
 	return deliveries, gaps, err

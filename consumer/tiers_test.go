@@ -53,7 +53,7 @@ func TestStreamingGroup(t *testing.T) {
 	if _, _, err := g.Fetch(1, 1, 1, 0); !errors.Is(err, ErrWrongType) {
 		t.Fatalf("fetch on streaming: %v", err)
 	}
-	got, gaps, err := g.Read(g.Committed(), 10, 1<<20)
+	got, gaps, err := g.Read(g.Committed(), 10, 1<<20, nil)
 	if err != nil || len(got) != 5 || len(gaps) != 0 {
 		t.Fatalf("read: %d %v %v", len(got), gaps, err)
 	}
@@ -88,7 +88,7 @@ func TestEveryTypeReportsOneGap(t *testing.T) {
 		var gaps []Gap
 		var err error
 		if typ == TypeStreaming {
-			got, gaps, err = g.Read(g.Committed(), 1, 1<<20)
+			got, gaps, err = g.Read(g.Committed(), 1, 1<<20, nil)
 		} else {
 			got, gaps, err = g.Fetch(1, 1, 1<<20, 0)
 		}

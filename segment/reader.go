@@ -56,6 +56,8 @@ type Reader struct {
 	bufStart int64
 
 	runBuffer *[]byte // active segment: the buffer the next run is read into
+
+	filterState
 }
 
 // NewReader returns a Reader starting at offset from.
@@ -64,26 +66,36 @@ func (l *Log) NewReader(from uint64) *Reader { return &Reader{log: l, next: from
 // Next returns the next record or gap. It returns io.EOF at the committed
 // end of the log; call WaitCommitted and Next again to follow the log.
 func (r *Reader) Next() (Entry, error) {
+	if r.held != nil {
+		return Entry{Gap: r.takeHeld()}, nil
+	}
 	for {
 		committed := r.log.committed.Load()
 		if r.next >= committed.next {
-			return Entry{}, io.EOF
+			gap, err := r.settle(nil, io.EOF)
+			return Entry{Gap: gap}, err
 		}
 		if r.seg == nil || r.next < r.seg.base || r.segmentDone() {
 			if gap, err := r.enter(); gap != nil || err != nil {
+				gap, err = r.settle(gap, err)
 				return Entry{Gap: gap}, err
 			}
 			continue
 		}
 		entry, advanced, err := r.step(committed)
-		if err != nil || entry.Gap != nil || entry.Frame != nil {
-			return entry, err
+		if err != nil || entry.Gap != nil {
+			gap, err := r.settle(entry.Gap, err)
+			return Entry{Gap: gap}, err
+		}
+		if entry.Frame != nil {
+			return entry, nil
 		}
 		if !advanced {
 			// The segment has no more frames for us: whatever offsets it
 			// still claims are a gap.
 			if gap := r.finishSegment(); gap != nil {
-				return Entry{Gap: gap}, nil
+				gap, err = r.settle(gap, nil)
+				return Entry{Gap: gap}, err
 			}
 		}
 	}
@@ -102,8 +114,9 @@ func (r *Reader) Close() {
 	}
 }
 
-// Offset returns the offset the next call to Next starts from.
-func (r *Reader) Offset() uint64 { return r.next }
+// Offset returns the offset the next call to Next starts from (the start
+// of the next entry it returns, a filtered gap included).
+func (r *Reader) Offset() uint64 { return r.position() }
 
 func (r *Reader) segmentDone() bool { return r.seg.sealed.Load() && r.next >= r.seg.next() }
 
@@ -238,6 +251,15 @@ func (r *Reader) record(limit int64) (Entry, bool, error) {
 	body, err := format.VerifyRecord(frame, h)
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("%w: %s offset %d: %w", ErrCorruptRead, r.seg.name, h.Offset, err)
+	}
+	if !r.matches(body) {
+		r.skipRecord(h.FrameLength)
+		return Entry{}, true, nil
+	}
+	if r.skipping {
+		// The stretch of filtered records ends here: its gap goes out
+		// first, and the next call reads this record again.
+		return Entry{Gap: r.takeFiltered(r.next)}, true, nil
 	}
 	r.pos += int64(h.FrameLength)
 	r.next++

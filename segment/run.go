@@ -78,14 +78,23 @@ func (r *Reader) window(pos int64, n int, limit int64) ([]byte, error) {
 // headers are checked (their CRC, and that offsets follow on); bodies are
 // not: sealed segments were verified when first mapped, and the consumer
 // verifies every frame it receives anyway. A run never crosses a segment.
+//
+// With a filter (SetFilter), a run holds only consecutive matching records
+// (it ends where a filtered one starts), and the filtered stretches come
+// back as gaps, exactly as from Next.
 func (r *Reader) NextRun(maxRecords, maxBytes int) (Run, error) {
+	if r.held != nil {
+		return Run{Gap: r.takeHeld()}, nil
+	}
 	for {
 		committed := r.log.committed.Load()
 		if r.next >= committed.next {
-			return Run{}, io.EOF
+			gap, err := r.settle(nil, io.EOF)
+			return Run{Gap: gap}, err
 		}
 		if r.seg == nil || r.next < r.seg.base || r.segmentDone() {
 			if gap, err := r.enter(); gap != nil || err != nil {
+				gap, err = r.settle(gap, err)
 				return Run{Gap: gap}, err
 			}
 			continue
@@ -98,19 +107,20 @@ func (r *Reader) NextRun(maxRecords, maxBytes int) (Run, error) {
 			continue
 		}
 		// The frame at the position is not a record that continues the
-		// run (a hole, a skip frame, an offset jump, the end): Next's
-		// step knows each case and turns the missing ones into a gap.
+		// run (a hole, a skip frame, an offset jump, the end, a matching
+		// record after a filtered stretch): Next's step knows each case
+		// and turns the missing ones into a gap.
 		entry, advanced, err := r.step(committed)
 		switch {
-		case err != nil:
-			return Run{}, err
-		case entry.Gap != nil:
-			return Run{Gap: entry.Gap}, nil
+		case err != nil || entry.Gap != nil:
+			gap, err := r.settle(entry.Gap, err)
+			return Run{Gap: gap}, err
 		case entry.Frame != nil:
 			return Run{}, fmt.Errorf("segment: %s at %d: a record the run walk refused", r.seg.name, r.pos)
 		case !advanced:
 			if gap := r.finishSegment(); gap != nil {
-				return Run{Gap: gap}, nil
+				gap, err = r.settle(gap, nil)
+				return Run{Gap: gap}, err
 			}
 		}
 	}
@@ -174,7 +184,24 @@ func (r *Reader) collectRun(committed *mark, maxRecords, maxBytes int) (Run, boo
 			if window, err = r.window(pos, max(want, int(h.FrameLength)), limit); err != nil {
 				return Run{}, false, err
 			}
-			windowStart = pos
+			windowStart, at = pos, 0
+		}
+		if r.filter != nil {
+			body := window[at+format.RecordHeaderSize : at+format.RecordHeaderSize+int64(h.BodyLength)]
+			if r.matches(body) {
+				if r.skipping {
+					break // step reports the filtered stretch first
+				}
+			} else if run.Count > 0 {
+				break // a run holds consecutive matching records only
+			} else {
+				r.next = run.Next
+				r.skipRecord(h.FrameLength) // moves r.pos, which is reset below
+				pos += int64(h.FrameLength)
+				run.First, run.Next = r.next, r.next
+				start, end, walked = pos, pos, true
+				continue
+			}
 		}
 		pos += int64(h.FrameLength)
 		end = pos

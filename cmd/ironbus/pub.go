@@ -13,6 +13,7 @@ import (
 
 	"github.com/ironbus/ironbus/client"
 	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/subject"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -153,6 +154,11 @@ func (pub *pubOptions) destination() (client.Destination, error) {
 
 func (pub *pubOptions) record() (client.Record, error) {
 	record := client.Record{Subject: pub.subject}
+	if pub.subject != "" {
+		if err := subject.Validate([]byte(pub.subject)); err != nil {
+			return record, exitErrorf(exitUsage, "--subject %q: %v (dot-separated tokens, no wildcards)", pub.subject, err)
+		}
+	}
 	if pub.key != "" {
 		record.Key = []byte(pub.key)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ironbus/ironbus/client"
 	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/subject"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -258,6 +259,11 @@ func (sub *subOptions) check() (client.GroupOptions, error) {
 		return group, exitErrorf(exitUsage, "--max must be 0 (no limit) or more")
 	case sub.partition < -1 || sub.partition >= wire.MaxPartitions:
 		return group, exitErrorf(exitUsage, "--partition %d: want 0 to %d", sub.partition, wire.MaxPartitions-1)
+	}
+	if sub.subject != "" {
+		if err := subject.ValidatePattern([]byte(sub.subject)); err != nil {
+			return group, exitErrorf(exitUsage, "--subject %q: %v (dot-separated tokens; * matches one, > the rest)", sub.subject, err)
+		}
 	}
 	group.Partition, group.Filter = client.AllPartitions, sub.subject
 	if sub.partition >= 0 {

@@ -371,6 +371,8 @@ func (fc *fakeConn) handle(f wire.Frame) {
 		fc.ack(f)
 	case wire.TypeOpenGroup:
 		fc.openGroup(f)
+	case wire.TypeStreamAdmin:
+		fc.streamAdmin(f)
 	case wire.TypePing:
 		payload, _ := wire.DecodePing(f.Body)
 		b.locked(func() { b.pings++ })

@@ -148,3 +148,20 @@ func (fc *fakeConn) openGroup(f wire.Frame) {
 	fc.b.locked(func() { fc.b.groupFilters = append(fc.b.groupFilters, string(m.Filter)) })
 	fc.out = wire.Append(fc.out, f.RequestID, &wire.GroupInfo{Mode: m.Mode})
 }
+
+// streamAdmin answers StreamAdmin list with the configured bindings (the
+// fake knows no other admin operation).
+func (fc *fakeConn) streamAdmin(f wire.Frame) {
+	m, err := wire.DecodeStreamAdmin(f.Body)
+	if err != nil || m.Op != wire.StreamOpList {
+		fc.out = wire.Append(fc.out, f.RequestID, wire.NewError(wire.CodeInvalidRequest, "fake: stream admin op %d", m.Op))
+		return
+	}
+	list := &wire.StreamList{}
+	fc.b.locked(func() {
+		for pattern, stream := range fc.b.bindings {
+			list.Bindings = append(list.Bindings, wire.StreamBinding{Pattern: []byte(pattern), Stream: []byte(stream)})
+		}
+	})
+	fc.out = wire.Append(fc.out, f.RequestID, list)
+}

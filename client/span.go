@@ -55,7 +55,7 @@ func (c *Client) ConsumeStreams(ctx context.Context, streams []string, group str
 // ConsumeSubject is a wildcard subscription that may span streams: it
 // reads the broker's subject bindings, finds every stream bound to a
 // pattern that can match pattern (subject.Overlap), and consumes group on
-// each of them (every partition, unless opts.Partition names one) with
+// each of them (every partition: opts.Partition is not used) with
 // pattern as the filter, through one serialized handler, as
 // ConsumeStreams does. Each message names its Stream, Partition and
 // Offset; ordering holds per stream partition, never across streams.
@@ -71,10 +71,7 @@ func (c *Client) ConsumeSubject(ctx context.Context, pattern, group string, hand
 	if err != nil {
 		return err
 	}
-	if opts.Partition == 0 {
-		opts.Partition = AllPartitions
-	}
-	opts.Filter = pattern
+	opts.Partition, opts.Filter = AllPartitions, pattern
 	return c.ConsumeStreams(ctx, streams, group, handler, opts)
 }
 

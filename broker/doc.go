@@ -1,7 +1,14 @@
 // Package broker ties logs, consumer groups and connections together: it
 // implements loop.Handler, so it sees frames, never sockets.
 //
-// Built so far: streams (one partition each, created on first use), the
+// Built so far: named streams with partitions (streams.go), kept in the
+// crash-safe catalog of package broker/catalog (<data-dir>/streams.json)
+// and changed by StreamAdmin (streamadmin.go); a name first used by a
+// publish or consume is created with one partition. Produce may name the
+// partition or leave it to the broker (the key's wire.PartitionForKey, or
+// the connection's own partition for a keyless record), and may route by
+// the record's subject through the bindings (route.go: a subject.Router,
+// a subject.Cache per connection, no_route when nothing matches). The
 // produce path, connection limits and timeouts, and the consumer model of
 // package consumer served whole: groups of every type opened with their
 // start position (groups.go), consume with long polls woken by durable
@@ -18,7 +25,7 @@
 // readiness, liveness and the /admin snapshot (observe.go), and the
 // Prometheus registry the broker owns (metrics.go), served over HTTP by
 // the subpackage health. Issue by issue it grows the rest of DESIGN.md's
-// broker: partitions and subject routing, auth.
+// broker.
 //
 // The produce path, per connection:
 //

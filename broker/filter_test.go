@@ -167,3 +167,39 @@ func TestStreamingConsumeFilter(t *testing.T) {
 		t.Fatalf("the group's filter did not win: %v", offsetsOf(all))
 	}
 }
+
+// TestFilterAcrossPartitions: a filtered group over four partitions,
+// work and streaming, accounts for every offset of every partition.
+func TestFilterAcrossPartitions(t *testing.T) {
+	addr, b := testBroker(t, Config{})
+	c := connect(t, addr)
+	createStream(t, b, "mixed", 4)
+	for p := range uint32(4) {
+		for i := range 23 {
+			produceAt(t, c, "mixed", p, "k", subjects[(i+int(p))%len(subjects)], fmt.Sprint(i))
+		}
+	}
+	for _, mode := range []uint8{wire.ModeWork, wire.ModeStreaming} {
+		group := []byte(fmt.Sprint("eu", mode))
+		if _, e := c.openGroup(1, wire.OpenGroup{Stream: []byte("mixed"), Partition: wire.PartitionAll, Group: group, Mode: mode, Filter: []byte("orders.eu.*")}); e != nil {
+			t.Fatal(e)
+		}
+		deliveries, gaps := consumeAll(t, c, wire.Consume{Stream: []byte("mixed"), Partition: wire.PartitionAll, Group: group, Mode: mode, MaxRecords: 4})
+		for p := range uint32(4) {
+			var mine []wire.Deliver
+			var theirs []wire.Gap
+			for _, d := range deliveries {
+				if d.Partition == p {
+					mine = append(mine, d)
+				}
+			}
+			for _, g := range gaps {
+				if g.Partition == p {
+					theirs = append(theirs, g)
+				}
+			}
+			slices.SortFunc(theirs, func(x, y wire.Gap) int { return int(x.From) - int(y.From) })
+			checkFilteredAccounting(t, 23, mine, theirs)
+		}
+	}
+}

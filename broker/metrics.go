@@ -154,6 +154,7 @@ func (c snapshotCollector) Collect(out chan<- prometheus.Metric) {
 }
 
 func collectStreams(emit *emitter, streams []health.Stream) {
+	streams = perStream(streams)
 	var other health.Stream
 	var others bool
 	for i, s := range streams {
@@ -179,6 +180,34 @@ func collectStreams(emit *emitter, streams []health.Stream) {
 	if others {
 		collectStream(emit, other, otherLabel)
 	}
+}
+
+// perStream folds the partitions of each stream into one entry (the
+// /admin document lists them one by one, sorted by stream then
+// partition): a stream is one label value whatever its partitions, so
+// the series count stays bounded by streams. Offsets are summed over the
+// partitions, so next minus first is still the records the stream holds.
+func perStream(partitions []health.Stream) []health.Stream {
+	out := make([]health.Stream, 0, len(partitions))
+	for _, p := range partitions {
+		n := len(out)
+		if n == 0 || out[n-1].Name != p.Name {
+			out = append(out, p)
+			continue
+		}
+		s := &out[n-1]
+		s.FirstOffset += p.FirstOffset
+		s.NextOffset += p.NextOffset
+		s.Records += p.Records
+		s.DiskBytes += p.DiskBytes
+		s.Segments += p.Segments
+		s.ProducedRecords += p.ProducedRecords
+		s.ProducedBytes += p.ProducedBytes
+		if p.Frozen != "" {
+			s.Frozen = p.Frozen
+		}
+	}
+	return out
 }
 
 func deadLetterBytes(d *health.DeadLetter) int64 {

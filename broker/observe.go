@@ -105,7 +105,9 @@ func (b *Broker) Admin() *health.Admin {
 	deadLetters, deadLetterDir := b.deadLetterLogs()
 	for _, l := range b.streamLogs() {
 		stream := adminStream(l)
-		if queue, ok := deadLetters[l.ID().Stream]; ok {
+		// A stream has one dead-letter queue: it is shown (and counted)
+		// with partition 0.
+		if queue, ok := deadLetters[l.ID().Stream]; ok && l.ID().Partition == 0 {
 			info := queue.Info()
 			stream.DeadLetter = &health.DeadLetter{FirstOffset: info.FirstOffset, NextOffset: info.Committed,
 				DiskBytes: info.Bytes, Frozen: info.Frozen}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"path"
 	"time"
 
@@ -12,17 +11,8 @@ import (
 	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/security"
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/segment/vfs"
 	"github.com/ironbus/ironbus/subject"
 	"github.com/ironbus/ironbus/wire"
-)
-
-// streamsDirName is where a data directory keeps its logs (docs/FORMAT.md);
-// removedPrefix marks a stream directory being deleted: the name is not a
-// valid stream name, so no scan adopts it, and a boot finishes the delete.
-const (
-	streamsDirName = "streams"
-	removedPrefix  = ".removed-"
 )
 
 // streamAdminRequest serves StreamAdmin (admin and streams capabilities,
@@ -197,7 +187,7 @@ func (b *Broker) removeStream(name string) (*wire.StreamList, *wire.Error) {
 	if werr != nil {
 		return nil, werr
 	}
-	if err := removeLogDir(b.cfg.FS, path.Join(b.cfg.DataDir, streamsDirName), name); err != nil {
+	if err := catalog.RemoveStreamFiles(b.cfg.FS, b.cfg.DataDir, name); err != nil {
 		b.cfg.Logger.Error("the files of a removed stream were not all deleted; the next boot retries", "stream", name, "error", err.Error())
 	}
 	b.removeDeadLetters(name)
@@ -275,73 +265,9 @@ func (b *Broker) removeDeadLetters(name string) {
 		delete(store.logs, name)
 		b.openDeadLetters.Add(-1)
 	}
-	root := path.Join(b.cfg.DataDir, deadLetterDirName, streamsDirName)
-	if err := removeLogDir(b.cfg.FS, root, name); err != nil {
+	if err := catalog.RemoveStreamFiles(b.cfg.FS, path.Join(b.cfg.DataDir, deadLetterDirName), name); err != nil {
 		b.cfg.Logger.Error("the dead-letter queue of a removed stream was not deleted; the next boot retries", "stream", name, "error", err.Error())
 	}
-}
-
-// removeLogDir deletes root/name: renamed aside first (durably), then
-// deleted file by file. A missing directory is not an error.
-func removeLogDir(fsys vfs.FS, root, name string) error {
-	from := path.Join(root, name)
-	if _, err := fsys.Stat(from); errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	aside := path.Join(root, fmt.Sprintf("%s%s-%d", removedPrefix, name, time.Now().UnixNano()))
-	if err := fsys.Rename(from, aside); err != nil {
-		return err
-	}
-	if err := fsys.SyncDir(root); err != nil {
-		return err
-	}
-	return removeTree(fsys, aside)
-}
-
-// removeTree deletes a directory and everything under it.
-func removeTree(fsys vfs.FS, dir string) error {
-	names, err := fsys.List(dir)
-	if err != nil {
-		return err
-	}
-	for _, name := range names {
-		full := path.Join(dir, name)
-		info, err := fsys.Stat(full)
-		if err != nil {
-			return err
-		}
-		if info.IsDir {
-			err = removeTree(fsys, full)
-		} else {
-			err = fsys.Remove(full)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if err := fsys.Remove(dir); err != nil {
-		return err
-	}
-	return fsys.SyncDir(path.Dir(dir))
-}
-
-// finishRemovals deletes what a crash left of removed streams.
-func finishRemovals(fsys vfs.FS, root string) error {
-	names, err := fsys.List(root)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, name := range names {
-		if len(name) > len(removedPrefix) && name[:len(removedPrefix)] == removedPrefix {
-			if err := removeTree(fsys, path.Join(root, name)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // bind routes subjects matching pattern to stream. The pattern is

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"path"
 	"slices"
 	"time"
 
@@ -37,14 +36,14 @@ func (b *Broker) openStreams() error {
 			"effect", "streams missing from the copy used are adopted from disk with one partition per directory found and default retention; bindings missing from it are lost")
 	}
 	b.catalog = store
-	if err := finishRemovals(b.cfg.FS, path.Join(b.cfg.DataDir, streamsDirName)); err != nil {
+	if err := catalog.FinishRemovals(b.cfg.FS, b.cfg.DataDir); err != nil {
 		b.cfg.Logger.Warn("the files of a removed stream were not all deleted", "error", err.Error())
 	}
 	ids, err := b.dir.Logs()
 	if err != nil {
 		return err
 	}
-	adopt := adoptable(store.Catalog(), ids)
+	adopt := catalog.Adoptable(store.Catalog(), ids)
 	if len(adopt) > 0 {
 		err := store.Update(func(c *catalog.Catalog) error {
 			for _, s := range adopt {
@@ -76,34 +75,6 @@ func (b *Broker) openStreams() error {
 		b.openLogs += int(settings.Partitions)
 	}
 	return nil
-}
-
-// adoptable returns the streams found on disk that the catalog lacks, or
-// whose catalog entry has fewer partitions than the disk holds.
-func adoptable(c catalog.Catalog, ids []segment.LogID) []catalog.Stream {
-	highest := map[string]uint32{}
-	for _, id := range ids {
-		if id.Partition >= wire.MaxPartitions {
-			continue
-		}
-		if p, ok := highest[id.Stream]; !ok || id.Partition > p {
-			highest[id.Stream] = id.Partition
-		}
-	}
-	var out []catalog.Stream
-	for name, p := range highest {
-		s, ok := c.Stream(name)
-		if ok && s.Partitions > p {
-			continue
-		}
-		if !ok {
-			s = catalog.Stream{Name: name}
-		}
-		s.Partitions = p + 1
-		out = append(out, s)
-	}
-	slices.SortFunc(out, func(x, y catalog.Stream) int { return cmpString(x.Name, y.Name) })
-	return out
 }
 
 func cmpString(x, y string) int {

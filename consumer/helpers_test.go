@@ -27,7 +27,7 @@ func (c *tickClock) Now() time.Time {
 
 // rig is a data directory with a source log and its dead-letter log.
 type rig struct {
-	t     *testing.T
+	t     testing.TB
 	dir   *segment.Dir
 	log   *segment.Log
 	dlq   *segment.Log
@@ -35,7 +35,7 @@ type rig struct {
 }
 
 // openRig opens (or recovers) the directory on fsys.
-func openRig(t *testing.T, fsys vfs.FS) (*rig, error) {
+func openRig(t testing.TB, fsys vfs.FS) (*rig, error) {
 	t.Helper()
 	d, err := segment.Open(fsys, "/data", segment.Options{SegmentSize: segment.MinSegmentSize,
 		Clock: &tickClock{now: time.Unix(1000, 0)}})
@@ -55,7 +55,7 @@ func openRig(t *testing.T, fsys vfs.FS) (*rig, error) {
 	return &rig{t: t, dir: d, log: l, dlq: dlq, queue: NewLogDeadLetters(dlq)}, nil
 }
 
-func mustRig(t *testing.T, fsys vfs.FS) *rig {
+func mustRig(t testing.TB, fsys vfs.FS) *rig {
 	t.Helper()
 	r, err := openRig(t, fsys)
 	if err != nil {

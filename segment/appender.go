@@ -35,6 +35,10 @@ type appender struct {
 	direct  []byte // direct mode: the log's aligned bounce buffer (staging.go)
 	commit  [format.CommitFrameSize]byte
 	entries []indexEntry
+	// The subject summary of the active segment: the dictionary, and the
+	// bitmaps of the records of the piece being written (summary.go).
+	dict dictBuilder
+	bits blockBits
 
 	prepared  chan preparedFile
 	ready     *preparedFile
@@ -54,6 +58,8 @@ func (a *appender) resetActiveStats() {
 	a.minTS, a.maxTS = math.MaxInt64, math.MinInt64
 	a.lastIndexed = -indexInterval
 	a.tail = a.tail[:0]
+	a.dict.reset()
+	a.bits.clear()
 }
 
 // newStagingLocked returns an empty staging batch on the log's free
@@ -219,6 +225,7 @@ func (a *appender) writePiece(b *batch, piece []byte, first, count uint64) error
 	}
 	if err != nil {
 		a.entries = a.entries[:0]
+		a.bits.clear()
 		return fmt.Errorf("writing %s at %d: %w", a.active.path, a.pos, err)
 	}
 	end := a.pos + int64(len(piece)) + format.CommitFrameSize
@@ -227,25 +234,28 @@ func (a *appender) writePiece(b *batch, piece []byte, first, count uint64) error
 	}
 	a.count += count
 	a.minTS, a.maxTS = min(a.minTS, minTS), max(a.maxTS, maxTS)
-	a.active.recordAppend(a.entries, first+count, count, minTS, maxTS, end)
+	a.active.recordAppend(a.entries, &a.bits, a.dict.dict, first+count, count, minTS, maxTS, end)
 	a.entries = a.entries[:0]
+	a.bits.clear()
 	a.pos, a.next = end, first+count
 	l.publishWritten(mark{next: a.next, seg: a.active, pos: end})
 	return nil
 }
 
-// indexPiece adds sparse index entries for the records of piece and
-// returns their timestamp range.
+// indexPiece adds sparse index entries and subject bitmaps for the records
+// of piece and returns their timestamp range.
 func (a *appender) indexPiece(piece []byte) (int64, int64) {
 	minTS, maxTS := int64(math.MaxInt64), int64(math.MinInt64)
 	for at := 0; at < len(piece); {
 		header := piece[at:]
 		ts := int64(le64(header[16:24]))
-		if a.pos+int64(at)-a.lastIndexed >= indexInterval {
+		newEntry := a.pos+int64(at)-a.lastIndexed >= indexInterval
+		if newEntry {
 			a.entries = append(a.entries, indexEntry{Offset: le64(header[8:16]),
 				Position: a.pos + int64(at), PriorMaxTimestamp: a.maxTS})
 			a.lastIndexed = a.pos + int64(at)
 		}
+		a.bits.add(a.dict.mask(recordSubjectBody(header)), newEntry)
 		minTS, maxTS = min(minTS, ts), max(maxTS, ts)
 		// The prior maximum of later entries includes this record.
 		a.maxTS = max(a.maxTS, ts)

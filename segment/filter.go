@@ -27,8 +27,12 @@ const GapFiltered = "filtered"
 // the committed end comes back as a gap up to it, so the reader's position
 // always advances and every offset is accounted for exactly once. A body
 // this format cannot parse has the empty subject. Call it before reading
-// or between reads.
-func (r *Reader) SetFilter(m Matcher) { r.filter = m }
+// or between reads. A per-block subject summary (summary.go) lets the
+// reader skip blocks holding no matching subject without reading them.
+func (r *Reader) SetFilter(m Matcher) {
+	r.filter = m
+	r.forgetSummary()
+}
 
 // filterState is the part of a Reader that filtering adds.
 type filterState struct {
@@ -40,6 +44,12 @@ type filterState struct {
 	// held is a gap found right after a filtered stretch, returned by the
 	// next call: the stretch's gap goes out first.
 	held *Gap
+	// What the reader learned from the current segment's subject summary:
+	// the dictionary ids its filter matches (of the first learned), and
+	// where the block it is in ends.
+	matching subjectMask
+	learned  int
+	blockEnd int64
 }
 
 // matches reports whether the record with this body passes the filter.

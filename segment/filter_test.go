@@ -224,9 +224,20 @@ func newFilterWorkload(seed uint64) *filterWorkload {
 	rng := newRand(seed)
 	opts := testOptions(seed)
 	opts.SegmentSize = MinSegmentSize << rng.IntN(5)
+	if rng.IntN(3) == 0 {
+		opts.MaxOpenSegments = 1 // sealed segments go idle and rebuild their summary
+	}
 	w := &filterWorkload{mem: vfs.NewMemFS(), opts: opts}
-	for i := range 1 + rng.IntN(8) {
+	count := 1 + rng.IntN(8)
+	if rng.IntN(4) == 0 {
+		count = 120 + rng.IntN(40) // past the summary's dictionary
+	}
+	for i := range count {
 		w.subjects = append(w.subjects, fmt.Sprintf("s.%d", i))
+	}
+	if rng.IntN(4) == 0 {
+		// Long subjects fill the dictionary's bytes before its ids.
+		w.subjects = append(w.subjects, string(bytes.Repeat([]byte("long."), 300)), string(bytes.Repeat([]byte("longer."), 400)))
 	}
 	w.subjects = append(w.subjects, "") // a record without a subject
 	return w
@@ -235,14 +246,16 @@ func newFilterWorkload(seed uint64) *filterWorkload {
 func (w *filterWorkload) appendRecords(t *testing.T, l *Log, seed uint64, count int) {
 	t.Helper()
 	rng := newRand(seed ^ w.index)
-	clustered := rng.IntN(2) == 0
+	// The subject changes with probability 1/run: uniform, short runs, or
+	// runs long enough to fill whole summary blocks.
+	run := []int{1, 20, 500, 5000}[rng.IntN(4)]
 	subject := w.subjects[0]
 	var last Ticket
 	for written := 0; written < count; {
 		batch := 1 + rng.IntN(8)
 		bodies, crcs := make([][]byte, batch), make([]uint32, batch)
 		for i := range bodies {
-			if !clustered || rng.IntN(20) == 0 {
+			if rng.IntN(run) == 0 {
 				subject = w.subjects[rng.IntN(len(w.subjects))]
 			}
 			size := 16 + rng.IntN(300)
@@ -269,7 +282,7 @@ func (w *filterWorkload) build(t *testing.T, seed uint64) (*Dir, *Log) {
 	rng := newRand(seed)
 	d := openDir(t, w.mem, w.opts)
 	l := openLog(t, d)
-	w.appendRecords(t, l, seed, 100+rng.IntN(1500))
+	w.appendRecords(t, l, seed, 100+rng.IntN(5000))
 	if rng.IntN(2) == 0 {
 		if _, err := l.DeleteBefore(l.Committed() * uint64(rng.IntN(3)) / 4); err != nil {
 			t.Fatalf("DeleteBefore: %v", err)

@@ -77,12 +77,13 @@ func (s *segment) closeIdle() {
 		s.mu.file = nil
 	}
 	s.mu.index = nil
+	s.mu.summary = subjectSummary{}
 	s.mu.indexBuilt = false
 }
 
-// ensureIndexLocked rebuilds the sparse index of a validated sealed segment
-// by walking frame lengths (its checksums were verified when it was first
-// validated). REQUIRES: s.mu held.
+// ensureIndexLocked rebuilds the sparse index and the subject summary of a
+// validated sealed segment by walking frame lengths (its checksums were
+// verified when it was first validated). REQUIRES: s.mu held.
 func (s *segment) ensureIndexLocked() {
 	if s.mu.indexBuilt || !s.sealed.Load() || !s.mu.validated {
 		return
@@ -93,6 +94,8 @@ func (s *segment) ensureIndexLocked() {
 	}
 	end := int64(s.mu.footer.DataEnd)
 	var index []indexEntry
+	var dict dictBuilder
+	var blocks []subjectMask
 	last := int64(-indexInterval)
 	prior := int64(-1 << 63)
 	for pos := int64(format.SegmentDataStart); pos+format.FramePrefixSize <= end; {
@@ -102,14 +105,20 @@ func (s *segment) ensureIndexLocked() {
 		}
 		if format.PeekKind(data[pos:]) == format.KindRecord && length >= format.RecordHeaderSize {
 			header := data[pos:]
+			mask := dict.mask(recordSubjectBody(data[pos : pos+length]))
 			if pos-last >= indexInterval {
 				index = append(index, indexEntry{Offset: le64(header[8:16]), Position: pos, PriorMaxTimestamp: prior})
+				blocks = append(blocks, subjectMask{})
 				last = pos
+			}
+			if n := len(blocks); n > 0 {
+				blocks[n-1].add(mask)
 			}
 			prior = max(prior, int64(le64(header[16:24])))
 		}
 		pos += length
 	}
 	s.mu.index = index
+	s.mu.summary = subjectSummary{dict: compactDict(dict.dict), blocks: exactBlocks(blocks)}
 	s.mu.indexBuilt = true
 }

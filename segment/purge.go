@@ -41,10 +41,13 @@ func (l *Log) SealActive(ctx context.Context) (uint64, error) {
 	// The seal covered what the appender had taken; wait until all of it
 	// is committed, so DeleteBefore(end) finds the sealed segment whole.
 	sealed := l.sealedEnd()
-	if sealed > 0 {
-		if _, err := l.WaitCommitted(ctx, sealed-1); err != nil {
-			return 0, err
-		}
+	if sealed == 0 {
+		// Nothing sealed: the active segment was empty and is the only
+		// one; nothing below its base is held.
+		return min(end, l.FirstOffset()), nil
+	}
+	if _, err := l.WaitCommitted(ctx, sealed-1); err != nil {
+		return 0, err
 	}
 	return min(end, sealed), nil
 }

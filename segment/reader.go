@@ -56,6 +56,14 @@ type Reader struct {
 	bufStart int64
 
 	runBuffer *[]byte // active segment: the buffer the next run is read into
+	// runWindow says which bytes of the active segment runBuffer still
+	// holds when no run took it (a filtered reader copies its short runs
+	// out, and reads on from the same window instead of reading again).
+	runWindow struct {
+		start int64
+		size  int
+		valid bool
+	}
 
 	filterState
 }
@@ -80,6 +88,9 @@ func (r *Reader) Next() (Entry, error) {
 				gap, err = r.settle(gap, err)
 				return Entry{Gap: gap}, err
 			}
+			continue
+		}
+		if r.filter != nil && r.pos >= r.blockEnd && r.skipBlocks(committed) {
 			continue
 		}
 		entry, advanced, err := r.step(committed)
@@ -148,12 +159,14 @@ func (r *Reader) enter() (*Gap, error) {
 			r.seg.release()
 		}
 		r.seg, r.buf = seg, r.buf[:0]
+		r.runWindow.valid = false
 		if seg.sealed.Load() {
 			if err := r.log.validateSealed(seg); err != nil {
 				return nil, err
 			}
 		}
 		r.pos = seg.locate(r.next)
+		r.forgetSummary()
 		return nil, nil
 	}
 }

@@ -104,6 +104,7 @@ func (r *recovery) startAppender(last *segment, lastFile *segmentFile, next uint
 		if n := len(scan.Index); n > 0 {
 			a.lastIndexed = scan.Index[n-1].Position
 		}
+		a.dict.adopt(&scan.Dict)
 		if err := a.openActiveForWrite(lastFile); err != nil {
 			return err
 		}

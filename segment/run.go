@@ -52,6 +52,11 @@ func (r *Reader) window(pos int64, n int, limit int64) ([]byte, error) {
 	if r.seg.sealed.Load() {
 		return r.bytesAt(pos, n, limit)
 	}
+	if w := &r.runWindow; w.valid && r.runBuffer != nil && pos >= w.start && pos+format.RecordHeaderSize <= w.start+int64(w.size) {
+		// Committed bytes never change: what the window holds from pos
+		// is still right, though it may end before limit.
+		return (*r.runBuffer)[pos-w.start : w.size], nil
+	}
 	size := int(max(min(int64(n), limit-pos), 0))
 	if r.runBuffer == nil {
 		r.runBuffer = r.log.getRunBuffer()
@@ -67,8 +72,10 @@ func (r *Reader) window(pos int64, n int, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if _, err := file.ReadAt(buf, pos); err != nil && !errors.Is(err, io.EOF) {
+		r.runWindow.valid = false
 		return nil, fmt.Errorf("segment: reading %s: %w", r.seg.name, err)
 	}
+	r.runWindow.start, r.runWindow.size, r.runWindow.valid = pos, size, true
 	return buf, nil
 }
 
@@ -97,6 +104,9 @@ func (r *Reader) NextRun(maxRecords, maxBytes int) (Run, error) {
 				gap, err = r.settle(gap, err)
 				return Run{Gap: gap}, err
 			}
+			continue
+		}
+		if r.filter != nil && r.pos >= r.blockEnd && r.skipBlocks(committed) {
 			continue
 		}
 		run, walked, err := r.collectRun(committed, max(maxRecords, 1), maxBytes)
@@ -181,6 +191,7 @@ func (r *Reader) collectRun(committed *mark, maxRecords, maxBytes int) (Run, boo
 				break
 			}
 			// One record past the window: read the window again from it.
+			r.runWindow.valid = false
 			if window, err = r.window(pos, max(want, int(h.FrameLength)), limit); err != nil {
 				return Run{}, false, err
 			}
@@ -200,6 +211,9 @@ func (r *Reader) collectRun(committed *mark, maxRecords, maxBytes int) (Run, boo
 				pos += int64(h.FrameLength)
 				run.First, run.Next = r.next, r.next
 				start, end, walked = pos, pos, true
+				if pos >= r.blockEnd {
+					break // a new block: its summary may skip it whole
+				}
 				continue
 			}
 		}
@@ -223,8 +237,15 @@ func (r *Reader) finishRun(run Run, frames []byte, end int64) (Run, bool, error)
 	case r.seg.sealed.Load() && r.seg.tryAcquire():
 		run.seg = r.seg
 		run.Frames = frames
+	case r.runBuffer != nil && !r.seg.sealed.Load() && r.filter != nil:
+		// A filtered run is short next to the window; copying it keeps
+		// the window for the records after it.
+		run.buffer, run.log = r.log.getRunBuffer(), r.log
+		*run.buffer = append((*run.buffer)[:0], frames...)
+		run.Frames = *run.buffer
 	case r.runBuffer != nil && !r.seg.sealed.Load():
 		run.buffer, run.log, r.runBuffer = r.runBuffer, r.log, nil
+		r.runWindow.valid = false
 		run.Frames = frames
 	default:
 		run.Frames = append([]byte(nil), frames...)

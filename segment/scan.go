@@ -69,7 +69,9 @@ type scanResult struct {
 	Damage       []damage
 	Torn         *tornTail
 	Index        []indexEntry
-	TooNew       error // the scan stopped at data from a newer format
+	Blocks       []subjectMask // subject mask per entry of Index (summary.go)
+	Dict         dictBuilder   // the subject ids Blocks uses
+	TooNew       error         // the scan stopped at data from a newer format
 }
 
 // scanLimits tell the scanner where the frames of a segment end.
@@ -104,6 +106,7 @@ type scanner struct {
 	batchExpect  uint64 // offset the current batch must start at
 	expect       uint64 // offset the next record must carry
 	pending      []indexEntry
+	pendingBits  blockBits // subject bitmaps of the pending records
 	pendingMin   int64
 	pendingMax   int64
 	pendingN     uint64
@@ -186,16 +189,19 @@ func (s *scanner) record() (Reason, error) {
 	if s.pos+int64(h.FrameLength) > s.limit {
 		return ReasonCorruptRecordHeader, fmt.Errorf("%w: record of %d bytes runs past the data", format.ErrShort, h.FrameLength)
 	}
-	if _, err := format.VerifyRecord(s.data[s.pos:s.limit], h); err != nil {
+	body, err := format.VerifyRecord(s.data[s.pos:s.limit], h)
+	if err != nil {
 		return ReasonCorruptRecordBody, err
 	}
 	if h.Offset != s.expect {
 		return ReasonOffsetMismatch, fmt.Errorf("record carries offset %d, expected %d", h.Offset, s.expect)
 	}
-	if s.pos-s.lastIndexed >= indexInterval {
+	newEntry := s.pos-s.lastIndexed >= indexInterval
+	if newEntry {
 		s.pending = append(s.pending, indexEntry{Offset: h.Offset, Position: s.pos, PriorMaxTimestamp: s.runningMax})
 		s.lastIndexed = s.pos
 	}
+	s.pendingBits.add(s.result.Dict.mask(body), newEntry)
 	s.runningMax = max(s.runningMax, h.Timestamp)
 	if s.pendingN == 0 {
 		s.pendingMin, s.pendingMax = h.Timestamp, h.Timestamp
@@ -232,6 +238,7 @@ func (s *scanner) commit() error {
 	r.MinTimestamp = min(r.MinTimestamp, s.pendingMin)
 	r.MaxTimestamp = max(r.MaxTimestamp, s.pendingMax)
 	r.Index = append(r.Index, s.pending...)
+	r.Blocks = s.pendingBits.appendTo(r.Blocks)
 	for i := range s.checkpoints {
 		if c.DurableNext > r.Damage[i].FirstLost {
 			s.checkpoints[i].proven = true
@@ -252,6 +259,7 @@ func (s *scanner) acceptUpTo(pos int64, next uint64) {
 	s.batchExpect = next
 	s.expect = next
 	s.pending = s.pending[:0]
+	s.pendingBits.clear()
 	s.pendingN = 0
 	s.runningMax = s.acceptedMax
 }
@@ -341,7 +349,7 @@ func (s *scanner) reclassifyUnproven() {
 		end := lastNonZero(s.data, d.Start, s.limit)
 		r.End, r.NextOffset, r.Records = cp.end, cp.next, cp.records
 		r.MinTimestamp, r.MaxTimestamp = cp.minTS, cp.maxTS
-		r.Index, r.Holes = r.Index[:cp.index], r.Holes[:cp.holes]
+		r.Index, r.Blocks, r.Holes = r.Index[:cp.index], r.Blocks[:cp.index], r.Holes[:cp.holes]
 		r.Damage = r.Damage[:i]
 		r.Torn = &tornTail{Start: d.Start, End: end, Reason: ReasonTornTail,
 			Detail: "unacknowledged batches after a torn write: " + d.Detail}

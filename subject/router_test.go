@@ -163,3 +163,21 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 		t.Errorf("cache: %q, %v", stream, ok)
 	}
 }
+
+func TestCacheMissAllocatesOnlyItsKey(t *testing.T) {
+	router := subject.NewRouter(mustTable(t, subject.Binding{Pattern: "s.*", Stream: "s"}))
+	var cache subject.Cache
+	subjects := make([][]byte, subject.CacheEntries*2)
+	for index := range subjects {
+		subjects[index] = fmt.Appendf(nil, "s.%d", index)
+	}
+	cache.Lookup(router, []byte("s.warm")) // the first call sizes the map
+	next := 0
+	allocations := testing.AllocsPerRun(subject.CacheEntries, func() {
+		cache.Lookup(router, subjects[next])
+		next++
+	})
+	if allocations > 1 {
+		t.Errorf("a cache miss allocates %.1f times, want at most 1 (its key)", allocations)
+	}
+}

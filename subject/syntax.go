@@ -89,6 +89,13 @@ func check(input []byte, pattern bool) error {
 	token, tokenStart := 0, 0
 	for offset := 0; offset < len(input); {
 		character := input[offset]
+		// Most bytes of real subjects are letters, '_' or '-' and the like:
+		// '?' to '~' holds none of the separators, wildcards or controls,
+		// so one unsigned comparison settles them.
+		if character-'?' < 0x7f-'?' {
+			offset++
+			continue
+		}
 		switch {
 		case character == '.':
 			if offset == tokenStart {

@@ -19,7 +19,7 @@ func TestValidate(t *testing.T) {
 	}{
 		{"orders", "", 0, 0},
 		{"orders.eu.created", "", 0, 0},
-		{"ordres-1_x:y/z", "", 0, 0},
+		{"orders-1_x:y/z@2", "", 0, 0},
 		{"ü.日本", "", 0, 0},
 		{strings.Repeat("a", subject.MaxLength), "", 0, 0},
 		{strings.Repeat("a.", subject.MaxTokens-1) + "a", "", 0, 0},

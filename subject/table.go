@@ -258,7 +258,7 @@ func (t *Table) Len() int {
 // reached by one path), so its cost is bounded by the subject's tokens and
 // the trie's size, never exponential in wildcards.
 func (t *Table) Lookup(subject []byte) (string, bool) {
-	if t == nil || len(subject) == 0 {
+	if t == nil || len(subject) == 0 || len(subject) > MaxLength {
 		return "", false
 	}
 	stream := lookup(t.root, subject)

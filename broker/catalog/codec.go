@@ -69,15 +69,28 @@ func Encode(c Catalog) ([]byte, error) {
 	for _, b := range c.Bindings {
 		body.Bindings = append(body.Bindings, fileBinding(b))
 	}
-	raw, err := json.Marshal(body)
+	raw, err := marshal(body)
 	if err != nil {
-		return nil, fmt.Errorf("catalog: encoding: %w", err)
+		return nil, err
 	}
-	image, err := json.Marshal(envelope{Format: formatName, Version: Version, CRC32C: fmt.Sprintf("%08x", format.CRC(raw)), Catalog: raw})
+	image, err := marshal(envelope{Format: formatName, Version: Version, CRC32C: fmt.Sprintf("%08x", format.CRC(raw)), Catalog: raw})
 	if err != nil {
-		return nil, fmt.Errorf("catalog: encoding: %w", err)
+		return nil, err
 	}
 	return append(image, '\n'), nil
+}
+
+// marshal encodes without HTML escaping, so patterns read as typed
+// ("orders.>", not "orders.\u003e") and the body's bytes survive being
+// embedded in the envelope unchanged.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	encoder := json.NewEncoder(&buf)
+	encoder.SetEscapeHTML(false)
+	if err := encoder.Encode(v); err != nil {
+		return nil, fmt.Errorf("catalog: encoding: %w", err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // Decode parses a file image: ErrCorrupt when it fails its checks,

@@ -166,6 +166,8 @@ func envelopeLive(run *envelopeRun, broker *brokerProcess) {
 	runCLI(run.t, append(poison, "--max", "1")...)
 	run.expect("ironbus dlq ls", exitClean, "", nil, append([]string{"dlq", "ls"}, addr...)...)
 
+	envelopeStreams(run, addr)
+
 	health := []string{"--health-addr", broker.health()}
 	for _, report := range []string{"groups", "streams", "storage", "recovery", "connections"} {
 		run.expect("ironbus report "+report, exitClean, "", nil, append([]string{"report", report}, health...)...)
@@ -173,6 +175,17 @@ func envelopeLive(run *envelopeRun, broker *brokerProcess) {
 	run.expect("ironbus server info", exitClean, "", nil, append([]string{"server", "info"}, health...)...)
 	run.expect("ironbus server check", exitClean, "", nil, append([]string{"server", "check"}, health...)...)
 	run.expect("ironbus top", exitClean, "", nil, append([]string{"top", "--once", "--interval", "0"}, health...)...)
+}
+
+// envelopeStreams runs the stream verbs against the live broker.
+func envelopeStreams(run *envelopeRun, addr []string) {
+	run.expect("ironbus stream create", exitClean, "", nil, append([]string{"stream", "create", "shipments", "--partitions", "4", "--max-age", "7d"}, addr...)...)
+	run.expect("ironbus stream bind", exitClean, "", nil, append([]string{"stream", "bind", "shipments.>", "shipments"}, addr...)...)
+	run.expect("ironbus stream ls", exitClean, "", nil, append([]string{"stream", "ls"}, addr...)...)
+	run.expect("ironbus stream info", exitClean, "", nil, append([]string{"stream", "info", "shipments"}, addr...)...)
+	run.expect("ironbus stream unbind", exitClean, "", nil, append([]string{"stream", "unbind", "shipments.>"}, addr...)...)
+	run.expect("ironbus stream purge", exitClean, "", nil, append([]string{"stream", "purge", "shipments", "--force"}, addr...)...)
+	run.expect("ironbus stream rm", exitClean, "", nil, append([]string{"stream", "rm", "shipments", "--force"}, addr...)...)
 }
 
 // envelopeOffline runs the commands that read a stopped data directory,

@@ -1,0 +1,129 @@
+package catalog
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/segment/vfs"
+	"github.com/ironbus/ironbus/wire"
+)
+
+// The catalog and the log directories must agree; these helpers keep
+// them so for the broker and the offline tools alike.
+
+// streamsDirName is where a data directory keeps its logs (docs/FORMAT.md);
+// removedPrefix marks a stream directory being deleted: the name is not a
+// valid stream name, so no scan adopts it, and the next open finishes the
+// delete.
+const (
+	streamsDirName = "streams"
+	removedPrefix  = ".removed-"
+)
+
+// Adoptable returns the streams found on disk (ids, from segment.Dir.Logs)
+// that the catalog lacks, or whose entry has fewer partitions than the
+// disk holds: a data directory from before named streams. Each gets the
+// highest partition found + 1, default retention and no creation time.
+func Adoptable(c Catalog, ids []segment.LogID) []Stream {
+	highest := map[string]uint32{}
+	for _, id := range ids {
+		if id.Partition >= wire.MaxPartitions {
+			continue
+		}
+		if p, ok := highest[id.Stream]; !ok || id.Partition > p {
+			highest[id.Stream] = id.Partition
+		}
+	}
+	var out []Stream
+	for name, p := range highest {
+		s, ok := c.Stream(name)
+		if ok && s.Partitions > p {
+			continue
+		}
+		if !ok {
+			s = Stream{Name: name}
+		}
+		s.Partitions = p + 1
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(x, y Stream) int { return strings.Compare(x.Name, y.Name) })
+	return out
+}
+
+// RemoveStreamFiles deletes <root>/streams/<name> (root is a data
+// directory, or the dead-letter directory inside one): renamed out of the
+// scan first, durably, then deleted file by file. A crash in between
+// leaves a directory the next FinishRemovals deletes, never a stream
+// that comes back. A missing directory is not an error.
+func RemoveStreamFiles(fsys vfs.FS, root, name string) error {
+	if err := segment.ValidateStreamName(name); err != nil {
+		return err
+	}
+	streams := path.Join(root, streamsDirName)
+	from := path.Join(streams, name)
+	if _, err := fsys.Stat(from); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	aside := path.Join(streams, fmt.Sprintf("%s%s-%d", removedPrefix, name, time.Now().UnixNano()))
+	if err := fsys.Rename(from, aside); err != nil {
+		return err
+	}
+	if err := fsys.SyncDir(streams); err != nil {
+		return err
+	}
+	return removeTree(fsys, aside)
+}
+
+// FinishRemovals deletes what a crash left of removed streams under
+// <root>/streams.
+func FinishRemovals(fsys vfs.FS, root string) error {
+	streams := path.Join(root, streamsDirName)
+	names, err := fsys.List(streams)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if strings.HasPrefix(name, removedPrefix) {
+			if err := removeTree(fsys, path.Join(streams, name)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// removeTree deletes a directory and everything under it.
+func removeTree(fsys vfs.FS, dir string) error {
+	names, err := fsys.List(dir)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		full := path.Join(dir, name)
+		info, err := fsys.Stat(full)
+		if err != nil {
+			return err
+		}
+		if info.IsDir {
+			err = removeTree(fsys, full)
+		} else {
+			err = fsys.Remove(full)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := fsys.Remove(dir); err != nil {
+		return err
+	}
+	return fsys.SyncDir(path.Dir(dir))
+}

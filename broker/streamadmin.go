@@ -183,11 +183,11 @@ func (b *Broker) purgeStream(ctx context.Context, name string) (*wire.StreamList
 // before the files go, and the files are first renamed out of the scan,
 // so a crash never brings a removed stream back.
 func (b *Broker) removeStream(name string) (*wire.StreamList, *wire.Error) {
-	before, partitions, werr := b.forgetStream(name)
+	before, partitions, aside, werr := b.forgetStream(name)
 	if werr != nil {
 		return nil, werr
 	}
-	if err := catalog.RemoveStreamFiles(b.cfg.FS, b.cfg.DataDir, name); err != nil {
+	if err := catalog.DeleteMoved(b.cfg.FS, aside); err != nil {
 		b.cfg.Logger.Error("the files of a removed stream were not all deleted; the next boot retries", "stream", name, "error", err.Error())
 	}
 	b.removeDeadLetters(name)
@@ -195,24 +195,27 @@ func (b *Broker) removeStream(name string) (*wire.StreamList, *wire.Error) {
 	return before, nil
 }
 
-// forgetStream closes a stream's groups and logs and drops it from the
-// catalog and the router; it returns the stream as it was.
-func (b *Broker) forgetStream(name string) (*wire.StreamList, int, *wire.Error) {
+// forgetStream closes a stream's groups and logs, drops it from the
+// catalog and the router, and moves its files out of the scan, all under
+// logsMu: a publish that recreates the name meanwhile waits, then starts
+// an empty stream in a fresh directory. It returns the stream as it was
+// and where its files went.
+func (b *Broker) forgetStream(name string) (*wire.StreamList, int, string, *wire.Error) {
 	b.bindMu.Lock()
 	defer b.bindMu.Unlock()
 	b.logsMu.Lock()
 	defer b.logsMu.Unlock()
 	served, ok := b.streams[name]
 	if !ok {
-		return nil, 0, streamNotFound(name)
+		return nil, 0, "", streamNotFound(name)
 	}
 	if werr := b.closeStreamGroups(name); werr != nil {
-		return nil, 0, werr
+		return nil, 0, "", werr
 	}
 	before := &wire.StreamList{Streams: []wire.StreamState{b.streamState(served)},
 		Bindings: wireBindings(b.catalog.Catalog().BindingsOf(name))}
 	if err := b.catalog.Update(func(c *catalog.Catalog) error { c.Remove(name); return nil }); err != nil {
-		return nil, 0, storageError(err)
+		return nil, 0, "", storageError(err)
 	}
 	_ = b.router.Update(func(t *subject.Table) (*subject.Table, error) {
 		for _, binding := range t.Bindings() {
@@ -229,7 +232,12 @@ func (b *Broker) forgetStream(name string) (*wire.StreamList, int, *wire.Error) 
 			_ = l.Close()
 		}
 	}
-	return before, len(served.logs), nil
+	aside, err := catalog.MoveStreamAside(b.cfg.FS, b.cfg.DataDir, name)
+	if err != nil {
+		b.cfg.Logger.Error("the files of a removed stream were not moved aside; the next boot would adopt them again: delete the directory by hand",
+			"stream", name, "error", err.Error())
+	}
+	return before, len(served.logs), aside, nil
 }
 
 // closeStreamGroups refuses while a group of the stream (or of its

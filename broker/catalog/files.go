@@ -57,25 +57,44 @@ func Adoptable(c Catalog, ids []segment.LogID) []Stream {
 }
 
 // RemoveStreamFiles deletes <root>/streams/<name> (root is a data
-// directory, or the dead-letter directory inside one): renamed out of the
-// scan first, durably, then deleted file by file. A crash in between
-// leaves a directory the next FinishRemovals deletes, never a stream
-// that comes back. A missing directory is not an error.
+// directory, or the dead-letter directory inside one): MoveStreamAside,
+// then DeleteMoved. A missing directory is not an error.
 func RemoveStreamFiles(fsys vfs.FS, root, name string) error {
-	if err := segment.ValidateStreamName(name); err != nil {
+	aside, err := MoveStreamAside(fsys, root, name)
+	if err != nil {
 		return err
+	}
+	return DeleteMoved(fsys, aside)
+}
+
+// MoveStreamAside renames <root>/streams/<name> out of the scan, durably,
+// and returns where it went ("" when there was no such directory). From
+// then on the name is free: a new stream of that name starts empty, and a
+// crash before DeleteMoved leaves a directory the next FinishRemovals
+// deletes, never a stream that comes back.
+func MoveStreamAside(fsys vfs.FS, root, name string) (string, error) {
+	if err := segment.ValidateStreamName(name); err != nil {
+		return "", err
 	}
 	streams := path.Join(root, streamsDirName)
 	from := path.Join(streams, name)
 	if _, err := fsys.Stat(from); errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return "", nil
 	}
 	aside := path.Join(streams, fmt.Sprintf("%s%s-%d", removedPrefix, name, time.Now().UnixNano()))
 	if err := fsys.Rename(from, aside); err != nil {
-		return err
+		return "", err
 	}
 	if err := fsys.SyncDir(streams); err != nil {
-		return err
+		return "", err
+	}
+	return aside, nil
+}
+
+// DeleteMoved deletes what MoveStreamAside moved ("" is nothing).
+func DeleteMoved(fsys vfs.FS, aside string) error {
+	if aside == "" {
+		return nil
 	}
 	return removeTree(fsys, aside)
 }

@@ -54,9 +54,11 @@ func (s AckStatus) String() string {
 
 // Ack commits messages delivered by Fetch to group: they are never
 // delivered to the group again. It returns one status per message, in
-// order. Messages of several partitions, or more than the protocol's
-// 4,096 per request, are sent as several requests; on an error the
-// statuses of the requests that completed are returned with it.
+// order. Messages of several partitions (from an AllPartitions
+// consumer) are grouped into one request per partition, and more than
+// the protocol's 4,096 per request into several; on an error the
+// statuses of the requests that completed are returned with it (the
+// others are left zero, AckOK, so read the error first).
 func (c *Client) Ack(ctx context.Context, stream, group string, messages ...Message) ([]AckStatus, error) {
 	return c.acknowledge(ctx, stream, group, wire.AckDone, 0, messages)
 }
@@ -86,25 +88,68 @@ func (c *Client) acknowledge(ctx context.Context, stream, group string, op uint8
 			return nil, fmt.Errorf("%w: message %d is from stream %q, not %q", ErrInvalidArgument, i, s, stream)
 		}
 	}
-	statuses := make([]AckStatus, 0, len(messages))
-	for len(messages) > 0 {
-		n := 1 // a run of one partition, at most MaxAckEntries long
-		for n < len(messages) && n < wire.MaxAckEntries && messages[n].Partition == messages[0].Partition {
-			n++
-		}
-		msg := &wire.Ack{Stream: []byte(stream), Partition: messages[0].Partition, Group: []byte(group),
-			Op: op, DelayMs: delayMs, Entries: make([]wire.AckEntry, n)}
-		for i, m := range messages[:n] {
-			msg.Entries[i] = wire.AckEntry{Offset: m.Offset, Lease: m.Lease}
+	statuses := make([]AckStatus, len(messages))
+	for _, run := range partitionRuns(messages) {
+		msg := &wire.Ack{Stream: []byte(stream), Partition: run.partition, Group: []byte(group),
+			Op: op, DelayMs: delayMs, Entries: make([]wire.AckEntry, len(run.indexes))}
+		for i, index := range run.indexes {
+			msg.Entries[i] = wire.AckEntry{Offset: messages[index].Offset, Lease: messages[index].Lease}
 		}
 		got, err := c.ackRequest(ctx, msg)
-		statuses = append(statuses, got...)
+		for i, status := range got {
+			statuses[run.indexes[i]] = status
+		}
 		if err != nil {
 			return statuses, err
 		}
-		messages = messages[n:]
 	}
 	return statuses, nil
+}
+
+// single reports whether messages fit one Ack frame: one partition, at
+// most wire.MaxAckEntries (the common case, taken without a map).
+func single(messages []Message) bool {
+	if len(messages) == 0 || len(messages) > wire.MaxAckEntries {
+		return false
+	}
+	for _, m := range messages[1:] {
+		if m.Partition != messages[0].Partition {
+			return false
+		}
+	}
+	return true
+}
+
+// ackRun is the messages of one Ack frame: one partition (a frame names
+// one), at most wire.MaxAckEntries, as indexes into the caller's slice.
+type ackRun struct {
+	partition uint32
+	indexes   []int
+}
+
+// partitionRuns groups messages by partition, in the order each
+// partition first appears, so messages of an AllPartitions consumer
+// settle in one request per partition however they interleave.
+func partitionRuns(messages []Message) []ackRun {
+	if single(messages) {
+		run := ackRun{partition: messages[0].Partition, indexes: make([]int, len(messages))}
+		for i := range run.indexes {
+			run.indexes[i] = i
+		}
+		return []ackRun{run}
+	}
+	var runs []ackRun
+	open := map[uint32]int{} // partition → its run still taking entries
+	for index, m := range messages {
+		at, ok := open[m.Partition]
+		if !ok || len(runs[at].indexes) == wire.MaxAckEntries {
+			at = len(runs)
+			open[m.Partition] = at
+			runs = append(runs, ackRun{partition: m.Partition})
+		}
+		runs[at].indexes = append(runs[at].indexes, index)
+	}
+	return runs
 }
 
 func (c *Client) ackRequest(ctx context.Context, msg *wire.Ack) ([]AckStatus, error) {

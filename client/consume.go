@@ -21,7 +21,16 @@ const (
 
 // FetchOptions shape one Fetch.
 type FetchOptions struct {
+	// Partition is the stream partition to read, or AllPartitions for
+	// every partition (each Message names its own; order holds per
+	// partition).
 	Partition uint32
+	// Filter, when set, is a subject pattern (`*` matches one token, `>`
+	// the rest): only records whose subject matches are delivered, and
+	// the offsets skipped come as Gaps with Reason GapFiltered, so the
+	// group's position always advances. A group's own filter (set when
+	// OpenGroup created it) wins over this one.
+	Filter string
 	// Type is the group's type (GroupWork when zero). A group that does
 	// not exist is created with it, starting at the earliest record
 	// (OpenGroup picks another start); one that exists must have it.
@@ -60,9 +69,12 @@ type Message struct {
 	Codec Codec
 }
 
-// Gap says that offsets [From, To) will never be delivered to the group,
-// and why: "retention" (removed before the group read them) or "lost"
-// (lost to damage, as reported by the broker's recovery).
+// Gap says that offsets [From, To) of a partition will never be
+// delivered to the group, and why: GapRetention (removed before the
+// group read them), GapLost (lost to damage, as reported by the broker's
+// recovery) or GapFiltered (no record there matches the consumer's
+// subject filter; such gaps are coalesced, and they are how a filtered
+// consumer's position advances past what it does not want).
 type Gap struct {
 	Partition uint32
 	From, To  uint64
@@ -96,7 +108,7 @@ func (c *Client) Fetch(ctx context.Context, stream, group string, opts FetchOpti
 	if err := ctx.Err(); err != nil {
 		return FetchResult{}, err
 	}
-	if err := errors.Join(checkName("stream", stream), checkName("group", group)); err != nil {
+	if err := errors.Join(checkName("stream", stream), checkName("group", group), c.consumeScope(opts.Partition, opts.Filter)); err != nil {
 		return FetchResult{}, err
 	}
 	msg := consumeMessage(stream, group, opts)
@@ -125,6 +137,9 @@ func consumeMessage(stream, group string, opts FetchOptions) *wire.Consume {
 		Stream: []byte(stream), Partition: opts.Partition, Group: []byte(group), Mode: opts.Type.mode(),
 		MaxRecords: DefaultFetchRecords, MaxBytes: DefaultFetchBytes,
 		WaitMs: clampMillis(opts.Wait), LeaseMs: clampMillis(opts.Lease),
+	}
+	if opts.Filter != "" {
+		msg.Filter = []byte(opts.Filter)
 	}
 	if opts.MaxRecords > 0 {
 		msg.MaxRecords = clampCount(opts.MaxRecords)
@@ -285,9 +300,11 @@ func (f *fetchState) gap(g wire.Gap) {
 	reason := fmt.Sprintf("reason(%d)", g.Reason)
 	switch g.Reason {
 	case wire.GapRetention:
-		reason = "retention"
+		reason = GapRetention
 	case wire.GapLost:
-		reason = "lost"
+		reason = GapLost
+	case wire.GapFiltered:
+		reason = GapFiltered
 	}
 	f.gaps = append(f.gaps, Gap{Partition: g.Partition, From: g.From, To: g.To, Reason: reason, Detail: g.Detail})
 }

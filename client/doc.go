@@ -83,6 +83,39 @@
 // one record at a time; run several Consume calls (on one or several
 // connections) for parallelism.
 //
+// # Streams, partitions and subjects
+//
+// With a broker that has the streams capability, a stream may have
+// several partitions and records may be routed by subject. A Destination
+// says where a producer's records go (NewProducerTo, ProduceTo):
+// ToStream(name) lets the broker pick each record's partition by the
+// stable hash of its key (wire.PartitionForKey; a record without a key
+// goes to the connection's own partition), ToPartition(name, p) pins one,
+// and BySubject() stores each record in the stream whose binding
+// (Client.Bind) matches its Subject, refused with no_route when none
+// does. NewProducer(name) and Produce(name) are ToStream. Subjects are
+// dot-separated tokens (package subject); a record's subject is validated
+// before anything is sent, and an invalid one fails with ErrInvalidSubject
+// (wrapping subject.ErrInvalidSubject). Ack.Partition names where a
+// record was stored. Order is total per partition.
+//
+// Consumers read one partition, or AllPartitions (FetchOptions,
+// ConsumeOptions, StreamOptions, GroupOptions): every Message then names
+// its Partition, and Ack, Nack and the rest group messages into one
+// request per partition. A Filter (a subject pattern: `*` one token, `>`
+// the rest) delivers only matching records; the skipped offsets come as
+// Gaps with Reason GapFiltered, coalesced, so positions always advance. A
+// Stream of AllPartitions keeps a position per partition: batches carry
+// Positions, and CommitPositions commits them all (Commit and
+// Position stay the simple calls for one partition).
+//
+// ConsumeSubject subscribes to a pattern across streams: it reads the
+// bindings, consumes every stream bound to an overlapping pattern with
+// the pattern as filter, and runs one serialized handler on every
+// message, each naming its Stream, Partition and Offset. Order holds per
+// stream partition, never across streams. ConsumeStreams does the same
+// for a list of streams.
+//
 // # Reconnecting is explicit
 //
 // The client never reconnects on its own. When the connection breaks,

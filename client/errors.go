@@ -44,6 +44,10 @@ var (
 	// carry (an empty name, a field longer than its length prefix, a
 	// message of another stream).
 	ErrInvalidArgument = errors.New("ironbus client: invalid argument")
+	// ErrInvalidSubject: a record's subject or a consumer's subject
+	// filter is not valid (subject.Validate, subject.ValidatePattern);
+	// nothing was sent. It wraps the subject package's error too.
+	ErrInvalidSubject = errors.New("ironbus client: invalid subject")
 )
 
 // RejectedDelivery is one delivered record that Fetch refused to hand

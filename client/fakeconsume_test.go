@@ -27,8 +27,7 @@ func (fc *fakeConn) consume(f wire.Frame) {
 		return
 	}
 	b.mu.Lock()
-	log := b.logs[string(m.Stream)]
-	if log == nil {
+	if b.logOf(m.Stream, 0) == nil {
 		b.mu.Unlock()
 		fc.out = wire.Append(fc.out, f.RequestID, wire.NewError(wire.CodeNotFound, "no stream %q", m.Stream))
 		return
@@ -37,7 +36,17 @@ func (fc *fakeConn) consume(f wire.Frame) {
 		fc.out = wire.Append(fc.out, f.RequestID, &b.gaps[i])
 	}
 	b.gaps = nil
-	delivered, reason := fc.deliverReady(f.RequestID, log, m)
+	var delivered uint32
+	reason := wire.EndCaughtUp
+	for _, partition := range b.consumedPartitions(m) {
+		log := b.logOf(m.Stream, partition)
+		if log == nil || reason == wire.EndLimit {
+			continue
+		}
+		var n uint32
+		n, reason = fc.deliverReady(f.RequestID, log, partition, m, delivered)
+		delivered += n
+	}
 	b.mu.Unlock()
 	if delivered == 0 && m.WaitMs > 0 && m.Flags&wire.ConsumeNoWait == 0 {
 		id, wait := f.RequestID, time.Duration(m.WaitMs)*time.Millisecond
@@ -50,17 +59,36 @@ func (fc *fakeConn) consume(f wire.Frame) {
 	fc.out = wire.Append(fc.out, f.RequestID, &wire.ConsumeEnd{Delivered: delivered, Reason: reason})
 }
 
-// deliverReady leases and writes the ready records. b.mu is held.
-func (fc *fakeConn) deliverReady(id uint32, log *fakeLog, m wire.Consume) (uint32, uint8) {
+// deliverReady leases and writes the ready records of one partition, after
+// already records of others. A record the filter does not match is
+// settled and reported in a coalesced filtered Gap. b.mu is held.
+func (fc *fakeConn) deliverReady(id uint32, log *fakeLog, partition uint32, m wire.Consume, already uint32) (uint32, uint8) {
 	b := fc.b
 	now := time.Now()
 	var delivered, size uint32
+	skipped := wire.Gap{Partition: partition, Reason: wire.GapFiltered}
+	flushGap := func() {
+		if skipped.To > skipped.From {
+			fc.out = wire.Append(fc.out, id, &skipped)
+		}
+		skipped.From, skipped.To = 0, 0
+	}
+	defer flushGap()
 	for offset := range log.records {
 		r := &log.records[offset]
 		if r.acked || r.leased || now.Before(r.availableAt) {
 			continue
 		}
-		if delivered == m.MaxRecords || (delivered > 0 && size+uint32(len(r.body)) > m.MaxBytes) {
+		if !matches(m.Filter, r.body) {
+			r.acked = true
+			if skipped.To != uint64(offset) {
+				flushGap()
+				skipped.From = uint64(offset)
+			}
+			skipped.To = uint64(offset) + 1
+			continue
+		}
+		if already+delivered == m.MaxRecords || (delivered > 0 && size+uint32(len(r.body)) > m.MaxBytes) {
 			return delivered, wire.EndLimit
 		}
 		b.nextLease++
@@ -75,7 +103,7 @@ func (fc *fakeConn) deliverReady(id uint32, log *fakeLog, m wire.Consume) (uint3
 		if r.attempts > 1 {
 			flags = wire.DeliverRedelivered
 		}
-		fc.out = wire.Append(fc.out, id, &wire.Deliver{Offset: uint64(offset), Lease: r.lease, Attempt: r.attempts,
+		fc.out = wire.Append(fc.out, id, &wire.Deliver{Partition: partition, Offset: uint64(offset), Lease: r.lease, Attempt: r.attempts,
 			Flags: flags, Timestamp: r.timestamp, BodyCRC: r.crc, Body: body})
 		delivered++
 		size += uint32(len(r.body))
@@ -94,8 +122,14 @@ func (fc *fakeConn) ack(f wire.Frame) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	log := b.logs[string(m.Stream)]
+	b.ackFrames = append(b.ackFrames, fakeAck{partition: m.Partition, entries: len(m.Entries)})
+	log := b.logOf(m.Stream, m.Partition)
 	statuses := make([]uint8, len(m.Entries))
+	if m.Op == wire.AckCommit {
+		b.commits[logKey(m.Stream, m.Partition)] = m.Entries[0].Offset
+		fc.out = wire.Append(fc.out, f.RequestID, &wire.AckResult{Statuses: statuses})
+		return
+	}
 	for i, e := range m.Entries {
 		if log == nil || e.Offset >= uint64(len(log.records)) || !log.records[e.Offset].leased {
 			statuses[i] = wire.AckUnknown
@@ -125,20 +159,46 @@ func (fc *fakeConn) streamBatch(f wire.Frame, m wire.Consume) {
 	b := fc.b
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	log := b.logs[string(m.Stream)]
-	if log == nil {
+	if b.logOf(m.Stream, 0) == nil {
 		fc.out = wire.Append(fc.out, f.RequestID, wire.NewError(wire.CodeNotFound, "no stream %q", m.Stream))
 		return
 	}
-	var frames []byte
-	for offset, r := range log.records {
-		at := len(frames)
-		frames = format.AppendRecord(frames, uint64(offset), r.timestamp, r.body, r.crc, format.BodyHash(r.body))
-		if b.corrupt[uint64(offset)] {
-			frames[at+format.RecordHeaderSize] ^= 0x40
+	var delivered uint32
+	for _, partition := range b.consumedPartitions(m) {
+		if log := b.logOf(m.Stream, partition); log != nil {
+			delivered += fc.streamPartition(f.RequestID, log, partition, m.Filter)
 		}
 	}
-	count := uint32(len(log.records))
-	fc.out = wire.Append(fc.out, f.RequestID, &wire.DeliverBatch{Partition: m.Partition, First: 0, Next: uint64(count), Count: count, Frames: frames})
-	fc.out = wire.Append(fc.out, f.RequestID, &wire.ConsumeEnd{Delivered: count, Reason: wire.EndCaughtUp})
+	fc.out = wire.Append(fc.out, f.RequestID, &wire.ConsumeEnd{Delivered: delivered, Reason: wire.EndCaughtUp})
+}
+
+// streamPartition writes one partition's records as runs: a DeliverBatch
+// for each run of records the filter matches, a filtered Gap for each
+// run it does not. b.mu is held.
+func (fc *fakeConn) streamPartition(id uint32, log *fakeLog, partition uint32, filter []byte) uint32 {
+	b := fc.b
+	var delivered uint32
+	for start := 0; start < len(log.records); {
+		matching := matches(filter, log.records[start].body)
+		end := start
+		var frames []byte
+		for end < len(log.records) && matches(filter, log.records[end].body) == matching {
+			r := log.records[end]
+			at := len(frames)
+			frames = format.AppendRecord(frames, uint64(end), r.timestamp, r.body, r.crc, format.BodyHash(r.body))
+			if b.corrupt[uint64(end)] {
+				frames[at+format.RecordHeaderSize] ^= 0x40
+			}
+			end++
+		}
+		if matching {
+			count := uint32(end - start)
+			fc.out = wire.Append(fc.out, id, &wire.DeliverBatch{Partition: partition, First: uint64(start), Next: uint64(end), Count: count, Frames: frames})
+			delivered += count
+		} else {
+			fc.out = wire.Append(fc.out, id, &wire.Gap{Partition: partition, From: uint64(start), To: uint64(end), Reason: wire.GapFiltered})
+		}
+		start = end
+	}
+	return delivered
 }

@@ -25,14 +25,20 @@ type fakeBroker struct {
 	ln net.Listener
 
 	// Configuration: set before the first Dial (in the configure func).
-	welcome     wire.Welcome
-	reject      *wire.Error   // answer Hello with this Error instead of Welcome
-	silent      bool          // never answer Hello
-	reverseAcks bool          // acknowledge each read batch in reverse order
-	ackDelay    time.Duration // wait before acknowledging each read batch
-	discard     bool          // store no bodies (benchmarks: keeps the server allocation-free)
-	produceErr  func(n uint64) *wire.Error
-	recordIDs   bool
+	welcome      wire.Welcome
+	reject       *wire.Error   // answer Hello with this Error instead of Welcome
+	silent       bool          // never answer Hello
+	reverseAcks  bool          // acknowledge each read batch in reverse order
+	ackDelay     time.Duration // wait before acknowledging each read batch
+	discard      bool          // store no bodies (benchmarks: keeps the server allocation-free)
+	produceErr   func(n uint64) *wire.Error
+	recordIDs    bool
+	partitions   map[string]uint32 // stream → partition count (default 1)
+	bindings     map[string]string // subject pattern → stream
+	ackFrames    []fakeAck         // every Ack frame received
+	commits      map[string]uint64 // logKey → committed position (streaming)
+	routed       []byte            // discard mode: the stream of routed records
+	groupFilters []string          // the filter of every OpenGroup received
 
 	mu          sync.Mutex
 	holding     bool
@@ -84,7 +90,7 @@ func startFake(tb testing.TB, configure func(*fakeBroker)) *fakeBroker {
 	if err != nil {
 		panic(err)
 	}
-	b := &fakeBroker{tb: tb, ln: ln, welcome: defaultWelcome(), logs: map[string]*fakeLog{}, corrupt: map[uint64]bool{}}
+	b := &fakeBroker{tb: tb, ln: ln, welcome: defaultWelcome(), logs: map[string]*fakeLog{}, commits: map[string]uint64{}, corrupt: map[uint64]bool{}}
 	if configure != nil {
 		configure(b)
 	}
@@ -363,6 +369,10 @@ func (fc *fakeConn) handle(f wire.Frame) {
 		fc.consume(f)
 	case wire.TypeAck:
 		fc.ack(f)
+	case wire.TypeOpenGroup:
+		fc.openGroup(f)
+	case wire.TypeStreamAdmin:
+		fc.streamAdmin(f)
 	case wire.TypePing:
 		payload, _ := wire.DecodePing(f.Body)
 		b.locked(func() { b.pings++ })
@@ -403,10 +413,19 @@ func (fc *fakeConn) produce(f wire.Frame) {
 			return
 		}
 	}
-	log := b.logs[string(m.Stream)]
+	stream, partition, werr := b.route(m)
+	if werr != nil {
+		fc.batch = append(fc.batch, reply{id: f.RequestID, err: werr})
+		return
+	}
+	log := b.logOf(stream, partition)
 	if log == nil {
 		log = &fakeLog{}
-		b.logs[string(m.Stream)] = log
+		key := logKey(stream, partition)
+		if b.discard {
+			key = string(stream) // logOf's key in discard mode
+		}
+		b.logs[key] = log
 	}
 	offset := uint64(len(log.records))
 	rec := fakeRecord{crc: m.BodyCRC, timestamp: time.Now().UnixNano()}
@@ -418,7 +437,7 @@ func (fc *fakeConn) produce(f wire.Frame) {
 		offset = b.produced - 1
 	}
 	log.records = append(log.records, rec)
-	fc.batch = append(fc.batch, reply{id: f.RequestID, ack: wire.ProduceAck{Partition: m.Partition, Offset: offset}})
+	fc.batch = append(fc.batch, reply{id: f.RequestID, ack: wire.ProduceAck{Partition: partition, Offset: offset}})
 }
 
 // decodeProduce is wire.DecodeProduce, except in discard mode: there it

@@ -74,9 +74,13 @@ type StartPosition struct {
 
 // GroupOptions shape OpenGroup.
 type GroupOptions struct {
-	Partition uint32
+	Partition uint32 // a partition, or AllPartitions
 	Type      GroupType
 	Start     StartPosition
+	// Filter is the group's subject pattern, fixed when the group is
+	// created: its consumers get only matching records (and GapFiltered
+	// gaps for the rest), whatever filter they ask for.
+	Filter string
 }
 
 // GroupInfo describes an open group.
@@ -93,11 +97,15 @@ func (c *Client) OpenGroup(ctx context.Context, stream, group string, opts Group
 	if err := ctx.Err(); err != nil {
 		return GroupInfo{}, err
 	}
-	if err := errors.Join(checkName("stream", stream), checkName("group", group), c.needGroups()); err != nil {
+	if err := errors.Join(checkName("stream", stream), checkName("group", group), c.needGroups(),
+		c.consumeScope(opts.Partition, opts.Filter)); err != nil {
 		return GroupInfo{}, err
 	}
 	msg := &wire.OpenGroup{Stream: []byte(stream), Partition: opts.Partition, Group: []byte(group),
 		Mode: opts.Type.mode(), StartKind: uint8(opts.Start.Kind)}
+	if opts.Filter != "" {
+		msg.Filter = []byte(opts.Filter)
+	}
 	switch opts.Start.Kind {
 	case StartOffset:
 		msg.StartValue = opts.Start.Offset

@@ -56,15 +56,19 @@ type encoder struct {
 // encode frames r as a record body for stream and prepares the Produce
 // message, checking sizes against the server's limits first so nothing
 // too large is ever sent.
-func (e *encoder) encode(c *Client, stream []byte, r *Record) error {
+func (e *encoder) encode(c *Client, t target, r *Record) error {
 	if len(r.Key) > math.MaxUint16 || len(r.Subject) > math.MaxUint16 {
 		return fmt.Errorf("%w: key of %d bytes or subject of %d bytes (maximum %d each)", ErrInvalidArgument, len(r.Key), len(r.Subject), math.MaxUint16)
 	}
+	e.subject = append(e.subject[:0], r.Subject...)
+	if err := checkRecordSubject(e.subject, t.bySubject); err != nil {
+		return err
+	}
+	stream := t.stream
 	e.headers = e.headers[:0]
 	for _, h := range r.Headers {
 		e.headers = append(e.headers, format.Header{Name: h.Name, Value: h.Value})
 	}
-	e.subject = append(e.subject[:0], r.Subject...)
 	b := format.Body{Key: r.Key, Subject: e.subject, Headers: e.headers, Payload: r.Payload}
 	// Sizes are checked uncompressed: compression saves disk and network
 	// but never admits a record the server would refuse uncompressed, so
@@ -86,12 +90,13 @@ func (e *encoder) encode(c *Client, stream []byte, r *Record) error {
 		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
 	e.body = body
-	e.msg = wire.Produce{Stream: stream, BodyCRC: format.CRC(body), Body: body}
+	e.msg = wire.Produce{Stream: stream, Partition: t.partition, Flags: t.flags, BodyCRC: format.CRC(body), Body: body}
 	return nil
 }
 
-// Produce sends one record and waits until it is durable. It returns the
-// record's offset, or the error the server answered (*wire.Error: for
+// Produce sends one record to stream and waits until it is durable: it
+// is ProduceTo(ctx, ToStream(stream), record). It returns where the
+// record was stored, or the error the server answered (*wire.Error: for
 // example busy or no_space, which are retryable), or why it could not be
 // sent.
 //
@@ -99,18 +104,11 @@ func (e *encoder) encode(c *Client, stream []byte, r *Record) error {
 // be stored: retrying it can store it twice (at-least-once). The same
 // holds when the connection breaks while Produce waits.
 func (c *Client) Produce(ctx context.Context, stream string, record Record) (Ack, error) {
-	if err := ctx.Err(); err != nil {
-		return Ack{}, err
-	}
-	if err := checkName("stream", stream); err != nil {
-		return Ack{}, err
-	}
-	enc := c.encoders.Get().(*encoder)
-	defer c.encoders.Put(enc)
-	enc.stream = append(enc.stream[:0], stream...)
-	if err := enc.encode(c, enc.stream, &record); err != nil {
-		return Ack{}, err
-	}
+	return c.ProduceTo(ctx, ToStream(stream), record)
+}
+
+// produceEncoded sends the Produce enc holds and waits for its answer.
+func (c *Client) produceEncoded(ctx context.Context, enc *encoder) (Ack, error) {
 	if err := c.acquireWindow(ctx); err != nil {
 		return Ack{}, err
 	}

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -29,7 +28,7 @@ type Result struct {
 	Sequence uint64
 }
 
-// Producer sends records to one stream without waiting for each ack: up
+// Producer sends records to one Destination without waiting for each ack: up
 // to its window of records are in flight on the connection at once, and
 // their frames are batched into few writes. It is safe for concurrent
 // use; records sent from one goroutine are stored in the order sent.
@@ -39,7 +38,7 @@ type Result struct {
 // failed record may still have been stored (at-least-once).
 type Producer struct {
 	c       *Client
-	stream  []byte
+	target  target
 	nameErr error         // a bad stream name or option, reported by every Send
 	tokens  chan struct{} // one per record Send accepted whose Result is not yet on results
 	results chan Result
@@ -71,15 +70,21 @@ type waiter struct {
 	ch     chan struct{}
 }
 
-// NewProducer returns a producer for stream on this connection.
+// NewProducer returns a producer for stream on this connection: it is
+// NewProducerTo(ToStream(stream), opts), so the broker picks each
+// record's partition from its key.
 func (c *Client) NewProducer(stream string, opts ProducerOptions) *Producer {
+	return c.NewProducerTo(ToStream(stream), opts)
+}
+
+func (c *Client) newProducer(opts ProducerOptions) *Producer {
 	window := opts.Window
 	if window <= 0 || window > c.Window() {
 		window = c.Window()
 	}
 	compressor, err := newCompressor(opts.Compression, opts.CompressMinBytes)
 	return &Producer{
-		c: c, stream: []byte(stream), nameErr: errors.Join(checkName("stream", stream), err),
+		c: c, nameErr: err,
 		tokens:  make(chan struct{}, window),
 		results: make(chan Result, window),
 		ring:    make([]slot, window),
@@ -171,7 +176,7 @@ func (p *Producer) acquire(ctx context.Context) error {
 func (p *Producer) send(r *Record) error {
 	p.sendMu.Lock()
 	defer p.sendMu.Unlock()
-	err := p.enc.encode(p.c, p.stream, r)
+	err := p.enc.encode(p.c, p.target, r)
 	var seq uint64
 	if err == nil {
 		seq, err = p.begin()

@@ -255,9 +255,22 @@ func TestProducerSendDoesNotAllocate(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	b := startFake(t, func(b *fakeBroker) { b.discard = true; b.welcome.Window = 1024 })
+	for _, d := range []client.Destination{client.ToStream("bench"), client.ToPartition("bench", 1), client.BySubject()} {
+		t.Run(d.String(), func(t *testing.T) { producerSendAllocs(t, d) })
+	}
+}
+
+// producerSendAllocs measures a steady-state Send to d, subject
+// validation included.
+func producerSendAllocs(t *testing.T, d client.Destination) {
+	b := startFake(t, func(b *fakeBroker) {
+		b.discard = true
+		b.welcome.Window = 1024
+		b.partitions = map[string]uint32{"bench": 2}
+		b.bindings = map[string]string{"bench.>": "bench"}
+	})
 	c := dial(t, b, client.Options{})
-	p := c.NewProducer("bench", client.ProducerOptions{})
+	p := c.NewProducerTo(d, client.ProducerOptions{})
 	failed := drain(p)
 	record := client.Record{Key: []byte("key"), Subject: "bench.subject", Payload: make([]byte, 100),
 		Headers: []client.Header{{Name: "h", Value: []byte("v")}}}

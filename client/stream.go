@@ -1,10 +1,12 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"time"
 
 	"github.com/ironbus/ironbus/segment/format"
@@ -19,7 +21,14 @@ const (
 
 // StreamOptions shape a Stream.
 type StreamOptions struct {
+	// Partition is the partition to read, or AllPartitions for every
+	// partition: batches then mix partitions, order holds per partition,
+	// and the position is kept (and committed) per partition.
 	Partition uint32
+	// Filter, when set, is a subject pattern: only matching records are
+	// delivered; the offsets skipped come as Gaps with Reason
+	// GapFiltered, so the position advances past them.
+	Filter string
 	// MaxRecords and MaxBytes bound one batch (defaults
 	// DefaultStreamRecords and DefaultStreamBytes; the broker caps
 	// records at 10,000). MaxBytes counts stored frames; the first
@@ -41,12 +50,22 @@ type StreamOptions struct {
 type StreamBatch struct {
 	Messages []Message
 	Gaps     []Gap
-	// Next is the position after this batch: Commit(Next) marks every
-	// record of it (and before it) done.
+	// Next is the position after this batch in the Stream's partition:
+	// Commit(Next) marks every record of it (and before it) done. With
+	// AllPartitions it is 0: Positions has one entry per partition.
 	Next uint64
+	// Positions is, for each partition this batch touched, the position
+	// after it (sorted by partition); CommitPositions commits them all.
+	Positions []PartitionOffset
 	// Reason is why the broker ended the batch: "limit", "caught_up" or
 	// "waited".
 	Reason string
+}
+
+// PartitionOffset is an offset in one partition.
+type PartitionOffset struct {
+	Partition uint32
+	Offset    uint64
 }
 
 // CorruptBatchError reports a record frame of a DeliverBatch that failed
@@ -84,16 +103,18 @@ type Stream struct {
 	ahead      *call     // the request in flight, if any
 	aheadID    uint32
 	messages   []Message
-	payloads   []byte // decompressed payloads of the current batch; reused
-	position   uint64 // the Next of the last batch
-	committed  uint64
+	payloads   []byte            // decompressed payloads of the current batch; reused
+	positions  map[uint32]uint64 // per partition: after the last batch Next returned
+	committed  map[uint32]uint64 // per partition: the last position committed
+	touched    []PartitionOffset // the current batch's Positions; reused
 	lastCommit time.Time
 }
 
 // Stream opens a streaming consumer of group on stream (the group is
 // created in streaming mode if it does not exist).
 func (c *Client) Stream(stream, group string, opts StreamOptions) (*Stream, error) {
-	if err := errors.Join(checkName("stream", stream), checkName("group", group), c.needGroups()); err != nil {
+	if err := errors.Join(checkName("stream", stream), checkName("group", group), c.needGroups(),
+		c.consumeScope(opts.Partition, opts.Filter)); err != nil {
 		return nil, err
 	}
 	if opts.MaxRecords <= 0 {
@@ -102,7 +123,8 @@ func (c *Client) Stream(stream, group string, opts StreamOptions) (*Stream, erro
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = DefaultStreamBytes
 	}
-	return &Stream{client: c, stream: stream, group: group, options: opts, lastCommit: time.Now()}, nil
+	return &Stream{client: c, stream: stream, group: group, options: opts, lastCommit: time.Now(),
+		positions: map[uint32]uint64{}, committed: map[uint32]uint64{}}, nil
 }
 
 // Next returns the next batch. It is empty (no Messages, no Gaps) when
@@ -153,7 +175,7 @@ func (s *Stream) Next(ctx context.Context) (StreamBatch, error) {
 // holding the current one.
 func (s *Stream) request() error {
 	opts := FetchOptions{Partition: s.options.Partition, Type: GroupStreaming, MaxRecords: s.options.MaxRecords,
-		MaxBytes: s.options.MaxBytes, Wait: s.options.Wait}
+		MaxBytes: s.options.MaxBytes, Wait: s.options.Wait, Filter: s.options.Filter}
 	cl := getCall()
 	cl.fetch.stream, cl.fetch.raw, cl.fetch.decompressor = s.stream, true, s.client.decompressor
 	s.turn ^= 1
@@ -174,12 +196,13 @@ func (s *Stream) request() error {
 func (s *Stream) decode(f *fetchState) (StreamBatch, error) {
 	f.decompress() // records that came as Deliver
 	result := f.result()
-	batch := StreamBatch{Gaps: result.Gaps, Reason: result.Reason, Next: s.position}
+	batch := StreamBatch{Gaps: result.Gaps, Reason: result.Reason}
 	if len(f.rejected) > 0 {
 		return StreamBatch{}, &DeliveryError{Rejected: f.rejected}
 	}
 	s.messages = append(s.messages[:0], result.Messages...)
 	s.payloads = s.payloads[:0]
+	s.touched = s.touched[:0]
 	for _, span := range f.spans {
 		run := wire.DeliverBatch{Partition: span.partition, First: span.first, Next: span.next,
 			Count: uint32(span.count), Frames: f.frames[span.start:span.end]}
@@ -190,17 +213,35 @@ func (s *Stream) decode(f *fetchState) (StreamBatch, error) {
 			}
 			return StreamBatch{}, err
 		}
-		batch.Next = max(batch.Next, span.next)
+		s.advance(span.partition, span.next)
 	}
-	if n := len(s.messages); n > 0 {
-		batch.Next = max(batch.Next, s.messages[n-1].Offset+1)
+	for _, m := range s.messages {
+		s.advance(m.Partition, m.Offset+1)
 	}
 	for _, gap := range batch.Gaps {
-		batch.Next = max(batch.Next, gap.To)
+		s.advance(gap.Partition, gap.To)
 	}
-	s.position = batch.Next
+	slices.SortFunc(s.touched, func(a, b PartitionOffset) int { return cmp.Compare(a.Partition, b.Partition) })
+	batch.Positions = s.touched
+	if s.options.Partition != AllPartitions {
+		batch.Next = s.positions[s.options.Partition]
+	}
 	batch.Messages = s.messages
 	return batch, nil
+}
+
+// advance moves a partition's position to at least next, and notes the
+// partition among those the current batch touched.
+func (s *Stream) advance(partition uint32, next uint64) {
+	position := max(s.positions[partition], next)
+	s.positions[partition] = position
+	for i := range s.touched {
+		if s.touched[i].Partition == partition {
+			s.touched[i].Offset = position
+			return
+		}
+	}
+	s.touched = append(s.touched, PartitionOffset{Partition: partition, Offset: position})
 }
 
 // appendRecord returns the walk callback that decodes one verified record
@@ -264,31 +305,70 @@ func (s *Stream) All(ctx context.Context) iter.Seq2[StreamBatch, error] {
 	}
 }
 
-// Position is the offset after the last batch Next returned.
-func (s *Stream) Position() uint64 { return s.position }
+// Position is the offset after the last batch Next returned, in the
+// Stream's partition (with AllPartitions, use Positions).
+func (s *Stream) Position() uint64 { return s.positions[s.options.Partition] }
 
-// Commit stores offset as the group's position: every offset below it is
-// done. Commit(batch.Next) settles a batch and everything before it.
+// Positions is, for every partition read so far, the offset after the
+// last batch Next returned; sorted by partition.
+func (s *Stream) Positions() []PartitionOffset {
+	out := make([]PartitionOffset, 0, len(s.positions))
+	for partition, offset := range s.positions {
+		out = append(out, PartitionOffset{Partition: partition, Offset: offset})
+	}
+	slices.SortFunc(out, func(a, b PartitionOffset) int { return cmp.Compare(a.Partition, b.Partition) })
+	return out
+}
+
+// Commit stores offset as the group's position in the Stream's
+// partition: every offset below it is done. Commit(batch.Next) settles a
+// batch and everything before it. A Stream of AllPartitions commits with
+// CommitPositions or CommitPartition.
 func (s *Stream) Commit(ctx context.Context, offset uint64) error {
-	status, err := s.client.Commit(ctx, s.stream, s.group, s.options.Partition, offset)
+	if s.options.Partition == AllPartitions {
+		return fmt.Errorf("%w: a Stream of every partition commits with CommitPositions or CommitPartition", ErrInvalidArgument)
+	}
+	return s.CommitPartition(ctx, s.options.Partition, offset)
+}
+
+// CommitPartition stores offset as the group's position in one
+// partition.
+func (s *Stream) CommitPartition(ctx context.Context, partition uint32, offset uint64) error {
+	status, err := s.client.Commit(ctx, s.stream, s.group, partition, offset)
 	if err != nil {
 		return err
 	}
 	if status != AckOK {
-		return fmt.Errorf("%w: commit of %s/%d at %d: status %v", ErrInvalidArgument, s.stream, s.options.Partition, offset, status)
+		return fmt.Errorf("%w: commit of %s/%d at %d: status %v", ErrInvalidArgument, s.stream, partition, offset, status)
 	}
-	s.committed = max(s.committed, offset)
+	s.committed[partition] = max(s.committed[partition], offset)
 	s.lastCommit = time.Now()
 	return nil
 }
 
-// commitIfDue commits the position of the batches returned so far when
+// CommitPositions commits the position of every partition that moved
+// since its last commit: everything Next returned so far is done. It is
+// the one call that settles a Stream, of one partition or of all.
+func (s *Stream) CommitPositions(ctx context.Context) error {
+	for _, p := range s.Positions() {
+		if committed, ok := s.committed[p.Partition]; ok && p.Offset <= committed {
+			continue
+		}
+		if err := s.CommitPartition(ctx, p.Partition, p.Offset); err != nil {
+			return err
+		}
+	}
+	s.lastCommit = time.Now()
+	return nil
+}
+
+// commitIfDue commits the positions of the batches returned so far when
 // CommitEvery has passed since the last commit.
 func (s *Stream) commitIfDue(ctx context.Context) error {
-	if s.options.CommitEvery <= 0 || s.position <= s.committed || time.Since(s.lastCommit) < s.options.CommitEvery {
+	if s.options.CommitEvery <= 0 || time.Since(s.lastCommit) < s.options.CommitEvery {
 		return nil
 	}
-	return s.Commit(ctx, s.position)
+	return s.CommitPositions(ctx)
 }
 
 // walkRecords verifies every record frame of a DeliverBatch (header

@@ -29,7 +29,14 @@ type Handler func(ctx context.Context, m Message) error
 
 // ConsumeOptions shape Consume. The zero value is usable.
 type ConsumeOptions struct {
+	// Partition is the partition to read, or AllPartitions: records of
+	// every partition, each settled with its own partition.
 	Partition uint32
+	// Filter, when set, is a subject pattern: only matching records reach
+	// the handler (the rest come to OnGap as GapFiltered gaps). With a
+	// filter, Consume opens the group with it, so a group it creates
+	// keeps the filter.
+	Filter string
 	// Type is GroupWork (the default) or GroupKeyShared: Consume settles
 	// leased records one by one.
 	Type GroupType
@@ -51,7 +58,8 @@ type ConsumeOptions struct {
 	// attempt), so a failing record does not burn its attempts at once.
 	NackDelay time.Duration
 	// OnGap receives the gap advisories: records removed (retention,
-	// damage) before the group reached them. nil ignores them.
+	// damage) before the group reached them, and ranges a filter skipped
+	// (GapFiltered). nil ignores them.
 	OnGap func(Gap)
 	// OnLostLease is told when a handled message could not be settled
 	// because its lease was lost (status expired, stale or unknown): the
@@ -103,12 +111,12 @@ func (c *Client) Consume(ctx context.Context, stream, group string, handler Hand
 	if opts.Type.mode() != wire.ModeWork && opts.Type.mode() != wire.ModeKeyShared {
 		return fmt.Errorf("%w: Consume handles work and key-shared groups, not %s", ErrInvalidArgument, opts.Type)
 	}
-	if opts.Type.mode() != wire.ModeWork || opts.Start.Kind != StartEarliest {
-		if _, err := c.OpenGroup(ctx, stream, group, GroupOptions{Partition: opts.Partition, Type: opts.Type, Start: opts.Start}); err != nil {
+	if opts.Type.mode() != wire.ModeWork || opts.Start.Kind != StartEarliest || opts.Filter != "" {
+		if _, err := c.OpenGroup(ctx, stream, group, GroupOptions{Partition: opts.Partition, Type: opts.Type, Start: opts.Start, Filter: opts.Filter}); err != nil {
 			return err
 		}
 	}
-	fetch := FetchOptions{Partition: opts.Partition, Type: opts.Type, MaxRecords: opts.Batch, Wait: opts.Wait, Lease: opts.Lease}
+	fetch := FetchOptions{Partition: opts.Partition, Type: opts.Type, MaxRecords: opts.Batch, Wait: opts.Wait, Lease: opts.Lease, Filter: opts.Filter}
 	for {
 		result, err := c.Fetch(ctx, stream, group, fetch)
 		if err := ctx.Err(); err != nil {
@@ -212,7 +220,7 @@ func (h *heldLeases) settled(m Message) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for i := range h.messages {
-		if h.messages[i].Offset == m.Offset && h.messages[i].Lease == m.Lease {
+		if h.messages[i].Offset == m.Offset && h.messages[i].Lease == m.Lease && h.messages[i].Partition == m.Partition {
 			h.messages = append(h.messages[:i], h.messages[i+1:]...)
 			return
 		}

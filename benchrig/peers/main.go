@@ -10,6 +10,12 @@
 //	go run . -quick -json ../../bench-results/peers.json
 //	go run . -render ../../bench-results/peers.json -docs ../../docs/BENCHMARKS.md
 //
+// -suite subjects runs issue 9's rows instead (subjects.go): publish over
+// 1, 1,000 and 10,000 subjects against NATS core, and a 1-in-100 filtered
+// read against JetStream's filtered consumer:
+//
+//	go run . -suite subjects -runs 3 -json ../../bench-results/peers-subjects.json
+//
 // It is its own module so that the broker's module never depends on NATS.
 package main
 
@@ -37,6 +43,7 @@ type config struct {
 	jsonPath        string
 	docsPath        string
 	command         string
+	suite           string // "all" (the default table) or "subjects"
 	backend         string // the network backend IronBus's auto picked
 }
 
@@ -75,6 +82,7 @@ func parseFlags() (*config, string, error) {
 	flag.StringVar(&cfg.docsPath, "docs", "", "regenerate the peers block of this markdown file from the JSON")
 	flag.StringVar(&renderFrom, "render", "", "only regenerate -docs from this JSON file")
 	flag.StringVar(&cfg.command, "command", "", "the command to quote in the report (default: this one)")
+	flag.StringVar(&cfg.suite, "suite", "all", "all: the main table; subjects: issue 9's subject routing and filtered consume rows")
 	flag.Parse()
 	for _, field := range strings.Split(sizes, ",") {
 		size, err := strconv.Atoi(strings.TrimSpace(field))
@@ -92,27 +100,37 @@ func parseFlags() (*config, string, error) {
 	if renderFrom != "" && cfg.docsPath == "" {
 		return nil, "", fmt.Errorf("-render needs -docs")
 	}
+	switch {
+	case cfg.suite != "all" && cfg.suite != "subjects":
+		return nil, "", fmt.Errorf("-suite %q: want all or subjects", cfg.suite)
+	case cfg.suite == "subjects" && cfg.docsPath != "":
+		return nil, "", fmt.Errorf("-suite subjects has no docs block: leave out -docs (docs/STREAMS.md quotes its numbers)")
+	}
 	return cfg, renderFrom, nil
 }
 
 func run(cfg *config) error {
 	began := time.Now()
 	measured := samples{}
+	measure, specs := measureRun, rowSpecs
+	if cfg.suite == "subjects" {
+		measure, specs = measureSubjects, subjectRowSpecs
+	}
 	for index := range cfg.runs {
 		progress("run %d of %d", index+1, cfg.runs)
-		if err := measureRun(cfg, measured); err != nil {
+		if err := measure(cfg, measured); err != nil {
 			return err
 		}
 	}
 	var checks []labelCheck
-	if cfg.verify {
+	if cfg.verify && cfg.suite == "all" {
 		progress("counting fsync/fdatasync per side under strace")
 		var err error
 		if checks, err = verifyLabels(cfg); err != nil {
 			progress("label check: %v", err)
 		}
 	}
-	rows, err := build(rowSpecs(cfg), measured)
+	rows, err := build(specs(cfg), measured)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -110,52 +109,10 @@ func natsLatency(url string, size, rate int, duration time.Duration) ([]time.Dur
 }
 
 // natsCorePubSub is the at-most-once reference: one publisher and one
-// subscriber on core NATS (nothing stored), counting what the subscriber
-// received, from the first publish until the last delivery. It publishes
-// for duration or count messages, whichever ends first (count 0: no
-// bound).
+// subscriber on core NATS (nothing stored), on the one subject "core"
+// (natsCoreSubjects).
 func natsCorePubSub(url string, size int, duration time.Duration, count uint64) (outcome, error) {
-	subscriber, err := nats.Connect(url, nats.Name("peers-core-sub"))
-	if err != nil {
-		return outcome{}, err
-	}
-	defer subscriber.Close()
-	var received atomic.Uint64
-	var lastDelivery atomic.Int64
-	subscription, err := subscriber.Subscribe("core", func(*nats.Msg) {
-		received.Add(1)
-		lastDelivery.Store(time.Now().UnixNano())
-	})
-	if err != nil {
-		return outcome{}, err
-	}
-	// No client-side drop limit: a slow subscriber shows as a lower rate,
-	// not as messages silently discarded.
-	_ = subscription.SetPendingLimits(-1, -1)
-	if err := subscriber.Flush(); err != nil {
-		return outcome{}, err
-	}
-	publisher, err := nats.Connect(url, nats.Name("peers-core-pub"))
-	if err != nil {
-		return outcome{}, err
-	}
-	defer publisher.Close()
-	payload := payloadOf(size)
-	start := time.Now()
-	var published uint64
-	for stopAt := start.Add(duration); time.Now().Before(stopAt) && (count == 0 || published < count); published++ {
-		if err := publisher.Publish("core", payload); err != nil {
-			return outcome{}, err
-		}
-	}
-	if err := publisher.Flush(); err != nil {
-		return outcome{}, err
-	}
-	waitForCount(&received, published, 10*time.Second)
-	if received.Load() == 0 {
-		return outcome{}, errors.New("nats core: the subscriber received nothing")
-	}
-	return outcome{messages: received.Load(), elapsed: time.Unix(0, lastDelivery.Load()).Sub(start)}, nil
+	return natsCoreSubjects(url, []string{"core"}, "core", size, duration, count)
 }
 
 // waitForCount waits until counter reaches want or stops moving for half

@@ -33,6 +33,7 @@ type benchOptions struct {
 	tls          bool // bench_tls.go
 
 	payloadOptions benchCompressOptions // bench_compress.go
+	subjectOptions benchSubjectOptions  // bench_subjects.go
 }
 
 // benchSchema names the --json object; a field is never renamed or
@@ -60,6 +61,14 @@ Modes:
   round-trip  producers and consumers at once; reports end-to-end latency
               (send to delivery) besides the ack latency
 
+--subjects N spreads the records over N distinct subjects (bench.s0 …),
+routed by subject through a binding bench makes (bench.> → the stream), to
+measure routing. In subscribe mode, --filter PATTERN makes the consumers read
+through a subject filter, and --filter-sparse K publishes 1 record in K with
+the subject bench.match and filters for it; both report the matching records
+delivered per second and the records traversed per second (delivered plus
+skipped by the filter).
+
 --rate R makes the producers open-loop: records are due at a fixed rate and
 latency counts from when a record was due, not when it could be sent, so a
 stall is not hidden (no coordinated omission).
@@ -77,6 +86,8 @@ that needs --i-understand-this-is-live.`,
   ironbus bench --mode round-trip --rate 1000 --duration 20s
   ironbus bench --mode subscribe --count 1000000 --consume-tier streaming
   ironbus bench --loop std --io-mode direct --json
+  ironbus bench --subjects 10000 --duration 5s
+  ironbus bench --mode subscribe --count 1000000 --consume-tier streaming --filter-sparse 100
   ironbus bench --tls --duration 5s
   ironbus bench --compress lz4 --payload-file sample.jsonl --payload-bytes 1024`,
 		Args: cobra.NoArgs,
@@ -101,6 +112,7 @@ that needs --i-understand-this-is-live.`,
 	flags.BoolVar(&opts.json, "json", false, "print one flat JSON object (schema "+benchSchema+")")
 	addBenchTLSFlags(cmd, bench)
 	addBenchCompressFlags(cmd, &bench.payloadOptions)
+	addBenchSubjectFlags(cmd, &bench.subjectOptions)
 	cmd.RunE = classified(func() error {
 		plan, err := bench.plan(cmd.Flags().Changed)
 		if err != nil {
@@ -140,6 +152,9 @@ func (bench *benchOptions) plan(changed func(string) bool) (*benchPlan, error) {
 		return nil, exitErrorf(exitUsage, "--addr %s is a running broker: bench would write records into it; add --i-understand-this-is-live", bench.addr)
 	case bench.addr != "" && bench.profileOut != "":
 		return nil, exitErrorf(exitUsage, "--profile-out needs the broker bench starts itself (no --addr)")
+	}
+	if err := bench.subjectOptions.check(bench.mode); err != nil {
+		return nil, err
 	}
 	payloads, err := bench.payloadOptions.load()
 	if err != nil {

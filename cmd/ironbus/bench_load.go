@@ -39,15 +39,22 @@ type benchResult struct {
 	ConsumedRecords uint64  `json:"consumed_records,omitempty"`
 	ConsumeSeconds  float64 `json:"consume_seconds,omitempty"`
 	ConsumePerSec   float64 `json:"consume_msgs_per_sec,omitempty"`
-	E2EP50          float64 `json:"e2e_p50_us,omitempty"`
-	E2EP99          float64 `json:"e2e_p99_us,omitempty"`
-	E2EP999         float64 `json:"e2e_p999_us,omitempty"`
-	E2EMax          float64 `json:"e2e_max_us,omitempty"`
-	Fsyncs          uint64  `json:"fsyncs"`
-	FsyncsPerSec    float64 `json:"fsyncs_per_sec"`
-	RecordsPerFsync float64 `json:"records_per_fsync"`
-	RSSBytes        int64   `json:"rss_bytes"`
-	DiskPerPayload  float64 `json:"disk_bytes_per_payload_byte"`
+	Subjects        int     `json:"subjects,omitempty"`
+	Filter          string  `json:"filter,omitempty"`
+	FilterSparse    int     `json:"filter_sparse,omitempty"`
+	// With a filter, ConsumedRecords counts the matching records delivered
+	// and TraversedRecords those plus the ones the filter skipped.
+	TraversedRecords uint64  `json:"traversed_records,omitempty"`
+	TraversePerSec   float64 `json:"traversed_per_sec,omitempty"`
+	E2EP50           float64 `json:"e2e_p50_us,omitempty"`
+	E2EP99           float64 `json:"e2e_p99_us,omitempty"`
+	E2EP999          float64 `json:"e2e_p999_us,omitempty"`
+	E2EMax           float64 `json:"e2e_max_us,omitempty"`
+	Fsyncs           uint64  `json:"fsyncs"`
+	FsyncsPerSec     float64 `json:"fsyncs_per_sec"`
+	RecordsPerFsync  float64 `json:"records_per_fsync"`
+	RSSBytes         int64   `json:"rss_bytes"`
+	DiskPerPayload   float64 `json:"disk_bytes_per_payload_byte"`
 
 	diskBytes int64
 	ack, e2e  *hdrhistogram.Histogram
@@ -74,7 +81,10 @@ func (r *benchResult) fill(plan *benchPlan) {
 	}
 	if r.ConsumeSeconds > 0 {
 		r.ConsumePerSec = float64(r.ConsumedRecords) / r.ConsumeSeconds
+		r.TraversePerSec = float64(r.TraversedRecords) / r.ConsumeSeconds
 	}
+	r.Subjects, r.FilterSparse = plan.subjectOptions.subjects, plan.subjectOptions.filterSparse
+	r.Filter = plan.subjectOptions.consumerFilter()
 	if r.Fsyncs > 0 {
 		r.RecordsPerFsync = float64(r.Records) / float64(r.Fsyncs)
 	}
@@ -99,9 +109,16 @@ func (r *benchResult) print(opts *globalOptions, plan *benchPlan) {
 	fmt.Fprintf(out, "  payloads    %s\n", plan.payloads.describe(r.PayloadFile))
 	fmt.Fprintf(out, "  published   %d records in %.2f s: %.0f msg/s, %.1f MB/s\n", r.Records, r.Seconds, r.MsgsPerSec, r.MBPerSec)
 	fmt.Fprintf(out, "  ack latency p50 %.0f µs  p99 %.0f µs  p99.9 %.0f µs  max %.0f µs\n", r.AckP50, r.AckP99, r.AckP999, r.AckMax)
+	if r.Subjects > 0 {
+		fmt.Fprintf(out, "  subjects    %d distinct, routed by subject (%s → %s)\n", r.Subjects, benchBindingPattern, plan.stream)
+	}
 	if r.ConsumedRecords > 0 {
 		fmt.Fprintf(out, "  consumed    %d records (%s tier, %d consumers) in %.2f s: %.0f msg/s\n",
 			r.ConsumedRecords, r.ConsumeTier, r.Consumers, r.ConsumeSeconds, r.ConsumePerSec)
+	}
+	if r.Filter != "" {
+		fmt.Fprintf(out, "  filter      %s: %d records traversed, %.0f traversed/s (%.0f matching delivered/s)\n",
+			r.Filter, r.TraversedRecords, r.TraversePerSec, r.ConsumePerSec)
 	}
 	if r.E2EP50 > 0 {
 		fmt.Fprintf(out, "  end to end  p50 %.0f µs  p99 %.0f µs  p99.9 %.0f µs  max %.0f µs\n", r.E2EP50, r.E2EP99, r.E2EP999, r.E2EMax)
@@ -118,6 +135,9 @@ func (r *benchResult) print(opts *globalOptions, plan *benchPlan) {
 // runLoad runs the mode's phases against target.
 func runLoad(ctx context.Context, plan *benchPlan, target *benchTarget, _ *progress) (benchResult, error) {
 	result := benchResult{ack: newLatencyHistogram(), e2e: newLatencyHistogram()}
+	if err := prepareSubjects(ctx, plan, target.addr); err != nil {
+		return result, err
+	}
 	switch plan.mode {
 	case "publish":
 		return result, publish(ctx, plan, target.addr, &result)
@@ -191,7 +211,8 @@ func runProducer(ctx context.Context, plan *benchPlan, addr string, shape produc
 		return 0, err
 	}
 	defer c.Close()
-	producer := c.NewProducer(plan.stream, client.ProducerOptions{Window: plan.pubWindow, Compression: plan.payloads.compression})
+	producer := c.NewProducerTo(plan.subjectOptions.destination(plan.stream), client.ProducerOptions{Window: plan.pubWindow, Compression: plan.payloads.compression})
+	subjects := plan.subjectOptions.subjectList()
 	// When each sequence was due, by sequence: a sequence's result is read
 	// at most two windows after it was sent (one in flight, one in the
 	// results channel), plus the one being read.
@@ -245,7 +266,13 @@ func runProducer(ctx context.Context, plan *benchPlan, addr string, shape produc
 		due[sequence%len(due)].Store(at.UnixNano())
 		position = plan.payloads.fill(payload, position)
 		binary.LittleEndian.PutUint64(payload, uint64(at.UnixNano()))
-		if err := producer.Send(ctx, client.Record{Payload: payload}); err != nil {
+		record := client.Record{Payload: payload}
+		if subjects != nil {
+			// Sequences are per producer: every producer spreads its share
+			// over all the subjects.
+			record.Subject = subjects[sequence%len(subjects)]
+		}
+		if err := producer.Send(ctx, record); err != nil {
 			break
 		}
 	}
@@ -258,7 +285,7 @@ func runProducer(ctx context.Context, plan *benchPlan, addr string, shape produc
 // have what the producers stored) and fills the consume figures; with
 // e2e it records each record's latency from its stamped send time.
 func consume(ctx context.Context, plan *benchPlan, addr string, result *benchResult, want uint64, stored *atomic.Uint64) error {
-	var total atomic.Uint64
+	var total consumeCounts
 	var wait sync.WaitGroup
 	var mu sync.Mutex
 	errs := make(chan error, plan.consumers)
@@ -276,7 +303,10 @@ func consume(ctx context.Context, plan *benchPlan, addr string, result *benchRes
 		})
 	}
 	wait.Wait()
-	result.ConsumedRecords = total.Load()
+	result.ConsumedRecords = total.delivered.Load()
+	if plan.subjectOptions.consumerFilter() != "" {
+		result.TraversedRecords = total.traversed.Load()
+	}
 	result.ConsumeSeconds = time.Since(began).Seconds()
 	close(errs)
 	var all []error
@@ -286,10 +316,18 @@ func consume(ctx context.Context, plan *benchPlan, addr string, result *benchRes
 	return errors.Join(all...)
 }
 
+// consumeCounts are the consumers' progress: records delivered, and
+// records traversed (delivered, plus skipped by a subject filter). A
+// consumer stops on traversal, which reaches what was stored whatever
+// the filter lets through.
+type consumeCounts struct {
+	delivered, traversed atomic.Uint64
+}
+
 // runConsumer is one consuming connection. Work-tier consumers share one
 // group; streaming consumers each read everything through a group of
 // their own (a streaming position is per reader).
-func runConsumer(ctx context.Context, plan *benchPlan, addr string, index int, total *atomic.Uint64, want uint64,
+func runConsumer(ctx context.Context, plan *benchPlan, addr string, index int, total *consumeCounts, want uint64,
 	stored *atomic.Uint64, latencies *hdrhistogram.Histogram) error {
 	c, err := client.Dial(ctx, addr, plan.clientOptions(0))
 	if err != nil {
@@ -309,14 +347,23 @@ func runConsumer(ctx context.Context, plan *benchPlan, addr string, index int, t
 		if stored != nil {
 			target = stored.Load()
 		}
-		if total.Load() >= target || idle > 20 {
+		if total.traversed.Load() >= target || idle > 20 {
 			return nil
 		}
-		batch, err := c.Fetch(ctx, plan.stream, group, client.FetchOptions{Type: kind, MaxRecords: 1000, Wait: 100 * time.Millisecond})
+		batch, err := c.Fetch(ctx, plan.stream, group, client.FetchOptions{Type: kind, MaxRecords: 1000, Wait: 100 * time.Millisecond,
+			Filter: plan.subjectOptions.consumerFilter()})
 		if err != nil {
 			return err
 		}
+		for _, gap := range batch.Gaps {
+			if gap.Reason == client.GapFiltered {
+				total.traversed.Add(gap.To - gap.From)
+			}
+		}
 		if len(batch.Messages) == 0 {
+			if len(batch.Gaps) > 0 {
+				continue
+			}
 			if stored != nil && stored.Load() != ^uint64(0) {
 				idle++ // the producers are done: give up after ~2 s of nothing
 			}
@@ -330,7 +377,8 @@ func runConsumer(ctx context.Context, plan *benchPlan, addr string, index int, t
 				_ = latencies.RecordValue(max(now.Sub(sent).Microseconds(), 1))
 			}
 		}
-		total.Add(uint64(len(batch.Messages)))
+		total.delivered.Add(uint64(len(batch.Messages)))
+		total.traversed.Add(uint64(len(batch.Messages)))
 		last := batch.Messages[len(batch.Messages)-1]
 		if kind == client.GroupStreaming {
 			_, err = c.Commit(ctx, plan.stream, group, last.Partition, last.Offset+1)

@@ -57,6 +57,11 @@ func TestBenchUsage(t *testing.T) {
 		{"--payload-bytes", "4"},
 		{"--consume-tier", "bulk"},
 		{"--duration", "soon"},
+		{"--filter", "bench.s1"},
+		{"--mode", "subscribe", "--filter", "bench.s1"},
+		{"--mode", "subscribe", "--subjects", "10", "--filter", "bench..s1"},
+		{"--mode", "subscribe", "--filter-sparse", "100", "--subjects", "10"},
+		{"--subjects", "-1"},
 	} {
 		result := runCLI(t, append([]string{"bench"}, args...)...)
 		expectCode(t, result, exitUsage)

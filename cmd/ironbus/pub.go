@@ -13,15 +13,20 @@ import (
 
 	"github.com/ironbus/ironbus/client"
 	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/subject"
+	"github.com/ironbus/ironbus/wire"
 )
 
 type pubOptions struct {
-	addr     string
-	stream   string
-	key      string
-	headers  []string
-	window   int
-	compress string
+	addr      string
+	stream    string
+	subject   string
+	partition int64 // -1: the broker picks it from the key
+	routed    bool  // --subject without --stream: route by the bindings
+	key       string
+	headers   []string
+	window    int
+	compress  string
 }
 
 func newPubCmd(opts *globalOptions) *cobra.Command {
@@ -38,6 +43,17 @@ the payload), keeping up to --window records in flight on one connection
 (1 = one at a time), and prints the offsets in input order, one bare decimal
 per line, as each becomes durable.
 
+With --subject, every record carries that subject. Without --stream, the
+subject also picks the stream: the broker stores the record in the stream
+whose binding matches it (ironbus stream bind), and refuses it (exit code 3,
+no_route) when none does. With --stream, the record goes to that stream and
+the subject is only stored with it, for consumers' filters.
+
+In a stream of several partitions, the broker picks each record's partition
+from its --key by a stable hash (a record without a key goes to the
+connection's own partition), so one key's records stay in order in one
+partition; --partition P names the partition instead.
+
 Payloads are compressed with lz4 by default (--compress zstd for smaller
 records at more CPU, none to turn it off). A payload is stored compressed
 only when that saves at least an eighth of it and it is at least 128 bytes
@@ -48,6 +64,8 @@ Errors go to standard error and the exit code is not 0: 5 when the broker
 cannot be reached, 3 when it refused a record (the message says why).`,
 		Example: `  ironbus pub "hello"
   ironbus pub --stream orders --key customer-42 --header source=cli '{"total":12}'
+  ironbus pub --subject orders.eu.created --key customer-42 '{"total":12}'
+  ironbus pub --stream orders --partition 3 "to partition 3"
   seq 1 100000 | ironbus pub --window 1024 > offsets.txt
   ironbus pub --compress zstd --stream logs < app.log`,
 		Args: cobra.MaximumNArgs(1),
@@ -55,16 +73,19 @@ cannot be reached, 3 when it refused a record (the message says why).`,
 	flags := cmd.Flags()
 	addAddrFlag(cmd, &pub.addr)
 	flags.StringVar(&pub.stream, "stream", segment.DefaultStream, "stream to publish to")
+	flags.StringVar(&pub.subject, "subject", "", "record subject; without --stream it also routes the record by the stream bindings")
+	flags.Int64Var(&pub.partition, "partition", -1, "partition to publish to (default: the broker picks it from the key)")
 	flags.StringVar(&pub.key, "key", "", "record key")
 	flags.StringArrayVar(&pub.headers, "header", nil, "record header name=value (repeatable)")
 	flags.IntVar(&pub.window, "window", 64, "records in flight at once (1 = one at a time)")
 	flags.StringVar(&pub.compress, "compress", "lz4", "payload compression: lz4, zstd or none (kept only when it saves an eighth)")
-	flags.BoolVar(&opts.json, "json", false, `print one JSON object per record ({"schema":"`+publishedSchema+`","offset":N,"partition":P}) instead of bare offsets`)
+	flags.BoolVar(&opts.json, "json", false, `print one JSON object per record ({"schema":"`+publishedSchema+`","stream":S,"partition":P,"offset":N}) instead of bare offsets`)
 	cmd.RunE = classified(func() error {
 		var payload *string
 		if len(cmd.Flags().Args()) == 1 {
 			payload = &cmd.Flags().Args()[0]
 		}
+		pub.routed = pub.subject != "" && !cmd.Flags().Changed("stream")
 		return runPub(cmd.Context(), opts, pub, payload)
 	})
 	return cmd
@@ -89,6 +110,10 @@ func runPub(ctx context.Context, opts *globalOptions, pub *pubOptions, payload *
 	if err != nil {
 		return err
 	}
+	destination, err := pub.destination()
+	if err != nil {
+		return err
+	}
 	compression, err := client.ParseCompression(pub.compress)
 	if err != nil {
 		return exitErrorf(exitUsage, "--compress %q: want lz4, zstd or none", pub.compress)
@@ -98,17 +123,42 @@ func runPub(ctx context.Context, opts *globalOptions, pub *pubOptions, payload *
 		return err
 	}
 	defer c.Close()
-	producer := c.NewProducer(pub.stream, client.ProducerOptions{Window: pub.window, Compression: compression})
+	producer := c.NewProducerTo(destination, client.ProducerOptions{Window: pub.window, Compression: compression})
+	stream := pub.stream
+	if pub.routed {
+		stream = routedStream(ctx, c, pub.subject)
+	}
 	printed := make(chan error, 1)
-	go func() { printed <- printOffsets(opts.stdout, producer.Results(), opts.json) }()
+	go func() { printed <- printOffsets(opts.stdout, producer.Results(), opts.json, stream) }()
 	sendErr := sendRecords(ctx, producer, template, payload, opts)
 	closeErr := producer.Close()
 	printErr := <-printed
 	return firstError(printErr, sendErr, closeErr)
 }
 
+// destination turns --stream, --subject and --partition into where the
+// records go.
+func (pub *pubOptions) destination() (client.Destination, error) {
+	switch {
+	case pub.partition < -1 || pub.partition >= wire.MaxPartitions:
+		return client.Destination{}, exitErrorf(exitUsage, "--partition %d: want 0 to %d", pub.partition, wire.MaxPartitions-1)
+	case pub.routed && pub.partition >= 0:
+		return client.Destination{}, exitErrorf(exitUsage, "--partition needs --stream: a subject-routed record goes to the partition of its key")
+	case pub.routed:
+		return client.BySubject(), nil
+	case pub.partition >= 0:
+		return client.ToPartition(pub.stream, uint32(pub.partition)), nil
+	}
+	return client.ToStream(pub.stream), nil
+}
+
 func (pub *pubOptions) record() (client.Record, error) {
-	record := client.Record{}
+	record := client.Record{Subject: pub.subject}
+	if pub.subject != "" {
+		if err := subject.Validate([]byte(pub.subject)); err != nil {
+			return record, exitErrorf(exitUsage, "--subject %q: %v (dot-separated tokens, no wildcards)", pub.subject, err)
+		}
+	}
 	if pub.key != "" {
 		record.Key = []byte(pub.key)
 	}
@@ -150,7 +200,9 @@ const publishedSchema = "ironbus.cli.published.v1"
 
 // printOffsets prints each durable offset in send order; the first failed
 // record ends publishing with its error.
-func printOffsets(w io.Writer, results <-chan client.Result, asJSON bool) error {
+// stream is the stream they go to, "" when it is not known (a routed
+// record whose binding could not be read).
+func printOffsets(w io.Writer, results <-chan client.Result, asJSON bool, stream string) error {
 	out := bufio.NewWriter(w)
 	defer out.Flush()
 	var failure error
@@ -165,7 +217,7 @@ func printOffsets(w io.Writer, results <-chan client.Result, asJSON bool) error 
 			if asJSON {
 				// Formatted by hand: a line per acknowledgement is the hot
 				// path of a bulk publish, and the shape is fixed.
-				fmt.Fprintf(out, "{\"schema\":%q,\"offset\":%d,\"partition\":%d}\n", publishedSchema, result.Ack.Offset, result.Ack.Partition)
+				fmt.Fprintf(out, "{\"schema\":%q,\"stream\":%q,\"partition\":%d,\"offset\":%d}\n", publishedSchema, stream, result.Ack.Partition, result.Ack.Offset)
 			} else {
 				fmt.Fprintln(out, result.Ack.Offset)
 			}
@@ -219,7 +271,7 @@ func publishLines(ctx context.Context, addr, stream string, lines []string, wind
 	defer c.Close()
 	producer := c.NewProducer(stream, client.ProducerOptions{Window: window})
 	done := make(chan error, 1)
-	go func() { done <- printOffsets(io.Discard, producer.Results(), false) }()
+	go func() { done <- printOffsets(io.Discard, producer.Results(), false, stream) }()
 	for _, line := range lines {
 		if err := producer.Send(ctx, client.Record{Payload: []byte(line)}); err != nil {
 			break

@@ -66,8 +66,16 @@ type headerOutput struct {
 }
 
 type gapOutput struct {
-	Schema string   `json:"schema"`
-	Gap    gapRange `json:"gap"`
+	Schema    string   `json:"schema"`
+	Stream    string   `json:"stream,omitempty"` // sub: the stream and partition of the gap
+	Partition *uint32  `json:"partition,omitempty"`
+	Gap       gapRange `json:"gap"`
+}
+
+// in names the stream and partition a consumer's gap belongs to.
+func (g gapOutput) in(stream string, partition uint32) gapOutput {
+	g.Stream, g.Partition = stream, &partition
+	return g
 }
 
 func newGapOutput(from, to uint64, reason string) gapOutput {

@@ -12,11 +12,16 @@ import (
 
 	"github.com/ironbus/ironbus/client"
 	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/subject"
+	"github.com/ironbus/ironbus/wire"
 )
 
 type subOptions struct {
 	addr      string
 	stream    string
+	subject   string // a subject pattern: the filter, and without --stream the streams it spans
+	partition int64  // -1: every partition
+	spanning  bool   // --subject without --stream
 	group     string
 	max       int
 	ack       bool
@@ -34,7 +39,7 @@ type subOptions struct {
 func newSubCmd(opts *globalOptions) *cobra.Command {
 	sub := &subOptions{}
 	cmd := &cobra.Command{
-		Use:   "sub --group G [--max N] [--ack|--nack|--term] [--key-shared|--broadcast|--streaming] [--from POS]",
+		Use:   "sub --group G [--stream NAME | --subject PATTERN] [--partition P] [--max N] [--ack|--nack|--term] [--key-shared|--broadcast|--streaming] [--from POS]",
 		Short: "Consume records as a member of a group",
 		Long: `Consume records from a stream as a member of a group.
 
@@ -66,6 +71,15 @@ with none of them its lease simply expires (30 s) and the group gets it
 again. A record delivered 5 times goes to the stream's dead-letter queue,
 readable as the stream .dlq.<stream>.
 
+sub reads every partition of the stream unless --partition names one; order
+holds per partition, and a record of a partition other than 0 shows it
+(partition=P). --subject PATTERN (tokens separated by dots, * for one token,
+> for the rest) delivers only the records whose subject matches; the ranges
+it skips are reported as filtered gaps. With --subject and no --stream, sub
+spans every stream whose binding can match the pattern (ironbus stream
+bind): each line names its stream, and order holds per stream partition
+only.
+
 A new group starts at the earliest record the stream still holds, or where
 --from (an offset, earliest or latest) or --from-time (RFC 3339) says; an
 existing group carries on from its cursor. Gaps (records removed by
@@ -75,12 +89,17 @@ retention or lost to damage) are printed as "gap <from>..<to-1>".`,
   ironbus sub --stream orders --group audit --from-time 2026-11-29T00:00:00Z --broadcast --ack
   ironbus sub --stream sensors --group per-device --key-shared --ack
   ironbus sub --stream orders --group retry --nack --nack-delay 10s
-  ironbus sub --stream .dlq.orders --group triage --max 0`,
+  ironbus sub --stream .dlq.orders --group triage --max 0
+  ironbus sub --stream orders --partition 2 --group replay --streaming
+  ironbus sub --subject 'orders.*.created' --group audit --ack
+  ironbus sub --stream orders --subject 'orders.eu.>' --group eu --ack`,
 		Args: cobra.NoArgs,
 	}
 	flags := cmd.Flags()
 	addAddrFlag(cmd, &sub.addr)
 	flags.StringVar(&sub.stream, "stream", segment.DefaultStream, "stream to consume")
+	flags.StringVar(&sub.subject, "subject", "", "subject pattern to filter by; without --stream, every stream bound to a matching subject")
+	flags.Int64Var(&sub.partition, "partition", -1, "partition to read (default: every partition)")
 	flags.StringVar(&sub.group, "group", "", "work group to consume as (required)")
 	flags.IntVar(&sub.max, "max", 10, "stop after this many records (0 = no limit)")
 	flags.BoolVar(&sub.ack, "ack", false, "acknowledge each record after printing it")
@@ -94,7 +113,10 @@ retention or lost to damage) are printed as "gap <from>..<to-1>".`,
 	flags.StringVar(&sub.fromTime, "from-time", "", "where a new group starts: the first record stored at or after this RFC 3339 time")
 	flags.DurationVar(&sub.wait, "wait", 5*time.Second, "stop when nothing new arrives for this long")
 	flags.BoolVar(&opts.json, "json", false, "print NDJSON: one object per record (schema "+deliverySchema+") or gap ("+gapSchema+")")
-	cmd.RunE = classified(func() error { return runSub(cmd.Context(), opts, sub) })
+	cmd.RunE = classified(func() error {
+		sub.spanning = sub.subject != "" && !cmd.Flags().Changed("stream")
+		return runSub(cmd.Context(), opts, sub)
+	})
 	return cmd
 }
 
@@ -108,45 +130,85 @@ func runSub(ctx context.Context, opts *globalOptions, sub *subOptions) error {
 		return err
 	}
 	defer c.Close()
-	if _, err := c.OpenGroup(ctx, sub.stream, sub.group, groupOptions); err != nil {
-		return subError(err)
-	}
-	printed := 0
-	for sub.max == 0 || printed < sub.max {
-		want := 100
-		if sub.max > 0 {
-			want = min(want, sub.max-printed)
-		}
-		result, err := c.Fetch(ctx, sub.stream, sub.group, client.FetchOptions{Type: groupOptions.Type, MaxRecords: want, Wait: sub.wait})
-		if err != nil {
-			return subError(err)
-		}
-		for _, gap := range result.Gaps {
-			if opts.json {
-				_ = writeJSON(opts.stdout, newGapOutput(gap.From, gap.To, gap.Reason))
-				continue
-			}
-			fmt.Fprintf(opts.stdout, "gap %d..%d (%s)\n", gap.From, gap.To-1, gap.Reason)
-		}
-		if len(result.Messages) == 0 {
-			if len(result.Gaps) == 0 {
-				return nil // --wait passed with nothing new
-			}
-			continue
-		}
-		for _, message := range result.Messages {
-			if opts.json {
-				_ = writeJSON(opts.stdout, messageOutput(message))
-				continue
-			}
-			fmt.Fprintln(opts.stdout, messageLine(message))
-		}
-		printed += len(result.Messages)
-		if err := sub.settle(ctx, c, result.Messages); err != nil {
+	streams := []string{sub.stream}
+	if sub.spanning {
+		if streams, err = spannedStreams(ctx, c, sub.subject); err != nil {
 			return err
 		}
 	}
+	for _, stream := range streams {
+		if _, err := c.OpenGroup(ctx, stream, sub.group, groupOptions); err != nil {
+			return subError(err)
+		}
+	}
+	fetch := client.FetchOptions{Type: groupOptions.Type, Partition: groupOptions.Partition, Filter: groupOptions.Filter,
+		Wait: sub.wait / time.Duration(len(streams))}
+	printed := 0
+	for sub.max == 0 || printed < sub.max {
+		progressed := false
+		for _, stream := range streams {
+			n, moved, err := sub.fetchOnce(ctx, opts, c, stream, fetch, printed)
+			if err != nil {
+				return err
+			}
+			printed += n
+			progressed = progressed || moved
+			if sub.max > 0 && printed >= sub.max {
+				return nil
+			}
+		}
+		if !progressed {
+			return nil // --wait passed with nothing new
+		}
+	}
 	return nil
+}
+
+// fetchOnce fetches, prints and settles one batch of a stream; moved
+// says whether anything (a record or a gap) came.
+func (sub *subOptions) fetchOnce(ctx context.Context, opts *globalOptions, c *client.Client, stream string, fetch client.FetchOptions, printed int) (int, bool, error) {
+	fetch.MaxRecords = 100
+	if sub.max > 0 {
+		fetch.MaxRecords = min(fetch.MaxRecords, sub.max-printed)
+	}
+	result, err := c.Fetch(ctx, stream, sub.group, fetch)
+	if err != nil {
+		return 0, false, subError(err)
+	}
+	for _, gap := range result.Gaps {
+		if opts.json {
+			_ = writeJSON(opts.stdout, newGapOutput(gap.From, gap.To, gap.Reason).in(stream, gap.Partition))
+			continue
+		}
+		fmt.Fprintf(opts.stdout, "%sgap %d..%d (%s)\n", sub.where(stream, gap.Partition), gap.From, gap.To-1, gap.Reason)
+	}
+	for _, message := range result.Messages {
+		if opts.json {
+			_ = writeJSON(opts.stdout, messageOutput(message))
+			continue
+		}
+		fmt.Fprintln(opts.stdout, sub.where(stream, message.Partition)+messageLine(message))
+	}
+	if len(result.Messages) > 0 {
+		if err := sub.settle(ctx, c, stream, result.Messages); err != nil {
+			return 0, false, err
+		}
+	}
+	return len(result.Messages), len(result.Messages) > 0 || len(result.Gaps) > 0, nil
+}
+
+// where prefixes a text line with its stream when sub spans several, and
+// its partition when it is not 0, so a one-partition stream prints as
+// it always did.
+func (sub *subOptions) where(stream string, partition uint32) string {
+	var prefix string
+	if sub.spanning {
+		prefix = "stream=" + stream + " "
+	}
+	if partition != 0 {
+		prefix += fmt.Sprintf("partition=%d ", partition)
+	}
+	return prefix
 }
 
 func messageLine(m client.Message) string {
@@ -195,6 +257,17 @@ func (sub *subOptions) check() (client.GroupOptions, error) {
 		return group, exitErrorf(exitUsage, "--nack and --term need leases: use them with work or --key-shared groups")
 	case sub.max < 0:
 		return group, exitErrorf(exitUsage, "--max must be 0 (no limit) or more")
+	case sub.partition < -1 || sub.partition >= wire.MaxPartitions:
+		return group, exitErrorf(exitUsage, "--partition %d: want 0 to %d", sub.partition, wire.MaxPartitions-1)
+	}
+	if sub.subject != "" {
+		if err := subject.ValidatePattern([]byte(sub.subject)); err != nil {
+			return group, exitErrorf(exitUsage, "--subject %q: %v (dot-separated tokens; * matches one, > the rest)", sub.subject, err)
+		}
+	}
+	group.Partition, group.Filter = client.AllPartitions, sub.subject
+	if sub.partition >= 0 {
+		group.Partition = uint32(sub.partition)
 	}
 	start, err := parseStart(sub.from, sub.fromTime)
 	group.Start = start
@@ -225,30 +298,46 @@ func parseStart(from, fromTime string) (client.StartPosition, error) {
 }
 
 // settle acks, nacks or terms what was printed, as asked; for broadcast
-// and streaming groups --ack moves the group's position past it.
-func (sub *subOptions) settle(ctx context.Context, c *client.Client, messages []client.Message) error {
+// and streaming groups --ack moves the group's position past it, in each
+// partition the messages came from.
+func (sub *subOptions) settle(ctx context.Context, c *client.Client, stream string, messages []client.Message) error {
 	var err error
-	last := messages[len(messages)-1]
 	switch {
-	case sub.ack && sub.broadcast:
-		_, err = c.CumulativeAck(ctx, sub.stream, sub.group, last.Partition, last.Offset+1)
-	case sub.ack && sub.streaming:
-		_, err = c.Commit(ctx, sub.stream, sub.group, last.Partition, last.Offset+1)
+	case sub.ack && (sub.broadcast || sub.streaming):
+		for partition, last := range lastOffsets(messages) {
+			if sub.broadcast {
+				_, err = c.CumulativeAck(ctx, stream, sub.group, partition, last+1)
+			} else {
+				_, err = c.Commit(ctx, stream, sub.group, partition, last+1)
+			}
+			if err != nil {
+				break
+			}
+		}
 	case sub.ack:
-		_, err = c.Ack(ctx, sub.stream, sub.group, messages...)
+		_, err = c.Ack(ctx, stream, sub.group, messages...)
 	case sub.nack:
 		delay := sub.nackDelay
 		if delay == 0 {
 			delay = -1 // the group's backoff
 		}
-		_, err = c.Nack(ctx, sub.stream, sub.group, delay, messages...)
+		_, err = c.Nack(ctx, stream, sub.group, delay, messages...)
 	case sub.term:
-		_, err = c.Term(ctx, sub.stream, sub.group, messages...)
+		_, err = c.Term(ctx, stream, sub.group, messages...)
 	}
 	if err != nil {
 		return subError(err)
 	}
 	return nil
+}
+
+// lastOffsets is the highest offset of each partition among messages.
+func lastOffsets(messages []client.Message) map[uint32]uint64 {
+	last := map[uint32]uint64{}
+	for _, m := range messages {
+		last[m.Partition] = max(last[m.Partition], m.Offset)
+	}
+	return last
 }
 
 func subError(err error) error {
@@ -265,8 +354,9 @@ const deliverySchema = "ironbus.cli.delivery.v1"
 // subMessage is one record in sub's NDJSON output.
 type subMessage struct {
 	Schema          string `json:"schema"`
-	Offset          uint64 `json:"offset"`
+	Stream          string `json:"stream"`
 	Partition       uint32 `json:"partition"`
+	Offset          uint64 `json:"offset"`
 	Timestamp       string `json:"timestamp"`
 	Attempt         uint32 `json:"attempt"`
 	Redelivered     bool   `json:"redelivered"`
@@ -281,7 +371,7 @@ type subMessage struct {
 func messageOutput(m client.Message) subMessage {
 	key, keyEncoding := encodeBytes(m.Key)
 	payload, payloadEncoding := encodeBytes(m.Payload)
-	return subMessage{Schema: deliverySchema, Offset: m.Offset, Partition: m.Partition, Timestamp: m.Timestamp.UTC().Format(time.RFC3339Nano),
+	return subMessage{Schema: deliverySchema, Stream: m.Stream, Offset: m.Offset, Partition: m.Partition, Timestamp: m.Timestamp.UTC().Format(time.RFC3339Nano),
 		Attempt: m.Attempt, Redelivered: m.Redelivered, Key: key, KeyEncoding: keyEncoding, Subject: m.Subject,
 		Payload: payload, PayloadEncoding: payloadEncoding, Codec: m.Codec.String()}
 }

@@ -113,6 +113,29 @@
 //     commit frame; I5 one appender goroutine writes each log; I6 wall time
 //     is data only.
 //
+// # Filtered reading and the subject summary
+//
+// Reader.SetFilter(Matcher) makes a reader return only records whose
+// subject (read from the record body without a copy) matches; each stretch
+// of other records comes back as one gap with reason GapFiltered, never
+// merged with a gap of another reason, and a stretch reaching the
+// committed end as a gap up to it, so a position always advances and
+// every offset is accounted for once. Beside the sparse index, every
+// segment keeps a subject summary: a dictionary of its first 127 distinct
+// subjects (at most 4 KiB of them) and, per index block (64 KiB), a
+// 128-bit mask of the ids of the subjects in the block plus an "unknown
+// subject" bit. A filtered reader asks its Matcher once per dictionary
+// subject and skips, unread, every block whose mask has no matching id,
+// no unknown bit and no hole. The summary is built where the index is
+// (appender, recovery scan, first read, idle rebuild), dropped with it,
+// and never written: the on-disk format does not change.
+//
+//   - S1 a segment has one mask per index entry.
+//   - S2 a mask may claim subjects its block does not hold, never the
+//     reverse: every record's subject id, or the unknown bit, is set.
+//   - S3 subject ids only grow while the index is built, so a reader's
+//     answers per id stay right for as long as it holds the segment.
+//
 // The format is specified in docs/FORMAT.md and recovery in
 // docs/RECOVERY.md; the constants in package format are the format.
 package segment

@@ -71,6 +71,39 @@ func (r *Reader) skipRecord(frameLength uint32) {
 	r.next++
 }
 
+// runVerdict is what a run walk does with a record, filter permitting.
+type runVerdict int
+
+const (
+	keepRecord runVerdict = iota // add it to the run
+	stopRun                      // end the run before it
+	passRecord                   // pass over it: a filtered record, before any of the run
+)
+
+// judge decides about the record with this body, met count records into
+// a run: a run holds consecutive matching records only, and a matching
+// record after a filtered stretch waits until the stretch's gap is out.
+func (r *Reader) judge(body []byte, count int) runVerdict {
+	matched := r.matches(body)
+	switch {
+	case !matched && count == 0:
+		return passRecord
+	case !matched || r.skipping:
+		return stopRun
+	}
+	return keepRecord
+}
+
+// passInRun passes over the filtered record at pos, of frameLength bytes,
+// in a run walk that holds no record yet, and returns the position after
+// it. It moves r.pos too; the walk sets it when it returns.
+func (r *Reader) passInRun(run *Run, pos int64, frameLength uint32) int64 {
+	r.next = run.Next
+	r.skipRecord(frameLength)
+	run.First, run.Next = r.next, r.next
+	return pos + int64(frameLength)
+}
+
 // takeFiltered ends the pending stretch at end and returns its gap.
 func (r *Reader) takeFiltered(end uint64) *Gap {
 	r.skipping = false

@@ -157,3 +157,29 @@ func traverse(b *testing.B, l *Log, m Matcher, api string) int {
 		run.Release()
 	}
 }
+
+// BenchmarkSummaryMask measures what the summary adds to every record the
+// appender writes (and recovery scans): reading the subject from the body
+// and finding its dictionary id, with subjects changing every record
+// (interleaved, the cache of the last subject never hits) or in runs.
+func BenchmarkSummaryMask(b *testing.B) {
+	bodies := make([][]byte, traversalSubjects*10)
+	for i := range bodies {
+		bodies[i] = subjectBody(uint64(i), fmt.Sprint("s.", i%traversalSubjects), traversalPayload, false)
+	}
+	for _, layout := range []string{"interleaved", "clustered"} {
+		b.Run(layout, func(b *testing.B) {
+			var dict dictBuilder
+			var mask subjectMask
+			i := 0
+			for b.Loop() {
+				body := bodies[i%len(bodies)]
+				if layout == "clustered" {
+					body = bodies[i/traversalRun%len(bodies)]
+				}
+				mask.add(dict.mask(body))
+				i++
+			}
+		})
+	}
+}

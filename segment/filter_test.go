@@ -442,3 +442,52 @@ func TestFilteredNextDoesNotAllocate(t *testing.T) {
 		t.Fatalf("filtered Next allocates %v times per record", allocs)
 	}
 }
+
+// TestSetFilterBetweenReads changes the filter part way, and removes it:
+// every offset is still covered once, in order, and each record returned
+// matches the filter in force when it was read.
+func TestSetFilterBetweenReads(t *testing.T) {
+	opts := testOptions(9)
+	opts.SegmentSize = 256 << 10
+	d := openDir(t, vfs.NewMemFS(), opts)
+	defer d.Close()
+	l := openLog(t, d)
+	subjectOf := func(i uint64) string { return []string{"a", "b", "c"}[i/250%3] }
+	var last Ticket
+	for i := range uint64(3000) {
+		last = appendBody(t, l, subjectBody(i, subjectOf(i), 100, false))
+	}
+	waitTicket(t, last)
+	phases := []struct {
+		until uint64
+		m     Matcher
+		want  func(string) bool
+	}{
+		{700, subjectSet{"a": true}, func(s string) bool { return s == "a" }},
+		{1900, subjectSet{"b": true, "c": true}, func(s string) bool { return s != "a" }},
+		{3000, nil, func(string) bool { return true }},
+	}
+	for _, api := range []string{"Next", "NextRun"} {
+		r := l.NewReader(0)
+		at := uint64(0)
+		for _, phase := range phases {
+			r.SetFilter(phase.m)
+			for at < phase.until {
+				from, to, isGap, err := readOne(r, api)
+				if err != nil || from != at || to <= from {
+					t.Fatalf("%s at %d: [%d,%d): %v", api, at, from, to, err)
+				}
+				for offset := from; !isGap && offset < to; offset++ {
+					if !phase.want(subjectOf(offset)) {
+						t.Fatalf("%s: record %d (%s) does not match the filter in force", api, offset, subjectOf(offset))
+					}
+				}
+				at = to
+			}
+		}
+		if _, _, _, err := readOne(r, api); !errors.Is(err, io.EOF) || at != 3000 {
+			t.Fatalf("%s: ended at %d: %v", api, at, err)
+		}
+		r.Close()
+	}
+}

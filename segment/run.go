@@ -151,6 +151,8 @@ func (r *Reader) collectRun(committed *mark, maxRecords, maxBytes int) (Run, boo
 	holeStart := r.nextHoleStart(pos)
 	run := Run{First: r.next, Next: r.next}
 	walked := false
+	// A stretch still pending after SetFilter(nil) must go out first too.
+	filtered := r.filter != nil || r.skipping
 	for run.Count < maxRecords && (run.Count == 0 || int(end-start) < maxBytes) && pos < holeStart {
 		at := pos - windowStart
 		if at+format.RecordHeaderSize > int64(len(window)) && run.Count == 0 && pos+format.RecordHeaderSize <= limit {
@@ -197,24 +199,18 @@ func (r *Reader) collectRun(committed *mark, maxRecords, maxBytes int) (Run, boo
 			}
 			windowStart, at = pos, 0
 		}
-		if r.filter != nil {
-			body := window[at+format.RecordHeaderSize : at+format.RecordHeaderSize+int64(h.BodyLength)]
-			if r.matches(body) {
-				if r.skipping {
-					break // step reports the filtered stretch first
-				}
-			} else if run.Count > 0 {
-				break // a run holds consecutive matching records only
-			} else {
-				r.next = run.Next
-				r.skipRecord(h.FrameLength) // moves r.pos, which is reset below
-				pos += int64(h.FrameLength)
-				run.First, run.Next = r.next, r.next
+		if filtered {
+			verdict := r.judge(window[at+format.RecordHeaderSize:at+format.RecordHeaderSize+int64(h.BodyLength)], run.Count)
+			if verdict == passRecord {
+				// At a new block, stop: its summary may skip it whole.
+				pos = r.passInRun(&run, pos, h.FrameLength)
 				start, end, walked = pos, pos, true
-				if pos >= r.blockEnd {
-					break // a new block: its summary may skip it whole
+				if pos < r.blockEnd {
+					continue
 				}
-				continue
+			}
+			if verdict != keepRecord {
+				break
 			}
 		}
 		pos += int64(h.FrameLength)

@@ -29,7 +29,9 @@ import (
 //     batch recovery later dropped leaves its bit), never less: every
 //     record in block i has its subject's id bit, or the unknown bit, set.
 //   - S3 ids are stable for as long as the index is built: the dictionary
-//     only grows.
+//     only grows, and a reader holds a reference on its segment, so the
+//     index (and the summary with it) cannot be dropped and rebuilt under
+//     it; a reader learns the ids afresh each time it enters a segment.
 //
 // A reader skips a block only when its bitmap has no id the filter matches
 // and no unknown bit, and no hole (damage, skip frame) overlaps it: the

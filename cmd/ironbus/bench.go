@@ -43,54 +43,11 @@ const benchSchema = "ironbus.cli.bench.v1"
 func newBenchCmd(opts *globalOptions) *cobra.Command {
 	bench := &benchOptions{}
 	cmd := &cobra.Command{
-		Use:   "bench [--mode publish|subscribe|round-trip] [--duration D | --count N]",
-		Short: "Measure durable throughput and latency on this machine",
-		Long: `Measure IronBus on this machine, the way its numbers are published.
-
-By default bench starts its own broker (this binary, "serve") on a temporary
-data directory, loads it, stops it and removes the directory, so it measures
-the machine's disk as a real deployment would use it. Every publish is
-acknowledged only after the fdatasync that covers it (--durability sync).
-
-Modes:
-  publish     producers send pipelined records (--pubwindow in flight each);
-              reports durable msgs/s, MB/s and ack latency
-  subscribe   stores the records first, then consumers read them all
-              (--consume-tier work: leased fetches with acks; streaming:
-              no leases, a committed position); reports consume msgs/s
-  round-trip  producers and consumers at once; reports end-to-end latency
-              (send to delivery) besides the ack latency
-
---subjects N spreads the records over N distinct subjects (bench.s0 …),
-routed by subject through a binding bench makes (bench.> → the stream), to
-measure routing. In subscribe mode, --filter PATTERN makes the consumers read
-through a subject filter, and --filter-sparse K publishes 1 record in K with
-the subject bench.match and filters for it; both report the matching records
-delivered per second and the records traversed per second (delivered plus
-skipped by the filter).
-
---rate R makes the producers open-loop: records are due at a fixed rate and
-latency counts from when a record was due, not when it could be sent, so a
-stall is not hidden (no coordinated omission).
-
-Beside the rates it reports what the broker did for them: fdatasyncs/s and
-records per fdatasync, its peak anonymous RSS, and the bytes it wrote to disk
-per payload byte (all read from the broker process, so only when bench
-started it). Payloads are zeros and go uncompressed by default, so runs
-compare with earlier ones and with peers that store raw bytes; zeros shrink
-to almost nothing, so --compress lz4|zstd means something only with
---payload-file, a sample of the data you will publish. Pointing bench at a running broker (--addr) writes load into it:
-that needs --i-understand-this-is-live.`,
-		Example: `  ironbus bench
-  ironbus bench --producers 8 --pubwindow 512 --payload-bytes 1024 --duration 10s
-  ironbus bench --mode round-trip --rate 1000 --duration 20s
-  ironbus bench --mode subscribe --count 1000000 --consume-tier streaming
-  ironbus bench --loop std --io-mode direct --json
-  ironbus bench --subjects 10000 --duration 5s
-  ironbus bench --mode subscribe --count 1000000 --consume-tier streaming --filter-sparse 100
-  ironbus bench --tls --duration 5s
-  ironbus bench --compress lz4 --payload-file sample.jsonl --payload-bytes 1024`,
-		Args: cobra.NoArgs,
+		Use:     "bench [--mode publish|subscribe|round-trip] [--duration D | --count N]",
+		Short:   "Measure durable throughput and latency on this machine",
+		Long:    benchLong,
+		Example: benchExamples,
+		Args:    cobra.NoArgs,
 	}
 	flags := cmd.Flags()
 	flags.StringVar(&bench.mode, "mode", "publish", "publish, subscribe or round-trip")
@@ -265,3 +222,53 @@ func (p *progress) done() {
 	}
 	<-p.stopped
 }
+
+// The help text lives in constants so the constructor stays a screen long.
+const (
+	benchLong = `Measure IronBus on this machine, the way its numbers are published.
+
+By default bench starts its own broker (this binary, "serve") on a temporary
+data directory, loads it, stops it and removes the directory, so it measures
+the machine's disk as a real deployment would use it. Every publish is
+acknowledged only after the fdatasync that covers it (--durability sync).
+
+Modes:
+  publish     producers send pipelined records (--pubwindow in flight each);
+              reports durable msgs/s, MB/s and ack latency
+  subscribe   stores the records first, then consumers read them all
+              (--consume-tier work: leased fetches with acks; streaming:
+              no leases, a committed position); reports consume msgs/s
+  round-trip  producers and consumers at once; reports end-to-end latency
+              (send to delivery) besides the ack latency
+
+--subjects N spreads the records over N distinct subjects (bench.s0 …),
+routed by subject through a binding bench makes (bench.> → the stream), to
+measure routing. In subscribe mode, --filter PATTERN makes the consumers read
+through a subject filter, and --filter-sparse K publishes 1 record in K with
+the subject bench.match and filters for it; both report the matching records
+delivered per second and the records traversed per second (delivered plus
+skipped by the filter).
+
+--rate R makes the producers open-loop: records are due at a fixed rate and
+latency counts from when a record was due, not when it could be sent, so a
+stall is not hidden (no coordinated omission).
+
+Beside the rates it reports what the broker did for them: fdatasyncs/s and
+records per fdatasync, its peak anonymous RSS, and the bytes it wrote to disk
+per payload byte (all read from the broker process, so only when bench
+started it). Payloads are zeros and go uncompressed by default, so runs
+compare with earlier ones and with peers that store raw bytes; zeros shrink
+to almost nothing, so --compress lz4|zstd means something only with
+--payload-file, a sample of the data you will publish. Pointing bench at a running broker (--addr) writes load into it:
+that needs --i-understand-this-is-live.`
+
+	benchExamples = `  ironbus bench
+  ironbus bench --producers 8 --pubwindow 512 --payload-bytes 1024 --duration 10s
+  ironbus bench --mode round-trip --rate 1000 --duration 20s
+  ironbus bench --mode subscribe --count 1000000 --consume-tier streaming
+  ironbus bench --loop std --io-mode direct --json
+  ironbus bench --subjects 10000 --duration 5s
+  ironbus bench --mode subscribe --count 1000000 --consume-tier streaming --filter-sparse 100
+  ironbus bench --tls --duration 5s
+  ironbus bench --compress lz4 --payload-file sample.jsonl --payload-bytes 1024`
+)

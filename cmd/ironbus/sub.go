@@ -39,61 +39,11 @@ type subOptions struct {
 func newSubCmd(opts *globalOptions) *cobra.Command {
 	sub := &subOptions{}
 	cmd := &cobra.Command{
-		Use:   "sub --group G [--stream NAME | --subject PATTERN] [--partition P] [--max N] [--ack|--nack|--term] [--key-shared|--broadcast|--streaming] [--from POS]",
-		Short: "Consume records as a member of a group",
-		Long: `Consume records from a stream as a member of a group.
-
-A group's type is fixed when it is created (by its first consumer):
-  work (default)  members share its records; each is leased to one member
-  --key-shared    like work, but each key belongs to one member at a time
-                  and its records come one at a time, in order
-  --broadcast     one reader at a time, no leases; --ack moves the group's
-                  cursor past what was printed (a cumulative ack)
-  --streaming     no leases; the reader keeps its own position and --ack
-                  commits it
-Consuming an existing group as another type is an error naming both.
-
-sub keeps fetching until it has printed --max records (0 = no limit) or
---wait passes with nothing new, printing one line per record:
-
-  #<offset> key=<key> payload=<payload>
-
-A payload its producer compressed is shown decompressed, with codec=lz4 or
-codec=zstd before it (the JSON lines carry "codec" always). A record that
-cannot be decompressed (garbage behind a valid checksum) ends sub with
-exit code 3 naming its offset; it stays leased and comes back like any
-unacknowledged record.
-
-With --ack each record is acknowledged after it is printed (done for the
-group); with --nack it is returned for redelivery after --nack-delay or the
-group's backoff; with --term it is settled without the dead-letter queue;
-with none of them its lease simply expires (30 s) and the group gets it
-again. A record delivered 5 times goes to the stream's dead-letter queue,
-readable as the stream .dlq.<stream>.
-
-sub reads every partition of the stream unless --partition names one; order
-holds per partition, and a record of a partition other than 0 shows it
-(partition=P). --subject PATTERN (tokens separated by dots, * for one token,
-> for the rest) delivers only the records whose subject matches; the ranges
-it skips are reported as filtered gaps. With --subject and no --stream, sub
-spans every stream whose binding can match the pattern (ironbus stream
-bind): each line names its stream, and order holds per stream partition
-only.
-
-A new group starts at the earliest record the stream still holds, or where
---from (an offset, earliest or latest) or --from-time (RFC 3339) says; an
-existing group carries on from its cursor. Gaps (records removed by
-retention or lost to damage) are printed as "gap <from>..<to-1>".`,
-		Example: `  ironbus sub --group demo --max 10 --ack
-  ironbus sub --stream orders --group billing --max 0 --wait 30s --ack
-  ironbus sub --stream orders --group audit --from-time 2026-11-29T00:00:00Z --broadcast --ack
-  ironbus sub --stream sensors --group per-device --key-shared --ack
-  ironbus sub --stream orders --group retry --nack --nack-delay 10s
-  ironbus sub --stream .dlq.orders --group triage --max 0
-  ironbus sub --stream orders --partition 2 --group replay --streaming
-  ironbus sub --subject 'orders.*.created' --group audit --ack
-  ironbus sub --stream orders --subject 'orders.eu.>' --group eu --ack`,
-		Args: cobra.NoArgs,
+		Use:     "sub --group G [--stream NAME | --subject PATTERN] [--partition P] [--max N] [--ack|--nack|--term] [--key-shared|--broadcast|--streaming] [--from POS]",
+		Short:   "Consume records as a member of a group",
+		Long:    subLong,
+		Example: subExamples,
+		Args:    cobra.NoArgs,
 	}
 	flags := cmd.Flags()
 	addAddrFlag(cmd, &sub.addr)
@@ -375,3 +325,60 @@ func messageOutput(m client.Message) subMessage {
 		Attempt: m.Attempt, Redelivered: m.Redelivered, Key: key, KeyEncoding: keyEncoding, Subject: m.Subject,
 		Payload: payload, PayloadEncoding: payloadEncoding, Codec: m.Codec.String()}
 }
+
+// The help text lives in constants so the constructor stays a screen long.
+const (
+	subLong = `Consume records from a stream as a member of a group.
+
+A group's type is fixed when it is created (by its first consumer):
+  work (default)  members share its records; each is leased to one member
+  --key-shared    like work, but each key belongs to one member at a time
+                  and its records come one at a time, in order
+  --broadcast     one reader at a time, no leases; --ack moves the group's
+                  cursor past what was printed (a cumulative ack)
+  --streaming     no leases; the reader keeps its own position and --ack
+                  commits it
+Consuming an existing group as another type is an error naming both.
+
+sub keeps fetching until it has printed --max records (0 = no limit) or
+--wait passes with nothing new, printing one line per record:
+
+  #<offset> key=<key> payload=<payload>
+
+A payload its producer compressed is shown decompressed, with codec=lz4 or
+codec=zstd before it (the JSON lines carry "codec" always). A record that
+cannot be decompressed (garbage behind a valid checksum) ends sub with
+exit code 3 naming its offset; it stays leased and comes back like any
+unacknowledged record.
+
+With --ack each record is acknowledged after it is printed (done for the
+group); with --nack it is returned for redelivery after --nack-delay or the
+group's backoff; with --term it is settled without the dead-letter queue;
+with none of them its lease simply expires (30 s) and the group gets it
+again. A record delivered 5 times goes to the stream's dead-letter queue,
+readable as the stream .dlq.<stream>.
+
+sub reads every partition of the stream unless --partition names one; order
+holds per partition, and a record of a partition other than 0 shows it
+(partition=P). --subject PATTERN (tokens separated by dots, * for one token,
+> for the rest) delivers only the records whose subject matches; the ranges
+it skips are reported as filtered gaps. With --subject and no --stream, sub
+spans every stream whose binding can match the pattern (ironbus stream
+bind): each line names its stream, and order holds per stream partition
+only.
+
+A new group starts at the earliest record the stream still holds, or where
+--from (an offset, earliest or latest) or --from-time (RFC 3339) says; an
+existing group carries on from its cursor. Gaps (records removed by
+retention or lost to damage) are printed as "gap <from>..<to-1>".`
+
+	subExamples = `  ironbus sub --group demo --max 10 --ack
+  ironbus sub --stream orders --group billing --max 0 --wait 30s --ack
+  ironbus sub --stream orders --group audit --from-time 2026-11-29T00:00:00Z --broadcast --ack
+  ironbus sub --stream sensors --group per-device --key-shared --ack
+  ironbus sub --stream orders --group retry --nack --nack-delay 10s
+  ironbus sub --stream .dlq.orders --group triage --max 0
+  ironbus sub --stream orders --partition 2 --group replay --streaming
+  ironbus sub --subject 'orders.*.created' --group audit --ack
+  ironbus sub --stream orders --subject 'orders.eu.>' --group eu --ack`
+)

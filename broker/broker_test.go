@@ -36,7 +36,7 @@ func testBackend() string {
 }
 
 // testBroker runs a broker on a loopback listener.
-func testBroker(t *testing.T, cfg Config) (string, *Broker) {
+func testBroker(t testing.TB, cfg Config) (string, *Broker) {
 	t.Helper()
 	if cfg.DataDir == "" {
 		cfg.DataDir = t.TempDir()
@@ -68,13 +68,13 @@ func testBroker(t *testing.T, cfg Config) (string, *Broker) {
 
 // rawClient speaks frames directly, so tests control every byte.
 type rawClient struct {
-	t    *testing.T
+	t    testing.TB
 	conn net.Conn
 	in   *bufio.Reader
 	buf  []byte
 }
 
-func dialRaw(t *testing.T, addr string) *rawClient {
+func dialRaw(t testing.TB, addr string) *rawClient {
 	t.Helper()
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {

@@ -106,7 +106,7 @@ func (c *rawClient) openGroup(id uint32, m wire.OpenGroup) (wire.GroupInfo, *wir
 }
 
 // connect dials and shakes hands.
-func connect(t *testing.T, addr string) *rawClient {
+func connect(t testing.TB, addr string) *rawClient {
 	t.Helper()
 	c := dialRaw(t, addr)
 	c.handshake()

@@ -47,11 +47,14 @@ func (s *session) routeSubject(subj []byte) ([]byte, *wire.Error) {
 	if len(subj) == 0 {
 		return nil, wire.NewError(wire.CodeInvalidRequest, "a record routed by subject carries no subject")
 	}
-	if werr := validateSubject(subj); werr != nil {
-		return nil, werr
-	}
+	// The lookup validates what it routes (an invalid subject routes
+	// nowhere), so a routed subject is valid and validation runs again
+	// only to name the error of one that did not route.
 	stream, ok := s.subjects.Lookup(s.broker.router, subj)
 	if !ok {
+		if werr := validateSubject(subj); werr != nil {
+			return nil, werr
+		}
 		return nil, wire.NewError(wire.CodeNoRoute, "no binding matches subject %q; nothing was stored (ironbus stream bind PATTERN STREAM)", subj)
 	}
 	s.routed = append(s.routed[:0], stream...)

@@ -12,7 +12,7 @@ import (
 // batchRecords verifies a DeliverBatch the way a client must (every
 // record frame's checksums, commit frames skipped, offsets consecutive,
 // the count) and returns its records as Deliver values.
-func batchRecords(t *testing.T, body []byte) []wire.Deliver {
+func batchRecords(t testing.TB, body []byte) []wire.Deliver {
 	t.Helper()
 	b, err := wire.DecodeDeliverBatch(body)
 	if err != nil {

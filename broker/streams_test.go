@@ -40,7 +40,7 @@ func (c *rawClient) produceFrame(id uint32, p wire.Produce, key, subject string)
 	return c.read()
 }
 
-func createTestStream(t *testing.T, b *Broker, name string, partitions uint32) {
+func createTestStream(t testing.TB, b *Broker, name string, partitions uint32) {
 	t.Helper()
 	if _, werr := b.createStream(catalog.Stream{Name: name, Partitions: partitions}, true); werr != nil {
 		t.Fatal(werr)
@@ -242,34 +242,7 @@ func TestRoutedProducePathAllocations(t *testing.T) {
 		frames = wire.Append(frames, uint32(i+1), &wire.Produce{Flags: wire.ProduceRouteBySubject, Partition: wire.PartitionAny, BodyCRC: format.CRC(body), Body: body})
 	}
 	buf := make([]byte, 1<<20)
-	round := func() {
-		if _, err := c.conn.Write(frames); err != nil {
-			t.Fatal(err)
-		}
-		acks, start, end := 0, 0, 0
-		for acks < perRound {
-			n, err := c.conn.Read(buf[end:])
-			if err != nil {
-				t.Fatal(err)
-			}
-			end += n
-			for {
-				frame, used, err := wire.ParseFrame(buf[start:end], wire.DefaultMaxFrame)
-				if err != nil {
-					break
-				}
-				if frame.Type != wire.TypeProduceAck {
-					e, _ := wire.DecodeError(frame.Body)
-					t.Fatalf("got %v %+v", frame.Type, e)
-				}
-				acks++
-				start += used
-			}
-			copy(buf, buf[start:end])
-			end -= start
-			start = 0
-		}
-	}
+	round := func() { c.pipelinedRound(frames, perRound, buf) }
 	round()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)

@@ -71,7 +71,16 @@ type Cache struct {
 	router     *Router
 	generation uint64
 	routes     map[string]route
+	// hits counts the lookups the entries served since the cache last
+	// started over; bypass, when above zero, is how many more misses go
+	// uncached (see Lookup).
+	hits   int
+	bypass int
 }
+
+// cacheBypassMisses is how long a cache that did not pay for itself
+// stops storing misses before it tries again.
+const cacheBypassMisses = 16 * CacheEntries
 
 type route struct {
 	stream string
@@ -89,23 +98,47 @@ func (c *Cache) Lookup(r *Router, subject []byte) (string, bool) {
 		c.reset(r, generation)
 	}
 	if cached, hit := c.routes[string(subject)]; hit {
+		c.hits++
 		return cached.stream, cached.ok
 	}
 	stream, ok := r.Table().Lookup(subject)
 	if len(subject) > MaxLength {
 		return stream, ok // invalid anyway; never let one entry hold more than MaxLength bytes
 	}
+	if c.bypass > 0 {
+		c.bypass--
+		if c.bypass > 0 {
+			return stream, ok
+		}
+		c.startOver()
+	}
 	if len(c.routes) >= CacheEntries {
-		clear(c.routes)
+		// A connection cycling through more subjects than the cache
+		// holds would otherwise pay a key allocation and a map insert
+		// per record for entries it never hits: when the entries served
+		// fewer hits than there are of them, misses go uncached for a
+		// while, and the trie walk (which allocates nothing) serves them.
+		if c.hits < CacheEntries {
+			c.bypass = cacheBypassMisses
+			return stream, ok
+		}
+		c.startOver()
 	}
 	c.routes[string(subject)] = route{stream: stream, ok: ok}
 	return stream, ok
+}
+
+// startOver empties the entries and their hit count.
+func (c *Cache) startOver() {
+	clear(c.routes)
+	c.hits = 0
 }
 
 // reset empties the cache for another router or a newer generation. The
 // map keeps its buckets, so refilling it does not grow it again.
 func (c *Cache) reset(r *Router, generation uint64) {
 	c.router, c.generation = r, generation
+	c.hits, c.bypass = 0, 0
 	if c.routes == nil {
 		c.routes = make(map[string]route, CacheEntries)
 		return

@@ -181,3 +181,47 @@ func TestCacheMissAllocatesOnlyItsKey(t *testing.T) {
 		t.Errorf("a cache miss allocates %.1f times, want at most 1 (its key)", allocations)
 	}
 }
+
+// TestCacheStopsStoringWhenItDoesNotPay: a connection cycling through far
+// more subjects than the cache holds gets no hits from it, so once full
+// the cache stops paying a key allocation per miss; a connection whose
+// subjects fit keeps its hits, and a thrashing one tries again later.
+func TestCacheStopsStoringWhenItDoesNotPay(t *testing.T) {
+	router := subject.NewRouter(mustTable(t, subject.Binding{Pattern: "s.*", Stream: "s"}))
+	subjects := make([][]byte, 40*subject.CacheEntries)
+	for index := range subjects {
+		subjects[index] = fmt.Appendf(nil, "s.%d", index)
+	}
+	var cycling subject.Cache
+	for _, s := range subjects[:subject.CacheEntries+1] { // fill it, then one more miss
+		cycling.Lookup(router, s)
+	}
+	next := subject.CacheEntries + 1
+	allocations := testing.AllocsPerRun(1000, func() {
+		if stream, ok := cycling.Lookup(router, subjects[next]); !ok || stream != "s" {
+			t.Fatalf("Lookup(%s) = %q, %v", subjects[next], stream, ok)
+		}
+		next++
+	})
+	if allocations != 0 {
+		t.Errorf("a thrashing cache still allocates %.2f times per miss", allocations)
+	}
+	var steady subject.Cache
+	for range 4 {
+		for _, s := range subjects[:subject.CacheEntries/2] {
+			steady.Lookup(router, s)
+		}
+	}
+	if steady.Len() != subject.CacheEntries/2 {
+		t.Errorf("a cache whose subjects fit holds %d entries, want %d", steady.Len(), subject.CacheEntries/2)
+	}
+	if allocations := testing.AllocsPerRun(100, func() { steady.Lookup(router, subjects[3]) }); allocations != 0 {
+		t.Errorf("a hit allocates %.2f times", allocations)
+	}
+	for _, s := range subjects { // the bypass ends: the cache fills again
+		cycling.Lookup(router, s)
+	}
+	if cycling.Len() == 0 {
+		t.Error("the cache never tried storing again after its bypass")
+	}
+}

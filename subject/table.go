@@ -2,6 +2,7 @@ package subject
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -35,6 +36,12 @@ func (e *AmbiguousError) Unwrap() error { return ErrAmbiguous }
 type Table struct {
 	root     *node
 	bindings []Binding // sorted by Pattern; patterns are unique
+	// exact maps each literal pattern (no wildcard) to its stream, so a
+	// publish to a literally bound subject costs one hash probe however
+	// many bindings there are; a walk of a trie with thousands of
+	// children per node touches cold memory at every level. The trie
+	// keeps literal patterns too: conflicts and wildcard lookups use it.
+	exact map[string]string
 }
 
 // node is one token position of the trie. A pattern ending at this node
@@ -94,13 +101,28 @@ func (t *Table) bind(pattern, stream string, inPlace bool) (*Table, error) {
 	if conflict, ok := t.firstConflict(pattern, stream); ok {
 		return nil, &AmbiguousError{New: Binding{Pattern: pattern, Stream: stream}, Existing: conflict}
 	}
-	root := insert(t.root, strings.Split(pattern, "."), stream, inPlace)
-	bindings := t.bindings
+	tokens := strings.Split(pattern, ".")
+	root := insert(t.root, tokens, stream, inPlace)
+	bindings, exact := t.bindings, t.exact
 	if !inPlace {
 		bindings = slices.Clone(bindings)
 	}
 	bindings = slices.Insert(bindings, index, Binding{Pattern: pattern, Stream: stream})
-	return &Table{root: root, bindings: bindings}, nil
+	if literal(tokens) {
+		if exact == nil || !inPlace {
+			exact = maps.Clone(exact)
+			if exact == nil {
+				exact = map[string]string{}
+			}
+		}
+		exact[pattern] = stream
+	}
+	return &Table{root: root, bindings: bindings, exact: exact}, nil
+}
+
+// literal reports whether a valid pattern's tokens hold no wildcard.
+func literal(tokens []string) bool {
+	return !slices.ContainsFunc(tokens, func(token string) bool { return token == "*" || token == ">" })
 }
 
 // firstConflict returns the smallest-pattern binding to another stream
@@ -188,7 +210,12 @@ func (t *Table) Unbind(pattern string) (*Table, error) {
 	if root == nil {
 		root = &node{}
 	}
-	return &Table{root: root, bindings: slices.Delete(slices.Clone(t.bindings), index, index+1)}, nil
+	exact := t.exact
+	if _, bound := exact[pattern]; bound {
+		exact = maps.Clone(exact)
+		delete(exact, pattern)
+	}
+	return &Table{root: root, bindings: slices.Delete(slices.Clone(t.bindings), index, index+1), exact: exact}, nil
 }
 
 // remove returns a copy of the path without the binding, pruning nodes
@@ -261,7 +288,10 @@ func (t *Table) Lookup(subject []byte) (string, bool) {
 	if t == nil || len(subject) == 0 || len(subject) > MaxLength {
 		return "", false
 	}
-	stream := lookup(t.root, subject)
+	stream, found := t.exact[string(subject)]
+	if !found {
+		stream = lookup(t.root, subject)
+	}
 	if stream == "" || Validate(subject) != nil {
 		return "", false
 	}

@@ -3,6 +3,7 @@ package security
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"sync"
 	"time"
@@ -269,7 +270,10 @@ func (q *QuotaBucket) Take(size int) time.Duration {
 		}
 	}
 	if wait > 0 {
-		return max(time.Duration(wait*float64(time.Second)), time.Millisecond)
+		// Rounded up to whole milliseconds, the unit the hint travels in:
+		// a hint rounded down sends the client back a fraction too early,
+		// to be refused again.
+		return time.Duration(math.Ceil(wait*1000)) * time.Millisecond
 	}
 	if q.rates.MessagesPerSecond > 0 {
 		q.messages--

@@ -115,6 +115,14 @@ bench-peers-quick:
 	cd benchrig/peers && $(GO) run . -dir $(BENCH_DIR) -quick -json ../../bench-results/peers.json \
 	  -command 'make bench-peers-quick'
 
+# bench-peers-subjects: issue 9's rows (docs/STREAMS.md): publish over 1,
+# 1,000 and 10,000 subjects against NATS core, and a 1-in-100 filtered
+# read against JetStream's filtered consumer on the same data.
+.PHONY: bench-peers-subjects
+bench-peers-subjects:
+	cd benchrig/peers && $(GO) run . -suite subjects -dir $(BENCH_DIR) -runs 3 -duration 3s -consume-messages 200000 \
+	  -json ../../bench-results/peers-subjects.json
+
 # crash-test: the kill -9 harness on the real binary, 1,000 cycles (make
 # test runs 50); IRONBUS_SEED replays a run (docs/RELIABILITY.md).
 .PHONY: crash-test

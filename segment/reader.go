@@ -93,6 +93,9 @@ func (r *Reader) Next() (Entry, error) {
 		if r.filter != nil && r.pos >= r.blockEnd && r.skipBlocks(committed) {
 			continue
 		}
+		if r.filter != nil && r.sparse.active && r.jumpSparse(committed, false) {
+			continue
+		}
 		entry, advanced, err := r.step(committed)
 		if err != nil || entry.Gap != nil {
 			gap, err := r.settle(entry.Gap, err)

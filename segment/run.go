@@ -109,6 +109,9 @@ func (r *Reader) NextRun(maxRecords, maxBytes int) (Run, error) {
 		if r.filter != nil && r.pos >= r.blockEnd && r.skipBlocks(committed) {
 			continue
 		}
+		if r.filter != nil && r.sparse.active && r.jumpSparse(committed, true) {
+			continue
+		}
 		run, walked, err := r.collectRun(committed, max(maxRecords, 1), maxBytes)
 		if err != nil || run.Count > 0 {
 			return run, err

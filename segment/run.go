@@ -113,7 +113,7 @@ func (r *Reader) NextRun(maxRecords, maxBytes int) (Run, error) {
 			continue
 		}
 		run, walked, err := r.collectRun(committed, max(maxRecords, 1), maxBytes)
-		if err != nil || run.Count > 0 {
+		if err != nil || run.Count > 0 || run.Gap != nil {
 			return run, err
 		}
 		if walked {
@@ -211,6 +211,14 @@ func (r *Reader) collectRun(committed *mark, maxRecords, maxBytes int) (Run, boo
 				if pos < r.blockEnd {
 					continue
 				}
+			}
+			if verdict == stopRun && run.Count == 0 {
+				// A matching record ends a filtered stretch: the stretch's
+				// gap goes out now, and the next call starts the run with
+				// the record (the header is checked; step would read the
+				// record again, into another window, to say the same).
+				r.pos = start
+				return Run{Gap: r.takeFiltered(run.Next)}, false, nil
 			}
 			if verdict != keepRecord {
 				break

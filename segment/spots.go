@@ -279,6 +279,12 @@ func (r *Reader) passTo(pos int64, next uint64) {
 	r.pos = pos
 }
 
+// sparseChunk is what a jump reads of the active segment when the
+// reader's window does not hold the record already: one short record and
+// its neighbours, not the readChunk a record-by-record walk wants (the
+// next jump is usually further away than that).
+const sparseChunk = 4 << 10
+
 // headerAt decodes the record header at pos, through the reader's window
 // for runs or its buffer for entries so the record path finds it there.
 func (r *Reader) headerAt(pos int64, committed *mark, runs bool) (format.RecordHeader, bool) {
@@ -286,9 +292,9 @@ func (r *Reader) headerAt(pos int64, committed *mark, runs bool) (format.RecordH
 	var head []byte
 	var err error
 	if runs {
-		head, err = r.window(pos, max(readChunk, format.RecordHeaderSize), limit)
+		head, err = r.window(pos, sparseChunk, limit)
 	} else {
-		head, err = r.bytesAt(pos, format.RecordHeaderSize, limit)
+		head, err = r.bytesAtChunk(pos, format.RecordHeaderSize, limit, sparseChunk)
 	}
 	if err != nil || len(head) < format.RecordHeaderSize || format.PeekKind(head) != format.KindRecord {
 		return format.RecordHeader{}, false

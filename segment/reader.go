@@ -312,6 +312,9 @@ func (r *Reader) holeStartingAt(pos int64) (hole, bool) {
 // bytesAt returns up to n bytes at pos, never past limit: from the mapping
 // of a sealed segment, or from a window read from the active one.
 func (r *Reader) bytesAt(pos int64, n int, limit int64) ([]byte, error) {
+	if r.sparse.active {
+		return r.bytesAtChunk(pos, n, limit, sparseChunk) // see collectRun
+	}
 	return r.bytesAtChunk(pos, n, limit, readChunk)
 }
 

@@ -145,6 +145,11 @@ func (r *Reader) NextRun(maxRecords, maxBytes int) (Run, error) {
 func (r *Reader) collectRun(committed *mark, maxRecords, maxBytes int) (Run, bool, error) {
 	limit := r.limit(committed)
 	want := int(max(min(limit-r.pos, int64(max(maxBytes, readChunk))), 0))
+	if r.sparse.active {
+		// Jumping through a block: only the records at its spots are
+		// read, and the next one is usually further than this.
+		want = min(want, sparseChunk)
+	}
 	window, err := r.window(r.pos, want, limit)
 	if err != nil {
 		return Run{}, false, err

@@ -144,12 +144,7 @@ func (r *Reader) NextRun(maxRecords, maxBytes int) (Run, error) {
 // (commit frames, records below the position) without finding a record.
 func (r *Reader) collectRun(committed *mark, maxRecords, maxBytes int) (Run, bool, error) {
 	limit := r.limit(committed)
-	want := int(max(min(limit-r.pos, int64(max(maxBytes, readChunk))), 0))
-	if r.sparse.active {
-		// Jumping through a block: only the records at its spots are
-		// read, and the next one is usually further than this.
-		want = min(want, sparseChunk)
-	}
+	want := r.runWant(limit, maxBytes)
 	window, err := r.window(r.pos, want, limit)
 	if err != nil {
 		return Run{}, false, err
@@ -218,10 +213,8 @@ func (r *Reader) collectRun(committed *mark, maxRecords, maxBytes int) (Run, boo
 				}
 			}
 			if verdict == stopRun && run.Count == 0 {
-				// A matching record ends a filtered stretch: the stretch's
-				// gap goes out now, and the next call starts the run with
-				// the record (the header is checked; step would read the
-				// record again, into another window, to say the same).
+				// A match ends a filtered stretch: its gap goes out now
+				// (step would read the record again only to say so).
 				r.pos = start
 				return Run{Gap: r.takeFiltered(run.Next)}, false, nil
 			}
@@ -239,6 +232,17 @@ func (r *Reader) collectRun(committed *mark, maxRecords, maxBytes int) (Run, boo
 		return Run{}, walked, nil
 	}
 	return r.finishRun(run, window[start-windowStart:end-windowStart], end)
+}
+
+// runWant is how many bytes a run walk reads into its window at once.
+func (r *Reader) runWant(limit int64, maxBytes int) int {
+	want := int(max(min(limit-r.pos, int64(max(maxBytes, readChunk))), 0))
+	if r.sparse.active {
+		// Jumping through a block: only the records at its spots are
+		// read, and the next one is usually further than this.
+		want = min(want, sparseChunk)
+	}
+	return want
 }
 
 // finishRun moves the reader past the run and pins the frames: a sealed

@@ -47,8 +47,12 @@ type writer struct {
 	done   chan struct{} // closed by the session: no more input
 	exited chan struct{}
 
-	mu          sync.Mutex
-	queued      []outgoing
+	mu     sync.Mutex
+	queued []outgoing
+	// head is the first item of queued not yet collected: collect takes
+	// up to one vectored item per write, and a consume answer queues one
+	// per run, so shifting the rest down each time would be quadratic.
+	head        int
 	queuedBytes int
 	onDrain     func() // one-shot: the queue fell below half its limit
 	finished    bool   // the writer exited: vectored items are released at once
@@ -153,8 +157,8 @@ func (w *writer) abandon(head *outgoing) {
 	}
 	w.mu.Lock()
 	w.finished = true
-	items := w.queued
-	w.queued = nil
+	items := w.queued[w.head:]
+	w.queued, w.head = nil, 0
 	w.mu.Unlock()
 	for _, item := range items {
 		if item.done != nil {
@@ -221,7 +225,7 @@ func (w *writer) collect() *outgoing {
 	w.mu.Lock()
 	var vectored *outgoing
 	taken := 0
-	for i := range w.queued {
+	for i := w.head; i < len(w.queued); i++ {
 		item := w.queued[i]
 		w.queued[i] = outgoing{}
 		taken++
@@ -237,7 +241,17 @@ func (w *writer) collect() *outgoing {
 		w.queuedBytes -= size
 		w.buf = append(w.buf, item.bytes...)
 	}
-	w.queued = append(w.queued[:0], w.queued[taken:]...)
+	w.head += taken
+	switch {
+	case w.head == len(w.queued):
+		w.queued, w.head = w.queued[:0], 0
+	case w.head > len(w.queued)/2:
+		// Move the rest down once at least as many were taken: amortized
+		// constant per item, and the slice does not grow without bound.
+		rest := copy(w.queued, w.queued[w.head:])
+		clear(w.queued[rest:])
+		w.queued, w.head = w.queued[:rest], 0
+	}
 	var drained func()
 	if w.queuedBytes <= w.limit/2 {
 		drained = w.onDrain
@@ -253,7 +267,7 @@ func (w *writer) collect() *outgoing {
 func (w *writer) empty() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.queued) == 0
+	return len(w.queued) == w.head
 }
 
 // wait blocks until something is ready and reports whether input ended.

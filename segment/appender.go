@@ -39,6 +39,10 @@ type appender struct {
 	// bitmaps of the records of the piece being written (summary.go).
 	dict dictBuilder
 	bits blockBits
+	// spots of the active segment's finished blocks, and the records of
+	// the piece being written, fed to it once written (spots.go P3).
+	spots        spotBuilder
+	pendingSpots []pendingSpot
 
 	prepared  chan preparedFile
 	ready     *preparedFile
@@ -60,6 +64,8 @@ func (a *appender) resetActiveStats() {
 	a.tail = a.tail[:0]
 	a.dict.reset()
 	a.bits.clear()
+	a.spots.reset()
+	a.pendingSpots = a.pendingSpots[:0]
 }
 
 // newStagingLocked returns an empty staging batch on the log's free
@@ -226,6 +232,7 @@ func (a *appender) writePiece(b *batch, piece []byte, first, count uint64) error
 	if err != nil {
 		a.entries = a.entries[:0]
 		a.bits.clear()
+		a.pendingSpots = a.pendingSpots[:0]
 		return fmt.Errorf("writing %s at %d: %w", a.active.path, a.pos, err)
 	}
 	end := a.pos + int64(len(piece)) + format.CommitFrameSize
@@ -234,7 +241,9 @@ func (a *appender) writePiece(b *batch, piece []byte, first, count uint64) error
 	}
 	a.count += count
 	a.minTS, a.maxTS = min(a.minTS, minTS), max(a.maxTS, maxTS)
-	a.active.recordAppend(a.entries, &a.bits, a.dict.dict, first+count, count, minTS, maxTS, end)
+	a.spots.addPending(a.pendingSpots)
+	a.pendingSpots = a.pendingSpots[:0]
+	a.active.recordAppend(a.entries, &a.bits, a.dict.dict, a.spots.blockSpots, first+count, count, minTS, maxTS, end)
 	a.entries = a.entries[:0]
 	a.bits.clear()
 	a.pos, a.next = end, first+count
@@ -255,7 +264,9 @@ func (a *appender) indexPiece(piece []byte) (int64, int64) {
 				Position: a.pos + int64(at), PriorMaxTimestamp: a.maxTS})
 			a.lastIndexed = a.pos + int64(at)
 		}
-		a.bits.add(a.dict.mask(recordSubjectBody(header)), newEntry)
+		id := a.dict.id(recordSubjectBody(header))
+		a.bits.add(idMask(id), newEntry)
+		a.pendingSpots = append(a.pendingSpots, pendingSpot{pos: a.pos + int64(at), id: id, newEntry: newEntry})
 		minTS, maxTS = min(minTS, ts), max(maxTS, ts)
 		// The prior maximum of later entries includes this record.
 		a.maxTS = max(a.maxTS, ts)

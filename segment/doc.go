@@ -136,6 +136,18 @@
 //   - S3 subject ids only grow while the index is built, so a reader's
 //     answers per id stay right for as long as it holds the segment.
 //
+// A subject in every block but rare in each (1 record in 100, interleaved)
+// defeats the masks; per block the summary also lists the positions of the
+// subjects met at most 8 times there (spots: at most 16 per block, 64 KiB
+// per segment, all or nothing per subject). In a whole block where every
+// matching subject is listed, the reader reads only the listed records and
+// reports the rest as filtered.
+//
+//   - P1 a block past the last one finished (the active segment's last)
+//     lists no spots; P2 a block listing a spot of a subject lists every
+//     record of it there; P3 spots are fed only for written or
+//     commit-frame-accepted records, in index order.
+//
 // The format is specified in docs/FORMAT.md and recovery in
 // docs/RECOVERY.md; the constants in package format are the format.
 package segment

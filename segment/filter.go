@@ -50,6 +50,9 @@ type filterState struct {
 	matching subjectMask
 	learned  int
 	blockEnd int64
+	// sparse is the plan through the block the reader is in when its
+	// matching subjects are sparse there (spots.go).
+	sparse sparseBlock
 }
 
 // matches reports whether the record with this body passes the filter.

@@ -14,7 +14,8 @@ import (
 // Traversal benchmark: a log of traversalRecords records with 256-byte
 // payloads and subjects s.0..s.99, either interleaved (record i has
 // subject i%100) or clustered (runs of traversalRun records of one
-// subject), read from start to end with Next and with NextRun, without a
+// subject), or rare (the sparse case: record i has subject s.42
+// when i%100 == 42 and s.0 otherwise), read from start to end with Next and with NextRun, without a
 // filter and with a filter matching one subject in 100. records/s counts
 // the log's records traversed (delivered or skipped); MB/s the log's
 // frame bytes. Run with:
@@ -28,7 +29,7 @@ const (
 )
 
 func BenchmarkTraversal(b *testing.B) {
-	for _, layout := range []string{"interleaved", "clustered"} {
+	for _, layout := range []string{"interleaved", "clustered", "rare"} {
 		l, size := buildTraversalLog(b, layout)
 		summaryBytes, indexBytes := summaryMemory(l)
 		for _, filter := range []struct {
@@ -86,8 +87,11 @@ func buildTraversalLog(b *testing.B, layout string) (*Log, int64) {
 		for i := range bodies {
 			index := first + i
 			subject := index % traversalSubjects
-			if layout == "clustered" {
+			switch {
+			case layout == "clustered":
 				subject = index / traversalRun % traversalSubjects
+			case layout == "rare" && subject != 42:
+				subject = 0
 			}
 			bodies[i] = subjectBody(uint64(index), fmt.Sprint("s.", subject), traversalPayload, false)
 			crcs[i] = crc(bodies[i])

@@ -55,7 +55,13 @@ func subjectBody(index uint64, subject string, size int, raw bool) []byte {
 // readEntries reads l from offset 0 to the committed end with Next.
 func readEntries(t *testing.T, l *Log, m Matcher) []readItem {
 	t.Helper()
-	r := l.NewReader(0)
+	return readEntriesFrom(t, l, m, 0)
+}
+
+// readEntriesFrom reads l from offset from to the committed end with Next.
+func readEntriesFrom(t *testing.T, l *Log, m Matcher, from uint64) []readItem {
+	t.Helper()
+	r := l.NewReader(from)
 	defer r.Close()
 	r.SetFilter(m)
 	var items []readItem
@@ -218,6 +224,11 @@ type filterWorkload struct {
 	opts     Options
 	subjects []string
 	index    uint64
+	// rare subjects are interleaved one record at a time, one record in
+	// rareEvery (none when 0): sparse within a block, the summary lists
+	// where they are (spots.go), or dense past spotMaxPerSubject.
+	rare      []string
+	rareEvery int
 }
 
 func newFilterWorkload(seed uint64) *filterWorkload {
@@ -240,6 +251,8 @@ func newFilterWorkload(seed uint64) *filterWorkload {
 		w.subjects = append(w.subjects, string(bytes.Repeat([]byte("long."), 300)), string(bytes.Repeat([]byte("longer."), 400)))
 	}
 	w.subjects = append(w.subjects, "") // a record without a subject
+	w.rare = []string{"rare.0", "rare.1"}
+	w.rareEvery = []int{0, 8, 30, 100, 400}[rng.IntN(5)]
 	return w
 }
 
@@ -262,7 +275,11 @@ func (w *filterWorkload) appendRecords(t *testing.T, l *Log, seed uint64, count 
 			if rng.IntN(40) == 0 {
 				size = 3000 + rng.IntN(20000)
 			}
-			bodies[i] = subjectBody(w.index, subject, size, rng.IntN(50) == 0)
+			this := subject
+			if w.rareEvery > 0 && rng.IntN(w.rareEvery) == 0 {
+				this = w.rare[rng.IntN(len(w.rare))]
+			}
+			bodies[i] = subjectBody(w.index, this, size, rng.IntN(50) == 0)
 			crcs[i] = crc(bodies[i])
 			w.index++
 		}
@@ -358,6 +375,9 @@ func filteredReadOnce(t *testing.T, seed uint64) {
 		filters[fmt.Sprint("random-", i)] = set
 	}
 	filters["one"] = subjectSet{w.subjects[0]: true}
+	filters["rare"] = subjectSet{w.rare[0]: true}
+	filters["rare-all"] = subjectSet{w.rare[0]: true, w.rare[1]: true}
+	filters["rare-and-one"] = subjectSet{w.rare[1]: true, w.subjects[0]: true}
 	for name, m := range filters {
 		want := filterReference(all, m)
 		got := readEntries(t, l, m)
@@ -367,6 +387,16 @@ func filteredReadOnce(t *testing.T, seed uint64) {
 		runs := readRuns(t, l, m, maxRecords, maxBytes)
 		checkCoverage(t, runs, committed, label+" NextRun "+name)
 		sameItems(t, runs, want, fmt.Sprintf("%s NextRun %s (%d records, %d bytes)", label, name, maxRecords, maxBytes))
+	}
+	// A reader starting inside a block (its first records are below its
+	// offset) gets what an unfiltered reader from there would, filtered.
+	if committed > 0 {
+		from := rng.Uint64() % committed
+		base := readEntriesFrom(t, l, nil, from)
+		for _, name := range []string{"rare", "rare-all", "one"} {
+			want := filterReference(base, filters[name])
+			sameItems(t, readEntriesFrom(t, l, filters[name], from), want, fmt.Sprintf("%s Next %s from %d", label, name, from))
+		}
 	}
 }
 

@@ -96,6 +96,7 @@ func (s *segment) ensureIndexLocked() {
 	var index []indexEntry
 	var dict dictBuilder
 	var blocks []subjectMask
+	var spots spotBuilder
 	last := int64(-indexInterval)
 	prior := int64(-1 << 63)
 	for pos := int64(format.SegmentDataStart); pos+format.FramePrefixSize <= end; {
@@ -105,20 +106,24 @@ func (s *segment) ensureIndexLocked() {
 		}
 		if format.PeekKind(data[pos:]) == format.KindRecord && length >= format.RecordHeaderSize {
 			header := data[pos:]
-			mask := dict.mask(recordSubjectBody(data[pos : pos+length]))
-			if pos-last >= indexInterval {
+			id := dict.id(recordSubjectBody(data[pos : pos+length]))
+			newEntry := pos-last >= indexInterval
+			spots.add(id, pos, newEntry)
+			if newEntry {
 				index = append(index, indexEntry{Offset: le64(header[8:16]), Position: pos, PriorMaxTimestamp: prior})
 				blocks = append(blocks, subjectMask{})
 				last = pos
 			}
 			if n := len(blocks); n > 0 {
-				blocks[n-1].add(mask)
+				blocks[n-1].add(idMask(id))
 			}
 			prior = max(prior, int64(le64(header[16:24])))
 		}
 		pos += length
 	}
 	s.mu.index = index
-	s.mu.summary = subjectSummary{dict: compactDict(dict.dict), blocks: exactBlocks(blocks)}
+	spots.finish()
+	s.mu.summary = subjectSummary{dict: compactDict(dict.dict), blocks: exactBlocks(blocks),
+		spots: spots.truncated(len(index)).exact()}
 	s.mu.indexBuilt = true
 }

@@ -93,6 +93,9 @@ func (r *Reader) Next() (Entry, error) {
 		if r.filter != nil && r.pos >= r.blockEnd && r.skipBlocks(committed) {
 			continue
 		}
+		if r.filter != nil && r.sparse.active && r.jumpSparse(committed, false) {
+			continue
+		}
 		entry, advanced, err := r.step(committed)
 		if err != nil || entry.Gap != nil {
 			gap, err := r.settle(entry.Gap, err)
@@ -309,6 +312,15 @@ func (r *Reader) holeStartingAt(pos int64) (hole, bool) {
 // bytesAt returns up to n bytes at pos, never past limit: from the mapping
 // of a sealed segment, or from a window read from the active one.
 func (r *Reader) bytesAt(pos int64, n int, limit int64) ([]byte, error) {
+	if r.sparse.active {
+		return r.bytesAtChunk(pos, n, limit, sparseChunk) // see collectRun
+	}
+	return r.bytesAtChunk(pos, n, limit, readChunk)
+}
+
+// bytesAtChunk is bytesAt reading at least chunk bytes into the window
+// when it must read.
+func (r *Reader) bytesAtChunk(pos int64, n int, limit int64, chunk int64) ([]byte, error) {
 	end := min(pos+int64(n), limit)
 	if end <= pos {
 		return nil, nil
@@ -325,7 +337,7 @@ func (r *Reader) bytesAt(pos int64, n int, limit int64) ([]byte, error) {
 	if pos >= r.bufStart && end <= r.bufStart+int64(len(r.buf)) {
 		return r.buf[pos-r.bufStart : end-r.bufStart], nil
 	}
-	size := min(max(int64(n), readChunk), limit-pos)
+	size := min(max(int64(n), chunk), limit-pos)
 	if int64(cap(r.buf)) < size {
 		r.buf = make([]byte, size)
 	}

@@ -105,6 +105,7 @@ func (r *recovery) startAppender(last *segment, lastFile *segmentFile, next uint
 			a.lastIndexed = scan.Index[n-1].Position
 		}
 		a.dict.adopt(&scan.Dict)
+		a.spots.continueFrom(scan.Spots, scan.Index)
 		if err := a.openActiveForWrite(lastFile); err != nil {
 			return err
 		}

@@ -109,8 +109,11 @@ func (r *Reader) NextRun(maxRecords, maxBytes int) (Run, error) {
 		if r.filter != nil && r.pos >= r.blockEnd && r.skipBlocks(committed) {
 			continue
 		}
+		if r.filter != nil && r.sparse.active && r.jumpSparse(committed, true) {
+			continue
+		}
 		run, walked, err := r.collectRun(committed, max(maxRecords, 1), maxBytes)
-		if err != nil || run.Count > 0 {
+		if err != nil || run.Count > 0 || run.Gap != nil {
 			return run, err
 		}
 		if walked {
@@ -141,7 +144,7 @@ func (r *Reader) NextRun(maxRecords, maxBytes int) (Run, error) {
 // (commit frames, records below the position) without finding a record.
 func (r *Reader) collectRun(committed *mark, maxRecords, maxBytes int) (Run, bool, error) {
 	limit := r.limit(committed)
-	want := int(max(min(limit-r.pos, int64(max(maxBytes, readChunk))), 0))
+	want := r.runWant(limit, maxBytes)
 	window, err := r.window(r.pos, want, limit)
 	if err != nil {
 		return Run{}, false, err
@@ -209,6 +212,12 @@ func (r *Reader) collectRun(committed *mark, maxRecords, maxBytes int) (Run, boo
 					continue
 				}
 			}
+			if verdict == stopRun && run.Count == 0 {
+				// A match ends a filtered stretch: its gap goes out now
+				// (step would read the record again only to say so).
+				r.pos = start
+				return Run{Gap: r.takeFiltered(run.Next)}, false, nil
+			}
 			if verdict != keepRecord {
 				break
 			}
@@ -223,6 +232,17 @@ func (r *Reader) collectRun(committed *mark, maxRecords, maxBytes int) (Run, boo
 		return Run{}, walked, nil
 	}
 	return r.finishRun(run, window[start-windowStart:end-windowStart], end)
+}
+
+// runWant is how many bytes a run walk reads into its window at once.
+func (r *Reader) runWant(limit int64, maxBytes int) int {
+	want := int(max(min(limit-r.pos, int64(max(maxBytes, readChunk))), 0))
+	if r.sparse.active {
+		// Jumping through a block: only the records at its spots are
+		// read, and the next one is usually further than this.
+		want = min(want, sparseChunk)
+	}
+	return want
 }
 
 // finishRun moves the reader past the run and pins the frames: a sealed

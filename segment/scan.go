@@ -71,7 +71,10 @@ type scanResult struct {
 	Index        []indexEntry
 	Blocks       []subjectMask // subject mask per entry of Index (summary.go)
 	Dict         dictBuilder   // the subject ids Blocks uses
-	TooNew       error         // the scan stopped at data from a newer format
+	// Spots of the finished blocks of Index: all of a sealed segment's,
+	// all but the last of another (its appender goes on filling it).
+	Spots  blockSpots
+	TooNew error // the scan stopped at data from a newer format
 }
 
 // scanLimits tell the scanner where the frames of a segment end.
@@ -107,6 +110,8 @@ type scanner struct {
 	expect       uint64 // offset the next record must carry
 	pending      []indexEntry
 	pendingBits  blockBits // subject bitmaps of the pending records
+	pendingSpots []pendingSpot
+	spots        spotBuilder // fed at each commit frame (spots.go P3)
 	pendingMin   int64
 	pendingMax   int64
 	pendingN     uint64
@@ -139,6 +144,12 @@ func scanSegment(data []byte, token, base uint64, maxBody uint32, limits scanLim
 		MinTimestamp: math.MaxInt64, MaxTimestamp: math.MinInt64}
 	s.run()
 	s.finish()
+	finished := len(s.result.Index) - 1
+	if limits.Sealed {
+		s.spots.finish()
+		finished = len(s.result.Index)
+	}
+	s.result.Spots = s.spots.truncated(finished)
 	return s.result
 }
 
@@ -201,7 +212,9 @@ func (s *scanner) record() (Reason, error) {
 		s.pending = append(s.pending, indexEntry{Offset: h.Offset, Position: s.pos, PriorMaxTimestamp: s.runningMax})
 		s.lastIndexed = s.pos
 	}
-	s.pendingBits.add(s.result.Dict.mask(body), newEntry)
+	id := s.result.Dict.id(body)
+	s.pendingBits.add(idMask(id), newEntry)
+	s.pendingSpots = append(s.pendingSpots, pendingSpot{pos: s.pos, id: id, newEntry: newEntry})
 	s.runningMax = max(s.runningMax, h.Timestamp)
 	if s.pendingN == 0 {
 		s.pendingMin, s.pendingMax = h.Timestamp, h.Timestamp
@@ -239,6 +252,7 @@ func (s *scanner) commit() error {
 	r.MaxTimestamp = max(r.MaxTimestamp, s.pendingMax)
 	r.Index = append(r.Index, s.pending...)
 	r.Blocks = s.pendingBits.appendTo(r.Blocks)
+	s.spots.addPending(s.pendingSpots)
 	for i := range s.checkpoints {
 		if c.DurableNext > r.Damage[i].FirstLost {
 			s.checkpoints[i].proven = true
@@ -260,6 +274,7 @@ func (s *scanner) acceptUpTo(pos int64, next uint64) {
 	s.expect = next
 	s.pending = s.pending[:0]
 	s.pendingBits.clear()
+	s.pendingSpots = s.pendingSpots[:0]
 	s.pendingN = 0
 	s.runningMax = s.acceptedMax
 }

@@ -131,7 +131,8 @@ func (s *segment) seal(footer format.Footer) {
 		s.mu.minTS, s.mu.maxTS = footer.MinTimestamp, footer.MaxTimestamp
 	}
 	// The summary stops growing: keep only the bytes it uses.
-	s.mu.summary = subjectSummary{dict: compactDict(s.mu.summary.dict), blocks: exactBlocks(s.mu.summary.blocks)}
+	s.mu.summary = subjectSummary{dict: compactDict(s.mu.summary.dict), blocks: exactBlocks(s.mu.summary.blocks),
+		spots: s.mu.summary.spots.exact()}
 	s.mu.Unlock()
 	s.sealed.Store(true)
 }
@@ -139,12 +140,13 @@ func (s *segment) seal(footer format.Footer) {
 // recordAppend extends the index and subject summary of the active segment
 // after a write. The appender calls it; readers see the new entries at
 // once but read no further than the committed mark.
-func (s *segment) recordAppend(entries []indexEntry, bits *blockBits, dict subjectDict, next uint64, records uint64, minTS, maxTS int64, size int64) {
+func (s *segment) recordAppend(entries []indexEntry, bits *blockBits, dict subjectDict, spots blockSpots, next uint64, records uint64, minTS, maxTS int64, size int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mu.index = append(s.mu.index, entries...)
 	s.mu.summary.blocks = bits.appendTo(s.mu.summary.blocks)
 	s.mu.summary.dict = dict
+	s.mu.summary.spots = spots
 	s.mu.next = next
 	s.mu.records += records
 	s.mu.minTS = min(s.mu.minTS, minTS)
@@ -157,7 +159,7 @@ func (s *segment) installScan(r *scanResult, holes []hole) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mu.index = r.Index
-	s.mu.summary = subjectSummary{dict: r.Dict.dict, blocks: r.Blocks}
+	s.mu.summary = subjectSummary{dict: r.Dict.dict, blocks: r.Blocks, spots: r.Spots}
 	s.mu.holes = holes
 	s.mu.next = r.NextOffset
 	s.mu.records = r.Records
@@ -194,7 +196,8 @@ func (s *segment) ensureValidated(maxBody uint32) ([]damage, error) {
 		return nil, fmt.Errorf("%w: %s: %w", ErrTooNew, s.name, result.TooNew)
 	}
 	s.mu.index = result.Index
-	s.mu.summary = subjectSummary{dict: compactDict(result.Dict.dict), blocks: exactBlocks(result.Blocks)}
+	s.mu.summary = subjectSummary{dict: compactDict(result.Dict.dict), blocks: exactBlocks(result.Blocks),
+		spots: result.Spots.exact()}
 	s.mu.holes = result.Holes
 	s.mu.records = result.Records
 	s.mu.validated = true

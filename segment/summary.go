@@ -84,11 +84,12 @@ func (d subjectDict) subject(id int) []byte {
 type subjectSummary struct {
 	dict   subjectDict
 	blocks []subjectMask // one per index entry (S1)
+	spots  blockSpots    // where a block's sparse subjects are (spots.go)
 }
 
 // memoryBytes is what the summary keeps allocated.
 func (s *subjectSummary) memoryBytes() int {
-	return cap(s.dict.slab) + 2*cap(s.dict.ends) + 16*cap(s.blocks)
+	return cap(s.dict.slab) + 2*cap(s.dict.ends) + 16*cap(s.blocks) + 4*cap(s.spots.spots) + 4*cap(s.spots.ends)
 }
 
 // dictBuilder assigns subject ids while a summary is built. It is owned by
@@ -98,9 +99,9 @@ type dictBuilder struct {
 	dict  subjectDict
 	slots [summarySlots]uint8 // id+1 by hash; 0 is empty
 	// last caches the previous lookup: clustered subjects repeat.
-	last     []byte
-	lastMask subjectMask
-	lastSet  bool
+	last    []byte
+	lastID  int
+	lastSet bool
 }
 
 // reset starts a dictionary for a new segment. The slab and ends of the
@@ -109,28 +110,46 @@ func (b *dictBuilder) reset() { *b = dictBuilder{} }
 
 // mask returns the mask of a record whose body is body.
 func (b *dictBuilder) mask(body []byte) subjectMask {
+	return idMask(b.id(body))
+}
+
+// unknownID is what id returns for a subject the dictionary has no room
+// for.
+const unknownID = summaryMaxSubjects
+
+// id returns the dictionary id of the subject of a record whose body is
+// body, assigning the next one to a new subject while there is room.
+func (b *dictBuilder) id(body []byte) int {
 	subject, _ := format.BodySubject(body)
 	if b.lastSet && bytes.Equal(subject, b.last) {
-		return b.lastMask
+		return b.lastID
 	}
 	slot := int(format.XXH3(subject) % summarySlots)
 	for b.slots[slot] != 0 {
 		id := int(b.slots[slot]) - 1
 		if known := b.dict.subject(id); bytes.Equal(known, subject) {
-			b.last, b.lastMask, b.lastSet = known, maskOf(id), true
-			return b.lastMask
+			b.last, b.lastID, b.lastSet = known, id, true
+			return id
 		}
 		slot = (slot + 1) % summarySlots
 	}
 	if len(b.dict.ends) >= summaryMaxSubjects || len(b.dict.slab)+len(subject) > summaryMaxBytes {
-		return unknownSubject
+		return unknownID
 	}
 	id := len(b.dict.ends)
 	b.dict.slab = append(b.dict.slab, subject...)
 	b.dict.ends = append(b.dict.ends, uint16(len(b.dict.slab)))
 	b.slots[slot] = uint8(id + 1)
-	b.last, b.lastMask, b.lastSet = b.dict.subject(id), maskOf(id), true
-	return b.lastMask
+	b.last, b.lastID, b.lastSet = b.dict.subject(id), id, true
+	return id
+}
+
+// idMask is the mask of dictionary id id, or the unknown bit.
+func idMask(id int) subjectMask {
+	if id == unknownID {
+		return unknownSubject
+	}
+	return maskOf(id)
 }
 
 // adopt continues a dictionary built by a recovery scan, so the appender
@@ -219,7 +238,11 @@ func (r *Reader) skipBlocks(committed *mark) bool {
 	moved := false
 	for ; i >= 0 && i < len(index) && index[i].Position == r.pos; i++ {
 		end, next, whole := s.blockSpanLocked(i, limit, committed)
-		if !whole || blocks[i].intersects(r.matching) || blocks[i].intersects(unknownSubject) || next < r.next || s.holeWithinLocked(r.pos, end) {
+		if !whole || blocks[i].intersects(unknownSubject) || next < r.next || s.holeWithinLocked(r.pos, end) {
+			break
+		}
+		if blocks[i].intersects(r.matching) {
+			r.planSparse(i, end, next)
 			break
 		}
 		if !r.skipping {
@@ -253,6 +276,7 @@ func (r *Reader) learnSubjects(dict subjectDict) {
 // it entered another segment, or its filter changed.
 func (r *Reader) forgetSummary() {
 	r.matching, r.learned, r.blockEnd = subjectMask{}, 0, 0
+	r.sparse.active = false
 }
 
 // blockSpanLocked returns where block i ends and the offset of the first

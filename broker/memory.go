@@ -27,6 +27,10 @@ const (
 	indexEntryCost = 24
 	// indexInterval is the bytes of log per index point.
 	indexInterval = 64 << 10
+	// summaryBlockCost and summaryDictionaryCost bound a segment's subject
+	// summary: per block and per segment (summaryBytes).
+	summaryBlockCost      = 16 + 4 + 16*4
+	summaryDictionaryCost = 8 << 10
 )
 
 // RuntimeBaseline is the Go runtime, the binary's data and the broker's
@@ -63,6 +67,8 @@ func (c Config) RegisterMemory(budget *arena.Budget) error {
 	}
 	budget.Register("segment indexes", "--max-streams × open segments × --segment-bytes / 64 KiB × 24 B",
 		int64(c.MaxStreams)*indexBytes(c.Storage.SegmentSize, c.Storage.MaxOpenSegments))
+	budget.Register("segment subject summaries", "--max-streams × open segments × (--segment-bytes / 64 KiB × 84 B + 8 KiB)",
+		int64(c.MaxStreams)*summaryBytes(c.Storage.SegmentSize, c.Storage.MaxOpenSegments))
 	budget.Register("consumer group leases", "--max-groups × --max-in-flight × 384 B",
 		int64(c.MaxGroups)*int64(c.MaxInFlight)*leaseCost)
 	return nil
@@ -77,6 +83,21 @@ func sessionBytes(window int64) int64 {
 	run := int64(maxRun) * (int64(unsafe.Sizeof([]byte(nil))) + 8)
 	entries := int64(maxRun) * int64(unsafe.Sizeof(wire.AckEntry{}))
 	return window*perCredit + run + entries + 64<<10
+}
+
+// summaryBytes bounds the subject summaries of the segments a log keeps
+// open (package segment, summary.go and spots.go): per 64 KiB block a
+// 16-byte subject mask, a 4-byte end and at most 16 four-byte record
+// positions, and per segment a dictionary of at most 4 KiB of subjects in
+// a 256-slot table.
+func summaryBytes(segmentSize int64, maxOpen int) int64 {
+	if segmentSize <= 0 {
+		segmentSize = segment.DefaultSegmentSize
+	}
+	if maxOpen <= 0 {
+		maxOpen = segment.DefaultMaxOpenSegments
+	}
+	return int64(maxOpen+1) * ((segmentSize/indexInterval+1)*summaryBlockCost + summaryDictionaryCost)
 }
 
 // indexBytes is the sparse index of the segments a log keeps open: the

@@ -531,11 +531,14 @@ func (b *Broker) admitRecords(bytes int, deadLetter bool) error {
 }
 
 // admissionLimit is the usage at which records are refused: the budget
-// minus the headroom minus one segment, because files grow a whole
-// segment at a time (a roll allocates the next prepared segment, perhaps
-// just after the last measure).
+// minus the headroom minus two segments, because files grow a whole
+// segment at a time while admission counts record bytes: the active
+// segment's preallocated tail and the next prepared segment (a roll
+// allocates it, perhaps just after the last measure) are both on disk
+// before any record fills them. One segment of margin let a fast producer
+// pass budget − headroom between two measures.
 func (b *Broker) admissionLimit(rc *RetentionConfig) int64 {
-	return rc.DiskBudget - rc.DiskHeadroom - b.segmentSize()
+	return rc.DiskBudget - rc.DiskHeadroom - 2*b.segmentSize()
 }
 
 // touch records activity on a group (monotonic time).

@@ -1,8 +1,7 @@
 package broker
 
 import (
-	"context"
-	"sync"
+	"reflect"
 	"time"
 
 	"github.com/ironbus/ironbus/consumer"
@@ -326,20 +325,18 @@ func (s *session) waitForRecords(r consumeRequest, wakes []<-chan struct{}, dura
 			until = due
 		}
 	}
-	ctx, cancel := context.WithDeadline(s.ctx, until)
-	defer cancel()
+	timer := time.NewTimer(time.Until(until))
+	defer timer.Stop()
+	// One select over every channel, built at run time: a stream of 1,024
+	// partitions must not park a goroutine per partition per waiting
+	// consumer (invariant I8).
+	cases := make([]reflect.SelectCase, 0, len(wakes)+len(r.parts)+2)
+	cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.ctx.Done())},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)})
 	for _, wake := range wakes {
-		go func() {
-			select {
-			case <-wake:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(wake)})
 	}
-	var waiters sync.WaitGroup
-	var failedMu sync.Mutex
-	failed := false
+	watched := make([]*servedGroup, 0, len(r.parts))
 	for i, served := range r.parts {
 		if i >= len(durable) {
 			break
@@ -351,24 +348,19 @@ func (s *session) waitForRecords(r consumeRequest, wakes []<-chan struct{}, dura
 		if position < durable[i] {
 			continue // held back: a new record would not help
 		}
-		waiters.Add(1)
-		go func() {
-			defer waiters.Done()
-			_, err := served.log.WaitCommitted(ctx, position)
-			if err != nil && ctx.Err() == nil {
-				failedMu.Lock()
-				failed = true
-				failedMu.Unlock()
-			}
-			cancel()
-		}()
+		watched = append(watched, served)
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(served.log.CommittedChange(position))})
 	}
-	<-ctx.Done()
-	waiters.Wait()
+	chosen, _, _ := reflect.Select(cases)
 	if s.ctx.Err() != nil {
 		return false
 	}
-	return !failed
+	// A log that froze or closed closes its channel for good: waiting
+	// again would spin, so the answer ends.
+	if log := chosen - 2 - len(wakes); log >= 0 && watched[log].log.Halted() != nil {
+		return false
+	}
+	return chosen != 0
 }
 
 // endReason says why an answer ended: a limit (records or bytes), nothing

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"runtime"
 	"time"
 
 	"github.com/ironbus/ironbus/consumer"
@@ -513,5 +514,32 @@ func TestPartitionAllLongPollWakesOnAnyPartition(t *testing.T) {
 		case <-time.After(2 * time.Second):
 			t.Fatalf("mode %d: the long poll did not wake for a record in partition 3", mode)
 		}
+	}
+}
+
+// TestPartitionAllLongPollParksNoGoroutinePerPartition: a consumer
+// waiting on a stream of many partitions costs one goroutine (its consume
+// goroutine), not one or two per partition: memory is a function of
+// configuration, not of how many partitions a waiting consumer spans.
+func TestPartitionAllLongPollParksNoGoroutinePerPartition(t *testing.T) {
+	addr, b := testBroker(t, Config{})
+	const partitions = 256
+	createStream(t, b, "wide", partitions)
+	producer, c := connect(t, addr), connect(t, addr)
+	before := runtime.NumGoroutine()
+	m := wire.Consume{Stream: []byte("wide"), Partition: wire.PartitionAll, Group: []byte("g"), Mode: wire.ModeWork, MaxRecords: 10, WaitMs: 10_000}
+	waiting := waitedAnswer(c, 1, m)
+	time.Sleep(100 * time.Millisecond) // the consume is waiting
+	if during := runtime.NumGoroutine(); during-before > 8 {
+		t.Fatalf("a long poll over %d partitions runs %d more goroutines", partitions, during-before)
+	}
+	offset := produceAt(t, producer, "wide", 200, "k", "", "late")
+	select {
+	case a := <-waiting:
+		if len(a.deliveries) != 1 || placeOf(a.deliveries[0]) != (place{200, offset}) {
+			t.Fatalf("woke with %+v", a.deliveries)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the long poll did not wake for a record in partition 200")
 	}
 }

@@ -335,6 +335,36 @@ func (l *Log) FirstOffset() uint64 {
 	return set.segments[0].base
 }
 
+// CommittedChange returns a channel that is closed once the committed
+// mark passes after, or the log freezes or closes; it is closed already
+// when one of those has happened. A caller waiting on many logs selects
+// on their channels instead of parking a goroutine in WaitCommitted per
+// log.
+func (l *Log) CommittedChange(after uint64) <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.committed.Load().next > after || l.mu.failure != nil || l.mu.closed {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	return l.mu.newData
+}
+
+// Halted returns why the committed mark can no longer move: the error
+// that froze the log, or ErrClosed; nil while it can.
+func (l *Log) Halted() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.mu.failure != nil:
+		return l.mu.failure
+	case l.mu.closed:
+		return ErrClosed
+	}
+	return nil
+}
+
 // Err returns the error that froze the log, or nil.
 func (l *Log) Err() error {
 	l.mu.Lock()

@@ -2,10 +2,10 @@ package broker
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"testing"
-	"runtime"
 	"time"
 
 	"github.com/ironbus/ironbus/consumer"

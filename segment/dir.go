@@ -122,6 +122,15 @@ func (d *Dir) openWritable() error {
 		d.opts.Logger.Warn("RELAXED DURABILITY: acknowledged records can be lost on power failure",
 			"durability", d.opts.Durability.String())
 	}
+	// Every boot leaves a report, even one that found no log yet (a
+	// broker killed before its first stream existed): a missing report
+	// would read as "recovery never ran". Each log opened adds its entry.
+	d.mu.Lock()
+	err = d.writeReportLocked()
+	d.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", reportFileName, err)
+	}
 	return nil
 }
 

@@ -125,11 +125,12 @@ func (d *Dir) openWritable() error {
 	// Every boot leaves a report, even one that found no log yet (a
 	// broker killed before its first stream existed): a missing report
 	// would read as "recovery never ran". Each log opened adds its entry.
+	// Best effort, like those updates: a full disk must not stop a boot.
 	d.mu.Lock()
 	err = d.writeReportLocked()
 	d.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", reportFileName, err)
+		d.opts.Logger.Warn("could not write the recovery report", "error", err.Error())
 	}
 	return nil
 }

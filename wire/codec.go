@@ -80,12 +80,18 @@ func (r *reader) bytes16(field string) []byte {
 }
 
 // optionalBytes16 reads a trailing u16-length-prefixed field that older
-// peers do not send: no bytes left means absent.
+// peers do not send: no bytes left means absent. A present field of zero
+// length is malformed: an empty value is sent by leaving the field out,
+// so every message has exactly one encoding.
 func (r *reader) optionalBytes16(field string) []byte {
 	if r.err != nil || len(r.buf) == 0 {
 		return nil
 	}
-	return r.bytes16(field)
+	v := r.bytes16(field)
+	if r.err == nil && len(v) == 0 {
+		r.err = fmt.Errorf("%w: %s: %s is present but empty (leave it out instead)", ErrMalformed, r.what, field)
+	}
+	return v
 }
 
 // rest returns the remaining bytes (the last field of a body).

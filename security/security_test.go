@@ -283,3 +283,26 @@ func FuzzParsePasswordHash(f *testing.F) {
 		}
 	})
 }
+
+// TestQuotaHintRoundsUp: the hint travels in whole milliseconds, so it is
+// rounded up; a client that waits exactly as told is then let through. A
+// rate of 3 per second needs 333.33 ms: truncated to 333 ms the retry was
+// refused again.
+func TestQuotaHintRoundsUp(t *testing.T) {
+	now := time.Unix(1000, 0)
+	q := newQuotaBucket(func() time.Time { return now })
+	q.setRates(Quota{MessagesPerSecond: 3})
+	for range 3 {
+		if q.Take(1) != 0 {
+			t.Fatal("a record within the burst was refused")
+		}
+	}
+	wait := q.Take(1)
+	if wait != 334*time.Millisecond {
+		t.Fatalf("retry after %v, want 334ms (333.33 rounded up to whole milliseconds)", wait)
+	}
+	now = now.Add(wait)
+	if again := q.Take(1); again != 0 {
+		t.Fatalf("refused after the hinted wait; asked to wait %v more", again)
+	}
+}

@@ -29,16 +29,7 @@ func ironbusLoad(addr, stream string, count, size int) error {
 	}
 	defer c.Close()
 	producer := c.NewProducer(stream, client.ProducerOptions{Window: singleWindow, Compression: client.CompressNone})
-	failed := make(chan error, 1)
-	go func() {
-		var first error
-		for result := range producer.Results() {
-			if result.Err != nil && first == nil {
-				first = result.Err
-			}
-		}
-		failed <- first
-	}()
+	failed := collectResults(producer, nil)
 	record := client.Record{Payload: payloadOf(size)}
 	for range count {
 		if err := producer.Send(ctx, record); err != nil {

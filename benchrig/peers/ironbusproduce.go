@@ -63,18 +63,7 @@ func ironbusPipelined(addr, stream string, connections, window, size int, durati
 		}
 		defer c.Close()
 		producer := c.NewProducer(stream, client.ProducerOptions{Window: window, Compression: client.CompressNone})
-		failed := make(chan error, 1)
-		go func() {
-			var first error
-			for result := range producer.Results() {
-				if result.Err != nil {
-					first = cmp.Or(first, result.Err)
-					continue
-				}
-				acked.Add(1)
-			}
-			failed <- first
-		}()
+		failed := collectResults(producer, acked)
 		for time.Now().Before(stopAt) {
 			if err := producer.Send(ctx, record); err != nil {
 				break
@@ -99,4 +88,25 @@ func ironbusLatency(addr, stream string, size, rate int, duration time.Duration)
 		_, err := c.Produce(ctx, stream, record)
 		return err
 	})
+}
+
+// collectResults drains a producer's results until they close: it counts
+// the acknowledged records into acked (when not nil) and then sends the
+// first failure, or nil, on the channel it returns.
+func collectResults(producer *client.Producer, acked *atomic.Uint64) <-chan error {
+	failed := make(chan error, 1)
+	go func() {
+		var first error
+		for result := range producer.Results() {
+			if result.Err != nil {
+				first = cmp.Or(first, result.Err)
+				continue
+			}
+			if acked != nil {
+				acked.Add(1)
+			}
+		}
+		failed <- first
+	}()
+	return failed
 }

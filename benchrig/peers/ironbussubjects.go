@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,18 +28,7 @@ func ironbusRoutedPublish(addr string, subjects []string, size int, duration tim
 		}
 		defer c.Close()
 		producer := c.NewProducerTo(client.BySubject(), client.ProducerOptions{Window: singleWindow, Compression: client.CompressNone})
-		failed := make(chan error, 1)
-		go func() {
-			var first error
-			for result := range producer.Results() {
-				if result.Err != nil {
-					first = cmp.Or(first, result.Err)
-					continue
-				}
-				acked.Add(1)
-			}
-			failed <- first
-		}()
+		failed := collectResults(producer, acked)
 		for i := 0; time.Now().Before(stopAt); i++ {
 			if err := producer.Send(ctx, client.Record{Subject: subjects[i%len(subjects)], Payload: payload}); err != nil {
 				break
@@ -90,14 +78,7 @@ func ironbusLoadSparse(addr string, count int) error {
 	}
 	defer c.Close()
 	producer := c.NewProducer(filteredStream, client.ProducerOptions{Window: singleWindow, Compression: client.CompressNone})
-	failed := make(chan error, 1)
-	go func() {
-		var first error
-		for result := range producer.Results() {
-			first = cmp.Or(first, result.Err)
-		}
-		failed <- first
-	}()
+	failed := collectResults(producer, nil)
 	payload := payloadOf(subjectPayload)
 	for i := range count {
 		if err := producer.Send(ctx, client.Record{Subject: sparseSubject(i), Payload: payload}); err != nil {

@@ -160,21 +160,31 @@ func natsOrderedConsume(url string, count uint64) (outcome, error) {
 	if err != nil {
 		return outcome{}, err
 	}
+	read, err := readThrough(ctx, consumer, count, "ordered consumer")
+	if err != nil {
+		return outcome{}, err
+	}
+	return outcome{messages: read, elapsed: time.Since(start)}, nil
+}
+
+// readThrough consumes until want messages arrived (or ctx ends), and
+// returns how many did; what names the consumer in an error.
+func readThrough(ctx context.Context, consumer jetstream.Consumer, want uint64, what string) (uint64, error) {
 	var read atomic.Uint64
 	done := make(chan struct{})
 	consuming, err := consumer.Consume(func(jetstream.Msg) {
-		if read.Add(1) == count {
+		if read.Add(1) == want {
 			close(done)
 		}
 	})
 	if err != nil {
-		return outcome{}, err
+		return 0, err
 	}
 	defer consuming.Stop()
 	select {
 	case <-done:
+		return read.Load(), nil
 	case <-ctx.Done():
-		return outcome{}, fmt.Errorf("nats: ordered consumer read %d of %d: %w", read.Load(), count, ctx.Err())
+		return read.Load(), fmt.Errorf("nats: %s read %d of %d: %w", what, read.Load(), want, ctx.Err())
 	}
-	return outcome{messages: read.Load(), elapsed: time.Since(start)}, nil
 }

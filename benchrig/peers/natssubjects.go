@@ -132,21 +132,8 @@ func natsTraverse(url string, stored uint64, filter string, want uint64) (outcom
 	if err != nil {
 		return outcome{}, err
 	}
-	var read atomic.Uint64
-	done := make(chan struct{})
-	consuming, err := consumer.Consume(func(jetstream.Msg) {
-		if read.Add(1) == want {
-			close(done)
-		}
-	})
-	if err != nil {
+	if _, err := readThrough(ctx, consumer, want, fmt.Sprintf("consumer (filter %q)", filter)); err != nil {
 		return outcome{}, err
-	}
-	defer consuming.Stop()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return outcome{}, fmt.Errorf("nats: consumer (filter %q) read %d of %d: %w", filter, read.Load(), want, ctx.Err())
 	}
 	return outcome{messages: stored, elapsed: time.Since(start)}, nil
 }

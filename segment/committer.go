@@ -2,7 +2,6 @@ package segment
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,7 +61,6 @@ func (c *committer) enqueue(l *Log) {
 }
 
 func (c *committer) run() {
-	runtime.LockOSThread()
 	defer close(c.done)
 	var tick <-chan time.Time
 	if c.interval > 0 {

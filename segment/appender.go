@@ -9,8 +9,10 @@ import (
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
-// appender is the single writer of a log. Its fields belong to the
-// appender goroutine (and to open, before that goroutine starts).
+// appender is the single writer of a log. Its fields belong to whoever
+// holds the log's write token (Log.writeMu): the appender goroutine while
+// it drains or seals, or a caller of TryCommitBatch writing a lone batch
+// inline (and open, before the appender goroutine starts).
 //
 // Each batch taken from the staging buffer is written with one write into
 // the preallocated active segment, closed by a commit frame. The committer
@@ -97,7 +99,11 @@ func (a *appender) recycle(b *batch) {
 func (a *appender) run(stop <-chan struct{}) {
 	l := a.log
 	defer close(l.finished)
-	defer a.discardPrepared()
+	defer func() {
+		l.writeMu.Lock()
+		a.discardPrepared()
+		l.writeMu.Unlock()
+	}()
 	for {
 		select {
 		case <-l.wake:
@@ -106,7 +112,10 @@ func (a *appender) run(stop <-chan struct{}) {
 		case done := <-l.seals:
 			for a.drainOnce() {
 			}
-			done <- a.sealActive()
+			l.writeMu.Lock()
+			err := a.sealActive()
+			l.writeMu.Unlock()
+			done <- err
 		case <-stop:
 			for a.drainOnce() {
 			}
@@ -119,25 +128,44 @@ func (a *appender) run(stop <-chan struct{}) {
 // nothing to take.
 func (a *appender) drainOnce() bool {
 	l := a.log
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
 	l.mu.Lock()
+	b := l.takeStagingLocked()
+	l.mu.Unlock()
+	if b == nil {
+		return false
+	}
+	a.writeTaken(b)
+	return true
+}
+
+// takeStagingLocked moves the staging batch to the in-flight list for the
+// writer and starts a new one; nil when there is nothing to write.
+// REQUIRES: l.mu and the write token held.
+func (l *Log) takeStagingLocked() *batch {
 	b := l.mu.staging
 	l.mu.wakePending = false
 	if b.count == 0 || l.mu.failure != nil {
-		l.mu.Unlock()
-		return false
+		return nil
 	}
-	l.mu.staging = a.newStagingLocked(b)
+	l.mu.staging = l.app.newStagingLocked(b)
 	l.mu.inflight = append(l.mu.inflight, b)
 	close(l.mu.spaceFreed)
 	l.mu.spaceFreed = make(chan struct{})
-	l.mu.Unlock()
+	return b
+}
+
+// writeTaken writes a batch takeStagingLocked took and gives its staging
+// buffer back. REQUIRES: the write token held.
+func (a *appender) writeTaken(b *batch) {
+	l := a.log
 	started := time.Now()
 	records, bytes := a.writeBatch(b)
 	l.opts.Observer.ObserveAppend(time.Since(started), int(records), bytes)
 	l.appendedRecords.Add(records)
 	l.appendedBytes.Add(uint64(bytes))
 	a.recycle(b)
-	return true
 }
 
 // writeBatch writes b as one piece, or several when it crosses a roll,

@@ -2,6 +2,7 @@ package segment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -37,6 +38,12 @@ type crashRig struct {
 	ackedAtCrash map[uint64]uint64
 	floorAtCrash uint64
 	image        *vfs.MemFS
+
+	// inlineProducers is how many of appendWorkload's producers commit
+	// with TryCommitBatch (inline when the log is idle) instead of
+	// AppendBatch.
+	inlineProducers int
+	inlineDone      atomic.Int64 // TryCommitBatch tickets done on return
 }
 
 func newCrashRig(base *vfs.MemFS, crashAt int64, crashOpts vfs.CrashOptions) *crashRig {
@@ -112,7 +119,7 @@ func (c *crashRig) appendWorkload(l *Log, producers, perProducer int, retentionE
 					bodies[j] = body(first+uint64(j), bodySize(first+uint64(j)))
 					crcs[j] = crc(bodies[j])
 				}
-				ticket, err := l.AppendBatch(context.Background(), bodies, crcs)
+				ticket, err := c.append(l, p < c.inlineProducers, bodies, crcs)
 				if err != nil {
 					return
 				}
@@ -128,6 +135,29 @@ func (c *crashRig) appendWorkload(l *Log, producers, perProducer int, retentionE
 		}()
 	}
 	wg.Wait()
+}
+
+// append appends a batch, inline when asked (waiting for room when the
+// staging buffer is full, as the broker's reactors do).
+func (c *crashRig) append(l *Log, inline bool, bodies [][]byte, crcs []uint32) (Ticket, error) {
+	if !inline {
+		return l.AppendBatch(context.Background(), bodies, crcs)
+	}
+	for {
+		ticket, err := l.TryCommitBatch(bodies, crcs)
+		if err != nil && !errors.Is(err, ErrFull) {
+			return ticket, err
+		}
+		if err == nil {
+			select {
+			case <-ticket.Done():
+				c.inlineDone.Add(1)
+			default:
+			}
+			return ticket, nil
+		}
+		<-l.RoomFor(len(bodies) * 64)
+	}
 }
 
 // retain deletes segments below a floor half way through what is committed.
@@ -227,6 +257,27 @@ func TestCrashAppendAndRoll(t *testing.T) {
 		t.Run(fmt.Sprintf("keep-unsynced-%v", keep), func(t *testing.T) {
 			crashEveryWrite(t, "append", testOptions(0), keep, emptyFS, func(c *crashRig, l *Log) {
 				c.appendWorkload(l, 2, 60, 0)
+			})
+		})
+	}
+}
+
+// TestCrashInlineCommit cuts power at every write while one producer
+// commits inline (TryCommitBatch: write and fdatasync on its own goroutine
+// when the log is idle) and another appends through the appender and the
+// committer, so both paths and their hand-over of the write token are
+// crossed by the cut.
+func TestCrashInlineCommit(t *testing.T) {
+	for _, mode := range []IOMode{IOBuffered, IODirect} {
+		t.Run(mode.String(), func(t *testing.T) {
+			opts := testOptions(0)
+			opts.IOMode = mode
+			crashEveryWrite(t, "inline", opts, 0.5, emptyFS, func(c *crashRig, l *Log) {
+				c.inlineProducers = 1
+				c.appendWorkload(l, 2, 40, 0)
+				if !c.crashed.Load() && c.inlineDone.Load() == 0 {
+					t.Fatal("no batch was committed inline: the test does not cross the inline path")
+				}
 			})
 		})
 	}

@@ -63,7 +63,8 @@ func (l *Log) sealedEnd() uint64 {
 	return 0
 }
 
-// sealActive runs on the appender goroutine: a roll without a frame. A
+// sealActive runs on the appender goroutine, holding the write token: a
+// roll without a frame. A
 // failed seal leaves the segment in an unknown state, so the log freezes
 // as it would for a failed write.
 func (a *appender) sealActive() error {

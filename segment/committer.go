@@ -8,10 +8,13 @@ import (
 )
 
 // committer makes written batches durable. There is one per data
-// directory, on its own OS thread, because fdatasync blocks a thread for
-// 100 µs to milliseconds. Each cycle issues one fdatasync per dirty log,
-// covering everything its appender wrote before the call; meanwhile the
-// appenders keep writing the next batches (pipelined group commit).
+// directory, a goroutine of its own because fdatasync blocks for 100 µs to
+// milliseconds (the runtime gives it a thread of its own for the call).
+// It is not locked to a thread: a locked goroutine is woken only by waking
+// its thread, which cost 20-30 µs per hand-off on the reference machine.
+// Each cycle issues one fdatasync per dirty log, covering everything its
+// appender wrote before the call; meanwhile the appenders keep writing the
+// next batches (pipelined group commit).
 //
 // With several dirty logs the cycle issues their fdatasyncs in parallel (up
 // to parallelism at once): the device merges concurrent flushes, so a cycle

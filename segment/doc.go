@@ -11,10 +11,15 @@
 //	appender goroutine (one per log): takes the whole staging batch,
 //	    writes it with ONE write into the preallocated active segment,
 //	    closed by a commit frame
-//	committer (one OS thread per data directory): each cycle, one
+//	committer (one goroutine per data directory): each cycle, one
 //	    fdatasync per dirty log covers everything written before it;
 //	    the appender writes the next batch meanwhile (pipelining)
 //	committed mark advances ─▶ Tickets complete ─▶ readers may see it
+//
+// A lone batch skips both goroutines: TryCommitBatch on an idle log
+// writes and fdatasyncs it on the caller's goroutine, holding the log's
+// write token (the appender's state belongs to whoever holds it), and the
+// ticket is done when the call returns.
 //
 // A Ticket completes only after the fdatasync that covers its records
 // (DurabilitySync, the default). A failed fdatasync or write freezes the

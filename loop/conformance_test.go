@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -769,6 +770,68 @@ func TestConformanceResumeInsideData(t *testing.T) {
 		}
 		if string(all) != "abcdefghij" {
 			t.Fatalf("got %q", all)
+		}
+	})
+}
+
+// TestConformanceInlineAnswer: on the backends that offer InlineConn (std
+// and epoll), a lone message's Data may block briefly and answer it from
+// inside Data with TryWrite; the answer arrives, and so does every later
+// one, each in its own pass.
+func TestConformanceInlineAnswer(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, backend string) {
+		mayBlock := make(chan bool, 64)
+		handler := funcHandler{open: func(conn Conn) (Session, error) {
+			inline, ok := conn.(InlineConn)
+			return funcSession{
+				data: func(in []byte) (int, error) {
+					if !ok {
+						mayBlock <- false
+						go func() { _ = conn.Write(append([]byte(nil), in...)) }()
+						return len(in), nil
+					}
+					blocks := inline.MayBlock()
+					mayBlock <- blocks
+					if blocks {
+						time.Sleep(time.Millisecond) // an inline fdatasync
+					}
+					if !inline.TryWrite(in) {
+						return 0, errors.New("TryWrite refused a small answer on an idle connection")
+					}
+					return len(in), nil
+				},
+				stopped: func(error) { _ = conn.Close() },
+			}, nil
+		}}
+		_, addr := startServer(t, backend, Config{}, handler)
+		conn := dial(t, addr)
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		blocked := 0
+		for i := range 20 {
+			message := []byte(fmt.Sprintf("message %02d", i))
+			if _, err := conn.Write(message); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]byte, len(message))
+			if _, err := io.ReadFull(conn, got); err != nil {
+				t.Fatalf("message %d: %v", i, err)
+			}
+			if !bytes.Equal(got, message) {
+				t.Fatalf("message %d answered %q", i, got)
+			}
+			if <-mayBlock {
+				blocked++
+			}
+		}
+		switch backend {
+		case BackendStd, BackendEpoll:
+			if blocked != 20 {
+				t.Fatalf("%s: MayBlock was true for %d of 20 lone messages, want all", backend, blocked)
+			}
+		default:
+			if blocked != 0 {
+				t.Fatalf("%s offers no inline work, yet MayBlock was true %d times", backend, blocked)
+			}
 		}
 	})
 }

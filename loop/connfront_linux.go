@@ -64,6 +64,16 @@ func (c *connFront) Write(b []byte) error {
 	return nil
 }
 
+// TryWrite implements InlineConn for the reactor backends: b is queued
+// only when the output limit leaves room now.
+func (c *connFront) TryWrite(b []byte) bool {
+	if !c.output.tryWrite(b, c.outputLimit) {
+		return false
+	}
+	c.flushSoon()
+	return true
+}
+
 // flushSoon asks the reactor to send what is queued, once per pass.
 func (c *connFront) flushSoon() {
 	if c.flushPending.CompareAndSwap(false, true) {

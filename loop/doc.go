@@ -37,8 +37,11 @@
 // is work (the epoll fd; the ring's registered completion eventfd).
 // Other goroutines wake a reactor through one eventfd per reactor with at
 // most one wake pending (a compare-and-swap flag the loop clears before
-// it takes the posted tasks). Reactors keep a busy gauge (Busy): the
-// share of wall time spent handling events.
+// it takes the posted tasks). Posts made while a reactor dispatches its
+// events, such as the replies sessions queue from inside Data, write no
+// eventfd at all: the reactor holds the flag for the dispatch and takes
+// them in the same pass. Reactors keep a busy gauge (Busy): the share of
+// wall time spent handling events.
 //
 // TLS connections are served by the std backend (Config.TLS; New hands a
 // TLS listener to std whatever backend was asked and says why in
@@ -56,6 +59,14 @@
 //     its in-flight work and calls Conn.Close; the server waits for that
 //     when it drains.
 //   - Conn.Write is safe for concurrent use; each call is one write.
+//   - The one exception to "Data must not block": a Conn that implements
+//     InlineConn (std, and epoll while dispatching the last event of a
+//     pass with no task waiting) may let Data block for a short while
+//     (MayBlock), and takes an answer from inside Data (TryWrite). The
+//     broker commits a lone awaited record that way: one write and one
+//     fdatasync on the reading goroutine instead of four hand-offs. On
+//     epoll that delays events arriving meanwhile by that long; io_uring
+//     does not offer it.
 //
 // Invariant: the loop never parses protocol bodies and never knows about
 // streams.

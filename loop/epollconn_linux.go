@@ -46,6 +46,13 @@ func newEpollConn(r *reactor, fd int, id uint64) *epollConn {
 	return c
 }
 
+// MayBlock implements InlineConn: only while the reactor is dispatching the
+// last event of its pass with no task posted to it, so that blocking
+// delays nothing it already knows to be ready. Reactor only (from Data).
+func (c *epollConn) MayBlock() bool {
+	return c.reactor.lastEvent && c.reactor.queue.idle()
+}
+
 // WriteVectored implements Conn. The parts are not copied: the reactor
 // writes them with writev from the caller's memory (a mapped segment) and
 // runs done once the kernel has them, or the connection closed.

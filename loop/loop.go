@@ -72,6 +72,22 @@ type Conn interface {
 	Close() error
 }
 
+// InlineConn is implemented by a Conn that lets Data finish a short piece
+// of work itself and answer it at once: the broker commits a lone awaited
+// record on the goroutine running Data (one write and one fdatasync, a
+// fraction of a millisecond) and sends its acknowledgement from there,
+// instead of handing both to other goroutines, each hand-off a wake-up.
+type InlineConn interface {
+	// MayBlock reports whether the Data call running now may block for
+	// such a while without holding up other connections that are
+	// ready. Call it from inside Data only.
+	MayBlock() bool
+	// TryWrite queues b as Write does when that needs no wait for the
+	// output limit, and reports whether it did; unlike Write it may be
+	// called from inside Data.
+	TryWrite(b []byte) bool
+}
+
 // Server is a network backend: it listens, hands connections to a
 // Handler, and drains.
 type Server interface {

@@ -71,6 +71,18 @@ func (q *outputQueue) write(b []byte, limit int, timeout time.Duration, remote s
 	return q.writeParts(b, nil, limit, timeout, remote)
 }
 
+// tryWrite appends b when no more than limit bytes wait and the queue is
+// open, without waiting; it reports whether it did.
+func (q *outputQueue) tryWrite(b []byte, limit int) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.done || q.queuedBytes+q.borrowedBytes > limit {
+		return false
+	}
+	q.appendLocked(b)
+	return true
+}
+
 // writeParts appends head and then each part, under one lock so no other
 // write lands between them.
 func (q *outputQueue) writeParts(head []byte, parts [][]byte, limit int, timeout time.Duration, remote string) error {

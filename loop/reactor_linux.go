@@ -46,6 +46,7 @@ type reactor struct {
 	iovecs    [][]byte // scratch for one writev: IOV_MAX is 1,024; 64 is plenty per pass
 	readBuf   []byte
 	events    []unix.EpollEvent
+	lastEvent bool // the event being dispatched is the pass's last
 	lastCheck time.Time
 	busy      atomic.Int64 // nanoseconds spent handling events
 }
@@ -99,8 +100,19 @@ func (r *reactor) run() {
 			return
 		}
 		began := time.Now()
-		for _, event := range r.events[:max(n, 0)] {
+		// Tasks posted while the events are dispatched, above all the
+		// replies sessions queue from inside Data, are taken by runTasks
+		// in this same pass, so their posts need not write the eventfd:
+		// the flag says a wake-up is pending until the rearm, which comes
+		// before the take (see taskQueue.consumeWake for why that order).
+		suppressed := r.queue.woken.CompareAndSwap(false, true)
+		for i, event := range r.events[:max(n, 0)] {
+			r.lastEvent = i == n-1
 			r.dispatch(event)
+		}
+		r.lastEvent = false
+		if suppressed {
+			r.queue.rearm()
 		}
 		spare = r.runTasks(spare)
 		r.checkTimeouts(began)

@@ -187,6 +187,15 @@ func (c *stdConn) TLSState() (tls.ConnectionState, bool) {
 	return state, state.HandshakeComplete
 }
 
+// MayBlock implements InlineConn: Data runs on the connection's own
+// reading goroutine, so blocking it holds up no one else.
+func (c *stdConn) MayBlock() bool { return true }
+
+// TryWrite implements InlineConn. std has no output queue: the bytes go
+// to the socket at once, and a full socket buffer blocks only this
+// connection's reading goroutine, as MayBlock allows.
+func (c *stdConn) TryWrite(b []byte) bool { return c.Write(b) == nil }
+
 func (c *stdConn) ID() uint64                     { return c.id }
 func (c *stdConn) RemoteAddr() string             { return c.nc.RemoteAddr().String() }
 func (c *stdConn) SetReadTimeout(d time.Duration) { c.readTimeout.Store(int64(d)) }

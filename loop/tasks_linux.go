@@ -124,6 +124,11 @@ func (q *taskQueue[T]) take(spare []T) []T {
 	return tasks
 }
 
+// idle reports whether no task waits to be taken.
+func (q *taskQueue[T]) idle() bool {
+	return q.ring.Len() == 0 && !q.overflowing.Load()
+}
+
 // close closes the eventfd; later posts are queued but wake nobody.
 func (q *taskQueue[T]) close() {
 	q.mu.Lock()

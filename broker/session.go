@@ -28,6 +28,9 @@ const maxRun = 1024
 type session struct {
 	broker *Broker
 	conn   loop.Conn
+	// inline is conn when its backend lets Data commit a lone record and
+	// answer it itself (commitInline); nil otherwise.
+	inline loop.InlineConn
 	out    *writer
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -77,6 +80,8 @@ type session struct {
 
 	entries  []wire.AckEntry
 	statuses []uint8
+	// answer holds the acks of a run committed inline, until written.
+	answer []byte
 
 	consumers sync.WaitGroup
 	groupsMu  sync.Mutex
@@ -102,6 +107,7 @@ func newSession(b *Broker, conn loop.Conn) *session {
 	s := &session{broker: b, conn: conn, out: newWriter(conn, int(b.cfg.Window), b.cfg.ConnectionOutput), ctx: ctx, cancel: cancel,
 		bodies: make([][]byte, 0, maxRun), crcs: make([]uint32, 0, maxRun), ids: make([]uint32, 0, maxRun),
 		groups: map[*servedGroup]uint64{}, sticky: b.connectionSeq.Add(1) - 1}
+	s.inline, _ = conn.(loop.InlineConn)
 	s.handshakeTimer = time.AfterFunc(b.cfg.HandshakeTimeout, s.handshakeDeadline)
 	return s
 }
@@ -164,7 +170,10 @@ func (s *session) Data(in []byte) (int, error) {
 			return consumed, nil
 		}
 	}
-	if !s.flushRun() {
+	// All of in was handled and the peer sent nothing more: if this run
+	// is a lone record or a few, the peer is most likely waiting for
+	// them (commitInline).
+	if !s.flushRunLast(consumed == len(in)) {
 		return s.runStart, nil
 	}
 	return consumed, nil
@@ -437,11 +446,33 @@ func (s *session) validateRecord(p *wire.Produce) (format.BodyView, *wire.Error)
 	return view, nil
 }
 
+// Inline commits are for runs this small: a lone awaited record, or the
+// few that several callers sharing a connection have in flight. A larger
+// run comes from a pipelining producer, which is better served by
+// reading on while the run's fdatasync is in flight.
+const (
+	inlineMaxRecords = 16
+	inlineMaxBytes   = 64 << 10
+)
+
 // flushRun appends the current run with one TryAppendBatch and hands its
 // ticket to the writer. It returns false, with reading paused and the run
 // dropped (its bytes will be handed back), when the window or the log's
 // staging buffer is full: that is the connection's backpressure.
-func (s *session) flushRun() bool {
+func (s *session) flushRun() bool { return s.flushRunLast(false) }
+
+// flushRunLast is flushRun for the run that ends the peer's input (last):
+// such a run, when small, is committed inline where the backend allows it.
+//
+// Inline, the run is written and fdatasynced on this goroutine when its
+// log is idle (segment.Log.TryCommitBatch) and its acks are sent from
+// here, sparing the hand-offs to the appender, the committer, the writer
+// and back to the reactor: four goroutine wake-ups, each of which costs
+// tens of microseconds on a small machine, against an fdatasync of about
+// a hundred (docs/BENCHMARKS.md, "Awaited produce"). It is taken only
+// while the writer has no acks of this connection left to send, so acks
+// keep their order.
+func (s *session) flushRunLast(last bool) bool {
 	n := len(s.ids)
 	if n == 0 {
 		return true
@@ -456,9 +487,14 @@ func (s *session) flushRun() bool {
 		s.dropRun()
 		return false
 	}
+	inline := last && s.inline != nil && n <= inlineMaxRecords && s.runBytes <= inlineMaxBytes &&
+		s.out.unsent.Load() == 0 && s.inline.MayBlock()
 	var ticket segment.Ticket
 	err := s.broker.admitRecords(s.runBytes, false)
-	if err == nil {
+	switch {
+	case err == nil && inline:
+		ticket, err = s.runLog.TryCommitBatch(s.bodies, s.crcs)
+	case err == nil:
 		ticket, err = s.runLog.TryAppendBatch(s.bodies, s.crcs)
 	}
 	if errors.Is(err, segment.ErrFull) {
@@ -481,8 +517,22 @@ func (s *session) flushRun() bool {
 	}
 	releaseWhenWritten(ticket, s.runLease)
 	s.runLease = arena.Lease{}
-	s.out.pushAcks(ticket, s.runPartition, s.ids)
+	if !inline || !completed(ticket) || !s.answerInline(ticket) {
+		s.out.pushAcks(ticket, s.runPartition, s.ids)
+	}
 	s.resetRun()
+	return true
+}
+
+// answerInline sends the acks of a run committed inline straight to the
+// connection, and reports false when the connection's output has no room
+// now (the writer then sends them, as for any run).
+func (s *session) answerInline(ticket segment.Ticket) bool {
+	s.answer = appendRunAnswers(s.answer[:0], ticket, s.runPartition, s.ids, 0)
+	if !s.inline.TryWrite(s.answer) {
+		return false
+	}
+	s.out.credits.release(len(s.ids))
 	return true
 }
 

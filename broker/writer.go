@@ -43,6 +43,10 @@ type writer struct {
 	// set sends the one wake on signal, so a busy writer costs pushers no
 	// channel operation at all.
 	parked atomic.Bool
+	// unsent counts the runs pushed whose acks have not yet been handed
+	// to the connection: while it is zero, an ack the session writes
+	// itself cannot overtake one of the writer's (session.commitInline).
+	unsent atomic.Int64
 	signal chan struct{} // a reply was queued, or a run while parked
 	done   chan struct{} // closed by the session: no more input
 	exited chan struct{}
@@ -79,6 +83,7 @@ func (w *writer) pushAcks(ticket segment.Ticket, partition uint32, ids []uint32)
 		w.tail = (w.tail + 1) % len(w.ids)
 	}
 	group := ackGroup{ticket: ticket, partition: partition, start: start, count: len(ids)}
+	w.unsent.Add(1)
 	for !w.acks.TryPush(group) {
 		// Unreachable while credits hold (a run takes at least one of
 		// the window's credits, and the ring has a slot per credit);
@@ -187,7 +192,7 @@ func (w *writer) run() {
 	closing := false
 	for {
 		vectored := w.collect()
-		w.encodeCompleted()
+		runs := w.encodeCompleted()
 		wrote := len(w.buf) > 0
 		if wrote {
 			if err := w.conn.Write(w.buf); err != nil {
@@ -197,6 +202,7 @@ func (w *writer) run() {
 			}
 			w.buf = w.buf[:0]
 		}
+		w.unsent.Add(-int64(runs))
 		if vectored != nil {
 			// The connection runs done itself, whatever the outcome.
 			if err := w.conn.WriteVectored(vectored.bytes, vectored.parts, vectored.done); err != nil {
@@ -299,8 +305,9 @@ func (w *writer) wait(closing bool) bool {
 }
 
 // encodeCompleted turns the completed groups at the head of the queue into
-// ProduceAck frames (or, when the append failed, Error frames).
-func (w *writer) encodeCompleted() {
+// ProduceAck frames (or, when the append failed, Error frames), and
+// returns how many it encoded.
+func (w *writer) encodeCompleted() int {
 	n := 0
 	for n < len(w.pending) && completed(w.pending[n].ticket) {
 		w.encodeGroup(w.pending[n])
@@ -309,6 +316,7 @@ func (w *writer) encodeCompleted() {
 	if n > 0 {
 		w.pending = append(w.pending[:0], w.pending[n:]...)
 	}
+	return n
 }
 
 func completed(t segment.Ticket) bool {
@@ -321,20 +329,34 @@ func completed(t segment.Ticket) bool {
 }
 
 func (w *writer) encodeGroup(g ackGroup) {
-	err := g.ticket.Err()
-	var failure *wire.Error
-	if err != nil {
-		failure = storageError(err)
-	}
-	for i := 0; i < g.count; i++ {
-		id := w.ids[(g.start+i)%len(w.ids)]
-		if failure != nil {
-			w.buf = wire.Append(w.buf, id, failure)
-			continue
-		}
-		w.buf = wire.AppendProduceAck(w.buf, id, g.partition, g.ticket.First+uint64(i))
+	// The group's ids may wrap around the end of the ring.
+	end := g.start + g.count
+	if end <= len(w.ids) {
+		w.buf = appendRunAnswers(w.buf, g.ticket, g.partition, w.ids[g.start:end], 0)
+	} else {
+		head := w.ids[g.start:]
+		w.buf = appendRunAnswers(w.buf, g.ticket, g.partition, head, 0)
+		w.buf = appendRunAnswers(w.buf, g.ticket, g.partition, w.ids[:end-len(w.ids)], uint64(len(head)))
 	}
 	w.credits.release(g.count)
+}
+
+// appendRunAnswers appends the answers to records skip, skip+1, … of a
+// completed run, whose request ids are ids: a ProduceAck per record, or
+// the append's error for each.
+func appendRunAnswers(buf []byte, ticket segment.Ticket, partition uint32, ids []uint32, skip uint64) []byte {
+	var failure *wire.Error
+	if err := ticket.Err(); err != nil {
+		failure = storageError(err)
+	}
+	for i, id := range ids {
+		if failure != nil {
+			buf = wire.Append(buf, id, failure)
+			continue
+		}
+		buf = wire.AppendProduceAck(buf, id, partition, ticket.First+skip+uint64(i))
+	}
+	return buf
 }
 
 // close tells the writer no more input comes and waits until it has

@@ -19,32 +19,52 @@ import (
 	"github.com/ironbus/ironbus/segment"
 )
 
+// Room for the idle-connection shape and its busy producers, and for the
+// streams the rigs create.
+const (
+	maxConnections = 2048
+	maxLogs        = 64
+)
+
 // InProcess runs a broker on a loopback port in this process, on a fresh
 // data directory under dir, served by the named network backend (see
 // loop.New; "" is auto); stop drains it and removes the directory. It
 // returns the backend that serves, which auto may have chosen.
+//
+// Connection read buffers, socket output queues and append staging come
+// from budgeted slabs, as under `ironbus serve`: without them every reply
+// a reactor queues takes a fresh 64 KiB chunk from the heap, which the
+// broker in production never does.
 func InProcess(dir string, storage segment.Options, backend string) (addr, served string, stop func(), err error) {
+	slabs, err := newSlabs(&storage)
+	if err != nil {
+		return "", "", nil, err
+	}
 	dataDir, err := os.MkdirTemp(dir, "netbench-")
 	if err != nil {
+		slabs.close()
 		return "", "", nil, err
 	}
-	// Room for the idle-connection shape and its busy producers.
-	b, err := broker.Open(broker.Config{DataDir: dataDir, Storage: storage, MaxConnections: 2048})
-	if err != nil {
+	fail := func(err error, closers ...func() error) (string, string, func(), error) {
+		for _, c := range closers {
+			_ = c()
+		}
+		slabs.close()
 		_ = os.RemoveAll(dataDir)
 		return "", "", nil, err
 	}
-	server, choice, err := loop.New(backend, loop.Config{MaxBuffer: int(b.MaxFrame()) + 64<<10}, b)
+	b, err := broker.Open(broker.Config{DataDir: dataDir, Storage: storage, MaxConnections: maxConnections})
 	if err != nil {
-		_ = b.Close()
-		_ = os.RemoveAll(dataDir)
-		return "", "", nil, err
+		return fail(err)
+	}
+	server, choice, err := loop.New(backend, loop.Config{MaxBuffer: int(b.MaxFrame()) + 64<<10,
+		Buffers: slabs.reads, OutputBuffers: slabs.output}, b)
+	if err != nil {
+		return fail(err, b.Close)
 	}
 	bound, err := server.Listen("127.0.0.1:0")
 	if err != nil {
-		_ = b.Close()
-		_ = os.RemoveAll(dataDir)
-		return "", "", nil, err
+		return fail(err, b.Close)
 	}
 	go func() { _ = server.Serve() }()
 	stop = func() {
@@ -55,9 +75,44 @@ func InProcess(dir string, storage segment.Options, backend string) (addr, serve
 			server.CloseAll()
 		}
 		_ = b.Close()
+		slabs.close()
 		_ = os.RemoveAll(dataDir)
 	}
 	return bound.String(), choice.Backend, stop, nil
+}
+
+// slabs are the in-process broker's budgeted pools, lazily mapped.
+type slabs struct {
+	reads, output, staging *arena.Slab
+}
+
+func newSlabs(storage *segment.Options) (*slabs, error) {
+	budget := arena.NewBudget()
+	var s slabs
+	var err error
+	if s.reads, err = arena.NewLazySlab(budget, "connection read buffers", "netbench", 64<<10, maxConnections); err != nil {
+		return nil, err
+	}
+	if s.output, err = arena.NewLazySlab(budget, "socket output queues", "netbench", loop.OutputChunkSize, 4*maxConnections); err != nil {
+		s.close()
+		return nil, err
+	}
+	perLog := segment.StagingBuffersPerLog(storage.IOMode)
+	if s.staging, err = arena.NewLazySlab(budget, "append staging", "netbench",
+		segment.StagingBufferSize(*storage), maxLogs*perLog); err != nil {
+		s.close()
+		return nil, err
+	}
+	storage.StagingBuffers = s.staging
+	return &s, nil
+}
+
+func (s *slabs) close() {
+	for _, slab := range []*arena.Slab{s.reads, s.output, s.staging} {
+		if slab != nil {
+			_ = slab.Close()
+		}
+	}
 }
 
 // HoldIdle opens count connections that complete the handshake and then

@@ -239,3 +239,59 @@ func TestCloseWaitsForInlineCommit(t *testing.T) {
 	}
 	_ = d.Close()
 }
+
+// OnDone runs its callback once the ticket completes, after Done has
+// closed, whether the records commit or fail, and at once for a ticket
+// already complete.
+func TestTicketOnDone(t *testing.T) {
+	d := openDir(t, vfs.NewMemFS(), testOptions(0))
+	defer d.Close()
+	l := openLog(t, d)
+
+	called := make(chan bool, 1)
+	ticket := appendBody(t, l, body(0, 100))
+	ticket.OnDone(func() { called <- isDone(ticket) })
+	select {
+	case closed := <-called:
+		if !closed {
+			t.Fatal("the callback ran before Done closed")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the callback never ran for a committed ticket")
+	}
+
+	ran := false
+	ticket.OnDone(func() { ran = true })
+	if !ran {
+		t.Fatal("OnDone on a complete ticket did not call at once")
+	}
+
+	// A ticket that fails (the log closes under a staged batch whose
+	// write is held back) calls back too.
+	release := make(chan struct{})
+	var hold atomic.Bool
+	fsys := vfs.Inject(vfs.NewMemFS(), vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == vfs.OpSyncData && strings.Contains(op.Path, "/streams/") && hold.Load() {
+			<-release
+			return vfs.ErrInjected
+		}
+		return nil
+	}))
+	d2 := openDir(t, fsys, testOptions(0))
+	defer d2.Close()
+	l2 := openLog(t, d2)
+	waitTicket(t, appendBody(t, l2, body(0, 100)))
+	hold.Store(true)
+	failing := appendBody(t, l2, body(1, 100))
+	errs := make(chan error, 1)
+	failing.OnDone(func() { errs <- failing.Err() })
+	close(release)
+	select {
+	case err := <-errs:
+		if err == nil {
+			t.Fatal("the callback saw a failed ticket succeed")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the callback never ran for a failed ticket")
+	}
+}

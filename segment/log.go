@@ -118,9 +118,35 @@ type batch struct {
 	done     chan struct{}
 	err      error  // set before done closes
 	failFrom uint64 // with err: records below this offset were committed
+
+	// log guards completed and notify with its mu. Once completed is set
+	// no callback is added: those in notify run after done closes.
+	log       *Log
+	completed bool
+	notify    []func()
 }
 
 func (b *batch) end() uint64 { return b.first + b.count }
+
+// finishLocked marks batches complete: Ticket.OnDone now calls at once
+// instead of adding to their lists. REQUIRES: l.mu held.
+func finishLocked(batches []*batch) []*batch {
+	for _, b := range batches {
+		b.completed = true
+	}
+	return batches
+}
+
+// complete closes the done channel of batches marked complete and runs
+// their callbacks. Called without l.mu.
+func complete(batches []*batch) {
+	for _, b := range batches {
+		close(b.done)
+		for _, fn := range b.notify {
+			fn()
+		}
+	}
+}
 
 // Ticket tracks appended records until they are committed.
 type Ticket struct {
@@ -132,6 +158,30 @@ type Ticket struct {
 
 // Done is closed when the records are committed or have failed.
 func (t Ticket) Done() <-chan struct{} { return t.b.done }
+
+// OnDone arranges for fn to run once the records are committed or have
+// failed, right after Done closes, on the goroutine that completed them
+// (the committer, an inline commit, a failing write); it runs at once, on
+// the caller's goroutine, when they already are. fn must be quick and must
+// not block: it delays every other completion of the batch. A consumer of
+// many tickets wakes itself with it instead of parking a goroutine on each
+// Done.
+func (t Ticket) OnDone(fn func()) {
+	b := t.b
+	if b.log == nil {
+		<-b.done // a batch of no log is never handed out unfinished
+		fn()
+		return
+	}
+	b.log.mu.Lock()
+	if b.completed {
+		b.log.mu.Unlock()
+		fn()
+		return
+	}
+	b.notify = append(b.notify, fn)
+	b.log.mu.Unlock()
+}
 
 // Err reports the outcome once Done is closed: nil when every record of the
 // ticket is committed (durable, under DurabilitySync).
@@ -441,9 +491,7 @@ func (l *Log) advanceCommitted(m mark) {
 	close(l.mu.newData)
 	l.mu.newData = make(chan struct{})
 	l.mu.Unlock()
-	for _, b := range done {
-		close(b.done)
-	}
+	complete(done)
 }
 
 // popCoveredLocked removes and returns the in-flight batches every record
@@ -453,7 +501,7 @@ func (l *Log) popCoveredLocked(next uint64) []*batch {
 	for n < len(l.mu.inflight) && l.mu.inflight[n].end() <= next {
 		n++
 	}
-	done := append([]*batch(nil), l.mu.inflight[:n]...)
+	done := finishLocked(append([]*batch(nil), l.mu.inflight[:n]...))
 	l.mu.inflight = append(l.mu.inflight[:0], l.mu.inflight[n:]...)
 	return done
 }
@@ -471,9 +519,7 @@ func (l *Log) freeze(cause error) {
 	l.mu.failure = freezeError(cause)
 	failed := l.failAllLocked(l.mu.failure)
 	l.mu.Unlock()
-	for _, b := range failed {
-		close(b.done)
-	}
+	complete(failed)
 	l.opts.Logger.Error("log frozen read-only", "log", l.id.String(), "error", cause.Error())
 }
 
@@ -493,7 +539,7 @@ func (l *Log) failAllLocked(err error) []*batch {
 		b.failFrom = b.first
 	}
 	l.wakeWaitersLocked()
-	return failed
+	return finishLocked(failed)
 }
 
 // wakeWaitersLocked wakes appenders blocked on a full staging buffer and
@@ -535,15 +581,13 @@ func (l *Log) failFrom(b *batch, from uint64, err error) {
 	l.mu.nextOffset = from
 	// The part of b already written may be committed already: complete it
 	// now rather than wait for a mark that will not move past it.
-	failed = append(failed, l.popCoveredLocked(l.committed.Load().next)...)
+	failed = append(finishLocked(failed), l.popCoveredLocked(l.committed.Load().next)...)
 	l.mu.Unlock()
-	for _, f := range failed {
-		close(f.done)
-	}
+	complete(failed)
 }
 
 func (l *Log) newBatch(buf []byte) *batch {
-	return &batch{buf: buf[:0], done: make(chan struct{})}
+	return &batch{buf: buf[:0], done: make(chan struct{}), log: l}
 }
 
 // Close stops accepting appends, writes and commits what is staged, and
@@ -577,9 +621,7 @@ func (l *Log) Close() error {
 	l.mu.Lock()
 	failed := l.failAllLocked(ErrClosed)
 	l.mu.Unlock()
-	for _, b := range failed {
-		close(b.done)
-	}
+	complete(failed)
 	l.releaseStagingBuffers()
 	return nil
 }

@@ -91,7 +91,7 @@ func (l *Log) releaseStagingBuffers() {
 // goes through the bounce buffer). A log with no free buffer (read-only,
 // or one not yet started) stages on the heap. REQUIRES: l.mu held.
 func (l *Log) newStagingLocked(at int) *batch {
-	b := &batch{done: make(chan struct{})}
+	b := &batch{done: make(chan struct{}), log: l}
 	last := len(l.mu.free) - 1
 	if last < 0 {
 		return b

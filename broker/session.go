@@ -409,15 +409,14 @@ func (s *session) releaseReserved() {
 }
 
 // releaseWhenWritten gives a large record's admission back once its batch
-// is written (or failed): its staging memory is free then.
+// is committed (or failed): its staging memory is free then. A release is
+// a short lock and hands the bytes to waiters, so it runs on the
+// completing goroutine rather than on one of its own.
 func releaseWhenWritten(ticket segment.Ticket, lease arena.Lease) {
 	if lease.Size() == 0 {
 		return
 	}
-	go func() {
-		<-ticket.Done()
-		_ = lease.Release()
-	}()
+	ticket.OnDone(func() { _ = lease.Release() })
 }
 
 // validateRecord checks a record's body and returns its decoded view

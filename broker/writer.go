@@ -43,6 +43,7 @@ type writer struct {
 	// set sends the one wake on signal, so a busy writer costs pushers no
 	// channel operation at all.
 	parked atomic.Bool
+	wakeFn func() // w.wake, bound once: handed to every ticket
 	// unsent counts the runs pushed whose acks have not yet been handed
 	// to the connection: while it is zero, an ack the session writes
 	// itself cannot overtake one of the writer's (session.commitInline).
@@ -70,12 +71,17 @@ func newWriter(conn loop.Conn, window, limit int) *writer {
 		acks: ring.NewSPSC[ackGroup](window), signal: make(chan struct{}, 1),
 		done: make(chan struct{}), exited: make(chan struct{}), buf: make([]byte, 0, 64<<10),
 		pending: make([]ackGroup, 0, window)}
+	w.wakeFn = w.wake
 	go w.run()
 	return w
 }
 
 // pushAcks queues a run; the caller holds count credits, so both rings
 // have room. Called from the session's reader only (the SPSC producer).
+//
+// It does not wake a parked writer: there is nothing to send until the
+// ticket completes, and the completion wakes it (Ticket.OnDone). Waking it
+// now as well cost every awaited produce a second wake-up of its writer.
 func (w *writer) pushAcks(ticket segment.Ticket, partition uint32, ids []uint32) {
 	start := w.tail
 	for _, id := range ids {
@@ -95,7 +101,7 @@ func (w *writer) pushAcks(ticket segment.Ticket, partition uint32, ids []uint32)
 			runtime.Gosched()
 		}
 	}
-	w.wake()
+	ticket.OnDone(w.wakeFn)
 }
 
 // wake sends the writer its one wake if it is parked.

@@ -71,6 +71,15 @@ func (c *epollConn) waiting() bool {
 	return c.sent < c.batchBytes || c.output.queued()
 }
 
+// needsWritable reports whether the connection must watch for EPOLLOUT: a
+// write stopped on a full socket buffer, or output is queued that no
+// flush task will take. Output queued with a flush pending (a reply Data
+// just queued, say) is sent by that task in this pass; watching for it
+// would cost two epoll_ctl calls per reply. Reactor only.
+func (c *epollConn) needsWritable() bool {
+	return c.sent < c.batchBytes || (c.output.queued() && !c.flushPending.Load())
+}
+
 // take moves queued output into the batch being sent and lets blocked
 // writers go on. Reactor only, once the previous batch is all written.
 func (c *epollConn) take() {

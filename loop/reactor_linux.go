@@ -122,7 +122,9 @@ func (r *reactor) run() {
 
 // wait returns the ready events: at once when there are some, otherwise
 // after sleeping in the netpoller (holding no P) until there are, or until
-// the timeout sweep is due.
+// the timeout sweep is due. The park polls again before it sleeps: the
+// netpoller forgets readiness seen before the park began, so an event
+// arriving after the first poll would otherwise wait for the sweep.
 func (r *reactor) wait() (int, error) {
 	n, err := r.poll()
 	if n > 0 || err != nil {
@@ -336,7 +338,7 @@ func (r *reactor) updateInterest(c *epollConn) {
 	if c.reading && !c.paused.Load() && !c.memoryWait {
 		want |= unix.EPOLLIN | unix.EPOLLRDHUP
 	}
-	if c.waiting() {
+	if c.needsWritable() {
 		want |= unix.EPOLLOUT
 	}
 	if want == c.interest {

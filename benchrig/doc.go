@@ -13,8 +13,15 @@
 // latency with one record in flight, beside the raw fdatasync latency
 // measured in the same run (benchrig/cmd/netbench).
 //
-// `ironbus bench` and the head-to-head rig against peer brokers (its own
-// module, benchrig/peers) arrive with the bench issue.
+// benchrig/cmd/awaitbench measures the awaited shapes alone (one
+// connection with one record in flight, eight such, and one at a fixed
+// rate) in interleaved rounds with the raw fdatasync loop back to back and
+// at the same rate, and can write an execution trace of them, for reading
+// each hand-off of an acknowledgement off its goroutines.
+//
+// `ironbus bench` (cmd/ironbus) drives a broker from the command line, and
+// the head-to-head rig against peer brokers is its own module,
+// benchrig/peers, so the broker never depends on a peer.
 //
 // Invariant: speed claims come from these runs, never from timed unit tests.
 package benchrig

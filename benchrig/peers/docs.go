@@ -71,7 +71,8 @@ func markdown(rep report) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Measured %s on %s.\n\n```sh\n%s\n```\n\n", rep.Date, rep.Machine, rep.Command)
 	fmt.Fprintf(&b, "Medians of %d runs (min–max in brackets); ratio = IronBus / peer, for µs rows lower is better. "+
-		"Durability labels: `ironbus-sync`, `jetstream-always` and `raw-disk` fsync before the ack; `jetstream-default` "+
+		"Durability labels: `ironbus-sync`, `jetstream-always`, `raw-disk` and `tcp-floor` (a one-goroutine TCP server that "+
+		"fdatasyncs each message before answering: no broker) fsync before the ack; `jetstream-default` "+
 		"acks from the page cache (not power-loss safe); `nats-core` stores nothing. A ratio across labels appears only "+
 		"where the row says so.\n\n", rep.Runs)
 	b.WriteString("| row | what | payload | IronBus | peer | ratio | target |\n|---|---|---:|---:|---:|---:|---|\n")

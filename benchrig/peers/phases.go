@@ -52,6 +52,14 @@ func rawPhase(cfg *config, measured samples) error {
 		measured.add(metric{labelRawDisk, "sync-rate", size}, perSecond)
 		measured.add(metric{labelRawDisk, "L1-p50", size}, percentile(latencies, 0.50))
 		measured.add(metric{labelRawDisk, "L1-p99", size}, percentile(latencies, 0.99))
+		if latencies, err = rawAtRate(cfg.dir, size, cfg.rate, cfg.latencyDuration); err != nil {
+			return err
+		}
+		measured.add(metric{labelRawDisk, "L1-rate-p50", size}, percentile(latencies, 0.50))
+		measured.add(metric{labelRawDisk, "L1-rate-p99", size}, percentile(latencies, 0.99))
+		if err := floorRows(cfg, measured, size); err != nil {
+			return err
+		}
 	}
 	best := 0.0
 	for _, direct := range []bool{false, true} {
@@ -62,6 +70,23 @@ func rawPhase(cfg *config, measured samples) error {
 		best = max(best, bandwidth) // direct may be unsupported: then buffered stands
 	}
 	measured.add(metric{labelRawDisk, "bandwidth", 0}, best)
+	return nil
+}
+
+// floorRows measures the TCP floor (floor.go) back to back, as P1 runs,
+// and at the L1 rate.
+func floorRows(cfg *config, measured samples, size int) error {
+	perSecond, _, err := tcpFloor(cfg.dir, size, 0, cfg.duration)
+	if err != nil {
+		return err
+	}
+	measured.add(metric{labelTCPFloor, "P1", size}, perSecond)
+	_, latencies, err := tcpFloor(cfg.dir, size, cfg.rate, cfg.latencyDuration)
+	if err != nil {
+		return err
+	}
+	measured.add(metric{labelTCPFloor, "L1-p50", size}, percentile(latencies, 0.50))
+	measured.add(metric{labelTCPFloor, "L1-p99", size}, percentile(latencies, 0.99))
 	return nil
 }
 

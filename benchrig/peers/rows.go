@@ -1,6 +1,9 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // consumeNote says how the consume rows' data was loaded and read.
 func consumeNote(cfg *config) string {
@@ -35,11 +38,20 @@ func produceRows(size int) []rowSpec {
 	}
 	latency := func(id, peer string, target float64) rowSpec {
 		title := "ack latency at 1,000 msg/s (open loop) vs JetStream always"
-		if peer == labelRawDisk {
-			title = "ack latency at 1,000 msg/s vs raw write+fdatasync"
+		switch peer {
+		case labelRawDisk:
+			title = "ack latency at 1,000 msg/s vs raw write+fdatasync back to back"
+		case labelTCPFloor:
+			title = "ack latency at 1,000 msg/s vs the TCP floor at 1,000 msg/s"
 		}
 		return rowSpec{id: id, title: title, payload: size, unit: "µs", lowerIsBetter: true, target: target,
 			ironbus: metric{labelIronBus, id, size}, peer: metric{peer, id, size}}
+	}
+	atRate := func(id string, target float64) rowSpec {
+		return rowSpec{id: id, title: "ack latency at 1,000 msg/s vs raw write+fdatasync at 1,000/s", payload: size,
+			unit: "µs", lowerIsBetter: true, target: target, ironbus: metric{labelIronBus, id, size},
+			peer: metric{labelRawDisk, strings.Replace(id, "L1-", "L1-rate-", 1), size},
+			note: "raw at the same rate: the machine idles between syncs as it does between L1's produces"}
 	}
 	return []rowSpec{
 		always("P1", "awaited produce, 1 connection, 1 in flight", 2),
@@ -50,8 +62,18 @@ func produceRows(size int) []rowSpec {
 		latency("L1-p99", labelJetStreamAlways, 0),
 		latency("L1-p50", labelRawDisk, 1.3),
 		latency("L1-p99", labelRawDisk, 1.2),
+		atRate("L1-p50", 1.3),
+		atRate("L1-p99", 1.2),
+		latency("L1-p50", labelTCPFloor, 0),
+		latency("L1-p99", labelTCPFloor, 0),
 		{id: "P1-disk", title: "P1 vs raw write+fdatasync loop (syncs/s)", payload: size, unit: "msg/s", target: 0.9,
 			ironbus: metric{labelIronBus, "P1", size}, peer: metric{labelRawDisk, "sync-rate", size}},
+		{id: "P1-floor", title: "P1 vs the TCP floor back to back", payload: size, unit: "msg/s",
+			ironbus: metric{labelIronBus, "P1", size}, peer: metric{labelTCPFloor, "P1", size},
+			note: "TCP floor: one goroutine reads 256 B over loopback, writes and fdatasyncs it, answers; no broker"},
+		{id: "floor-disk", title: "the TCP floor vs raw write+fdatasync loop (what any TCP service keeps)", payload: size,
+			unit: "msg/s", note: "the left side of this row is the TCP floor, not IronBus",
+			ironbus: metric{labelTCPFloor, "P1", size}, peer: metric{labelRawDisk, "sync-rate", size}},
 		unsynced("P1", "P1", 0),
 		unsynced("P2a", "P2a", 0),
 		unsynced("P2b", "P2b", 3),

@@ -16,6 +16,7 @@ const (
 	labelJetStreamDefault = "jetstream-default"
 	labelNATSCore         = "nats-core"
 	labelRawDisk          = "raw-disk"
+	labelTCPFloor         = "tcp-floor"
 )
 
 // durabilityClass groups labels whose numbers may share a ratio: two sides
@@ -24,6 +25,7 @@ var durabilityClass = map[string]string{
 	labelIronBus:          "fsync before ack",
 	labelJetStreamAlways:  "fsync before ack",
 	labelRawDisk:          "fsync before ack",
+	labelTCPFloor:         "fsync before ack",
 	labelJetStreamDefault: "page cache, not power-loss safe",
 	labelNATSCore:         "none: memory, at most once",
 }

@@ -37,10 +37,10 @@ func main() {
 	shapes := flag.String("shapes", "raw,raw-l1,p1,l1,p2a", "shapes to run, comma-separated (raw-l1: the raw loop at the L1 rate)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the broker rounds here")
 	tracePath := flag.String("trace", "", "write an execution trace of a short run of -trace-connections awaited producers here, and stop")
-	traceConnections := flag.Int("trace-connections", 1, "connections of the traced run (1: P1, 8: P2a)")
+	traceConnections := flag.Int("trace-connections", 1, "connections of the traced run (1: P1, 8: P2a; 0: L1 at -rate)")
 	flag.Parse()
 	if *tracePath != "" {
-		if err := traceAwaited(*dir, *tracePath, *size, *traceConnections); err != nil {
+		if err := traceAwaited(*dir, *tracePath, *size, *traceConnections, *rate); err != nil {
 			fmt.Fprintln(os.Stderr, "awaitbench:", err)
 			os.Exit(1)
 		}
@@ -313,13 +313,22 @@ func openLoop(addr string, size, rate int, duration time.Duration) (result, erro
 // traceAwaited writes an execution trace of 200 ms of awaited produces on
 // connections connections, after a warm-up, so each hand-off of an awaited
 // produce can be read off its goroutines.
-func traceAwaited(dir, path string, size, connections int) error {
+func traceAwaited(dir, path string, size, connections, rate int) error {
 	addr, _, stop, err := netbench.InProcess(dir, segment.Options{IOMode: segment.IOAuto}, "")
 	if err != nil {
 		return err
 	}
 	defer stop()
-	if _, err := awaited(addr, connections, size, 500*time.Millisecond); err != nil {
+	run := func(d time.Duration) error {
+		if connections == 0 {
+			r, err := openLoop(addr, size, rate, d)
+			fmt.Printf("traced L1: p50 %.1f µs, p99 %.1f µs\n", r.p50, r.p99)
+			return err
+		}
+		_, err := awaited(addr, connections, size, d)
+		return err
+	}
+	if err := run(500 * time.Millisecond); err != nil {
 		return err
 	}
 	f, err := os.Create(path)
@@ -330,7 +339,11 @@ func traceAwaited(dir, path string, size, connections int) error {
 	if err := trace.Start(f); err != nil {
 		return err
 	}
-	_, err = awaited(addr, connections, size, 200*time.Millisecond)
+	length := 200 * time.Millisecond
+	if connections == 0 {
+		length = 2 * time.Second
+	}
+	err = run(length)
 	trace.Stop()
 	return err
 }

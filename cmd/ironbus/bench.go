@@ -29,6 +29,7 @@ type benchOptions struct {
 	loop         string
 	ioMode       string
 	durability   string
+	profile      string // started broker's configuration profile ("": serve's default)
 	profileOut   string
 	tls          bool // bench_tls.go
 
@@ -65,6 +66,7 @@ func newBenchCmd(opts *globalOptions) *cobra.Command {
 	flags.StringVar(&bench.loop, "loop", loop.BackendAuto, "started broker: network backend (auto, uring, epoll, std)")
 	flags.StringVar(&bench.ioMode, "io-mode", "buffered", "started broker: buffered, direct or auto")
 	flags.StringVar(&bench.durability, "durability", "sync", "started broker: sync, interval or none (the latter two are labelled unsafe)")
+	flags.StringVar(&bench.profile, "profile", "", "started broker: configuration profile (edge-tiny, balanced, throughput); --loop and --io-mode then follow it unless given")
 	flags.StringVar(&bench.profileOut, "profile-out", "", "started broker: write CPU and heap profiles of the run into this directory")
 	flags.BoolVar(&opts.json, "json", false, "print one flat JSON object (schema "+benchSchema+")")
 	addBenchTLSFlags(cmd, bench)
@@ -84,6 +86,9 @@ func newBenchCmd(opts *globalOptions) *cobra.Command {
 type benchPlan struct {
 	benchOptions
 	length time.Duration // 0 when count is set
+	// knobs are the broker flags bench passes on: each one given, and
+	// without --profile the defaults too (a profile sets its own).
+	knobs []string
 	// connect is TLS and credentials of the load's connections.
 	connect client.Options
 	// payloads is what the producers send and compress with.
@@ -109,6 +114,16 @@ func (bench *benchOptions) plan(changed func(string) bool) (*benchPlan, error) {
 		return nil, exitErrorf(exitUsage, "--addr %s is a running broker: bench would write records into it; add --i-understand-this-is-live", bench.addr)
 	case bench.addr != "" && bench.profileOut != "":
 		return nil, exitErrorf(exitUsage, "--profile-out needs the broker bench starts itself (no --addr)")
+	case bench.addr != "" && bench.profile != "":
+		return nil, exitErrorf(exitUsage, "--profile configures the broker bench starts itself (no --addr)")
+	}
+	for _, knob := range []struct{ flag, value string }{{"loop", bench.loop}, {"io-mode", bench.ioMode}} {
+		if bench.profile == "" || changed(knob.flag) {
+			plan.knobs = append(plan.knobs, "--"+knob.flag, knob.value)
+		}
+	}
+	if bench.profile != "" {
+		plan.knobs = append(plan.knobs, "--profile", bench.profile)
 	}
 	if err := bench.subjectOptions.check(bench.mode); err != nil {
 		return nil, err

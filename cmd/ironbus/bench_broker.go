@@ -50,9 +50,9 @@ func (t *benchTarget) start(plan *benchPlan) error {
 	if t.dataDir, err = os.MkdirTemp("", "ironbus-bench-"); err != nil {
 		return exitErrorf(exitUnreadable, "bench: temporary data directory: %w", err)
 	}
-	args := []string{"serve", "--json", "--data-dir", t.dataDir, "--addr", "127.0.0.1:0", "--health-addr", "off", "--loop", plan.loop,
-		"--io-mode", plan.ioMode, "--durability", plan.durability,
-		"--max-connections", strconv.Itoa(plan.producers + plan.consumers + 16)}
+	args := []string{"serve", "--json", "--data-dir", t.dataDir, "--addr", "127.0.0.1:0", "--health-addr", "off",
+		"--durability", plan.durability, "--max-connections", strconv.Itoa(plan.producers + plan.consumers + 16)}
+	args = append(args, plan.knobs...)
 	if plan.durability != "sync" {
 		args = append(args, "--accept-relaxed-durability")
 	}

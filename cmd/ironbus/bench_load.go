@@ -19,6 +19,7 @@ type benchResult struct {
 	Schema          string  `json:"schema"`
 	Mode            string  `json:"mode"`
 	Broker          string  `json:"broker"` // "started" or "live"
+	BrokerProfile   string  `json:"broker_profile,omitempty"`
 	Durability      string  `json:"durability"`
 	TLS             bool    `json:"tls"` // the load's connections speak TLS
 	Producers       int     `json:"producers"`
@@ -66,7 +67,7 @@ func newLatencyHistogram() *hdrhistogram.Histogram { return hdrhistogram.New(1, 
 func (r *benchResult) fill(plan *benchPlan) {
 	r.Schema, r.Mode, r.Durability = benchSchema, plan.mode, plan.durability
 	r.Producers, r.PubWindow, r.PayloadBytes = plan.producers, plan.pubWindow, plan.payloadBytes
-	r.Broker, r.TLS = "started", plan.connect.TLS != nil
+	r.Broker, r.BrokerProfile, r.TLS = "started", plan.profile, plan.connect.TLS != nil
 	r.Compression, r.PayloadFile = plan.payloads.compression.String(), plan.payloadOptions.payloadFile
 	if plan.addr != "" {
 		r.Broker = "live"
@@ -104,8 +105,12 @@ func percentiles(h *hdrhistogram.Histogram) (p50, p99, p999, maximum float64) {
 
 func (r *benchResult) print(opts *globalOptions, plan *benchPlan) {
 	out := opts.stdout
+	broker := r.Broker
+	if r.BrokerProfile != "" {
+		broker += " (profile " + r.BrokerProfile + ")"
+	}
 	fmt.Fprintf(out, "%s: %d producers × window %d, %d B payloads, durability %s, broker %s\n",
-		r.Mode, r.Producers, r.PubWindow, r.PayloadBytes, r.Durability, r.Broker)
+		r.Mode, r.Producers, r.PubWindow, r.PayloadBytes, r.Durability, broker)
 	fmt.Fprintf(out, "  payloads    %s\n", plan.payloads.describe(r.PayloadFile))
 	fmt.Fprintf(out, "  published   %d records in %.2f s: %.0f msg/s, %.1f MB/s\n", r.Records, r.Seconds, r.MsgsPerSec, r.MBPerSec)
 	fmt.Fprintf(out, "  ack latency p50 %.0f µs  p99 %.0f µs  p99.9 %.0f µs  max %.0f µs\n", r.AckP50, r.AckP99, r.AckP999, r.AckMax)

@@ -47,6 +47,10 @@ func TestBenchModes(t *testing.T) {
 	if work.ConsumedRecords != 5000 {
 		t.Fatalf("subscribe, work group of 2 sharing 5,000: %+v", work)
 	}
+	edge := runBenchJSON(t, "--count", "1000", "--profile", "edge-tiny")
+	if edge.Records != 1000 || edge.BrokerProfile != "edge-tiny" {
+		t.Fatalf("publish to an edge-tiny broker: %+v", edge)
+	}
 }
 
 func TestBenchUsage(t *testing.T) {
@@ -62,6 +66,7 @@ func TestBenchUsage(t *testing.T) {
 		{"--mode", "subscribe", "--subjects", "10", "--filter", "bench..s1"},
 		{"--mode", "subscribe", "--filter-sparse", "100", "--subjects", "10"},
 		{"--subjects", "-1"},
+		{"--addr", "127.0.0.1:7777", "--i-understand-this-is-live", "--profile", "edge-tiny"},
 	} {
 		result := runCLI(t, append([]string{"bench"}, args...)...)
 		expectCode(t, result, exitUsage)

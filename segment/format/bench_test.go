@@ -36,6 +36,22 @@ func BenchmarkDecodeRecord(b *testing.B) {
 	}
 }
 
+// BenchmarkCRC is the CRC32C (Castagnoli, hardware accelerated) every
+// record body and batch is checked with: by the producer, the broker and
+// the consumer.
+func BenchmarkCRC(b *testing.B) {
+	for _, size := range []int{256, 4096, 65536} {
+		data := make([]byte, size)
+		b.Run(itoaSize(size), func(b *testing.B) {
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = CRC(data)
+			}
+		})
+	}
+}
+
 func itoaSize(size int) string {
 	switch {
 	case size >= 1<<20:

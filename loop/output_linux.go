@@ -26,6 +26,7 @@ type outputQueue struct {
 	queuedBytes int
 	borrows     []borrowed    // sent from the writer's memory, between copied bytes
 	space       chan struct{} // closed when the queue shrinks: blocked writers retry
+	spaceWaited bool          // a writer holds space: the next take closes and renews it
 	done        bool
 	doneChan    chan struct{}
 	// borrowedBytes is what borrows hold: it counts against the limit
@@ -125,6 +126,7 @@ func (q *outputQueue) waitForSpace(limit int, timeout time.Duration, remote stri
 			defer timer.Stop()
 		}
 		space := q.space
+		q.spaceWaited = true
 		q.mu.Unlock()
 		select {
 		case <-space:
@@ -165,8 +167,12 @@ func (q *outputQueue) take(spare []outputChunk) []outputChunk {
 func (q *outputQueue) takeLocked(spare []outputChunk) []outputChunk {
 	taken := q.chunks
 	q.chunks, q.queuedBytes = spare[:0], 0
-	close(q.space)
-	q.space = make(chan struct{})
+	// Only a channel a writer holds needs closing: renewing it on every
+	// take was an allocation per send.
+	if q.spaceWaited {
+		close(q.space)
+		q.space, q.spaceWaited = make(chan struct{}), false
+	}
 	return taken
 }
 

@@ -25,6 +25,11 @@ import (
 type parker struct {
 	file *os.File
 	raw  syscall.RawConn
+	// ready is the check of the park under way, and read the function
+	// handed to the netpoller, made once: a closure made per park would
+	// be an allocation per reactor pass.
+	ready func() bool
+	read  func(uintptr) bool
 }
 
 func newParker(fd int) (*parker, error) {
@@ -42,17 +47,23 @@ func newParker(fd int) (*parker, error) {
 		_ = file.Close()
 		return nil, fmt.Errorf("loop: netpoller: %w", err)
 	}
-	return &parker{file: file, raw: raw}, nil
+	p := &parker{file: file, raw: raw}
+	p.read = func(uintptr) bool { return p.ready() }
+	return p, nil
 }
 
 // park calls ready until it reports true, sleeping in the netpoller while
 // it reports false, for at most timeout. It returns nil when ready said
 // true and when the timeout passed; an error only when the parker broke.
+// ready should be made once by the caller, not per call. Called by the
+// reactor goroutine only.
 func (p *parker) park(timeout time.Duration, ready func() bool) error {
 	if err := p.file.SetReadDeadline(time.Now().Add(timeout)); err != nil {
 		return err
 	}
-	err := p.raw.Read(func(uintptr) bool { return ready() })
+	p.ready = ready
+	err := p.raw.Read(p.read)
+	p.ready = nil
 	if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 		return nil
 	}

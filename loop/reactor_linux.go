@@ -47,6 +47,11 @@ type reactor struct {
 	readBuf   []byte
 	events    []unix.EpollEvent
 	lastEvent bool // the event being dispatched is the pass's last
+	// polled and pollErr are what the park's check (pollReady, that is
+	// pollAgain, bound once) found.
+	polled    int
+	pollErr   error
+	pollReady func() bool
 	lastCheck time.Time
 	busy      atomic.Int64 // nanoseconds spent handling events
 }
@@ -73,9 +78,11 @@ func newReactor(s *EpollServer, index int) (*reactor, error) {
 		_ = unix.Close(wakefd)
 		return nil, err
 	}
-	return &reactor{server: s, index: index, epfd: epfd, parker: parker, queue: taskQueue[task]{wakefd: wakefd, ring: ring.NewMPSC[task](taskRingCapacity)}, conns: map[int]*epollConn{},
+	r := &reactor{server: s, index: index, epfd: epfd, parker: parker, queue: taskQueue[task]{wakefd: wakefd, ring: ring.NewMPSC[task](taskRingCapacity)}, conns: map[int]*epollConn{},
 		readBuf: make([]byte, s.cfg.ReadBufferSize), events: make([]unix.EpollEvent, 256),
-		iovecs: make([][]byte, 0, 64)}, nil
+		iovecs: make([][]byte, 0, 64)}
+	r.pollReady = r.pollAgain
+	return r, nil
 }
 
 // post queues a task for the loop and wakes it. Safe from any goroutine.
@@ -130,14 +137,18 @@ func (r *reactor) wait() (int, error) {
 	if n > 0 || err != nil {
 		return n, err
 	}
-	parkErr := r.parker.park(timeoutCheck, func() bool {
-		n, err = r.poll()
-		return n > 0 || err != nil
-	})
-	if err == nil {
-		err = parkErr
+	r.polled, r.pollErr = 0, nil
+	if parkErr := r.parker.park(timeoutCheck, r.pollReady); r.pollErr == nil {
+		r.pollErr = parkErr
 	}
-	return n, err
+	return r.polled, r.pollErr
+}
+
+// pollAgain is the park's readiness check: it polls and keeps what it
+// found in polled and pollErr. Made into r.pollReady once.
+func (r *reactor) pollAgain() bool {
+	r.polled, r.pollErr = r.poll()
+	return r.polled > 0 || r.pollErr != nil
 }
 
 // poll takes the ready events without blocking.

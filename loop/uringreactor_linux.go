@@ -53,6 +53,10 @@ type uringTask struct {
 type uringReactor struct {
 	server *URingServer
 	index  int
+	// submitReady is submitted, bound once for the park; enterErr is a
+	// failed submit it saw.
+	submitReady func() bool
+	enterErr    error
 	queue  taskQueue[uringTask]
 	halted atomic.Bool
 	busy   atomic.Int64 // nanoseconds spent handling completions and tasks
@@ -92,6 +96,7 @@ func newURingReactor(s *URingServer, index int) *uringReactor {
 		r.completions = append(r.completions, cqe)
 		return true
 	}
+	r.submitReady = r.submitted
 	return r
 }
 
@@ -158,23 +163,27 @@ func (r *uringReactor) openCompletionSignal() error {
 // a post wakes the loop (its eventfd READ completes), or timeout passes.
 // A thread asleep in io_uring_enter would keep its P (see parker).
 func (r *uringReactor) enter(timeout time.Duration) error {
-	var enterErr error
-	ready := func() bool {
-		var count [8]byte
-		_, _ = unix.Read(r.completionSignal, count[:]) // re-arm; EAGAIN when nothing was signalled
-		if _, err := r.ring.Submit(); err != nil && !errors.Is(err, uring.ErrBusy) {
-			enterErr = err
-			return true
-		}
-		return r.ring.CQReady() > 0
+	r.enterErr = nil
+	if r.submitted() {
+		return r.enterErr
 	}
-	if ready() {
-		return enterErr
-	}
-	if err := r.parker.park(timeout, ready); err != nil {
+	if err := r.parker.park(timeout, r.submitReady); err != nil {
 		return err
 	}
-	return enterErr
+	return r.enterErr
+}
+
+// submitted re-arms the completion signal, submits, and reports whether a
+// completion is ready or the submit failed (in enterErr). It is also the
+// park's check, bound once into submitReady.
+func (r *uringReactor) submitted() bool {
+	var count [8]byte
+	_, _ = unix.Read(r.completionSignal, count[:]) // re-arm; EAGAIN when nothing was signalled
+	if _, err := r.ring.Submit(); err != nil && !errors.Is(err, uring.ErrBusy) {
+		r.enterErr = err
+		return true
+	}
+	return r.ring.CQReady() > 0
 }
 
 // uringBufferShape sizes the provided buffers: ReadBufferSize each, so

@@ -151,8 +151,7 @@ func (l *Log) takeStagingLocked() *batch {
 	}
 	l.mu.staging = l.app.newStagingLocked(b)
 	l.mu.inflight = append(l.mu.inflight, b)
-	close(l.mu.spaceFreed)
-	l.mu.spaceFreed = make(chan struct{})
+	l.signalSpaceLocked()
 	return b
 }
 

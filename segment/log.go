@@ -39,6 +39,11 @@ type Log struct {
 		wakePending bool
 		spaceFreed  chan struct{} // closed when the appender takes the staging batch
 		newData     chan struct{} // closed when the committed mark advances
+		// spaceWaited and dataWaited say someone holds spaceFreed or
+		// newData: only then is it closed and renewed, so an event nobody
+		// waits for (every batch of a producer-only log) allocates nothing.
+		spaceWaited bool
+		dataWaited  bool
 		inflight    []*batch      // taken by the appender, not yet committed
 		free        [][]byte      // staging buffers no batch holds (staging.go)
 		written     mark          // what the appender has written
@@ -252,6 +257,7 @@ func (l *Log) RoomFor(frameBytes int) <-chan struct{} {
 	if staged == 0 || staged+frameBytes <= l.opts.StagingBytes || l.writableLocked() != nil {
 		return closedChannel
 	}
+	l.mu.spaceWaited = true
 	return l.mu.spaceFreed
 }
 
@@ -376,6 +382,7 @@ func (l *Log) waitForRoomLocked(ctx context.Context, frameBytes int, block bool)
 			return ErrFull
 		}
 		freed := l.mu.spaceFreed
+		l.mu.spaceWaited = true
 		l.mu.Unlock()
 		select {
 		case <-freed:
@@ -411,6 +418,7 @@ func (l *Log) WaitCommitted(ctx context.Context, after uint64) (uint64, error) {
 	for {
 		l.mu.Lock()
 		next, failure, closed, ch := l.committed.Load().next, l.mu.failure, l.mu.closed, l.mu.newData
+		l.mu.dataWaited = true
 		l.mu.Unlock()
 		switch {
 		case next > after:
@@ -447,10 +455,9 @@ func (l *Log) CommittedChange(after uint64) <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.committed.Load().next > after || l.mu.failure != nil || l.mu.closed {
-		done := make(chan struct{})
-		close(done)
-		return done
+		return closedChannel
 	}
+	l.mu.dataWaited = true
 	return l.mu.newData
 }
 
@@ -480,28 +487,28 @@ func (l *Log) Err() error {
 // sync that succeeds after one failed proves nothing about the bytes
 // written before the failure.
 func (l *Log) advanceCommitted(m mark) {
-	var done []*batch
+	var scratch [4]*batch // most advances complete one batch or a few
+	done := scratch[:0]
 	l.mu.Lock()
 	if m.next <= l.committed.Load().next || l.mu.failure != nil {
 		l.mu.Unlock()
 		return
 	}
 	l.committed.Store(&m)
-	done = l.popCoveredLocked(m.next)
-	close(l.mu.newData)
-	l.mu.newData = make(chan struct{})
+	done = l.popCoveredLocked(done, m.next)
+	l.signalDataLocked()
 	l.mu.Unlock()
 	complete(done)
 }
 
-// popCoveredLocked removes and returns the in-flight batches every record
-// of which is below next. REQUIRES: l.mu held.
-func (l *Log) popCoveredLocked(next uint64) []*batch {
+// popCoveredLocked removes the in-flight batches every record of which is
+// below next and appends them to dst. REQUIRES: l.mu held.
+func (l *Log) popCoveredLocked(dst []*batch, next uint64) []*batch {
 	n := 0
 	for n < len(l.mu.inflight) && l.mu.inflight[n].end() <= next {
 		n++
 	}
-	done := finishLocked(append([]*batch(nil), l.mu.inflight[:n]...))
+	done := append(dst, finishLocked(l.mu.inflight[:n])...)
 	l.mu.inflight = append(l.mu.inflight[:0], l.mu.inflight[n:]...)
 	return done
 }
@@ -545,10 +552,26 @@ func (l *Log) failAllLocked(err error) []*batch {
 // wakeWaitersLocked wakes appenders blocked on a full staging buffer and
 // readers blocked in WaitCommitted. REQUIRES: l.mu held.
 func (l *Log) wakeWaitersLocked() {
-	close(l.mu.spaceFreed)
-	l.mu.spaceFreed = make(chan struct{})
-	close(l.mu.newData)
-	l.mu.newData = make(chan struct{})
+	l.signalSpaceLocked()
+	l.signalDataLocked()
+}
+
+// signalSpaceLocked wakes those waiting for room in the staging buffer.
+// REQUIRES: l.mu held.
+func (l *Log) signalSpaceLocked() {
+	if l.mu.spaceWaited {
+		close(l.mu.spaceFreed)
+		l.mu.spaceFreed, l.mu.spaceWaited = make(chan struct{}), false
+	}
+}
+
+// signalDataLocked wakes those waiting for the committed mark to move.
+// REQUIRES: l.mu held.
+func (l *Log) signalDataLocked() {
+	if l.mu.dataWaited {
+		close(l.mu.newData)
+		l.mu.newData, l.mu.dataWaited = make(chan struct{}), false
+	}
 }
 
 // failFrom fails the records of the batch being written from offset on,
@@ -581,7 +604,7 @@ func (l *Log) failFrom(b *batch, from uint64, err error) {
 	l.mu.nextOffset = from
 	// The part of b already written may be committed already: complete it
 	// now rather than wait for a mark that will not move past it.
-	failed = append(finishLocked(failed), l.popCoveredLocked(l.committed.Load().next)...)
+	failed = l.popCoveredLocked(finishLocked(failed), l.committed.Load().next)
 	l.mu.Unlock()
 	complete(failed)
 }

@@ -38,6 +38,12 @@ func testBackend() string {
 // testBroker runs a broker on a loopback listener.
 func testBroker(t testing.TB, cfg Config) (string, *Broker) {
 	t.Helper()
+	return testBrokerOn(t, cfg, loop.Config{})
+}
+
+// testBrokerOn is testBroker with the network backend configured.
+func testBrokerOn(t testing.TB, cfg Config, network loop.Config) (string, *Broker) {
+	t.Helper()
 	if cfg.DataDir == "" {
 		cfg.DataDir = t.TempDir()
 	}
@@ -45,7 +51,7 @@ func testBroker(t testing.TB, cfg Config) (string, *Broker) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	server, _, err := loop.New(testBackend(), loop.Config{}, b)
+	server, _, err := loop.New(testBackend(), network, b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironbus/ironbus/arena"
+	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/wire"
 )
@@ -135,6 +137,55 @@ func TestProducePathAllocations(t *testing.T) {
 	t.Logf("%.4f allocations per produced message (client and broker in this process)", perMessage)
 	if perMessage > 0.1 {
 		t.Fatalf("%.2f allocations per message on the produce path", perMessage)
+	}
+}
+
+// TestAwaitedProducePathAllocations: an awaited produce is a batch of one
+// record, so what the engine allocates per batch it allocates per record:
+// the batch, its done channel and the committed mark (three). Everything
+// else on the path (the parker's check, the output queue's wake channel,
+// the log's waiter channels, the completed-batch list) is reused; output
+// chunks come from a slab, as under serve.
+func TestAwaitedProducePathAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own")
+	}
+	chunks, err := arena.NewLazySlab(arena.NewBudget(), "output chunks", "--test", loop.OutputChunkSize, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = chunks.Close() })
+	addr, _ := testBrokerOn(t, Config{}, loop.Config{OutputBuffers: chunks})
+	c := dialRaw(t, addr)
+	c.handshake()
+	body, crc := record("awaited")
+	frame := wire.Append(nil, 1, &wire.Produce{Stream: []byte("awaited"), BodyCRC: crc, Body: body})
+	buf := make([]byte, 4096)
+	produce := func() {
+		if _, err := c.conn.Write(frame); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.conn.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 200 { // warm up: stream creation, buffers, segment preparation
+		produce()
+	}
+	const n = 2000
+	best := 1e9
+	for range 3 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range n {
+			produce()
+		}
+		runtime.ReadMemStats(&after)
+		best = min(best, float64(after.Mallocs-before.Mallocs)/n)
+	}
+	t.Logf("%.2f allocations per awaited produce (%s backend; client and broker in this process)", best, testBackend())
+	if best > 4 {
+		t.Fatalf("%.2f allocations per awaited produce, want at most the three the engine makes per batch", best)
 	}
 }
 

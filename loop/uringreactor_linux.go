@@ -53,13 +53,14 @@ type uringTask struct {
 type uringReactor struct {
 	server *URingServer
 	index  int
+	queue  taskQueue[uringTask]
+	halted atomic.Bool
+	busy   atomic.Int64 // nanoseconds spent handling completions and tasks
+
 	// submitReady is submitted, bound once for the park; enterErr is a
 	// failed submit it saw.
 	submitReady func() bool
 	enterErr    error
-	queue  taskQueue[uringTask]
-	halted atomic.Bool
-	busy   atomic.Int64 // nanoseconds spent handling completions and tasks
 
 	ring       *uring.Ring
 	buffers    *uring.BufferRing

@@ -44,10 +44,10 @@ type Log struct {
 		// waits for (every batch of a producer-only log) allocates nothing.
 		spaceWaited bool
 		dataWaited  bool
-		inflight    []*batch      // taken by the appender, not yet committed
-		free        [][]byte      // staging buffers no batch holds (staging.go)
-		written     mark          // what the appender has written
-		dirty       bool          // queued at the committer
+		inflight    []*batch // taken by the appender, not yet committed
+		free        [][]byte // staging buffers no batch holds (staging.go)
+		written     mark     // what the appender has written
+		dirty       bool     // queued at the committer
 	}
 	committed atomic.Pointer[mark]
 	segments  atomic.Pointer[segmentSet]

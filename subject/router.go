@@ -97,9 +97,13 @@ func (c *Cache) Lookup(r *Router, subject []byte) (string, bool) {
 	if c.router != r || c.generation != generation || c.routes == nil {
 		c.reset(r, generation)
 	}
-	if cached, hit := c.routes[string(subject)]; hit {
-		c.hits++
-		return cached.stream, cached.ok
+	// While bypassing, the entries were found not to pay: probing them
+	// would only add a miss to every lookup.
+	if c.bypass == 0 {
+		if cached, hit := c.routes[string(subject)]; hit {
+			c.hits++
+			return cached.stream, cached.ok
+		}
 	}
 	stream, ok := r.Table().Lookup(subject)
 	if len(subject) > MaxLength {

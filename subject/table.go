@@ -108,7 +108,10 @@ func (t *Table) bind(pattern, stream string, inPlace bool) (*Table, error) {
 		bindings = slices.Clone(bindings)
 	}
 	bindings = slices.Insert(bindings, index, Binding{Pattern: pattern, Stream: stream})
-	if literal(tokens) {
+	// Lookup trusts a subject found in exact to be valid, so only a
+	// pattern that is a valid subject goes in (a literal pattern always
+	// is; the check keeps Lookup right should the two rules ever part).
+	if literal(tokens) && Validate([]byte(pattern)) == nil {
 		if exact == nil || !inPlace {
 			exact = maps.Clone(exact)
 			if exact == nil {
@@ -288,10 +291,13 @@ func (t *Table) Lookup(subject []byte) (string, bool) {
 	if t == nil || len(subject) == 0 || len(subject) > MaxLength {
 		return "", false
 	}
-	stream, found := t.exact[string(subject)]
-	if !found {
-		stream = lookup(t.root, subject)
+	// A subject equal to a literal binding is valid: bindings were
+	// validated when they were made. Only a subject the trie matched
+	// through a wildcard still needs checking.
+	if stream, found := t.exact[string(subject)]; found {
+		return stream, true
 	}
+	stream := lookup(t.root, subject)
 	if stream == "" || Validate(subject) != nil {
 		return "", false
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/ironbus/ironbus/benchrig"
 	"io"
 	"net"
 	"time"
@@ -80,7 +81,7 @@ func tcpFloor(dir string, size, rate int, duration time.Duration) (perSecond flo
 	}
 	start := time.Now()
 	if rate > 0 {
-		latencies, err = openLoop(rate, duration, send)
+		latencies, err = benchrig.OpenLoop(rate, duration, send)
 	} else {
 		for time.Since(start) < duration && err == nil {
 			began := time.Now()
@@ -108,7 +109,7 @@ func rawAtRate(dir string, size, rate int, duration time.Duration) ([]time.Durat
 	defer remove()
 	buffer := payloadOf(size)
 	var offset int64
-	return openLoop(rate, duration, func() error {
+	return benchrig.OpenLoop(rate, duration, func() error {
 		if offset+int64(size) > rawSmallFileBytes {
 			offset = 0
 		}

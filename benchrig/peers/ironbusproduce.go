@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"github.com/ironbus/ironbus/benchrig"
 	"sync/atomic"
 	"time"
 
@@ -84,7 +85,7 @@ func ironbusLatency(addr, stream string, size, rate int, duration time.Duration)
 	}
 	defer c.Close()
 	record := client.Record{Payload: payloadOf(size)}
-	return openLoop(rate, duration, func() error {
+	return benchrig.OpenLoop(rate, duration, func() error {
 		_, err := c.Produce(ctx, stream, record)
 		return err
 	})

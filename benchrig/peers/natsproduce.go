@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/ironbus/ironbus/benchrig"
 	"sync/atomic"
 	"time"
 
@@ -102,7 +103,7 @@ func natsLatency(url string, size, rate int, duration time.Duration) ([]time.Dur
 	defer nc.Close()
 	payload := payloadOf(size)
 	ctx := context.Background()
-	return openLoop(rate, duration, func() error {
+	return benchrig.OpenLoop(rate, duration, func() error {
 		_, err := js.Publish(ctx, benchStreamSubject, payload)
 		return err
 	})

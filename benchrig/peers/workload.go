@@ -63,37 +63,6 @@ func awaitedLoop(stopAt time.Time, acked *atomic.Uint64, send func() error) erro
 	return nil
 }
 
-// openLoop sends at a fixed rate for duration, one request in flight, and
-// returns each request's latency. A request that fell due while the one
-// before it was still waiting counts from its intended send time, so a
-// slow answer also shows in the requests queued behind it (no coordinated
-// omission). A request due while the client was idle counts from when it
-// was actually sent: a timer that fires late is the harness's scheduling
-// noise on a shared machine, not the broker's.
-func openLoop(rate int, duration time.Duration, send func() error) ([]time.Duration, error) {
-	interval := time.Second / time.Duration(rate)
-	count := int(duration / interval)
-	latencies := make([]time.Duration, 0, count)
-	start := time.Now()
-	previousAnswer := start
-	for index := range count {
-		intended := start.Add(time.Duration(index) * interval)
-		from := intended
-		if !previousAnswer.After(intended) {
-			if wait := time.Until(intended); wait > 0 {
-				time.Sleep(wait)
-			}
-			from = time.Now()
-		}
-		if err := send(); err != nil {
-			return nil, err
-		}
-		previousAnswer = time.Now()
-		latencies = append(latencies, previousAnswer.Sub(from))
-	}
-	return latencies, nil
-}
-
 // percentile returns the q-quantile of latencies in microseconds, by
 // nearest rank on the sorted samples: exact, no histogram buckets.
 func percentile(latencies []time.Duration, q float64) float64 {

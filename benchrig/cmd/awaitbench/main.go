@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ironbus/ironbus/benchrig"
 	"github.com/ironbus/ironbus/benchrig/netbench"
 	"github.com/ironbus/ironbus/client"
 	"github.com/ironbus/ironbus/segment"
@@ -211,27 +212,32 @@ func raw(dir string, size, rate int, duration time.Duration) (result, error) {
 		return result{}, err
 	}
 	buffer := make([]byte, size)
-	var latencies []time.Duration
 	var offset int64
-	start := time.Now()
-	for index := 0; time.Since(start) < duration; index++ {
+	writeAndSync := func() error {
 		if offset+int64(size) > fileBytes {
 			offset = 0
 		}
-		if rate > 0 {
-			if wait := time.Until(start.Add(time.Duration(index) * time.Second / time.Duration(rate))); wait > 0 {
-				time.Sleep(wait)
-			}
-		}
-		began := time.Now()
 		if _, err := file.WriteAt(buffer, offset); err != nil {
+			return err
+		}
+		offset += int64(size)
+		return file.SyncData()
+	}
+	start := time.Now()
+	if rate > 0 {
+		latencies, err := benchrig.OpenLoop(rate, duration, writeAndSync)
+		if err != nil {
 			return result{}, err
 		}
-		if err := file.SyncData(); err != nil {
+		return summarize(latencies, time.Since(start)), nil
+	}
+	var latencies []time.Duration
+	for time.Since(start) < duration {
+		began := time.Now()
+		if err := writeAndSync(); err != nil {
 			return result{}, err
 		}
 		latencies = append(latencies, time.Since(began))
-		offset += int64(size)
 	}
 	return summarize(latencies, time.Since(start)), nil
 }
@@ -276,8 +282,9 @@ func awaited(addr string, connections, size int, duration time.Duration) (result
 	return summarize(all, time.Since(start)), nil
 }
 
-// openLoop sends one awaited produce per interval, measuring from the
-// intended send time unless the previous answer came after it.
+// openLoop sends one awaited produce rate times a second
+// (benchrig.OpenLoop: latency from the intended send time when the
+// previous answer was late).
 func openLoop(addr string, size, rate int, duration time.Duration) (result, error) {
 	ctx := context.Background()
 	c, err := client.Dial(ctx, addr, client.Options{ClientName: "awaitbench", Window: 1, Compression: client.CompressNone})
@@ -286,28 +293,15 @@ func openLoop(addr string, size, rate int, duration time.Duration) (result, erro
 	}
 	defer c.Close()
 	record := client.Record{Payload: make([]byte, size)}
-	interval := time.Second / time.Duration(rate)
-	count := int(duration / interval)
-	latencies := make([]time.Duration, 0, count)
 	start := time.Now()
-	previous := start
-	for index := range count {
-		intended := start.Add(time.Duration(index) * interval)
-		from := intended
-		if !previous.After(intended) {
-			if wait := time.Until(intended); wait > 0 {
-				time.Sleep(wait)
-			}
-			from = time.Now()
-		}
-		if _, err := c.Produce(ctx, "bench", record); err != nil {
-			return result{}, err
-		}
-		previous = time.Now()
-		latencies = append(latencies, previous.Sub(from))
+	latencies, err := benchrig.OpenLoop(rate, duration, func() error {
+		_, err := c.Produce(ctx, "bench", record)
+		return err
+	})
+	if err != nil {
+		return result{}, err
 	}
-	r := summarize(latencies, time.Since(start))
-	return r, nil
+	return summarize(latencies, time.Since(start)), nil
 }
 
 // traceAwaited writes an execution trace of 200 ms of awaited produces on

@@ -160,7 +160,7 @@ func (c *Client) ackRequest(ctx context.Context, msg *wire.Ack) ([]AckStatus, er
 		putCall(cl)
 		return nil, err
 	}
-	c.enqueue(id, msg)
+	c.enqueueAwaited(id, msg)
 	if err := c.await(ctx, id, cl); err != nil {
 		return nil, err
 	}

@@ -111,8 +111,15 @@ type Client struct {
 	epoch   time.Time // monotonic base for lastSend and ping times
 	window  chan struct{}
 
-	wmu      sync.Mutex // guards wbuf
-	wbuf     []byte     // frames waiting for the flusher
+	wmu  sync.Mutex // guards wbuf and writing
+	wbuf []byte     // frames waiting for the flusher
+	// writing is set while a write to conn is under way, by the flusher
+	// or by an awaited call writing its own frame (enqueueAwaited); the
+	// one write at a time keeps frames whole and in order.
+	writing bool
+	// direct is the frame an awaited call writes itself; it belongs to
+	// whoever set writing for a direct write.
+	direct   []byte
 	wake     chan struct{}
 	lastSend atomic.Int64 // nanoseconds since epoch of the last write
 	pingID   atomic.Uint32

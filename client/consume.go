@@ -119,7 +119,7 @@ func (c *Client) Fetch(ctx context.Context, stream, group string, opts FetchOpti
 		putCall(cl)
 		return FetchResult{}, err
 	}
-	c.enqueue(id, msg)
+	c.enqueueAwaited(id, msg)
 	if err := c.await(ctx, id, cl); err != nil {
 		return FetchResult{}, err
 	}

@@ -119,7 +119,7 @@ func (c *Client) produceEncoded(ctx context.Context, enc *encoder) (Ack, error) 
 		putCall(cl)
 		return Ack{}, err
 	}
-	c.enqueue(id, &enc.msg)
+	c.enqueueAwaited(id, &enc.msg)
 	if err := c.await(ctx, id, cl); err != nil {
 		return Ack{}, err
 	}

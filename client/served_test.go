@@ -122,3 +122,68 @@ func TestTermAckRangeAndCommit(t *testing.T) {
 		t.Fatalf("commit past the end: %v", status)
 	}
 }
+
+// Awaited produces write their own frames when nothing else is queued,
+// and queue behind the flusher otherwise: with eight awaiting goroutines
+// and a pipelined producer sharing one connection, every frame still
+// arrives whole (the broker would close the connection on a torn one) and
+// every record is acknowledged once.
+func TestAwaitedAndPipelinedShareAConnection(t *testing.T) {
+	c := servedClient(t)
+	ctx := context.Background()
+	const awaiting, each, pipelined = 8, 150, 3000
+	errs := make(chan error, awaiting+1)
+	offsets := make(chan uint64, awaiting*each+pipelined)
+	for range awaiting {
+		go func() {
+			for range each {
+				ack, err := c.Produce(ctx, "shared", client.Record{Payload: []byte("awaited")})
+				if err != nil {
+					errs <- err
+					return
+				}
+				offsets <- ack.Offset
+			}
+			errs <- nil
+		}()
+	}
+	go func() {
+		producer := c.NewProducer("shared", client.ProducerOptions{Window: 256})
+		done := make(chan error, 1)
+		go func() {
+			var first error
+			for result := range producer.Results() {
+				if result.Err != nil && first == nil {
+					first = result.Err
+				}
+				if result.Err == nil {
+					offsets <- result.Ack.Offset
+				}
+			}
+			done <- first
+		}()
+		for range pipelined {
+			if err := producer.Send(ctx, client.Record{Payload: []byte("pipelined")}); err != nil {
+				errs <- err
+				return
+			}
+		}
+		errs <- errors.Join(producer.Close(), <-done)
+	}()
+	for range awaiting + 1 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(offsets)
+	seen := map[uint64]bool{}
+	for offset := range offsets {
+		if seen[offset] {
+			t.Fatalf("offset %d acknowledged twice", offset)
+		}
+		seen[offset] = true
+	}
+	if len(seen) != awaiting*each+pipelined {
+		t.Fatalf("%d records acknowledged, want %d", len(seen), awaiting*each+pipelined)
+	}
+}

@@ -134,6 +134,44 @@ func (c *Client) enqueue(id uint32, m wire.Message) {
 	}
 }
 
+// enqueueAwaited sends a request whose caller waits for the answer. When
+// nothing else is queued or being written, the caller writes its frame
+// itself rather than waking the flusher: an awaited call then costs one
+// goroutine hand-off less (the reader's wake of the caller remains).
+// Otherwise it queues like enqueue, behind what is already waiting.
+func (c *Client) enqueueAwaited(id uint32, m wire.Message) {
+	c.wmu.Lock()
+	if c.writing || len(c.wbuf) > 0 {
+		c.wmu.Unlock()
+		c.enqueue(id, m)
+		return
+	}
+	c.writing = true
+	c.direct = wire.Append(c.direct[:0], id, m)
+	c.wmu.Unlock()
+	_, err := c.conn.Write(c.direct)
+	c.lastSend.Store(c.now())
+	c.finishWrite()
+	if err != nil {
+		c.shutdown(c.lost(fmt.Errorf("write: %w", err)))
+	}
+}
+
+// finishWrite ends a write and hands the flusher what was queued
+// meanwhile (its wake-up then found a write under way and waited).
+func (c *Client) finishWrite() {
+	c.wmu.Lock()
+	c.writing = false
+	queued := len(c.wbuf) > 0
+	c.wmu.Unlock()
+	if queued {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // flushLoop writes whatever is buffered, one write per wake-up. While a
 // write is in the kernel, new frames accumulate in the other buffer, so a
 // pipelined producer sends many frames per syscall without any timer.
@@ -148,12 +186,21 @@ func (c *Client) flushLoop() {
 			return
 		}
 		c.wmu.Lock()
+		if c.writing {
+			// An awaited call is writing its own frame; it wakes the
+			// flusher again when done if frames were queued meanwhile.
+			c.wmu.Unlock()
+			continue
+		}
 		out, c.wbuf = c.wbuf, out[:0]
+		c.writing = len(out) > 0
 		c.wmu.Unlock()
 		if len(out) == 0 {
 			continue
 		}
-		if _, err := c.conn.Write(out); err != nil {
+		_, err := c.conn.Write(out)
+		c.finishWrite()
+		if err != nil {
 			c.shutdown(c.lost(fmt.Errorf("write: %w", err)))
 			return
 		}

@@ -43,6 +43,29 @@ type committer struct {
 	// follows the first of a cycle: a lower bound.
 	started     time.Time
 	syncStarted atomic.Int64
+	// lastSync is how long the latest completed fdatasync took
+	// (nanoseconds): inlineHealthy reads it.
+	lastSync atomic.Int64
+}
+
+// An inline commit (Log.TryCommitBatch) blocks its caller, a reactor
+// serving other connections, for the whole fdatasync. Behind a device
+// that stalls, commits go through the committer instead, which keeps the
+// callers free: while an fdatasync has been running for longer than
+// inlineRunningLimit, and until a sync completes in less than
+// inlineSlowSync again.
+const (
+	inlineRunningLimit = 2 * time.Millisecond
+	inlineSlowSync     = 20 * time.Millisecond
+)
+
+// inlineHealthy reports whether the device looks able to take an inline
+// commit now (see inlineRunningLimit).
+func (c *committer) inlineHealthy() bool {
+	if since := c.syncStarted.Load(); since != 0 && time.Since(c.started)-time.Duration(since) > inlineRunningLimit {
+		return false
+	}
+	return c.lastSync.Load() < int64(inlineSlowSync)
 }
 
 func newCommitter(interval time.Duration, parallelism int, observer Observer) *committer {
@@ -148,6 +171,7 @@ func (c *committer) syncLog(l *Log) {
 	err := written.seg.syncData()
 	elapsed := time.Since(started)
 	c.syncStarted.Store(0)
+	c.lastSync.Store(int64(elapsed))
 	c.syncNanos.Add(uint64(elapsed))
 	c.syncs.Add(1)
 	written.seg.release()

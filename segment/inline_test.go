@@ -295,3 +295,75 @@ func TestTicketOnDone(t *testing.T) {
 		t.Fatal("the callback never ran for a failed ticket")
 	}
 }
+
+// Behind a device whose fdatasync stalls, TryCommitBatch stops committing
+// inline (its caller would wait on the disk with it) and starts again
+// once a sync is fast: after a slow sync, and while one runs long.
+func TestTryCommitBatchAvoidsAStallingDevice(t *testing.T) {
+	var slow atomic.Bool
+	hold := make(chan struct{})
+	var holding atomic.Bool
+	fsys := vfs.Inject(vfs.NewMemFS(), vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind != vfs.OpSyncData || !strings.Contains(op.Path, "/streams/") {
+			return nil
+		}
+		if slow.CompareAndSwap(true, false) {
+			time.Sleep(2 * inlineSlowSync)
+		}
+		if holding.CompareAndSwap(true, false) {
+			<-hold
+		}
+		return nil
+	}))
+	d := openDir(t, fsys, testOptions(0))
+	defer d.Close()
+	l := openLog(t, d)
+	commit := func(index uint64) Ticket {
+		t.Helper()
+		b := body(index, 100)
+		ticket, err := l.TryCommitBatch([][]byte{b}, []uint32{crc(b)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ticket
+	}
+	waitTicket(t, appendBody(t, l, body(0, 100))) // activates the segment
+	if !isDone(commit(1)) {
+		t.Fatal("an idle log on a healthy device did not commit inline")
+	}
+	slow.Store(true)
+	if ticket := commit(2); !isDone(ticket) {
+		t.Fatal("the slow sync itself was inline, so its ticket is done on return")
+	}
+	ticket := commit(3)
+	if isDone(ticket) {
+		t.Fatal("committed inline right after a sync took 40 ms")
+	}
+	waitTicket(t, ticket) // the committer's sync, fast again
+	if !isDone(commit(4)) {
+		t.Fatal("did not commit inline again after a fast sync")
+	}
+
+	// A sync that has been running for long (held here) keeps a second
+	// log of the same directory from committing inline.
+	other, err := d.OpenLog(LogID{Stream: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTicket(t, appendBody(t, other, body(10, 100)))
+	holding.Store(true)
+	held := appendBody(t, l, body(5, 100))
+	time.Sleep(2 * inlineRunningLimit)
+	b := body(11, 100)
+	second, err := other.TryCommitBatch([][]byte{b}, []uint32{crc(b)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stuck := isDone(second)
+	close(hold)
+	if stuck {
+		t.Fatal("committed inline while another fdatasync of the directory had been running for 4 ms")
+	}
+	waitTicket(t, held)
+	waitTicket(t, second)
+}

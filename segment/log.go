@@ -276,12 +276,14 @@ var closedChannel = func() chan struct{} {
 // write and one fdatasync. When the log is busy it stages the records
 // exactly as TryAppendBatch does, and they join the next group commit.
 // Only DurabilitySync commits inline; the other levels acknowledge after
-// the write anyway.
+// the write anyway. Behind a device whose fdatasync stalls (one running
+// for over 2 ms, or the last one over 20 ms) it only stages: a caller
+// that serves others should not wait on a failing disk.
 func (l *Log) TryCommitBatch(bodies [][]byte, crcs []uint32) (Ticket, error) {
 	if len(bodies) != len(crcs) || len(bodies) == 0 {
 		return Ticket{}, fmt.Errorf("segment: TryCommitBatch needs one CRC per body and at least one body")
 	}
-	if l.opts.Durability != DurabilitySync || l.stop == nil || !l.writeMu.TryLock() {
+	if l.opts.Durability != DurabilitySync || l.stop == nil || !l.dir.committer.inlineHealthy() || !l.writeMu.TryLock() {
 		return l.append(context.Background(), bodies, crcs, false)
 	}
 	ticket, taken, err := l.stage(context.Background(), bodies, crcs, false, true)

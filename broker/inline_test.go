@@ -10,9 +10,9 @@ import (
 	"github.com/ironbus/ironbus/wire"
 )
 
-// An awaited produce, one record in flight, is committed inline on the
-// backends that allow it (std and epoll): its fdatasync runs outside any
-// committer cycle, and its ack comes straight back.
+// An awaited produce, one record in flight, is committed inline on every
+// backend: its fdatasync runs outside any committer cycle, and its ack
+// comes straight back.
 func TestAwaitedProduceCommitsInline(t *testing.T) {
 	addr, b := testBroker(t, Config{})
 	c := dialRaw(t, addr)
@@ -37,7 +37,7 @@ func TestAwaitedProduceCommitsInline(t *testing.T) {
 	after := b.dir.Stats()
 	inline := (after.Syncs - before.Syncs) - (after.Cycles - before.Cycles)
 	t.Logf("%s backend: %d of %d syncs outside committer cycles", testBackend(), inline, after.Syncs-before.Syncs)
-	if testBackend() != "uring" && inline < n/2 {
+	if inline < n/2 {
 		t.Fatalf("%d of %d awaited produces were committed inline, want most of them", inline, n)
 	}
 }

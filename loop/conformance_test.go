@@ -774,10 +774,10 @@ func TestConformanceResumeInsideData(t *testing.T) {
 	})
 }
 
-// TestConformanceInlineAnswer: on the backends that offer InlineConn (std
-// and epoll), a lone message's Data may block briefly and answer it from
-// inside Data with TryWrite; the answer arrives, and so does every later
-// one, each in its own pass.
+// TestConformanceInlineAnswer: every backend offers InlineConn: a lone
+// message's Data may block briefly and answer it from inside Data with
+// TryWrite; the answer arrives, and so does every later one, each in its
+// own pass.
 func TestConformanceInlineAnswer(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, backend string) {
 		mayBlock := make(chan bool, 64)
@@ -823,15 +823,8 @@ func TestConformanceInlineAnswer(t *testing.T) {
 				blocked++
 			}
 		}
-		switch backend {
-		case BackendStd, BackendEpoll:
-			if blocked != 20 {
-				t.Fatalf("%s: MayBlock was true for %d of 20 lone messages, want all", backend, blocked)
-			}
-		default:
-			if blocked != 0 {
-				t.Fatalf("%s offers no inline work, yet MayBlock was true %d times", backend, blocked)
-			}
+		if blocked != 20 {
+			t.Fatalf("%s: MayBlock was true for %d of 20 lone messages, want all", backend, blocked)
 		}
 	})
 }

@@ -59,14 +59,15 @@
 //     its in-flight work and calls Conn.Close; the server waits for that
 //     when it drains.
 //   - Conn.Write is safe for concurrent use; each call is one write.
-//   - The one exception to "Data must not block": a Conn that implements
-//     InlineConn (std, and epoll while dispatching the last event of a
-//     pass with no task waiting) may let Data block for a short while
-//     (MayBlock), and takes an answer from inside Data (TryWrite). The
-//     broker commits a lone awaited record that way: one write and one
-//     fdatasync on the reading goroutine instead of four hand-offs. On
-//     epoll that delays events arriving meanwhile by that long; io_uring
-//     does not offer it.
+//   - The one exception to "Data must not block": every Conn implements
+//     InlineConn, which may let Data block for a short while (MayBlock:
+//     always on std; on epoll while dispatching the last event of a pass,
+//     on io_uring while only send completions follow in the pass, with
+//     no task waiting and, on io_uring, every prepared SQE submitted
+//     first) and takes an answer from inside Data (TryWrite). The broker
+//     commits a lone awaited record that way: one write and one
+//     fdatasync on the reading goroutine instead of four hand-offs. On a
+//     reactor that delays events arriving meanwhile by that long.
 //
 // Invariant: the loop never parses protocol bodies and never knows about
 // streams.

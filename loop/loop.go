@@ -72,8 +72,8 @@ type Conn interface {
 	Close() error
 }
 
-// InlineConn is implemented by a Conn that lets Data finish a short piece
-// of work itself and answer it at once: the broker commits a lone awaited
+// InlineConn is implemented by every backend's Conn: it lets Data finish
+// a short piece of work itself and answer it at once: the broker commits a lone awaited
 // record on the goroutine running Data (one write and one fdatasync, a
 // fraction of a millisecond) and sends its acknowledgement from there,
 // instead of handing both to other goroutines, each hand-off a wake-up.

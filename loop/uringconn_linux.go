@@ -54,6 +54,25 @@ func newURingConn(r *uringReactor, fd int, id uint64) *uringConn {
 	return c
 }
 
+// MayBlock implements InlineConn: only while the reactor dispatches a
+// completion after which only send completions wait in its pass (the
+// kernel has those bytes already; handling them later delays nothing),
+// with no task posted to it. SQEs prepared and not yet submitted go to the
+// kernel now, so blocking holds none of them back. Reactor only (from
+// Data).
+func (c *uringConn) MayBlock() bool {
+	r := c.reactor
+	if !r.dispatching || !r.onlySendsAfter() || !r.queue.idle() {
+		return false
+	}
+	if r.ring.SQSpace() != r.ring.SQEntries() {
+		if _, err := r.ring.Submit(); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // WriteVectored implements Conn. The reactor backends copy the parts
 // into the output queue (one memcpy each, no re-encoding), so done runs
 // before it returns and the caller may release the parts at once.

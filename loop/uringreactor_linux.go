@@ -61,6 +61,9 @@ type uringReactor struct {
 	// failed submit it saw.
 	submitReady func() bool
 	enterErr    error
+	// dispatching is set while reap dispatches completions[current].
+	dispatching bool
+	current     int
 
 	ring       *uring.Ring
 	buffers    *uring.BufferRing
@@ -250,10 +253,24 @@ func (r *uringReactor) waitTime() time.Duration {
 func (r *uringReactor) reap() {
 	r.completions = r.completions[:0]
 	r.ring.ForEachCQE(r.collect)
+	r.dispatching = true
 	for i := 0; i < len(r.completions); i++ {
+		r.current = i
 		r.dispatch(r.completions[i])
 	}
+	r.dispatching = false
 	clear(r.completions)
+}
+
+// onlySendsAfter reports whether every completion after the one being
+// dispatched is a send's. Reactor only, while dispatching.
+func (r *uringReactor) onlySendsAfter() bool {
+	for _, cqe := range r.completions[r.current+1:] {
+		if kind, _, _ := uring.DecodeUserData(cqe.UserData); kind != opSend {
+			return false
+		}
+	}
+	return true
 }
 
 // dispatch routes one completion by the kind and slot in its token.

@@ -12,10 +12,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"runtime/pprof"
 	"runtime/trace"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,116 +57,120 @@ type result struct {
 	p50, p99  float64 // µs
 }
 
+// settings are the flags a run measures with.
+type settings struct {
+	dir                string
+	rounds, rate, size int
+	duration           time.Duration
+	backend, ioMode    string
+	mode               segment.IOMode
+	want               map[string]bool
+}
+
+// shapeOrder is the order shapes are measured and printed in.
+var shapeOrder = []string{"raw", "raw-l1", "p1", "l1", "p2a"}
+
 func run(dir string, rounds int, duration time.Duration, rate, size int, backend, ioMode, shapes, cpuProfile string) error {
 	mode, err := segment.ParseIOMode(ioMode)
 	if err != nil {
 		return err
 	}
-	want := map[string]bool{}
-	for _, s := range splitComma(shapes) {
-		want[s] = true
+	cfg := settings{dir: dir, rounds: rounds, rate: rate, size: size, duration: duration, backend: backend,
+		ioMode: ioMode, mode: mode, want: map[string]bool{}}
+	for _, s := range strings.Split(shapes, ",") {
+		cfg.want[strings.TrimSpace(s)] = true
 	}
-	if cpuProfile != "" {
-		f, err := os.Create(cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-		defer stop()
-		go func() { <-ctx.Done(); pprof.StopCPUProfile(); os.Exit(1) }()
+	stopProfile, err := benchrig.StartCPUProfile(cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	results := map[string][]result{}
 	for round := range rounds {
-		if want["raw"] {
-			r, err := raw(dir, size, 0, duration)
-			if err != nil {
-				return err
-			}
-			results["raw"] = append(results["raw"], r)
+		if err := measureRound(cfg, round, results); err != nil {
+			return err
 		}
-		if want["raw-l1"] {
-			r, err := raw(dir, size, rate, duration+time.Second)
-			if err != nil {
-				return err
-			}
-			results["raw-l1"] = append(results["raw-l1"], r)
-		}
-		addr, served, stop, err := netbench.InProcess(dir, segment.Options{IOMode: mode}, backend)
+	}
+	report(results)
+	return nil
+}
+
+// measureRound runs the raw loops, then each broker shape on a fresh
+// in-process broker, adding one result per shape.
+func measureRound(cfg settings, round int, results map[string][]result) error {
+	if cfg.want["raw"] {
+		r, err := raw(cfg.dir, cfg.size, 0, cfg.duration)
 		if err != nil {
 			return err
 		}
-		if round == 0 {
-			fmt.Printf("backend %s, io mode %s, payload %d B, %d rounds\n", served, ioMode, size, rounds)
-		}
-		for _, shape := range []string{"p1", "l1", "p2a"} {
-			if !want[shape] {
-				continue
-			}
-			var r result
-			switch shape {
-			case "p1":
-				r, err = awaited(addr, 1, size, duration)
-			case "p2a":
-				r, err = awaited(addr, 8, size, duration)
-			case "l1":
-				r, err = openLoop(addr, size, rate, duration+time.Second)
-			}
-			if err != nil {
-				stop()
-				return fmt.Errorf("%s: %w", shape, err)
-			}
-			results[shape] = append(results[shape], r)
-		}
-		stop()
+		results["raw"] = append(results["raw"], r)
 	}
-	for _, shape := range []string{"raw", "raw-l1", "p1", "l1", "p2a"} {
+	if cfg.want["raw-l1"] {
+		r, err := raw(cfg.dir, cfg.size, cfg.rate, cfg.duration+time.Second)
+		if err != nil {
+			return err
+		}
+		results["raw-l1"] = append(results["raw-l1"], r)
+	}
+	addr, served, stop, err := netbench.InProcess(cfg.dir, segment.Options{IOMode: cfg.mode}, cfg.backend)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	if round == 0 {
+		fmt.Printf("backend %s, io mode %s, payload %d B, %d rounds\n", served, cfg.ioMode, cfg.size, cfg.rounds)
+	}
+	for _, shape := range []string{"p1", "l1", "p2a"} {
+		if !cfg.want[shape] {
+			continue
+		}
+		var r result
+		switch shape {
+		case "p1":
+			r, err = awaited(addr, 1, cfg.size, cfg.duration)
+		case "p2a":
+			r, err = awaited(addr, 8, cfg.size, cfg.duration)
+		case "l1":
+			r, err = openLoop(addr, cfg.size, cfg.rate, cfg.duration+time.Second)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", shape, err)
+		}
+		results[shape] = append(results[shape], r)
+	}
+	return nil
+}
+
+// report prints each shape's medians and runs, then the ratios to the raw
+// loops measured in the same rounds.
+func report(results map[string][]result) {
+	rate := func(r result) float64 { return r.perSecond }
+	p50 := func(r result) float64 { return r.p50 }
+	p99 := func(r result) float64 { return r.p99 }
+	for _, shape := range shapeOrder {
 		rs := results[shape]
 		if len(rs) == 0 {
 			continue
 		}
-		fmt.Printf("%-6s %9.0f/s  p50 %7.1f µs  p99 %7.1f µs   runs:", shape, median(rs, func(r result) float64 { return r.perSecond }),
-			median(rs, func(r result) float64 { return r.p50 }), median(rs, func(r result) float64 { return r.p99 }))
+		fmt.Printf("%-6s %9.0f/s  p50 %7.1f µs  p99 %7.1f µs   runs:", shape, median(rs, rate), median(rs, p50), median(rs, p99))
 		for _, r := range rs {
 			fmt.Printf(" %.0f/%.0f/%.0f", r.perSecond, r.p50, r.p99)
 		}
 		fmt.Println()
 	}
-	if raws, p1s := results["raw"], results["p1"]; len(raws) > 0 && len(p1s) > 0 {
-		rawRate := median(raws, func(r result) float64 { return r.perSecond })
-		rawP50 := median(raws, func(r result) float64 { return r.p50 })
-		rawP99 := median(raws, func(r result) float64 { return r.p99 })
-		fmt.Printf("P1 / raw rate %.2f×", median(p1s, func(r result) float64 { return r.perSecond })/rawRate)
-		if l1 := results["l1"]; len(l1) > 0 {
-			fmt.Printf("   L1 p50 / raw p50 %.2f×   L1 p99 / raw p99 %.2f×", median(l1, func(r result) float64 { return r.p50 })/rawP50,
-				median(l1, func(r result) float64 { return r.p99 })/rawP99)
+	raws, p1s, l1 := results["raw"], results["p1"], results["l1"]
+	if len(raws) > 0 && len(p1s) > 0 {
+		fmt.Printf("P1 / raw rate %.2f×", median(p1s, rate)/median(raws, rate))
+		if len(l1) > 0 {
+			fmt.Printf("   L1 p50 / raw p50 %.2f×   L1 p99 / raw p99 %.2f×", median(l1, p50)/median(raws, p50),
+				median(l1, p99)/median(raws, p99))
 		}
 		fmt.Println()
 	}
-	if rawL1, l1 := results["raw-l1"], results["l1"]; len(rawL1) > 0 && len(l1) > 0 {
+	if rawL1 := results["raw-l1"]; len(rawL1) > 0 && len(l1) > 0 {
 		fmt.Printf("L1 against the raw loop at the same rate: p50 %.2f×   p99 %.2f×\n",
-			median(l1, func(r result) float64 { return r.p50 })/median(rawL1, func(r result) float64 { return r.p50 }),
-			median(l1, func(r result) float64 { return r.p99 })/median(rawL1, func(r result) float64 { return r.p99 }))
+			median(l1, p50)/median(rawL1, p50), median(l1, p99)/median(rawL1, p99))
 	}
-	return nil
-}
-
-func splitComma(s string) []string {
-	var out []string
-	start := 0
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == ',' {
-			if i > start {
-				out = append(out, s[start:i])
-			}
-			start = i + 1
-		}
-	}
-	return out
 }
 
 func median(rs []result, field func(result) float64) float64 {

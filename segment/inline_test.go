@@ -367,3 +367,92 @@ func TestTryCommitBatchAvoidsAStallingDevice(t *testing.T) {
 	waitTicket(t, held)
 	waitTicket(t, second)
 }
+
+// A full disk under an inline commit fails its ticket with the typed
+// ErrNoSpace, on return, and leaves the log writable: the next inline
+// commit after space returns succeeds and nothing acknowledged is lost.
+func TestTryCommitBatchOnAFullDisk(t *testing.T) {
+	mem := vfs.NewMemFS()
+	fault := &vfs.Toggle{Match: vfs.KindIs(vfs.OpWrite), Err: vfs.InjectedNoSpace}
+	opts := testOptions(4)
+	d := openDir(t, vfs.Inject(mem, fault), opts)
+	l := openLog(t, d)
+	acked := map[uint64]uint64{}
+	next := uint64(0)
+	commit := func() (Ticket, error) {
+		b := body(next, bodySize(next))
+		ticket, err := l.TryCommitBatch([][]byte{b}, []uint32{crc(b)})
+		if err == nil {
+			err = ticket.Wait(context.Background())
+		}
+		return ticket, err
+	}
+	for range 20 {
+		ticket, err := commit()
+		if err != nil {
+			t.Fatal(err)
+		}
+		acked[ticket.First] = next
+		next++
+	}
+	fault.Set(true)
+	for range 3 {
+		if _, err := commit(); !errors.Is(err, ErrNoSpace) {
+			t.Fatalf("inline commit on a full disk: %v, want ErrNoSpace", err)
+		}
+	}
+	if l.Err() != nil {
+		t.Fatalf("no space must not freeze the log: %v", l.Err())
+	}
+	fault.Set(false)
+	for range 20 {
+		ticket, err := commit()
+		if err != nil {
+			t.Fatalf("after space returned: %v", err)
+		}
+		acked[ticket.First] = next
+		next++
+	}
+	assertLog(t, l, acked)
+	_ = d.Close()
+	d = openDir(t, mem, opts)
+	defer d.Close()
+	assertLog(t, openLog(t, d), acked)
+}
+
+// A failed fdatasync under an inline commit freezes the log as the
+// committer's would: the ticket fails with ErrFrozen, nothing after it is
+// acknowledged, and committed records stay readable.
+func TestTryCommitBatchSyncFailureFreezes(t *testing.T) {
+	mem := vfs.NewMemFS()
+	fault := &vfs.Toggle{Match: vfs.KindIs(vfs.OpSyncData), Err: vfs.ErrInjected}
+	d := openDir(t, vfs.Inject(mem, fault), testOptions(5))
+	defer d.Close()
+	l := openLog(t, d)
+	b := body(0, 100)
+	ticket, err := l.TryCommitBatch([][]byte{b}, []uint32{crc(b)})
+	if err != nil || ticket.Wait(context.Background()) != nil {
+		t.Fatalf("first commit: %v / %v", err, ticket.Err())
+	}
+	fault.Set(true)
+	b = body(1, 100)
+	ticket, err = l.TryCommitBatch([][]byte{b}, []uint32{crc(b)})
+	if err == nil {
+		err = ticket.Wait(context.Background())
+	}
+	if !errors.Is(err, ErrFrozen) {
+		t.Fatalf("inline commit with a failing fdatasync: %v, want ErrFrozen", err)
+	}
+	fault.Set(false)
+	b = body(2, 100)
+	if _, err := l.TryCommitBatch([][]byte{b}, []uint32{crc(b)}); !errors.Is(err, ErrFrozen) {
+		t.Fatalf("a commit after the failure: %v, want ErrFrozen (never retried)", err)
+	}
+	if l.Committed() != 1 {
+		t.Fatalf("committed %d, want 1", l.Committed())
+	}
+	entries, _ := readAll(t, l)
+	if len(entries) != 1 {
+		t.Fatalf("read %d committed records, want 1", len(entries))
+	}
+}

@@ -297,7 +297,7 @@ func (f *fetchState) reject(m Message, err error) {
 }
 
 func (f *fetchState) gap(g wire.Gap) {
-	reason := fmt.Sprintf("reason(%d)", g.Reason)
+	var reason string
 	switch g.Reason {
 	case wire.GapRetention:
 		reason = GapRetention
@@ -305,12 +305,16 @@ func (f *fetchState) gap(g wire.Gap) {
 		reason = GapLost
 	case wire.GapFiltered:
 		reason = GapFiltered
+	default:
+		// Formatted only here: a sparse filter answers with thousands of
+		// gaps, each of a known reason.
+		reason = fmt.Sprintf("reason(%d)", g.Reason)
 	}
 	f.gaps = append(f.gaps, Gap{Partition: g.Partition, From: g.From, To: g.To, Reason: reason, Detail: g.Detail})
 }
 
 func (f *fetchState) result() FetchResult {
-	reason := fmt.Sprintf("reason(%d)", f.reason)
+	var reason string
 	switch f.reason {
 	case wire.EndLimit:
 		reason = "limit"
@@ -318,6 +322,8 @@ func (f *fetchState) result() FetchResult {
 		reason = "caught_up"
 	case wire.EndWaited:
 		reason = "waited"
+	default:
+		reason = fmt.Sprintf("reason(%d)", f.reason)
 	}
 	return FetchResult{Messages: f.messages, Gaps: f.gaps, Reason: reason}
 }

@@ -71,6 +71,10 @@ type Log struct {
 	// Options.StagingBuffers, released by Close.
 	ownedBuffers []arena.Buffer
 
+	// liveReads: readers view the active segment through a live mapping
+	// (segment.liveViewLocked). Set before the appender starts.
+	liveReads bool
+
 	// writeMu is the write token (I5): the appender's state and the
 	// active segment's file belong to whoever holds it, the appender
 	// goroutine or a TryCommitBatch writing inline.

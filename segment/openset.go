@@ -68,10 +68,7 @@ func (s *segment) closeIdle() {
 	if !s.sealed.Load() || s.refs.Load() > 1 {
 		return
 	}
-	if s.mu.mapping != nil {
-		_ = s.mu.mapping.Close()
-		s.mu.mapping = nil
-	}
+	s.closeMappingsLocked()
 	if s.mu.file != nil {
 		_ = s.mu.file.Close()
 		s.mu.file = nil

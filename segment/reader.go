@@ -56,6 +56,9 @@ type Reader struct {
 	bufStart int64
 
 	runBuffer *[]byte // active segment: the buffer the next run is read into
+	// liveWindow says the last window came from the active segment's
+	// live mapping: a run of it pins the segment, not a buffer.
+	liveWindow bool
 	// runWindow says which bytes of the active segment runBuffer still
 	// holds when no run took it (a filtered reader copies its short runs
 	// out, and reads on from the same window instead of reading again).
@@ -334,6 +337,9 @@ func (r *Reader) bytesAtChunk(pos int64, n int, limit int64, chunk int64) ([]byt
 		}
 		return data[pos:end], nil
 	}
+	if data, ok := r.liveView(end); ok {
+		return data[pos:end], nil
+	}
 	if pos >= r.bufStart && end <= r.bufStart+int64(len(r.buf)) {
 		return r.buf[pos-r.bufStart : end-r.bufStart], nil
 	}
@@ -353,6 +359,17 @@ func (r *Reader) bytesAtChunk(pos int64, n int, limit int64, chunk int64) ([]byt
 	}
 	r.bufStart = pos
 	return r.buf[:end-pos], nil
+}
+
+// liveView returns bytes [0, end) of the active segment through its live
+// mapping, when the log reads that way and the mapping covers end.
+func (r *Reader) liveView(end int64) ([]byte, bool) {
+	if !r.log.liveReads {
+		return nil, false
+	}
+	r.seg.mu.Lock()
+	defer r.seg.mu.Unlock()
+	return r.seg.liveViewLocked(end)
 }
 
 // OffsetForTime returns the offset of the first record whose timestamp is

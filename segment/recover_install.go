@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/segment/vfs"
@@ -92,6 +93,10 @@ func (r *recovery) startAppender(last *segment, lastFile *segmentFile, next uint
 	l := r.l
 	a := &l.app
 	a.log, a.mode, a.next = l, l.dir.ioMode, next
+	// Readers map the active segment when the page cache carries every
+	// write, and the address space has room for a mapping per active
+	// segment (not on 32-bit builds).
+	l.liveReads = a.mode == IOBuffered && strconv.IntSize == 64
 	a.prepared = make(chan preparedFile, 1)
 	a.resetActiveStats()
 	if last != nil && !last.sealed.Load() {

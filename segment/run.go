@@ -14,10 +14,12 @@ import (
 // never decoded into entries. Frames may include the commit frames that
 // closed producer batches between the records (a consumer skips them).
 //
-// Frames of a sealed segment alias its mapping; the run holds a reference
-// on the segment, so neither retention nor the open-segment bound can
-// unmap it until Release. Frames of the active segment were read into a
-// buffer the run owns, and never reach past the durable watermark.
+// Frames of a sealed segment alias its mapping, and so do frames of the
+// active segment where the log reads it through a live mapping (buffered
+// I/O, 64-bit); the run holds a reference on the segment, so neither
+// retention nor the open-segment bound can unmap it until Release.
+// Otherwise frames of the active segment were read into a buffer the run
+// owns. They never reach past the durable watermark.
 type Run struct {
 	First, Next uint64
 	Count       int
@@ -46,11 +48,18 @@ func (run *Run) Release() {
 }
 
 // window returns up to n bytes at pos, never past limit: the mapping of a
-// sealed segment, or the active segment read into a recycled buffer that
-// the run taking it will own.
+// sealed segment, the live mapping of the active one, or the active
+// segment read into a recycled buffer that the run taking it will own.
 func (r *Reader) window(pos int64, n int, limit int64) ([]byte, error) {
+	r.liveWindow = false
 	if r.seg.sealed.Load() {
 		return r.bytesAt(pos, n, limit)
+	}
+	if end := min(pos+int64(n), limit); end > pos {
+		if data, ok := r.liveView(end); ok {
+			r.liveWindow = true
+			return data[pos:end], nil
+		}
 	}
 	if w := &r.runWindow; w.valid && r.runBuffer != nil && pos >= w.start && pos+format.RecordHeaderSize <= w.start+int64(w.size) {
 		// Committed bytes never change: what the window holds from pos
@@ -250,6 +259,11 @@ func (r *Reader) runWant(limit int64, maxBytes int) int {
 // handing it to the run.
 func (r *Reader) finishRun(run Run, frames []byte, end int64) (Run, bool, error) {
 	switch {
+	case r.liveWindow && r.seg.tryAcquire():
+		// The frames alias the active segment's live mapping, which the
+		// reference keeps mapped (sealed or not) until Release.
+		run.seg = r.seg
+		run.Frames = frames
 	case r.seg.sealed.Load() && r.seg.tryAcquire():
 		run.seg = r.seg
 		run.Frames = frames

@@ -33,19 +33,26 @@ type segment struct {
 
 	mu struct {
 		sync.Mutex
-		file       vfs.File // read handle; also the write handle in buffered mode
-		mapping    vfs.Mapping
-		validated  bool // sealed: scanned once after mapping
-		indexBuilt bool // index is current (false after closeIdle)
-		footer     format.Footer
-		index      []indexEntry
-		summary    subjectSummary // subjects per index block (summary.go)
-		holes      []hole         // offset ranges this segment does not hold
-		next       uint64         // one past the last offset held (records or holes)
-		records    uint64
-		minTS      int64
-		maxTS      int64
-		size       int64 // bytes of frames (sealed: footer end)
+		file    vfs.File // read handle; also the write handle in buffered mode
+		mapping vfs.Mapping
+		// live says mapping is a live view of the file made while the
+		// segment was active (liveViewLocked); it stays the segment's
+		// mapping once sealed. noLive: making one failed, do not retry.
+		// outgrown holds a live mapping a sealed view had to replace
+		// (shorter than the sealed file), closed with the segment.
+		live, noLive bool
+		outgrown     vfs.Mapping
+		validated    bool // sealed: scanned once after mapping
+		indexBuilt   bool // index is current (false after closeIdle)
+		footer       format.Footer
+		index        []indexEntry
+		summary      subjectSummary // subjects per index block (summary.go)
+		holes        []hole         // offset ranges this segment does not hold
+		next         uint64         // one past the last offset held (records or holes)
+		records      uint64
+		minTS        int64
+		maxTS        int64
+		size         int64 // bytes of frames (sealed: footer end)
 	}
 }
 
@@ -77,14 +84,59 @@ func (s *segment) release() {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.mu.mapping != nil {
-		_ = s.mu.mapping.Close()
-		s.mu.mapping = nil
-	}
+	s.closeMappingsLocked()
 	if s.mu.file != nil {
 		_ = s.mu.file.Close()
 		s.mu.file = nil
 	}
+}
+
+// closeMappingsLocked unmaps the segment. REQUIRES: s.mu held, and no
+// reader or run left using the bytes.
+func (s *segment) closeMappingsLocked() {
+	for _, mapping := range []vfs.Mapping{s.mu.mapping, s.mu.outgrown} {
+		if mapping != nil {
+			_ = mapping.Close()
+		}
+	}
+	s.mu.mapping, s.mu.outgrown, s.mu.live = nil, nil, false
+}
+
+// liveViewLocked returns bytes [0, end) of an unsealed segment through a
+// live mapping of its file (vfs.LiveMapper), made on first use: reads of
+// the active segment then cost no system call and runs alias the page
+// cache as they do for sealed segments. Only logs written through the page
+// cache ask for it (Log.liveReads): after an O_DIRECT write a mapping
+// could hold a page the write went around. false when there is no such
+// view, or end lies past it (the file grew); the caller then reads with
+// pread. Readers never look past the committed mark, which is inside the
+// file however it is later cut at the seal. REQUIRES: s.mu held.
+func (s *segment) liveViewLocked(end int64) ([]byte, bool) {
+	if s.mu.mapping == nil && !s.mu.noLive {
+		s.mu.noLive = true // until a mapping is made
+		file, err := s.readHandleLocked()
+		if err != nil {
+			return nil, false
+		}
+		mapper, ok := file.(vfs.LiveMapper)
+		size, sizeErr := file.Size()
+		if !ok || sizeErr != nil || size <= 0 {
+			return nil, false
+		}
+		mapping, err := mapper.MapLive(size)
+		if err != nil {
+			return nil, false
+		}
+		s.mu.mapping, s.mu.live, s.mu.noLive = mapping, true, false
+	}
+	if s.mu.mapping == nil || !s.mu.live {
+		return nil, false
+	}
+	data := s.mu.mapping.Bytes()
+	if end > int64(len(data)) {
+		return nil, false
+	}
+	return data[:end], true
 }
 
 // setFile installs the read handle (recovery or roll).
@@ -211,6 +263,16 @@ func footerNext(f format.Footer) uint64 { return f.NextOffset }
 // mappedLocked returns the bytes of a sealed segment, mapping it on first
 // use. REQUIRES: s.mu held; the segment is sealed.
 func (s *segment) mappedLocked() ([]byte, error) {
+	if s.mu.mapping != nil && s.mu.live {
+		// The live view made while the segment was active serves the
+		// sealed bytes too: the file was cut after them, never before.
+		if data := s.mu.mapping.Bytes(); int64(len(data)) >= s.mu.size {
+			return data[:s.mu.size], nil
+		}
+		// Mapped before the file grew: keep it for the runs that alias
+		// it, and map the sealed file anew.
+		s.mu.outgrown, s.mu.mapping, s.mu.live = s.mu.mapping, nil, false
+	}
 	if s.mu.mapping != nil {
 		return s.mu.mapping.Bytes(), nil
 	}
@@ -356,4 +418,11 @@ func (set *segmentSet) without(seg *segment) *segmentSet {
 		}
 	}
 	return &segmentSet{segments: segs}
+}
+
+// isLive reports whether the segment is mapped through a live view.
+func (s *segment) isLive() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.live
 }

@@ -232,8 +232,9 @@ type injectFile struct {
 }
 
 var (
-	_ File   = (*injectFile)(nil)
-	_ Mapper = (*injectFile)(nil)
+	_ File       = (*injectFile)(nil)
+	_ Mapper     = (*injectFile)(nil)
+	_ LiveMapper = (*injectFile)(nil)
 )
 
 func (f *injectFile) Name() string         { return f.inner.Name() }
@@ -289,6 +290,16 @@ func (f *injectFile) Allocate(offset, length int64) error {
 		return err
 	}
 	return f.inner.Allocate(offset, length)
+}
+
+func (f *injectFile) MapLive(length int64) (Mapping, error) {
+	if err := f.fs.check(OpMap, f.inner.Name(), 0, int(length)); err != nil {
+		return nil, err
+	}
+	if mapper, ok := f.inner.(LiveMapper); ok {
+		return mapper.MapLive(length)
+	}
+	return nil, fmt.Errorf("%w: live map", ErrNotSupported)
 }
 
 func (f *injectFile) Map(length int64) (Mapping, error) {

@@ -40,3 +40,16 @@ func mapFile(file *os.File, length int64) (Mapping, error) {
 	}
 	return &unixMapping{data: data}, nil
 }
+
+// mapFileLive is mapFile without the copy fallback: a shared mapping or
+// an error.
+func mapFileLive(file *os.File, length int64) (Mapping, error) {
+	if length <= 0 {
+		return nil, fmt.Errorf("%w: live mapping of %d bytes", ErrNotSupported, length)
+	}
+	data, err := unix.Mmap(int(file.Fd()), 0, int(length), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("vfs: live mapping of %d bytes: %w", length, err)
+	}
+	return &unixMapping{data: data}, nil
+}

@@ -175,6 +175,9 @@ func (f *osFile) Allocate(offset, length int64) error {
 
 func (f *osFile) Map(length int64) (Mapping, error) { return mapFile(f.file, length) }
 
+// MapLive implements LiveMapper.
+func (f *osFile) MapLive(length int64) (Mapping, error) { return mapFileLive(f.file, length) }
+
 func (f *osFile) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

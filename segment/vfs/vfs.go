@@ -119,6 +119,15 @@ type Mapper interface {
 	Map(length int64) (Mapping, error)
 }
 
+// LiveMapper is an optional File capability: a read-only shared mapping
+// of the first length bytes that stays coherent with buffered writes to
+// the file (the page cache backs both), so bytes written later show in
+// it. Unlike Mapper it never falls back to a copy, which would go stale:
+// where the file system cannot map, it fails.
+type LiveMapper interface {
+	MapLive(length int64) (Mapping, error)
+}
+
 // Mapping is a read-only memory view of a file.
 type Mapping interface {
 	// Bytes returns the mapped bytes; valid until Close.

@@ -142,3 +142,42 @@ func checkRunFrames(t *testing.T, run Run) {
 		t.Fatalf("run [%d, %d) holds %d records", run.First, run.Next, offset-run.First)
 	}
 }
+
+// A reader tailing the log enters each segment while it is active and
+// never again once it is sealed, so the seal itself puts the segment
+// under the bound on open sealed segments: only that many keep a
+// descriptor or a mapping, however many the log rolled through.
+func TestTailedSegmentsStayUnderTheOpenBound(t *testing.T) {
+	opts := testOptions(3)
+	opts.IOMode = IOBuffered
+	opts.MaxOpenSegments = 4
+	d, err := Open(vfs.OS{}, t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	l := openLog(t, d)
+	reader := l.NewReader(0)
+	defer reader.Close()
+	for i := range uint64(6000) {
+		waitTicket(t, appendBody(t, l, body(i, 300)))
+		for {
+			if _, err := reader.Next(); err != nil {
+				break
+			}
+		}
+	}
+	segments := l.segments.Load().segments
+	open := 0
+	for _, seg := range segments {
+		seg.mu.Lock()
+		if seg.mu.file != nil || seg.mu.mapping != nil {
+			open++
+		}
+		seg.mu.Unlock()
+	}
+	// The bound, plus the active segment and the one the reader is in.
+	if len(segments) < 20 || open > opts.MaxOpenSegments+2 {
+		t.Fatalf("%d of %d segments keep a descriptor or a mapping, bound %d", open, len(segments), opts.MaxOpenSegments)
+	}
+}

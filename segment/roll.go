@@ -136,6 +136,12 @@ func (a *appender) seal() error {
 		_ = a.write.Close()
 	}
 	seg.seal(footer)
+	// The sealed segment joins the bound on open sealed segments now: it
+	// keeps the descriptor (and a reader's live mapping) it had while
+	// active, and a reader that tailed it never enters it again to
+	// register it, so without this each sealed segment kept both until
+	// retention removed it.
+	a.log.open.touch(seg)
 	a.active, a.write = nil, nil
 	a.log.advanceCommitted(mark{next: a.next, seg: seg, pos: end})
 	if a.log.opts.OnSeal != nil {

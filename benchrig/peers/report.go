@@ -33,7 +33,7 @@ func newReport(cfg *config, rows []Row, checks []labelCheck, took time.Duration)
 		Schema: 1, Date: time.Now().UTC().Format("2006-01-02 15:04 UTC"), Machine: machine(cfg.dir),
 		Command: cfg.command, Runs: cfg.runs, Quick: cfg.quick, Seconds: took.Seconds(), Rows: rows, LabelChecks: checks,
 		Peers: []string{
-			fmt.Sprintf("ironbus-sync: in-process broker (benchrig/netbench.InProcess), durability sync, io mode auto, backend %s", cfg.backend),
+			fmt.Sprintf("ironbus-sync: in-process broker (benchrig/netbench.InProcess), durability sync, io mode buffered (the serve default), backend %s", cfg.backend),
 			"jetstream-always: embedded nats-server v2.15.2, JetStream file store, sync_interval: always (SyncAlways, fsync before each ack)",
 			"jetstream-default: the same with the default sync_interval (2 min): acks from the page cache, not power-loss safe",
 			"nats-core: the same server, core pub/sub: memory only, at most once",

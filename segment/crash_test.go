@@ -63,12 +63,17 @@ func (c *crashRig) maybeCrash(op vfs.Op) error {
 	if c.ops.Add(1)-1 != c.crashAt {
 		return nil
 	}
+	// What was acknowledged is read before the image is cut, so every
+	// record in it was synced before the cut. The retention floor is read
+	// after: another goroutine's deletion can still land in the image
+	// while this one clones it (its operation passed the count first),
+	// and the floor it deleted up to was raised before that deletion.
 	c.mu.Lock()
-	acked, floor := maps.Clone(c.acked), c.floor
+	acked := maps.Clone(c.acked)
 	c.mu.Unlock()
 	image := c.mem.CrashClone(c.crashOpts)
 	c.mu.Lock()
-	c.ackedAtCrash, c.floorAtCrash, c.image = acked, floor, image
+	c.ackedAtCrash, c.floorAtCrash, c.image = acked, c.floor, image
 	c.mu.Unlock()
 	c.crashed.Store(true)
 	return errPowerCut

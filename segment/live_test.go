@@ -181,3 +181,10 @@ func TestTailedSegmentsStayUnderTheOpenBound(t *testing.T) {
 		t.Fatalf("%d of %d segments keep a descriptor or a mapping, bound %d", open, len(segments), opts.MaxOpenSegments)
 	}
 }
+
+// isLive reports whether the segment is mapped through a live view.
+func (s *segment) isLive() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.live
+}

@@ -38,10 +38,10 @@ type segment struct {
 		// live says mapping is a live view of the file made while the
 		// segment was active (liveViewLocked); it stays the segment's
 		// mapping once sealed. noLive: making one failed, do not retry.
-		// outgrown holds a live mapping a sealed view had to replace
+		// outgrown holds live mappings a sealed view had to replace
 		// (shorter than the sealed file), closed with the segment.
 		live, noLive bool
-		outgrown     vfs.Mapping
+		outgrown     []vfs.Mapping
 		validated    bool // sealed: scanned once after mapping
 		indexBuilt   bool // index is current (false after closeIdle)
 		footer       format.Footer
@@ -94,10 +94,11 @@ func (s *segment) release() {
 // closeMappingsLocked unmaps the segment. REQUIRES: s.mu held, and no
 // reader or run left using the bytes.
 func (s *segment) closeMappingsLocked() {
-	for _, mapping := range []vfs.Mapping{s.mu.mapping, s.mu.outgrown} {
-		if mapping != nil {
-			_ = mapping.Close()
-		}
+	if s.mu.mapping != nil {
+		_ = s.mu.mapping.Close()
+	}
+	for _, mapping := range s.mu.outgrown {
+		_ = mapping.Close()
 	}
 	s.mu.mapping, s.mu.outgrown, s.mu.live = nil, nil, false
 }
@@ -271,7 +272,8 @@ func (s *segment) mappedLocked() ([]byte, error) {
 		}
 		// Mapped before the file grew: keep it for the runs that alias
 		// it, and map the sealed file anew.
-		s.mu.outgrown, s.mu.mapping, s.mu.live = s.mu.mapping, nil, false
+		s.mu.outgrown = append(s.mu.outgrown, s.mu.mapping)
+		s.mu.mapping, s.mu.live = nil, false
 	}
 	if s.mu.mapping != nil {
 		return s.mu.mapping.Bytes(), nil
@@ -418,11 +420,4 @@ func (set *segmentSet) without(seg *segment) *segmentSet {
 		}
 	}
 	return &segmentSet{segments: segs}
-}
-
-// isLive reports whether the segment is mapped through a live view.
-func (s *segment) isLive() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.mu.live
 }

@@ -29,7 +29,7 @@ type session struct {
 	broker *Broker
 	conn   loop.Conn
 	// inline is conn when its backend lets Data commit a lone record and
-	// answer it itself (commitInline); nil otherwise.
+	// answer it itself (flushRunLast); nil otherwise.
 	inline loop.InlineConn
 	out    *writer
 	ctx    context.Context
@@ -172,7 +172,7 @@ func (s *session) Data(in []byte) (int, error) {
 	}
 	// All of in was handled and the peer sent nothing more: if this run
 	// is a lone record or a few, the peer is most likely waiting for
-	// them (commitInline).
+	// them (flushRunLast).
 	if !s.flushRunLast(consumed == len(in)) {
 		return s.runStart, nil
 	}

@@ -46,9 +46,9 @@ type writer struct {
 	wakeFn func() // w.wake, bound once: handed to every ticket
 	// unsent counts the runs pushed whose acks have not yet been handed
 	// to the connection: while it is zero, an ack the session writes
-	// itself cannot overtake one of the writer's (session.commitInline).
+	// itself cannot overtake one of the writer's (session.flushRunLast).
 	unsent atomic.Int64
-	signal chan struct{} // a reply was queued, or a run while parked
+	signal chan struct{} // a reply was queued, or a run completed while parked
 	done   chan struct{} // closed by the session: no more input
 	exited chan struct{}
 

@@ -783,13 +783,11 @@ func TestConformanceInlineAnswer(t *testing.T) {
 		mayBlock := make(chan bool, 64)
 		handler := funcHandler{open: func(conn Conn) (Session, error) {
 			inline, ok := conn.(InlineConn)
+			if !ok {
+				return nil, errors.New("the connection does not implement InlineConn")
+			}
 			return funcSession{
 				data: func(in []byte) (int, error) {
-					if !ok {
-						mayBlock <- false
-						go func() { _ = conn.Write(append([]byte(nil), in...)) }()
-						return len(in), nil
-					}
 					blocks := inline.MayBlock()
 					mayBlock <- blocks
 					if blocks {

@@ -73,10 +73,11 @@ type Conn interface {
 }
 
 // InlineConn is implemented by every backend's Conn: it lets Data finish
-// a short piece of work itself and answer it at once: the broker commits a lone awaited
-// record on the goroutine running Data (one write and one fdatasync, a
-// fraction of a millisecond) and sends its acknowledgement from there,
-// instead of handing both to other goroutines, each hand-off a wake-up.
+// a short piece of work itself and answer it at once. The broker commits a
+// lone awaited record on the goroutine running Data (one write and one
+// fdatasync, a fraction of a millisecond) and sends its acknowledgement
+// from there, instead of handing both to other goroutines, each hand-off
+// a wake-up.
 type InlineConn interface {
 	// MayBlock reports whether the Data call running now may block for
 	// such a while without holding up other connections that are

@@ -463,9 +463,9 @@ func (s *session) flushRun() bool { return s.flushRunLast(false) }
 // flushRunLast is flushRun for the run that ends the peer's input (last):
 // such a run, when small, is committed inline where the backend allows it.
 //
-// Inline, the run is written and fdatasynced on this goroutine when no
-// other write to its log is under way (segment.Log.TryCommitBatch) and
-// its acks are sent from here, sparing the hand-offs to the appender, the committer, the writer
+// Inline, the run is written and fdatasynced on this goroutine when its
+// log is idle (segment.Log.TryCommitBatch) and its acks are sent from
+// here, sparing the hand-offs to the appender, the committer, the writer
 // and back to the reactor: four goroutine wake-ups, each of which costs
 // tens of microseconds on a small machine, against an fdatasync of about
 // a hundred (docs/BENCHMARKS.md, "Awaited produce"). It is taken only

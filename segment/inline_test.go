@@ -56,11 +56,10 @@ func TestTryCommitBatchIdleCommitsInline(t *testing.T) {
 	}
 }
 
-// While another batch's fdatasync is held back, a TryCommitBatch writes
-// and syncs its own batch beside it; its sync began after the other batch
-// was written, so it completes both tickets, and the held sync, when it
-// ends, changes nothing.
-func TestTryCommitBatchCommitsBesideASync(t *testing.T) {
+// While a batch is still in flight (its fdatasync held back), a
+// TryCommitBatch only stages: it returns at once with a ticket that
+// completes with the next group commit, in offset order.
+func TestTryCommitBatchBusyStages(t *testing.T) {
 	syncing := make(chan struct{})
 	release := make(chan struct{})
 	var holding atomic.Bool
@@ -73,68 +72,40 @@ func TestTryCommitBatchCommitsBesideASync(t *testing.T) {
 	}))
 	d := openDir(t, fsys, testOptions(0))
 	defer d.Close()
-	defer func() {
-		select {
-		case <-release:
-		default:
-			close(release)
-		}
-	}()
 	l := openLog(t, d)
 	// The first record activates the segment (a sync of its own).
 	waitTicket(t, appendBody(t, l, body(0, 100)))
 	holding.Store(true)
 	first := appendBody(t, l, body(1, 100))
 	<-syncing
-	second, err := l.TryCommitBatch([][]byte{body(2, 100)}, []uint32{crc(body(2, 100))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !isDone(second) || !isDone(first) {
-		t.Fatalf("done on return: inline %v, the held batch %v; want both", isDone(second), isDone(first))
-	}
-	if err := errors.Join(first.Err(), second.Err()); err != nil {
-		t.Fatal(err)
-	}
-	close(release)
-	if first.First != 1 || second.First != 2 || l.Committed() != 3 {
-		t.Fatalf("offsets %d and %d, committed %d", first.First, second.First, l.Committed())
-	}
-}
-
-// While the appender is writing (it holds the write token), a
-// TryCommitBatch only stages: its records join the next group commit.
-func TestTryCommitBatchStagesBehindAWrite(t *testing.T) {
-	writing := make(chan struct{})
-	release := make(chan struct{})
-	var holding atomic.Bool
-	fsys := vfs.Inject(vfs.NewMemFS(), vfs.InjectorFunc(func(op vfs.Op) error {
-		if op.Kind == vfs.OpWrite && strings.Contains(op.Path, "/streams/") && holding.CompareAndSwap(true, false) {
-			close(writing)
-			<-release
+	// Once the appender is done with the first batch the token is free,
+	// so TryCommitBatch gets it and must see the log busy by itself.
+	l.writeMu.Lock()
+	l.writeMu.Unlock()
+	returned := make(chan Ticket, 1)
+	go func() {
+		second, err := l.TryCommitBatch([][]byte{body(2, 100)}, []uint32{crc(body(2, 100))})
+		if err != nil {
+			t.Error(err)
 		}
-		return nil
-	}))
-	d := openDir(t, fsys, testOptions(0))
-	defer d.Close()
-	l := openLog(t, d)
-	waitTicket(t, appendBody(t, l, body(0, 100)))
-	holding.Store(true)
-	first := appendBody(t, l, body(1, 100))
-	<-writing
-	second, err := l.TryCommitBatch([][]byte{body(2, 100)}, []uint32{crc(body(2, 100))})
-	staged := err == nil && !isDone(second)
-	close(release)
-	if err != nil {
-		t.Fatal(err)
+		returned <- second
+	}()
+	var second Ticket
+	select {
+	case second = <-returned:
+	case <-time.After(5 * time.Second):
+		close(release)
+		t.Fatal("TryCommitBatch blocked behind another batch's fdatasync instead of staging")
 	}
-	if !staged {
-		t.Fatal("committed inline while the appender held the write token")
+	held := isDone(second) || isDone(first)
+	close(release)
+	if held {
+		t.Fatal("a ticket completed while the first batch's fdatasync was held back")
 	}
 	waitTicket(t, first)
 	waitTicket(t, second)
-	if l.Committed() != 3 {
-		t.Fatalf("committed %d, want 3", l.Committed())
+	if first.First != 1 || second.First != 2 || l.Committed() != 3 {
+		t.Fatalf("offsets %d and %d, committed %d", first.First, second.First, l.Committed())
 	}
 }
 

@@ -271,16 +271,13 @@ var closedChannel = func() chan struct{} {
 	return ch
 }()
 
-// TryCommitBatch is TryAppendBatch that, when no write is under way (the
-// caller gets the log's write token), writes what is staged, the records
-// and any staged before them, and makes it durable on the caller's
-// goroutine before it returns, so the ticket is already done: a lone
-// awaited record skips the hand-offs to the appender and to the
-// committer, each a goroutine wake-up that costs more than the write
-// itself on a small machine. The caller is blocked for one write and one
-// fdatasync, which may run alongside a sync of the committer's; the one
-// that ends first completes everything written before it started. When
-// the appender or another inline commit is writing, it stages the records
+// TryCommitBatch is TryAppendBatch that, when the log is idle (nothing
+// staged, nothing written and not yet durable), writes the records and
+// makes them durable on the caller's goroutine before it returns, so the
+// ticket is already done: a lone awaited record skips the hand-offs to the
+// appender and to the committer, each a goroutine wake-up that costs more
+// than the write itself on a small machine. The caller is blocked for one
+// write and one fdatasync. When the log is busy it stages the records
 // exactly as TryAppendBatch does, and they join the next group commit.
 // Only DurabilitySync commits inline; the other levels acknowledge after
 // the write anyway. Behind a device whose fdatasync stalls (one running
@@ -312,10 +309,10 @@ func (l *Log) append(ctx context.Context, bodies [][]byte, crcs []uint32, block 
 }
 
 // stage copies the records into the staging batch. With inline (the
-// caller holds the write token) it also takes the batch for the caller to
-// write, marks the log dirty so the write does not queue it at the
-// committer, and wakes no one; otherwise it wakes the appender as every
-// append does.
+// caller holds the write token) and the log idle, it also takes the batch
+// for the caller to write, marks the log dirty so the write does not
+// queue it at the committer, and wakes no one; otherwise it wakes the
+// appender as every append does.
 func (l *Log) stage(ctx context.Context, bodies [][]byte, crcs []uint32, block, inline bool) (Ticket, *batch, error) {
 	frameBytes, large := 0, false
 	for _, body := range bodies {
@@ -341,11 +338,7 @@ func (l *Log) stage(ctx context.Context, bodies [][]byte, crcs []uint32, block, 
 		return Ticket{}, nil, err
 	}
 	b := l.mu.staging
-	// The caller holds the write token, so no write is under way: it may
-	// write whatever is staged (its records and any others') and sync it
-	// itself, alongside a sync the committer may have in flight. Each
-	// fdatasync covers every write completed before it began, so the one
-	// that ends first completes all the batches written before it.
+	inline = inline && b.count == 0 && len(l.mu.inflight) == 0
 	first := l.mu.nextOffset
 	if b.count == 0 {
 		b.first = first

@@ -100,11 +100,7 @@ func TestNoSpaceIsTypedAndRecoverable(t *testing.T) {
 	}
 	fault.Set(false)
 	appendSome(80) // crosses rolls, so the full-disk path met the roll too
-	assertLog(t, l, acked)
-	_ = d.Close()
-	d = openDir(t, mem, opts)
-	defer d.Close()
-	assertLog(t, openLog(t, d), acked)
+	assertLogAndReopened(t, d, l, mem, opts, acked)
 }
 
 func TestNoSpaceAtRollResumes(t *testing.T) {
@@ -149,6 +145,18 @@ func TestNoSpaceAtRollResumes(t *testing.T) {
 
 // assertLog checks that l holds exactly the acknowledged records, in order,
 // with no gaps and no reused offsets.
+// assertLogAndReopened asserts the log holds acked, closes its directory
+// (d must not be closed elsewhere) and asserts it again after a reopen
+// on fsys without the faults d was opened with.
+func assertLogAndReopened(t *testing.T, d *Dir, l *Log, fsys vfs.FS, opts Options, acked map[uint64]uint64) {
+	t.Helper()
+	assertLog(t, l, acked)
+	_ = d.Close()
+	reopened := openDir(t, fsys, opts)
+	defer reopened.Close()
+	assertLog(t, openLog(t, reopened), acked)
+}
+
 func assertLog(t *testing.T, l *Log, acked map[uint64]uint64) {
 	t.Helper()
 	entries, gaps := readAll(t, l)

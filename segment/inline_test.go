@@ -410,11 +410,7 @@ func TestTryCommitBatchOnAFullDisk(t *testing.T) {
 		acked[ticket.First] = next
 		next++
 	}
-	assertLog(t, l, acked)
-	_ = d.Close()
-	d = openDir(t, mem, opts)
-	defer d.Close()
-	assertLog(t, openLog(t, d), acked)
+	assertLogAndReopened(t, d, l, mem, opts, acked)
 }
 
 // A failed fdatasync under an inline commit freezes the log as the

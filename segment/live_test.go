@@ -51,14 +51,8 @@ func TestLiveReadsOfTheActiveSegment(t *testing.T) {
 	for next := uint64(0); next < total; {
 		if next%7 == 0 {
 			run, err := reader.NextRun(8, 64<<10)
-			if errors.Is(err, io.EOF) {
-				if _, err := l.WaitCommitted(context.Background(), next); err != nil {
-					t.Fatal(err)
-				}
+			if caughtUp(t, l, next, err) {
 				continue
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if run.Gap != nil {
 				t.Fatalf("gap %+v", run.Gap)
@@ -74,14 +68,8 @@ func TestLiveReadsOfTheActiveSegment(t *testing.T) {
 			continue
 		}
 		entry, err := reader.Next()
-		if errors.Is(err, io.EOF) {
-			if _, err := l.WaitCommitted(context.Background(), next); err != nil {
-				t.Fatal(err)
-			}
+		if caughtUp(t, l, next, err) {
 			continue
-		}
-		if err != nil {
-			t.Fatal(err)
 		}
 		if entry.Gap != nil {
 			t.Fatalf("gap %+v", entry.Gap)
@@ -187,4 +175,20 @@ func (s *segment) isLive() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.mu.live
+}
+
+// caughtUp reports whether a read met the end of what is committed, after
+// waiting until next is; any other error fails the test.
+func caughtUp(t *testing.T, l *Log, next uint64, err error) bool {
+	t.Helper()
+	if errors.Is(err, io.EOF) {
+		if _, err := l.WaitCommitted(context.Background(), next); err != nil {
+			t.Fatal(err)
+		}
+		return true
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return false
 }

@@ -16,6 +16,9 @@
 //
 //	go run . -suite subjects -runs 3 -json ../../bench-results/peers-subjects.json
 //
+// -suite filtered runs only the filtered-read rows of that suite (the
+// quick loop while working on filtered reads).
+//
 // It is its own module so that the broker's module never depends on NATS.
 package main
 
@@ -82,7 +85,7 @@ func parseFlags() (*config, string, error) {
 	flag.StringVar(&cfg.docsPath, "docs", "", "regenerate the peers block of this markdown file from the JSON")
 	flag.StringVar(&renderFrom, "render", "", "only regenerate -docs from this JSON file")
 	flag.StringVar(&cfg.command, "command", "", "the command to quote in the report (default: this one)")
-	flag.StringVar(&cfg.suite, "suite", "all", "all: the main table; subjects: issue 9's subject routing and filtered consume rows")
+	flag.StringVar(&cfg.suite, "suite", "all", "all: the main table; subjects: issue 9's subject routing and filtered consume rows; filtered: only the filtered consume rows")
 	flag.Parse()
 	for _, field := range strings.Split(sizes, ",") {
 		size, err := strconv.Atoi(strings.TrimSpace(field))
@@ -101,10 +104,10 @@ func parseFlags() (*config, string, error) {
 		return nil, "", fmt.Errorf("-render needs -docs")
 	}
 	switch {
-	case cfg.suite != "all" && cfg.suite != "subjects":
-		return nil, "", fmt.Errorf("-suite %q: want all or subjects", cfg.suite)
-	case cfg.suite == "subjects" && cfg.docsPath != "":
-		return nil, "", fmt.Errorf("-suite subjects has no docs block: leave out -docs (docs/STREAMS.md quotes its numbers)")
+	case cfg.suite != "all" && cfg.suite != "subjects" && cfg.suite != "filtered":
+		return nil, "", fmt.Errorf("-suite %q: want all, subjects or filtered", cfg.suite)
+	case cfg.suite != "all" && cfg.docsPath != "":
+		return nil, "", fmt.Errorf("-suite %s has no docs block: leave out -docs (docs/STREAMS.md quotes its numbers)", cfg.suite)
 	}
 	return cfg, renderFrom, nil
 }
@@ -113,8 +116,11 @@ func run(cfg *config) error {
 	began := time.Now()
 	measured := samples{}
 	measure, specs := measureRun, rowSpecs
-	if cfg.suite == "subjects" {
+	switch cfg.suite {
+	case "subjects":
 		measure, specs = measureSubjects, subjectRowSpecs
+	case "filtered":
+		measure, specs = measureFiltered, filteredRowSpecs
 	}
 	for index := range cfg.runs {
 		progress("run %d of %d", index+1, cfg.runs)

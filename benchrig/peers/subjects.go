@@ -155,6 +155,22 @@ func subjectRow(n int) string { return fmt.Sprintf("%s-%d", labelSubjectsRow, n)
 
 // subjectRowSpecs declares the subjects suite's table.
 func subjectRowSpecs(cfg *config) []rowSpec {
+	return append(publishRowSpecs(), filteredRowSpecs(cfg)...)
+}
+
+// measureFiltered runs only the filtered-consume rows (-suite filtered):
+// the quick loop for work on the filtered read path.
+func measureFiltered(cfg *config, measured samples) error {
+	began := time.Now()
+	if err := filteredPhase(cfg, measured); err != nil {
+		return fmt.Errorf("filtered consume: %w", err)
+	}
+	progress("  filtered consume done in %.1f s", time.Since(began).Seconds())
+	return nil
+}
+
+// publishRowSpecs declares the routed-publish rows.
+func publishRowSpecs() []rowSpec {
 	var specs []rowSpec
 	for _, n := range subjectCounts {
 		id := subjectRow(n)
@@ -167,20 +183,25 @@ func subjectRowSpecs(cfg *config) []rowSpec {
 	specs = append(specs, rowSpec{id: "S-route", payload: subjectPayload, unit: "msg/s", target: 0.95,
 		title:   fmt.Sprintf("IronBus publish over %d subjects vs over 1 (routing cost)", last),
 		ironbus: metric{labelIronBus, subjectRow(last), subjectPayload}, peer: metric{labelIronBus, subjectRow(1), subjectPayload}})
+	return specs
+}
+
+// filteredRowSpecs declares the filtered-consume rows.
+func filteredRowSpecs(cfg *config) []rowSpec {
 	note := fmt.Sprintf("%d stored 256 B records, 1 in %d with subject %s (the rest %s); traversal = stored records / time to read through them. "+
 		"IronBus: client.Stream, one partition; JetStream: ordered consumer, FilterSubjects for the filtered read",
 		cfg.consumeMessages, sparseEvery, sparseMatch, sparseOther)
-	return append(specs,
-		rowSpec{id: "F-all", title: "unfiltered streaming read vs JetStream ordered consumer", payload: subjectPayload, unit: "rec/s",
+	return []rowSpec{
+		{id: "F-all", title: "unfiltered streaming read vs JetStream ordered consumer", payload: subjectPayload, unit: "rec/s",
 			note: note, ironbus: metric{labelIronBus, "F-all", subjectPayload}, peer: metric{labelJetStreamAlways, "F-all", subjectPayload}},
-		rowSpec{id: "F-sparse", title: "1-in-100 filtered read, traversal vs JetStream filtered consumer", payload: subjectPayload, unit: "rec/s",
+		{id: "F-sparse", title: "1-in-100 filtered read, traversal vs JetStream filtered consumer", payload: subjectPayload, unit: "rec/s",
 			target: 10, note: note,
 			ironbus: metric{labelIronBus, "F-sparse", subjectPayload}, peer: metric{labelJetStreamAlways, "F-sparse", subjectPayload}},
-		rowSpec{id: "F-ratio", title: "IronBus 1-in-100 filtered traversal vs its unfiltered read", payload: subjectPayload, unit: "rec/s",
+		{id: "F-ratio", title: "IronBus 1-in-100 filtered traversal vs its unfiltered read", payload: subjectPayload, unit: "rec/s",
 			target: 0.8, note: note,
 			ironbus: metric{labelIronBus, "F-sparse", subjectPayload}, peer: metric{labelIronBus, "F-all", subjectPayload}},
-		rowSpec{id: "F-js", title: "JetStream filtered traversal vs its unfiltered read (context)", payload: subjectPayload, unit: "rec/s",
+		{id: "F-js", title: "JetStream filtered traversal vs its unfiltered read (context)", payload: subjectPayload, unit: "rec/s",
 			note:    "both sides are JetStream here: the ratio shows what its filter costs",
 			ironbus: metric{labelJetStreamAlways, "F-sparse", subjectPayload}, peer: metric{labelJetStreamAlways, "F-all", subjectPayload}},
-	)
+	}
 }

@@ -146,25 +146,14 @@ func streamError(err error) *wire.Error {
 	return storageError(err)
 }
 
-// sendRuns queues the answer: each run as one DeliverBatch whose frames
-// go to the connection straight from the segment (the run's reference
-// keeps them mapped until the connection is done with them), Gap frames
-// riding in front of the next header, then ConsumeEnd.
+// sendRuns queues the answer as one vectored item: each run a DeliverBatch
+// whose frames go to the connection straight from the segment (the runs'
+// references keep them mapped until the connection is done with them),
+// Gap frames riding in front of the next header, then ConsumeEnd. One item
+// for the whole answer, not one per run: a sparse filter answers with a
+// run per match, and an item per run cost each match a pass of the writer
+// and a write of its own.
 func (s *session) sendRuns(r consumeRequest, parts []streamPart, records, bytes int) {
-	var pending []byte
-	for _, part := range parts {
-		if part.gap != nil {
-			if r.gaps {
-				pending = wire.Append(pending, r.id, gapFrame(part.partition, part.gap))
-			}
-			continue
-		}
-		run := part.run
-		header := wire.AppendDeliverBatchHeader(pending, r.id, &wire.DeliverBatch{Partition: part.partition,
-			First: run.First, Next: run.Next, Count: uint32(run.Count)}, len(run.Frames))
-		pending = nil
-		s.out.vectored(header, [][]byte{run.Frames}, run.Release)
-	}
 	reason := wire.EndCaughtUp
 	switch {
 	case records >= r.max || (records > 0 && bytes >= r.maxBytes):
@@ -172,7 +161,39 @@ func (s *session) sendRuns(r consumeRequest, parts []streamPart, records, bytes 
 	case records == 0 && r.wait:
 		reason = wire.EndWaited
 	}
-	s.out.frame(wire.Append(pending, r.id, &wire.ConsumeEnd{Delivered: uint32(records), Reason: reason}))
+	// The encoded bytes (gaps, headers, the end) share one buffer, cut into
+	// pieces only once it has stopped growing.
+	var encoded []byte
+	cuts := make([]int, 0, 2*len(parts)+1) // where each run's header ends and its frames go
+	runs := parts[:0]                      // the runs, kept for release; gaps are dropped
+	for _, part := range parts {
+		if part.gap != nil {
+			if r.gaps {
+				encoded = wire.Append(encoded, r.id, gapFrame(part.partition, part.gap))
+			}
+			continue
+		}
+		run := part.run
+		encoded = wire.AppendDeliverBatchHeader(encoded, r.id, &wire.DeliverBatch{Partition: part.partition,
+			First: run.First, Next: run.Next, Count: uint32(run.Count)}, len(run.Frames))
+		cuts = append(cuts, len(encoded))
+		runs = append(runs, part)
+	}
+	encoded = wire.Append(encoded, r.id, &wire.ConsumeEnd{Delivered: uint32(records), Reason: reason})
+	if len(runs) == 0 {
+		s.out.frame(encoded)
+		return
+	}
+	pieces := make([][]byte, 0, 2*len(runs))
+	for i, part := range runs {
+		pieces = append(pieces, part.run.Frames)
+		until := len(encoded)
+		if i+1 < len(cuts) {
+			until = cuts[i+1]
+		}
+		pieces = append(pieces, encoded[cuts[i]:until])
+	}
+	s.out.vectored(encoded[:cuts[0]], pieces, func() { releaseParts(runs) })
 }
 
 func gapFrame(partition uint32, gap *segment.Gap) *wire.Gap {

@@ -203,3 +203,28 @@ func TestFilterAcrossPartitions(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamingFilteredAnswerInPieces: a filtered answer of hundreds of
+// runs and gaps goes to the connection in pieces while it is read
+// (streamFlushParts); the client still sees one answer, every offset
+// accounted for once, in order.
+func TestStreamingFilteredAnswerInPieces(t *testing.T) {
+	addr, _ := testBroker(t, Config{})
+	c := connect(t, addr)
+	const n = 1200 // every other record matches: 600 runs and 600 gaps
+	produceSubjects(t, c, "pieces", n)
+	m := wire.Consume{Stream: []byte("pieces"), Group: []byte("s"), Mode: wire.ModeStreaming, MaxRecords: 10_000,
+		MaxBytes: 4 << 20, Filter: []byte("orders.eu.*")}
+	a := c.consume(1, m)
+	if a.err != nil {
+		t.Fatalf("consume: %+v", a.err)
+	}
+	if a.end.Delivered != n/2 || len(a.deliveries) != n/2 || a.batches != n/2 {
+		t.Fatalf("one answer: ConsumeEnd counts %d, %d records in %d batches, want %d in %d", a.end.Delivered,
+			len(a.deliveries), a.batches, n/2, n/2)
+	}
+	if !slices.IsSortedFunc(a.deliveries, func(x, y wire.Deliver) int { return int(x.Offset) - int(y.Offset) }) {
+		t.Fatalf("deliveries out of order: %v", offsetsOf(a.deliveries))
+	}
+	checkFilteredAccounting(t, n, a.deliveries, a.gaps)
+}

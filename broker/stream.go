@@ -30,14 +30,13 @@ func (s *session) serveStream(r consumeRequest) {
 	defer s.consumers.Done()
 	for {
 		wakes, durable := s.beforeFetch(&r)
-		parts, records, bytes, err := s.readAllRuns(r)
-		if err != nil {
-			releaseParts(parts)
+		answer := &streamAnswer{session: s, request: r}
+		if err := answer.readAll(); err != nil {
 			s.replyFromConsumer(r.id, streamError(err))
 			return
 		}
-		if len(parts) > 0 || !r.wait || !time.Now().Before(r.deadline) {
-			s.sendRuns(r, parts, records, bytes)
+		if answer.parts > 0 || !r.wait || !time.Now().Before(r.deadline) {
+			answer.end()
 			return
 		}
 		if !s.waitForRecords(r, wakes, durable) {
@@ -47,43 +46,105 @@ func (s *session) serveStream(r consumeRequest) {
 	}
 }
 
-// readAllRuns reads runs from each partition read in turn (starting at a
+// Once this much of an answer is read it goes to the connection while the
+// rest is read: the socket and the client work on the start of a long
+// answer (a sparse filter's thousands of small runs, or megabytes of
+// frames) instead of waiting for its end.
+const (
+	streamFlushParts = 256
+	streamFlushBytes = 64 << 10
+)
+
+// streamAnswer is one streaming answer being read: the parts read and not
+// yet queued, and the totals of all of it.
+type streamAnswer struct {
+	session *session
+	request consumeRequest
+	pending []streamPart // read, not yet queued, in offset order per partition
+	// pendingBytes is the frames' bytes in pending.
+	pendingBytes int
+	parts        int // runs and gaps read, queued or not
+	records      int
+	bytes        int
+}
+
+// full reports whether the answer has reached the request's limits.
+func (a *streamAnswer) full() bool {
+	return a.records >= a.request.max || (a.records > 0 && a.bytes >= a.request.maxBytes)
+}
+
+func (a *streamAnswer) addGap(partition uint32, gap *segment.Gap) {
+	a.pending = append(a.pending, streamPart{partition: partition, gap: gap})
+	a.parts++
+	a.flushIfDue()
+}
+
+func (a *streamAnswer) addRun(partition uint32, run segment.Run) {
+	a.pending = append(a.pending, streamPart{partition: partition, run: run})
+	a.parts++
+	a.records += run.Count
+	a.bytes += len(run.Frames)
+	a.pendingBytes += len(run.Frames)
+	a.flushIfDue()
+}
+
+func (a *streamAnswer) flushIfDue() {
+	if len(a.pending) >= streamFlushParts || a.pendingBytes >= streamFlushBytes {
+		a.session.sendRuns(a.request, a.pending, nil)
+		// The queued item keeps the old array until the connection is
+		// done with it; the next parts go to a new one.
+		a.pending, a.pendingBytes = make([]streamPart, 0, streamFlushParts), 0
+	}
+}
+
+// end queues what is pending and the ConsumeEnd.
+func (a *streamAnswer) end() {
+	r := a.request
+	reason := wire.EndCaughtUp
+	switch {
+	case a.full():
+		reason = wire.EndLimit
+	case a.records == 0 && r.wait:
+		reason = wire.EndWaited
+	}
+	a.session.sendRuns(r, a.pending, &wire.ConsumeEnd{Delivered: uint32(a.records), Reason: reason})
+	a.pending = nil
+}
+
+// readAll reads runs from each partition read in turn (starting at a
 // different one each time) up to the request's limits across them. An
 // error ends the read; it is returned only when nothing was read before
 // it, else the next Consume meets it.
-func (s *session) readAllRuns(r consumeRequest) ([]streamPart, int, int, error) {
+func (a *streamAnswer) readAll() error {
+	r := a.request
 	n := len(r.parts)
 	if n == 0 {
-		return nil, 0, 0, nil
+		return nil
 	}
 	start := 0
 	if n > 1 {
 		start = r.anchor.span.start(n)
 	}
-	var parts []streamPart
-	records, bytes := 0, 0
 	for i := range n {
-		if records >= r.max || (records > 0 && bytes >= r.maxBytes) {
+		if a.full() {
 			break
 		}
-		var err error
-		parts, records, bytes, err = s.readRuns(r, r.parts[(start+i)%n], parts, records, bytes)
-		if err != nil {
-			if len(parts) == 0 {
-				return nil, 0, 0, err
+		if err := a.read(r.parts[(start+i)%n]); err != nil {
+			if a.parts == 0 {
+				return err
 			}
 			break
 		}
 	}
-	return parts, records, bytes, nil
+	return nil
 }
 
-// readRuns reads runs of one partition from this connection's read
-// position there up to the request's limits, appending them to parts,
-// and moves the position past them. A single record too large for a
-// frame the client accepts is an error the client must fix (its
-// max_frame); the position stays before it.
-func (s *session) readRuns(r consumeRequest, served *servedGroup, parts []streamPart, records, bytes int) ([]streamPart, int, int, error) {
+// read reads runs of one partition from this connection's read position
+// there up to the request's limits, and moves the position past them. A
+// single record too large for a frame the client accepts is an error the
+// client must fix (its max_frame); the position stays before it.
+func (a *streamAnswer) read(served *servedGroup) error {
+	s, r := a.session, a.request
 	from := s.readPosition(served)
 	reader := served.log.NewReader(from)
 	defer reader.Close()
@@ -98,32 +159,30 @@ func (s *session) readRuns(r consumeRequest, served *servedGroup, parts []stream
 		s.groups[served] = max(s.groups[served], next)
 		s.groupsMu.Unlock()
 	}()
-	for records < r.max && (records == 0 || bytes < r.maxBytes) {
-		run, err := reader.NextRun(r.max-records, min(r.maxBytes-bytes, maxFrames))
+	for !a.full() {
+		run, err := reader.NextRun(r.max-a.records, min(r.maxBytes-a.bytes, maxFrames))
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return parts, records, bytes, err
+			return err
 		}
 		if run.Gap != nil {
-			parts = append(parts, streamPart{partition: partition, gap: run.Gap})
+			a.addGap(partition, run.Gap)
 			next = max(next, run.Gap.To)
 			continue
 		}
 		if len(run.Frames) > maxFrames {
 			run.Release()
-			if len(parts) > 0 {
+			if a.parts > 0 {
 				break // deliver what fits; the next Consume meets the error
 			}
-			return nil, 0, 0, errStreamFrameTooLarge{offset: run.First, size: len(run.Frames), limit: maxFrames}
+			return errStreamFrameTooLarge{offset: run.First, size: len(run.Frames), limit: maxFrames}
 		}
-		parts = append(parts, streamPart{partition: partition, run: run})
-		records += run.Count
-		bytes += len(run.Frames)
+		a.addRun(partition, run)
 		next = run.Next
 	}
-	return parts, records, bytes, nil
+	return nil
 }
 
 // errStreamFrameTooLarge: one stored record does not fit a frame the
@@ -146,26 +205,19 @@ func streamError(err error) *wire.Error {
 	return storageError(err)
 }
 
-// sendRuns queues the answer as one vectored item: each run a DeliverBatch
-// whose frames go to the connection straight from the segment (the runs'
-// references keep them mapped until the connection is done with them),
-// Gap frames riding in front of the next header, then ConsumeEnd. One item
-// for the whole answer, not one per run: a sparse filter answers with a
-// run per match, and an item per run cost each match a pass of the writer
-// and a write of its own.
-func (s *session) sendRuns(r consumeRequest, parts []streamPart, records, bytes int) {
-	reason := wire.EndCaughtUp
-	switch {
-	case records >= r.max || (records > 0 && bytes >= r.maxBytes):
-		reason = wire.EndLimit
-	case records == 0 && r.wait:
-		reason = wire.EndWaited
-	}
+// sendRuns queues parts of an answer, and end after them when set, as
+// one vectored item: each run a DeliverBatch whose frames go to the
+// connection straight from the segment (the runs' references keep them
+// mapped until the connection is done with them), Gap frames riding in
+// front of the next header. One item for many runs, not one per run: a
+// sparse filter answers with a run per match, and an item per run cost
+// each match a pass of the writer and a write of its own.
+func (s *session) sendRuns(r consumeRequest, parts []streamPart, end *wire.ConsumeEnd) {
 	// The encoded bytes (gaps, headers, the end) share one buffer, cut into
 	// pieces only once it has stopped growing.
 	var encoded []byte
-	cuts := make([]int, 0, 2*len(parts)+1) // where each run's header ends and its frames go
-	runs := parts[:0]                      // the runs, kept for release; gaps are dropped
+	cuts := make([]int, 0, len(parts)) // where each run's header ends and its frames go
+	runs := parts[:0]                  // the runs, kept for release; gaps are dropped
 	for _, part := range parts {
 		if part.gap != nil {
 			if r.gaps {
@@ -179,9 +231,13 @@ func (s *session) sendRuns(r consumeRequest, parts []streamPart, records, bytes 
 		cuts = append(cuts, len(encoded))
 		runs = append(runs, part)
 	}
-	encoded = wire.Append(encoded, r.id, &wire.ConsumeEnd{Delivered: uint32(records), Reason: reason})
+	if end != nil {
+		encoded = wire.Append(encoded, r.id, end)
+	}
 	if len(runs) == 0 {
-		s.out.frame(encoded)
+		if len(encoded) > 0 {
+			s.out.frame(encoded)
+		}
 		return
 	}
 	pieces := make([][]byte, 0, 2*len(runs))
@@ -191,13 +247,20 @@ func (s *session) sendRuns(r consumeRequest, parts []streamPart, records, bytes 
 		if i+1 < len(cuts) {
 			until = cuts[i+1]
 		}
-		pieces = append(pieces, encoded[cuts[i]:until])
+		if until > cuts[i] {
+			pieces = append(pieces, encoded[cuts[i]:until])
+		}
 	}
 	s.out.vectored(encoded[:cuts[0]], pieces, func() { releaseParts(runs) })
 }
 
 func gapFrame(partition uint32, gap *segment.Gap) *wire.Gap {
-	return &wire.Gap{Partition: partition, From: gap.From, To: gap.To, Reason: gapCode(gap.Reason), Detail: gap.Reason}
+	frame := &wire.Gap{Partition: partition, From: gap.From, To: gap.To, Reason: gapCode(gap.Reason), Detail: gap.Reason}
+	if frame.Reason == wire.GapFiltered {
+		// The code says it all, and a sparse filter sends a gap per match.
+		frame.Detail = ""
+	}
+	return frame
 }
 
 func releaseParts(parts []streamPart) {

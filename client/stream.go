@@ -44,9 +44,10 @@ type StreamOptions struct {
 	CommitEvery time.Duration
 }
 
-// StreamBatch is one answer of a Stream. The Key, Payload and header
-// values of its Messages alias the Stream's receive buffer: they are
-// valid until the next call to Next, and must be copied to be kept.
+// StreamBatch is one answer of a Stream. Its slices (Messages, Gaps,
+// Positions) and the Key, Payload and header values of its Messages are
+// the Stream's reused buffers: they are valid until the next call to
+// Next, and must be copied to be kept.
 type StreamBatch struct {
 	Messages []Message
 	Gaps     []Gap
@@ -98,9 +99,12 @@ type Stream struct {
 	group   string
 	options StreamOptions
 
-	buffers    [2][]byte // receive buffers, alternating so a batch outlives the next request's arrival
-	turn       int       // the buffer of the latest request
-	ahead      *call     // the request in flight, if any
+	buffers    [2][]byte      // receive buffers, alternating so a batch outlives the next request's arrival
+	spans      [2][]batchSpan // the runs of each buffer; reused like it
+	gaps       [2][]Gap       // the gaps of each buffer's batch; reused like it
+	subject    string         // the last message's subject: consecutive repeats share it
+	turn       int            // the buffer of the latest request
+	ahead      *call          // the request in flight, if any
 	aheadID    uint32
 	messages   []Message
 	payloads   []byte            // decompressed payloads of the current batch; reused
@@ -153,7 +157,7 @@ func (s *Stream) Next(ctx context.Context) (StreamBatch, error) {
 	if err := s.client.await(ctx, id, cl); err != nil {
 		// The reader may still fill the call: leave it, and the buffer
 		// it appends to, to the collector.
-		s.ahead, s.buffers[turn] = nil, nil
+		s.ahead, s.buffers[turn], s.spans[turn], s.gaps[turn] = nil, nil, nil, nil
 		return StreamBatch{}, err
 	}
 	s.ahead = nil
@@ -161,7 +165,7 @@ func (s *Stream) Next(ctx context.Context) (StreamBatch, error) {
 	if cl.err != nil {
 		return StreamBatch{}, cl.err
 	}
-	s.buffers[turn] = cl.fetch.frames
+	s.buffers[turn], s.spans[turn], s.gaps[turn] = cl.fetch.frames, cl.fetch.spans, cl.fetch.gaps
 	if cl.fetch.reason == wire.EndLimit {
 		// More is ready: have it sent while this batch is processed.
 		if err := s.request(); err != nil {
@@ -179,7 +183,7 @@ func (s *Stream) request() error {
 	cl := getCall()
 	cl.fetch.stream, cl.fetch.raw, cl.fetch.decompressor = s.stream, true, s.client.decompressor
 	s.turn ^= 1
-	cl.fetch.frames = s.buffers[s.turn][:0]
+	cl.fetch.frames, cl.fetch.spans, cl.fetch.gaps = s.buffers[s.turn][:0], s.spans[s.turn][:0], s.gaps[s.turn][:0]
 	id, err := s.client.register(entry{kind: kindFetch, call: cl})
 	if err != nil {
 		putCall(cl)
@@ -266,7 +270,10 @@ func (s *Stream) appendRecord(partition uint32) func(format.RecordHeader, []byte
 			}
 		}
 		if len(view.Subject) > 0 {
-			m.Subject = string(view.Subject)
+			if string(view.Subject) != s.subject {
+				s.subject = string(view.Subject)
+			}
+			m.Subject = s.subject
 		}
 		if len(view.HeaderBytes) > 0 { // the iterator costs an allocation
 			for name, value := range view.Headers() {

@@ -60,6 +60,7 @@ func BenchmarkSparseStream(b *testing.B) {
 	}
 	b.SetBytes(0)
 	b.ResetTimer()
+	cpuBefore := processCPU()
 	run := 0
 	for b.Loop() {
 		run++
@@ -81,4 +82,5 @@ func BenchmarkSparseStream(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(total)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+	b.ReportMetric(float64(processCPU()-cpuBefore)/float64(b.N), "cpu-ns/op")
 }

@@ -54,16 +54,22 @@ func ironbusBind(ctx context.Context, addr, pattern, stream string) error {
 }
 
 // ironbusFilteredRows loads count sparse records and reads them through
-// with client.Stream, unfiltered and filtered, each in a group of its own.
-func ironbusFilteredRows(addr string, count int) (all, sparse outcome, err error) {
+// with client.Stream, unfiltered and filtered, filteredTraversals times
+// each (alternating), every read in a group of its own.
+func ironbusFilteredRows(addr string, count int) (all, sparse []outcome, err error) {
 	if err := ironbusLoadSparse(addr, count); err != nil {
-		return all, sparse, fmt.Errorf("load: %w", err)
+		return nil, nil, fmt.Errorf("load: %w", err)
 	}
-	if all, err = ironbusTraverse(addr, "all", "", uint64(count)); err != nil {
-		return all, sparse, fmt.Errorf("unfiltered: %w", err)
-	}
-	if sparse, err = ironbusTraverse(addr, "sparse", sparseMatch, uint64(count)); err != nil {
-		return all, sparse, fmt.Errorf("filtered: %w", err)
+	for k := range filteredTraversals {
+		one, err := ironbusTraverse(addr, fmt.Sprintf("all-%d", k), "", uint64(count))
+		if err != nil {
+			return nil, nil, fmt.Errorf("unfiltered: %w", err)
+		}
+		all = append(all, one)
+		if one, err = ironbusTraverse(addr, fmt.Sprintf("sparse-%d", k), sparseMatch, uint64(count)); err != nil {
+			return nil, nil, fmt.Errorf("filtered: %w", err)
+		}
+		sparse = append(sparse, one)
 	}
 	return all, sparse, nil
 }

@@ -178,6 +178,32 @@ func (s *session) openGroupRequest(frame wire.Frame) error {
 	for _, served := range groups {
 		committed += served.group.Committed()
 	}
-	s.send(wire.Append(nil, frame.RequestID, &wire.GroupInfo{Mode: typeMode(groups[0].group.Type()), Committed: committed}))
+	reply := wire.Append(nil, frame.RequestID, &wire.GroupInfo{Mode: typeMode(groups[0].group.Type()), Committed: committed})
+	if allCreated(groups) {
+		s.send(reply)
+		return nil
+	}
+	// A new group is answered once its creation is on disk, and the
+	// reactor does not wait for that.
+	s.consumers.Add(1)
+	go func() {
+		defer s.consumers.Done()
+		for _, served := range groups {
+			<-served.group.Created()
+		}
+		s.out.frame(reply)
+	}()
 	return nil
+}
+
+// allCreated reports whether every group's creation is on disk already.
+func allCreated(groups []*servedGroup) bool {
+	for _, served := range groups {
+		select {
+		case <-served.group.Created():
+		default:
+			return false
+		}
+	}
+	return true
 }

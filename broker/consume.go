@@ -172,6 +172,16 @@ type partFetch struct {
 	gaps       []consumer.Gap
 }
 
+// awaitCreated returns once every group the request reads has its first
+// checkpoint behind it (Broker.openGroup creates groups in the
+// background): a group delivers nothing that a power cut could leave it
+// without, such as the offset a "latest" start resolved to.
+func awaitCreated(r consumeRequest) {
+	for _, served := range r.parts {
+		<-served.group.Created()
+	}
+}
+
 // serveConsume fetches, waiting for new records (or a due redelivery, or
 // an ack that frees a credit or a key) until the deadline when nothing is
 // ready, and sends the answer as one buffer: Gap and Deliver frames, then
@@ -192,6 +202,7 @@ func (s *session) serveConsume(r consumeRequest) {
 				s.replyFromConsumer(r.id, tooBig)
 				return
 			}
+			awaitCreated(r)
 			s.out.frame(encodeConsume(r, fetched, endReason(r, fetched)))
 			return
 		}

@@ -167,7 +167,7 @@ func (b *Broker) openGroup(stream []byte, partition uint32, name []byte, spec gr
 	}
 	opts := consumer.Options{Type: spec.kind, Start: spec.start, Filter: spec.filter, Visibility: b.cfg.Visibility,
 		MaxInFlight: b.cfg.MaxInFlight, MaxUnsettled: b.cfg.MaxUnsettled, MaxDeliver: b.cfg.MaxDeliver,
-		CheckpointDue: b.nudgeCheckpoints}
+		CheckpointDue: b.nudgeCheckpoints, CreateInBackground: true}
 	// A dead-letter queue has no queue of its own: its records are never
 	// moved again (and without a queue, never dropped either).
 	if _, internal := deadLetterSource(key.stream); !internal {
@@ -187,6 +187,13 @@ func (b *Broker) openGroup(stream []byte, partition uint32, name []byte, spec gr
 	served := &servedGroup{group: g, log: l, key: key}
 	served.touch(b.retention.clock.Elapsed())
 	b.groups[key] = served
+	select {
+	case <-g.Created():
+	case <-b.stop:
+		_ = g.Checkpoint() // no flusher any more: write it here
+	default:
+		b.nudgeCheckpoints() // the flusher writes the new group's first checkpoint
+	}
 	return served, nil
 }
 

@@ -66,6 +66,7 @@ type streamAnswer struct {
 	parts        int // runs and gaps read, queued or not
 	records      int
 	bytes        int
+	created      bool // every group read has its creation on disk
 }
 
 // full reports whether the answer has reached the request's limits.
@@ -89,8 +90,8 @@ func (a *streamAnswer) addRun(partition uint32, run segment.Run) {
 }
 
 func (a *streamAnswer) flushIfDue() {
-	if len(a.pending) >= streamFlushParts || a.pendingBytes >= streamFlushBytes {
-		a.session.sendRuns(a.request, a.pending, nil)
+	if (len(a.pending) >= streamFlushParts || a.pendingBytes >= streamFlushBytes) && a.mayQueue() {
+		a.send(nil)
 		// The queued item keeps the old array until the connection is
 		// done with it; the next parts go to a new one.
 		a.pending, a.pendingBytes = make([]streamPart, 0, streamFlushParts), 0
@@ -107,8 +108,29 @@ func (a *streamAnswer) end() {
 	case a.records == 0 && r.wait:
 		reason = wire.EndWaited
 	}
-	a.session.sendRuns(r, a.pending, &wire.ConsumeEnd{Delivered: uint32(a.records), Reason: reason})
+	a.send(&wire.ConsumeEnd{Delivered: uint32(a.records), Reason: reason})
 	a.pending = nil
+}
+
+// mayQueue reports whether parts may go out before the answer is read
+// whole: not while a new group's creation is still being written. The
+// read goes on beside that write, and the answer waits for it only at
+// its end.
+func (a *streamAnswer) mayQueue() bool {
+	if !a.created {
+		a.created = allCreated(a.request.parts)
+	}
+	return a.created
+}
+
+// send queues what is pending, and end when set, once the groups'
+// creation is on disk.
+func (a *streamAnswer) send(end *wire.ConsumeEnd) {
+	if !a.created {
+		awaitCreated(a.request)
+		a.created = true
+	}
+	a.session.sendRuns(a.request, a.pending, end)
 }
 
 // readAll reads runs from each partition read in turn (starting at a

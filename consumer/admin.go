@@ -81,6 +81,7 @@ func (g *Group) Delete() error {
 	g.closed = true
 	g.closeReaderLocked()
 	g.mu.Unlock()
+	g.markCreated() // nobody waits on a deleted group
 	err := g.log.DeleteCheckpoint(checkpointPrefix + g.name)
 	if err != nil && !errors.Is(err, segment.ErrNotFound) {
 		return fmt.Errorf("consumer: group %s: delete: %w", g.name, err)

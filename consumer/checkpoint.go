@@ -299,14 +299,26 @@ func (g *Group) checkpoint(mode checkpointMode, prepare func()) error {
 	g.checkpointMu.Lock()
 	defer g.checkpointMu.Unlock()
 	g.mu.Lock()
+	if g.closed {
+		// Closed (its last checkpoint written) or deleted (its checkpoint
+		// removed): a late writer must not bring it back.
+		g.mu.Unlock()
+		g.markCreated()
+		return nil
+	}
 	if prepare != nil {
 		prepare()
 	}
 	write := mode == checkpointAlways || (g.dirty && (mode == checkpointIfDirty || g.checkpointDueLocked()))
 	if !write {
+		clean := !g.dirty
 		g.mu.Unlock()
+		if clean {
+			g.markCreated() // written before
+		}
 		return nil
 	}
+	defer g.markCreated() // tried: a failure leaves the state dirty for the next one
 	data := encodeState(nil, g.stateLocked())
 	g.dirty, g.acksSince = false, 0
 	g.mu.Unlock()

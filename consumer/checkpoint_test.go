@@ -4,6 +4,9 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/segment/vfs"
 )
 
 func sampleState() state {
@@ -98,4 +101,74 @@ func FuzzDecodeState(f *testing.F) {
 			t.Fatalf("re-encoding changed the state:\n%+v\n%+v", st, again)
 		}
 	})
+}
+
+// isClosed reports whether ch is closed, without waiting.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// TestCreateInBackground: with CreateInBackground, Open writes nothing;
+// the caller's next Checkpoint writes the new group and closes Created.
+// A group found on disk is created already.
+func TestCreateInBackground(t *testing.T) {
+	r := mustRig(t, vfs.NewMemFS())
+	r.appendRecords(5, nil)
+	g := r.open("late", Options{Type: TypeStreaming, Start: StartPosition{Kind: StartLatest}, CreateInBackground: true})
+	if isClosed(g.Created()) {
+		t.Fatal("Created before any checkpoint")
+	}
+	if _, err := r.log.ReadCheckpoint(checkpointPrefix + "late"); !errors.Is(err, segment.ErrNotFound) {
+		t.Fatalf("Open wrote the checkpoint itself: %v", err)
+	}
+	if err := g.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if !isClosed(g.Created()) {
+		t.Fatal("Created still open after the checkpoint")
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again := r.open("late", Options{Type: TypeStreaming, CreateInBackground: true})
+	if !isClosed(again.Created()) || again.Committed() != 5 {
+		t.Fatalf("reopened: created %v, committed %d; want created, at the latest offset 5 of creation",
+			isClosed(again.Created()), again.Committed())
+	}
+}
+
+// TestNoCheckpointAfterCloseOrDelete: a checkpoint that comes late, after
+// the group was closed or deleted, writes nothing (a deleted group stays
+// deleted), and releases whoever waits on Created.
+func TestNoCheckpointAfterCloseOrDelete(t *testing.T) {
+	r := mustRig(t, vfs.NewMemFS())
+	r.appendRecords(3, nil)
+	deleted := r.open("gone", Options{CreateInBackground: true})
+	if err := deleted.Delete(); err != nil {
+		t.Fatal(err)
+	}
+	if !isClosed(deleted.Created()) {
+		t.Fatal("a deleted group leaves Created open")
+	}
+	if err := deleted.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.log.ReadCheckpoint(checkpointPrefix + "gone"); !errors.Is(err, segment.ErrNotFound) {
+		t.Fatalf("a checkpoint after Delete brought the group back: %v", err)
+	}
+	closed := r.open("shut", Options{CreateInBackground: true})
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !isClosed(closed.Created()) {
+		t.Fatal("a closed group leaves Created open")
+	}
+	if _, err := r.log.ReadCheckpoint(checkpointPrefix + "shut"); err != nil {
+		t.Fatalf("Close did not write the new group: %v", err)
+	}
 }

@@ -70,6 +70,11 @@ type Group struct {
 	filter *subject.Pattern
 
 	checkpointMu sync.Mutex // serializes checkpoint writes so an older state never lands last
+	// created is closed once a new group's first checkpoint was tried
+	// (written, or failed and left dirty), and at once for a group that
+	// was on disk already.
+	created     chan struct{}
+	createdOnce sync.Once
 
 	mu         sync.Mutex
 	closed     bool
@@ -110,7 +115,7 @@ func Open(log *segment.Log, name string, opts Options) (*Group, error) {
 	}
 	g := &Group{name: name, log: log, opts: opts, kind: opts.Type, leases: map[uint64]*lease{},
 		pending: map[uint64]*pendingRecord{}, restored: map[uint64]uint32{}, moves: map[uint64]*move{},
-		members: map[uint64]struct{}{}, keys: keyRouter{keys: map[uint64]*keyState{}}}
+		members: map[uint64]struct{}{}, keys: keyRouter{keys: map[uint64]*keyState{}}, created: make(chan struct{})}
 	data, err := log.ReadCheckpoint(checkpointPrefix + name)
 	var st state
 	if err == nil {
@@ -135,6 +140,7 @@ func Open(log *segment.Log, name string, opts Options) (*Group, error) {
 			return nil, err
 		}
 		g.restore(st)
+		g.markCreated()
 		return g, nil
 	case errors.Is(err, segment.ErrNotFound):
 		return g, g.create()
@@ -160,9 +166,22 @@ func (g *Group) create() error {
 	g.start = g.opts.Start
 	g.next, g.committed, g.highWater = start, start, start
 	g.dirty = true
+	if g.opts.CreateInBackground {
+		return nil // the caller's next Checkpoint writes it
+	}
 	_ = g.Checkpoint()
 	return nil
 }
+
+// Created is closed once a new group's first checkpoint has been tried
+// (with Options.CreateInBackground, by the caller's first Checkpoint after
+// Open), or the group was closed; it is closed already for a group Open
+// found on disk. A caller that must not deliver through a group whose
+// creation a power cut could still undo waits for it.
+func (g *Group) Created() <-chan struct{} { return g.created }
+
+// markCreated closes created once.
+func (g *Group) markCreated() { g.createdOnce.Do(func() { close(g.created) }) }
 
 // startOffset resolves a start position against what the log holds now.
 func (g *Group) startOffset(start StartPosition) (uint64, error) {
@@ -343,6 +362,7 @@ func (g *Group) NextDue() (time.Time, bool) {
 
 // Close checkpoints and releases the group's reader.
 func (g *Group) Close() error {
+	defer g.markCreated() // whatever the checkpoint did: nobody waits on a closed group
 	err := g.Checkpoint()
 	g.mu.Lock()
 	defer g.mu.Unlock()

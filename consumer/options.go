@@ -120,6 +120,13 @@ type Options struct {
 	// may wait for a file sync. The broker sets it: its acks arrive on a
 	// reactor, which must never wait for a disk. It must not block.
 	CheckpointDue func()
+	// CreateInBackground has Open leave a new group's first checkpoint
+	// to the caller's next Checkpoint instead of writing it before it
+	// returns; Created reports when that is done. The broker sets it: it
+	// opens groups on a reactor, which must never wait for a disk, has its
+	// checkpoint flusher write them, and delivers nothing through a new
+	// group before Created.
+	CreateInBackground bool
 	// DeadLetters is where poison records go; nil disables max-deliver.
 	DeadLetters DeadLetters
 	// Now is the monotonic clock for lease deadlines and delays; time.Now

@@ -75,12 +75,14 @@ func benchmarkRoutedProduce(b *testing.B, bindings, subjects int) {
 	buffer := make([]byte, 1<<20)
 	b.SetBytes(256)
 	b.ResetTimer()
+	cpuBefore := processCPU()
 	for sent := 0; sent < b.N; sent += perRound {
 		c.pipelinedRound(rounds[(sent/perRound)%len(rounds)], perRound, buffer)
 	}
 	b.StopTimer()
 	done := (b.N + perRound - 1) / perRound * perRound
 	b.ReportMetric(float64(done)/b.Elapsed().Seconds(), "records/s")
+	b.ReportMetric(float64(processCPU()-cpuBefore)/float64(done), "cpu-ns/record")
 }
 
 // pipelinedRound writes a run of Produce frames at once and reads until

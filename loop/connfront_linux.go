@@ -53,10 +53,17 @@ func (c *connFront) ResumeReading() {
 	}
 }
 
-// Write implements Conn: it queues b and wakes the reactor, which sends
-// everything queued in one write per pass. It blocks while more than the
+// Write implements Conn: it writes b itself when nothing else waits and
+// the backend allows it (outputQueue.writeDirect), else queues b and
+// wakes the reactor, which sends everything queued in one write per pass. It blocks while more than the
 // output limit is waiting, up to the write timeout.
 func (c *connFront) Write(b []byte) error {
+	if written, queued := c.output.writeDirect(b); written {
+		if queued {
+			c.flushSoon()
+		}
+		return nil
+	}
 	if err := c.output.write(b, c.outputLimit, c.writeTimeout, c.remote); err != nil {
 		return err
 	}
@@ -67,6 +74,12 @@ func (c *connFront) Write(b []byte) error {
 // TryWrite implements InlineConn for the reactor backends: b is queued
 // only when the output limit leaves room now.
 func (c *connFront) TryWrite(b []byte) bool {
+	if written, queued := c.output.writeDirect(b); written {
+		if queued {
+			c.flushSoon()
+		}
+		return true
+	}
 	if !c.output.tryWrite(b, c.outputLimit) {
 		return false
 	}

@@ -43,6 +43,7 @@ var _ Conn = (*epollConn)(nil)
 func newEpollConn(r *reactor, fd int, id uint64) *epollConn {
 	c := &epollConn{reactor: r, fd: fd, in: newInputBuffer(r.server.cfg)}
 	c.connFront = newConnFront(fd, id, r.server.cfg, func(kind taskKind) { r.post(c, kind) })
+	c.output.direct = fd // writers may write themselves when nothing waits (outputQueue.writeDirect)
 	return c
 }
 
@@ -208,6 +209,10 @@ func (r *reactor) closeConn(c *epollConn) {
 	if c.interest != 0 {
 		_ = unix.EpollCtl(r.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
 	}
+	// Finished before the close: a direct write (under the queue's lock)
+	// must never meet the descriptor closed, or reused by another
+	// connection.
+	c.output.finish()
 	_ = unix.Close(c.fd)
 	delete(r.conns, c.fd)
 	if c.memoryWait {
@@ -215,7 +220,6 @@ func (r *reactor) closeConn(c *epollConn) {
 	} else {
 		c.in.release()
 	}
-	c.output.finish()
 	c.dropUnsent()
 	r.stopReading(c, net.ErrClosed)
 	r.server.forget(c)

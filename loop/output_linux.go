@@ -5,6 +5,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // outputQueue is the output side every reactor connection shares: bytes
@@ -32,6 +34,15 @@ type outputQueue struct {
 	// borrowedBytes is what borrows hold: it counts against the limit
 	// like copied bytes, though none of it was copied.
 	borrowedBytes int
+	// direct is the socket a writer may write to from its own goroutine
+	// (writeDirect), -1 for a backend that does not allow it. The reactor
+	// finishes the queue (done) before it closes the socket, and a direct
+	// write holds mu, so a direct write never meets a closed or reused
+	// descriptor.
+	direct int
+	// sending is set while the reactor holds output it took and has not
+	// written whole: a direct write then would overtake it.
+	sending bool
 }
 
 // borrowed is one WriteVectored's parts, sent from the caller's memory
@@ -46,7 +57,7 @@ type borrowed struct {
 }
 
 func newOutputQueue(source chunkSource) outputQueue {
-	return outputQueue{source: source, space: make(chan struct{}), doneChan: make(chan struct{})}
+	return outputQueue{source: source, space: make(chan struct{}), doneChan: make(chan struct{}), direct: -1}
 }
 
 // appendLocked copies b into the queue's chunks. REQUIRES: q.mu held.
@@ -96,6 +107,35 @@ func (q *outputQueue) writeParts(head []byte, parts [][]byte, limit int, timeout
 	}
 	q.mu.Unlock()
 	return nil
+}
+
+// directWriteMax bounds what a writer writes itself: a few answers to
+// awaited requests, where the reactor's wake-up is most of the cost. A
+// bigger write is a busy pipelined connection's batch, which the reactor
+// joins with whatever else was queued into fewer, larger writes
+// (measured: eight pipelined producers lost about 9 % with every write
+// direct).
+const directWriteMax = 512
+
+// writeDirect writes b to the socket on the caller's goroutine when the
+// backend allows it and nothing else waits to be sent: an answer then
+// reaches the peer without waking the reactor, which costs tens of
+// microseconds on a small machine. written reports that b was taken
+// (nothing to do when false: queue it as usual); queued, that part of it
+// went into the queue instead (a full socket buffer, or a failure the
+// reactor will meet and close on), so the reactor must flush.
+func (q *outputQueue) writeDirect(b []byte) (written, queued bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.direct < 0 || len(b) > directWriteMax || q.done || q.sending || q.queuedBytes > 0 || len(q.borrows) > 0 {
+		return false, false
+	}
+	n, err := unix.Write(q.direct, b)
+	if err == nil && n == len(b) {
+		return true, false
+	}
+	q.appendLocked(b[max(n, 0):])
+	return true, true
 }
 
 // writeBorrowed queues head (copied) and parts (not copied: they must stay
@@ -182,6 +222,7 @@ func (q *outputQueue) takeAll(spare []outputChunk, spareBorrows []borrowed) ([]o
 	clear(spareBorrows)
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.sending = q.queuedBytes > 0 || len(q.borrows) > 0
 	borrows := q.borrows
 	q.borrows, q.borrowedBytes = spareBorrows[:0], 0
 	return q.takeLocked(spare), borrows

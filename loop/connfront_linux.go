@@ -53,10 +53,11 @@ func (c *connFront) ResumeReading() {
 	}
 }
 
-// Write implements Conn: it writes b itself when nothing else waits and
-// the backend allows it (outputQueue.writeDirect), else queues b and
-// wakes the reactor, which sends everything queued in one write per pass. It blocks while more than the
-// output limit is waiting, up to the write timeout.
+// Write implements Conn: it writes a small b itself when nothing else
+// waits and the backend allows it (outputQueue.writeDirect), else queues b
+// and wakes the reactor, which sends everything queued in one write per
+// pass. It blocks while more than the output limit is waiting, up to the
+// write timeout.
 func (c *connFront) Write(b []byte) error {
 	if written, queued := c.output.writeDirect(b); written {
 		if queued {

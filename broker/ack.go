@@ -188,22 +188,8 @@ func (s *session) openGroupRequest(frame wire.Frame) error {
 	s.consumers.Add(1)
 	go func() {
 		defer s.consumers.Done()
-		for _, served := range groups {
-			<-served.group.Created()
-		}
+		awaitCreated(groups)
 		s.out.frame(reply)
 	}()
 	return nil
-}
-
-// allCreated reports whether every group's creation is on disk already.
-func allCreated(groups []*servedGroup) bool {
-	for _, served := range groups {
-		select {
-		case <-served.group.Created():
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -172,14 +172,26 @@ type partFetch struct {
 	gaps       []consumer.Gap
 }
 
-// awaitCreated returns once every group the request reads has its first
+// awaitCreated returns once every group has its first
 // checkpoint behind it (Broker.openGroup creates groups in the
 // background): a group delivers nothing that a power cut could leave it
 // without, such as the offset a "latest" start resolved to.
-func awaitCreated(r consumeRequest) {
-	for _, served := range r.parts {
+func awaitCreated(groups []*servedGroup) {
+	for _, served := range groups {
 		<-served.group.Created()
 	}
+}
+
+// allCreated reports whether every group's creation is on disk already.
+func allCreated(groups []*servedGroup) bool {
+	for _, served := range groups {
+		select {
+		case <-served.group.Created():
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // serveConsume fetches, waiting for new records (or a due redelivery, or
@@ -202,7 +214,7 @@ func (s *session) serveConsume(r consumeRequest) {
 				s.replyFromConsumer(r.id, tooBig)
 				return
 			}
-			awaitCreated(r)
+			awaitCreated(r.parts)
 			s.out.frame(encodeConsume(r, fetched, endReason(r, fetched)))
 			return
 		}
@@ -432,7 +444,7 @@ func encodeConsume(r consumeRequest, fetched []partFetch, reason uint8) []byte {
 			if !r.gaps {
 				break // the client does not understand Gap; the offsets are simply skipped
 			}
-			buf = wire.Append(buf, r.id, &wire.Gap{Partition: partition, From: g.From, To: g.To, Reason: gapCode(g.Reason), Detail: g.Reason})
+			buf = wire.Append(buf, r.id, gapFrame(partition, g.From, g.To, g.Reason))
 		}
 		for _, d := range f.deliveries {
 			var flags uint8
@@ -444,6 +456,17 @@ func encodeConsume(r consumeRequest, fetched []partFetch, reason uint8) []byte {
 		}
 	}
 	return wire.Append(buf, r.id, &wire.ConsumeEnd{Delivered: uint32(records), Reason: reason})
+}
+
+// gapFrame is the Gap advisory for offsets [from, to) of partition. A
+// filtered gap carries no detail: its code says it all, and a sparse
+// filter sends one per match.
+func gapFrame(partition uint32, from, to uint64, reason string) *wire.Gap {
+	frame := &wire.Gap{Partition: partition, From: from, To: to, Reason: gapCode(reason), Detail: reason}
+	if frame.Reason == wire.GapFiltered {
+		frame.Detail = ""
+	}
+	return frame
 }
 
 // gapCode maps a gap's reason to its wire code.

@@ -36,8 +36,8 @@ func checkFilteredAccounting(t *testing.T, n int, deliveries []wire.Deliver, gap
 		covered[d.Offset]++
 	}
 	for i, g := range gaps {
-		if g.Reason != wire.GapFiltered {
-			t.Fatalf("gap %+v is not filtered", g)
+		if g.Reason != wire.GapFiltered || g.Detail != "" {
+			t.Fatalf("gap %+v: want filtered, with no detail text", g)
 		}
 		if i > 0 && gaps[i-1].To == g.From && gaps[i-1].Partition == g.Partition {
 			t.Fatalf("gaps %+v and %+v are not coalesced", gaps[i-1], g)

@@ -127,7 +127,7 @@ func (a *streamAnswer) mayQueue() bool {
 // creation is on disk.
 func (a *streamAnswer) send(end *wire.ConsumeEnd) {
 	if !a.created {
-		awaitCreated(a.request)
+		awaitCreated(a.request.parts)
 		a.created = true
 	}
 	a.session.sendRuns(a.request, a.pending, end)
@@ -243,7 +243,7 @@ func (s *session) sendRuns(r consumeRequest, parts []streamPart, end *wire.Consu
 	for _, part := range parts {
 		if part.gap != nil {
 			if r.gaps {
-				encoded = wire.Append(encoded, r.id, gapFrame(part.partition, part.gap))
+				encoded = wire.Append(encoded, r.id, gapFrame(part.partition, part.gap.From, part.gap.To, part.gap.Reason))
 			}
 			continue
 		}
@@ -274,15 +274,6 @@ func (s *session) sendRuns(r consumeRequest, parts []streamPart, end *wire.Consu
 		}
 	}
 	s.out.vectored(encoded[:cuts[0]], pieces, func() { releaseParts(runs) })
-}
-
-func gapFrame(partition uint32, gap *segment.Gap) *wire.Gap {
-	frame := &wire.Gap{Partition: partition, From: gap.From, To: gap.To, Reason: gapCode(gap.Reason), Detail: gap.Reason}
-	if frame.Reason == wire.GapFiltered {
-		// The code says it all, and a sparse filter sends a gap per match.
-		frame.Detail = ""
-	}
-	return frame
 }
 
 func releaseParts(parts []streamPart) {

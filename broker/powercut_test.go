@@ -272,6 +272,15 @@ func TestGroupCreationSurvivesACut(t *testing.T) {
 	if info, e := c.openGroup(1, open); e != nil || info.Committed != 3 {
 		t.Fatalf("open: %+v, %+v; want the group at offset 3", info, e)
 	}
+	// Groups a Consume creates (at the earliest offset) answer only once
+	// they are on disk too, on the work and the streaming path.
+	for i, mode := range []uint8{wire.ModeWork, wire.ModeStreaming} {
+		name := fmt.Sprint("reader-", mode)
+		a := c.consume(uint32(10+i), wire.Consume{Stream: []byte("orders"), Group: []byte(name), Mode: mode, MaxRecords: 10})
+		if a.err != nil || len(a.deliveries) != 3 {
+			t.Fatalf("%s: %d records, error %+v", name, len(a.deliveries), a.err)
+		}
+	}
 	image = image.CrashClone(vfs.CrashOptions{Seed: 1}) // only what was synced survives
 	_ = c.conn.Close()
 	stop()
@@ -284,5 +293,14 @@ func TestGroupCreationSurvivesACut(t *testing.T) {
 	if a.err != nil || !slices.Equal(offsetsOf(a.deliveries), []uint64{3}) {
 		t.Fatalf("after the cut the group read %v (error %+v); want offset 3 only: its creation at offset 3 survived",
 			offsetsOf(a.deliveries), a.err)
+	}
+	for i, mode := range []uint8{wire.ModeWork, wire.ModeStreaming} {
+		// Opened at "latest", a group the cut had lost would be created
+		// anew at offset 4; one that survived is found at 0.
+		name := fmt.Sprint("reader-", mode)
+		info, e := c.openGroup(uint32(20+i), wire.OpenGroup{Stream: []byte("orders"), Group: []byte(name), Mode: mode, StartKind: wire.StartLatest})
+		if e != nil || info.Committed != 0 {
+			t.Fatalf("%s after the cut: %+v, %+v; want the group its Consume created at offset 0", name, info, e)
+		}
 	}
 }

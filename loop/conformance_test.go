@@ -804,30 +804,38 @@ func TestConformanceInlineAnswer(t *testing.T) {
 		_, addr := startServer(t, backend, Config{}, handler)
 		conn := dial(t, addr)
 		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-		blocked := 0
-		for i := range 20 {
-			message := []byte(fmt.Sprintf("message %02d", i))
-			if _, err := conn.Write(message); err != nil {
-				t.Fatal(err)
-			}
-			got := make([]byte, len(message))
-			if _, err := io.ReadFull(conn, got); err != nil {
-				t.Fatalf("message %d: %v", i, err)
-			}
-			if !bytes.Equal(got, message) {
-				t.Fatalf("message %d answered %q", i, got)
-			}
-			if <-mayBlock {
-				blocked++
-			}
-		}
 		// MayBlock is conservative by design: a task or a completion that
 		// lands in the same pass (a timer, the previous answer's flush
-		// under the race detector's slowness) rightly makes it false, and
-		// the run then takes the staged path. io_uring met that in about 1
-		// run in 10 under -race; most lone messages must still be inline.
-		if blocked < 15 {
-			t.Fatalf("%s: MayBlock was true for %d of 20 lone messages, want at least 15", backend, blocked)
+		// under the race detector's slowness, a busy CI machine) rightly
+		// makes it false, and the run then takes the staged path. io_uring
+		// met that in about 1 run in 10 under -race, and once in a full
+		// CI run 14 of 20 were inline. Most lone messages must still be
+		// inline in at least one of three rounds: a backend that stopped
+		// answering inline fails all three.
+		var rounds []int
+		for round := range 3 {
+			blocked := 0
+			for i := range 20 {
+				message := []byte(fmt.Sprintf("round %d message %02d", round, i))
+				if _, err := conn.Write(message); err != nil {
+					t.Fatal(err)
+				}
+				got := make([]byte, len(message))
+				if _, err := io.ReadFull(conn, got); err != nil {
+					t.Fatalf("message %d: %v", i, err)
+				}
+				if !bytes.Equal(got, message) {
+					t.Fatalf("message %d answered %q", i, got)
+				}
+				if <-mayBlock {
+					blocked++
+				}
+			}
+			if blocked >= 15 {
+				return
+			}
+			rounds = append(rounds, blocked)
 		}
+		t.Fatalf("%s: MayBlock was true for %v of 20 lone messages in three rounds, want at least 15 in one", backend, rounds)
 	})
 }

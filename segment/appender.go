@@ -33,6 +33,10 @@ type appender struct {
 	maxTS       int64
 	lastIndexed int64
 
+	// zeroedTo: buffered mode, the end of the zeros written ahead of pos
+	// in the active segment (zeroahead.go).
+	zeroedTo int64
+
 	tail    []byte // direct mode: bytes of the partial block before pos
 	direct  []byte // direct mode: the log's aligned bounce buffer (staging.go)
 	commit  [format.CommitFrameSize]byte
@@ -64,6 +68,7 @@ func (a *appender) resetActiveStats() {
 	a.minTS, a.maxTS = math.MaxInt64, math.MinInt64
 	a.lastIndexed = -indexInterval
 	a.tail = a.tail[:0]
+	a.zeroedTo = 0
 	a.dict.reset()
 	a.bits.clear()
 	a.spots.reset()
@@ -310,15 +315,20 @@ func (a *appender) indexPiece(piece []byte) (int64, int64) {
 // a torn tail, which recovery truncates, and nothing was acknowledged.
 func (a *appender) writeBuffered(piece []byte, commit format.Commit, whole bool) error {
 	if whole && cap(piece)-len(piece) >= format.CommitFrameSize {
-		_, err := a.write.WriteAt(format.AppendCommit(piece, commit), a.pos)
-		return err
+		if _, err := a.write.WriteAt(format.AppendCommit(piece, commit), a.pos); err != nil {
+			return err
+		}
+	} else {
+		if _, err := a.write.WriteAt(piece, a.pos); err != nil {
+			return err
+		}
+		frame := format.AppendCommit(a.commit[:0], commit)
+		if _, err := a.write.WriteAt(frame, a.pos+int64(len(piece))); err != nil {
+			return err
+		}
 	}
-	if _, err := a.write.WriteAt(piece, a.pos); err != nil {
-		return err
-	}
-	frame := format.AppendCommit(a.commit[:0], commit)
-	_, err := a.write.WriteAt(frame, a.pos+int64(len(piece)))
-	return err
+	a.zeroAhead(a.pos+int64(len(piece))+format.CommitFrameSize, len(piece))
+	return nil
 }
 
 // fitsInPlace reports whether b can be written from its own slab: it was

@@ -268,6 +268,7 @@ func (a *appender) writePiece(b *batch, piece []byte, first, count uint64) error
 		return fmt.Errorf("writing %s at %d: %w", a.active.path, a.pos, err)
 	}
 	end := a.pos + int64(len(piece)) + format.CommitFrameSize
+	a.zeroAhead(end, len(piece))
 	if a.count == 0 {
 		a.first = first
 	}
@@ -327,7 +328,6 @@ func (a *appender) writeBuffered(piece []byte, commit format.Commit, whole bool)
 			return err
 		}
 	}
-	a.zeroAhead(a.pos+int64(len(piece))+format.CommitFrameSize, len(piece))
 	return nil
 }
 

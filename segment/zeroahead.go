@@ -29,8 +29,9 @@ import (
 // every sync write back, a whole folio (five times the device writes,
 // measured). The zeros lie past every record and commit frame, where
 // recovery reads zeros from an unwritten extent anyway, so a crash at any
-// point leaves the same log. Direct I/O does not use it: its writes go to
-// the device at once, and the appender would wait for each block of zeros.
+// point leaves the same log. Direct I/O converts on the same terms and
+// writes its zeros the same way, but as one large write from the log's
+// bounce buffer (no page cache, so no folio to fear).
 const (
 	zeroAheadWindow   = 64 << 10
 	zeroAheadMaxPiece = vfs.DirectAlignment
@@ -43,13 +44,17 @@ var zeroBlock [vfs.DirectAlignment]byte
 // written, when that piece was small and fewer than half a window of zeros
 // lie ahead of it. REQUIRES: the write token.
 func (a *appender) zeroAhead(end int64, pieceBytes int) {
-	if a.mode != IOBuffered || a.log.opts.Preallocation != PreallocateAllocate ||
+	if a.log.opts.Preallocation != PreallocateAllocate ||
 		pieceBytes > zeroAheadMaxPiece || end+zeroAheadWindow/2 <= a.zeroedTo {
 		return
 	}
 	const block = int64(len(zeroBlock))
 	from := (max(a.zeroedTo, end) + block - 1) &^ (block - 1)
 	to := min(from+zeroAheadWindow, (a.size-format.FooterFrameSize)&^(block-1))
+	if a.mode == IODirect {
+		a.zeroAheadDirect(from, to)
+		return
+	}
 	for at := from; at < to; at += block {
 		if _, err := a.write.WriteAt(zeroBlock[:], at); err != nil {
 			// Only an optimization: the records before it are written,
@@ -58,6 +63,28 @@ func (a *appender) zeroAhead(end int64, pieceBytes int) {
 			a.zeroedTo = a.size
 			return
 		}
+	}
+	a.zeroedTo = max(a.zeroedTo, to)
+}
+
+// zeroAheadDirect writes the zeros of [from, to) with direct I/O, from the
+// log's bounce buffer (free between writes): a few large writes, since
+// direct I/O has no page cache to fill with large folios, and each is a
+// device write the appender waits for.
+func (a *appender) zeroAheadDirect(from, to int64) {
+	chunk := int64(len(a.direct)) &^ (int64(len(zeroBlock)) - 1)
+	if chunk == 0 {
+		return
+	}
+	for at := from; at < to; {
+		n := min(chunk, to-at)
+		zeros := a.direct[:n]
+		clear(zeros)
+		if _, err := a.write.WriteAt(zeros, at); err != nil {
+			a.zeroedTo = a.size
+			return
+		}
+		at += n
 	}
 	a.zeroedTo = max(a.zeroedTo, to)
 }

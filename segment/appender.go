@@ -33,8 +33,8 @@ type appender struct {
 	maxTS       int64
 	lastIndexed int64
 
-	// zeroedTo: buffered mode, the end of the zeros written ahead of pos
-	// in the active segment (zeroahead.go).
+	// zeroedTo is the end of the zeros written ahead of pos in the active
+	// segment (zeroahead.go).
 	zeroedTo int64
 
 	tail    []byte // direct mode: bytes of the partial block before pos
@@ -316,19 +316,15 @@ func (a *appender) indexPiece(piece []byte) (int64, int64) {
 // a torn tail, which recovery truncates, and nothing was acknowledged.
 func (a *appender) writeBuffered(piece []byte, commit format.Commit, whole bool) error {
 	if whole && cap(piece)-len(piece) >= format.CommitFrameSize {
-		if _, err := a.write.WriteAt(format.AppendCommit(piece, commit), a.pos); err != nil {
-			return err
-		}
-	} else {
-		if _, err := a.write.WriteAt(piece, a.pos); err != nil {
-			return err
-		}
-		frame := format.AppendCommit(a.commit[:0], commit)
-		if _, err := a.write.WriteAt(frame, a.pos+int64(len(piece))); err != nil {
-			return err
-		}
+		_, err := a.write.WriteAt(format.AppendCommit(piece, commit), a.pos)
+		return err
 	}
-	return nil
+	if _, err := a.write.WriteAt(piece, a.pos); err != nil {
+		return err
+	}
+	frame := format.AppendCommit(a.commit[:0], commit)
+	_, err := a.write.WriteAt(frame, a.pos+int64(len(piece)))
+	return err
 }
 
 // fitsInPlace reports whether b can be written from its own slab: it was

@@ -117,10 +117,10 @@
 //   - I4 offsets are monotonic and never reused once written behind a
 //     commit frame; I5 one appender goroutine writes each log; I6 wall time
 //     is data only.
-//   - I7 nothing is written past the records but zeros: the zeros written
-//     ahead of small writes (zeroahead.go) start at or after the end of
-//     the last commit frame, so the bytes a recovery scans past the tail
-//     read as an unwritten extent does.
+//   - I7 until a segment is sealed, the appender writes nothing past its
+//     last commit frame but zeros (direct I/O's padding, the zeros ahead
+//     of small writes in zeroahead.go), so the bytes a recovery scans past
+//     the tail read as an unwritten extent does.
 //
 // # Filtered reading and the subject summary
 //

@@ -86,6 +86,10 @@ type Log struct {
 	finished chan struct{}   // closed when the appender goroutine exits
 	report   LogReport
 
+	// zeroFilled: the file system refused fallocate and the log's
+	// segments were zero-filled instead (zeroahead.go).
+	zeroFilled atomic.Bool
+
 	// syncedNext is the offset below which the last fdatasync of the log
 	// covered every record: the committer's count of records per sync.
 	syncedNext atomic.Uint64

@@ -240,6 +240,7 @@ func (l *Log) preallocate(file vfs.File, offset, length int64) error {
 		if !errors.Is(err, vfs.ErrNotSupported) {
 			return err
 		}
+		l.zeroFilled.Store(true) // no unwritten extents: nothing to write zeros ahead for
 		return writeZeros(file, offset, length)
 	case PreallocateZero:
 		return writeZeros(file, offset, length)

@@ -44,7 +44,7 @@ var zeroBlock [vfs.DirectAlignment]byte
 // written, when that piece was small and fewer than half a window of zeros
 // lie ahead of it. REQUIRES: the write token.
 func (a *appender) zeroAhead(end int64, pieceBytes int) {
-	if a.log.opts.Preallocation != PreallocateAllocate ||
+	if a.log.opts.Preallocation != PreallocateAllocate || a.log.zeroFilled.Load() ||
 		pieceBytes > zeroAheadMaxPiece || end+zeroAheadWindow/2 <= a.zeroedTo {
 		return
 	}

@@ -66,16 +66,25 @@ func TestZeroAheadSmallWrites(t *testing.T) {
 }
 
 // TestZeroAheadLeavesLargeWrites: pieces larger than a block write no
-// zeros ahead, and neither does a log that does not fallocate.
+// zeros ahead, and neither does a log that does not fallocate, by choice
+// or because the file system cannot.
 func TestZeroAheadLeavesLargeWrites(t *testing.T) {
+	noFallocate := vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == vfs.OpAllocate {
+			return vfs.ErrNotSupported
+		}
+		return nil
+	})
 	cases := []struct {
 		name  string
 		size  int
 		alloc Preallocation
+		fs    func() vfs.FS
 	}{
-		{"large-pieces", 8 << 10, PreallocateAllocate},
-		{"zero-filled", 300, PreallocateZero},
-		{"sparse", 300, PreallocateNone},
+		{"large-pieces", 8 << 10, PreallocateAllocate, nil},
+		{"zero-filled", 300, PreallocateZero, nil},
+		{"sparse", 300, PreallocateNone, nil},
+		{"fallocate-unsupported", 300, PreallocateAllocate, func() vfs.FS { return vfs.Inject(vfs.NewMemFS(), noFallocate) }},
 	}
 	for _, mode := range []IOMode{IOBuffered, IODirect} {
 		for _, c := range cases {
@@ -84,7 +93,11 @@ func TestZeroAheadLeavesLargeWrites(t *testing.T) {
 				opts.SegmentSize = 1 << 20
 				opts.IOMode = mode
 				opts.Preallocation = c.alloc
-				d := openDir(t, vfs.NewMemFS(), opts)
+				var fsys vfs.FS = vfs.NewMemFS()
+				if c.fs != nil {
+					fsys = c.fs()
+				}
+				d := openDir(t, fsys, opts)
 				defer d.Close()
 				l := openLog(t, d)
 				for i := range uint64(20) {

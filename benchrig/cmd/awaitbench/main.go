@@ -34,7 +34,7 @@ func main() {
 	size := flag.Int("size", 256, "payload bytes")
 	backend := flag.String("loop", "", "network backend (auto when empty)")
 	ioMode := flag.String("io-mode", "auto", "buffered, direct or auto")
-	shapes := flag.String("shapes", "raw,raw-l1,p1,l1,p2a", "shapes to run, comma-separated (raw-l1: the raw loop at the L1 rate)")
+	shapes := flag.String("shapes", "raw,raw-l1,p1,l1,p2a", "shapes to run, comma-separated (raw-l1: the raw loop at the L1 rate; p1-wire: P1 without the SDK)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the broker rounds here")
 	tracePath := flag.String("trace", "", "write an execution trace of a short run of -trace-connections awaited producers here, and stop")
 	traceConnections := flag.Int("trace-connections", 1, "connections of the traced run (1: P1, 8: P2a; 0: L1 at -rate)")
@@ -68,7 +68,7 @@ type settings struct {
 }
 
 // shapeOrder is the order shapes are measured and printed in.
-var shapeOrder = []string{"raw", "raw-l1", "p1", "l1", "p2a"}
+var shapeOrder = []string{"raw", "raw-l1", "p1", "p1-wire", "l1", "p2a"}
 
 func run(dir string, rounds int, duration time.Duration, rate, size int, backend, ioMode, shapes, cpuProfile string) error {
 	mode, err := segment.ParseIOMode(ioMode)
@@ -120,7 +120,7 @@ func measureRound(cfg settings, round int, results map[string][]result) error {
 	if round == 0 {
 		fmt.Printf("backend %s, io mode %s, payload %d B, %d rounds\n", served, cfg.ioMode, cfg.size, cfg.rounds)
 	}
-	for _, shape := range []string{"p1", "l1", "p2a"} {
+	for _, shape := range []string{"p1", "p1-wire", "l1", "p2a"} {
 		if !cfg.want[shape] {
 			continue
 		}
@@ -128,6 +128,8 @@ func measureRound(cfg settings, round int, results map[string][]result) error {
 		switch shape {
 		case "p1":
 			r, err = awaited(addr, 1, cfg.size, cfg.duration)
+		case "p1-wire":
+			r, err = rawWire(addr, cfg.size, cfg.duration)
 		case "p2a":
 			r, err = awaited(addr, 8, cfg.size, cfg.duration)
 		case "l1":

@@ -5,7 +5,7 @@ import (
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
-// Zeros written ahead of a buffered log's small writes.
+// Zeros written ahead of a log's small writes.
 //
 // A segment is preallocated with fallocate, which leaves its blocks
 // "unwritten" on ext4 (and XFS): the first write into a block makes the
@@ -27,11 +27,12 @@ import (
 // call: written as one large write, they would make the page cache use
 // large folios there, and every later small write would then dirty, and
 // every sync write back, a whole folio (five times the device writes,
-// measured). The zeros lie past every record and commit frame, where
-// recovery reads zeros from an unwritten extent anyway, so a crash at any
-// point leaves the same log. Direct I/O converts on the same terms and
-// writes its zeros the same way, but as one large write from the log's
-// bounce buffer (no page cache, so no folio to fear).
+// measured). Direct I/O converts on the same terms and writes its zeros
+// as one large write from the log's bounce buffer: it has no page cache,
+// so no folio to fear. The zeros lie past every record and commit frame
+// (invariant I7), where recovery reads zeros from an unwritten extent
+// anyway, so a crash at any point leaves the same log. Segments that were
+// zero-filled (Preallocation zero, or fallocate unsupported) get none.
 const (
 	zeroAheadWindow   = 64 << 10
 	zeroAheadMaxPiece = vfs.DirectAlignment

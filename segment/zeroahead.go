@@ -44,6 +44,10 @@ var zeroBlock [vfs.DirectAlignment]byte
 // zeroAhead writes zeros after end, the end of a piece of pieceBytes just
 // written, when that piece was small and fewer than half a window of zeros
 // lie ahead of it. REQUIRES: the write token.
+//
+// writeZeros (roll.go), which zero-fills whole segments, is not used: it
+// allocates a megabyte per call and writes it in one piece, which is the
+// large folio this avoids in buffered mode.
 func (a *appender) zeroAhead(end int64, pieceBytes int) {
 	if a.log.opts.Preallocation != PreallocateAllocate || a.log.zeroFilled.Load() ||
 		pieceBytes > zeroAheadMaxPiece || end+zeroAheadWindow/2 <= a.zeroedTo {
@@ -52,12 +56,19 @@ func (a *appender) zeroAhead(end int64, pieceBytes int) {
 	const block = int64(len(zeroBlock))
 	from := (max(a.zeroedTo, end) + block - 1) &^ (block - 1)
 	to := min(from+zeroAheadWindow, (a.size-format.FooterFrameSize)&^(block-1))
+	// Buffered: a block per call. Direct: as few writes as the log's
+	// bounce buffer (free between writes) holds, each one a device write
+	// the appender waits for.
+	zeros := zeroBlock[:]
 	if a.mode == IODirect {
-		a.zeroAheadDirect(from, to)
+		zeros = a.direct[:min(int64(len(a.direct))&^(block-1), max(to-from, 0))]
+		clear(zeros)
+	}
+	if to <= from || len(zeros) == 0 {
 		return
 	}
-	for at := from; at < to; at += block {
-		if _, err := a.write.WriteAt(zeroBlock[:], at); err != nil {
+	for at := from; at < to; at += int64(len(zeros)) {
+		if _, err := a.write.WriteAt(zeros[:min(int64(len(zeros)), to-at)], at); err != nil {
 			// Only an optimization: the records before it are written,
 			// and a failing device shows in the next fdatasync. Stop
 			// trying in this segment.
@@ -65,27 +76,5 @@ func (a *appender) zeroAhead(end int64, pieceBytes int) {
 			return
 		}
 	}
-	a.zeroedTo = max(a.zeroedTo, to)
-}
-
-// zeroAheadDirect writes the zeros of [from, to) with direct I/O, from the
-// log's bounce buffer (free between writes): a few large writes, since
-// direct I/O has no page cache to fill with large folios, and each is a
-// device write the appender waits for.
-func (a *appender) zeroAheadDirect(from, to int64) {
-	chunk := int64(len(a.direct)) &^ (int64(len(zeroBlock)) - 1)
-	if chunk == 0 {
-		return
-	}
-	for at := from; at < to; {
-		n := min(chunk, to-at)
-		zeros := a.direct[:n]
-		clear(zeros)
-		if _, err := a.write.WriteAt(zeros, at); err != nil {
-			a.zeroedTo = a.size
-			return
-		}
-		at += n
-	}
-	a.zeroedTo = max(a.zeroedTo, to)
+	a.zeroedTo = to
 }

@@ -254,6 +254,43 @@ func TestMTLSIdentity(t *testing.T) {
 	}
 }
 
+// TestTLSReadInterruptedByContext: an awaited call reads its own answer
+// from the TLS connection, and its context ending interrupts that read
+// with a deadline. The TLS session must survive it: a record half read
+// stays buffered, and the next calls on the connection go on.
+func TestTLSReadInterruptedByContext(t *testing.T) {
+	s := startSecured(t, []security.IdentityEntry{{Name: "app", TokenSHA256: security.TokenDigest("app-token"),
+		Publish: []string{">"}, Subscribe: []string{">"}}}, security.GateOptions{})
+	c, err := s.dial(t, client.TokenAuth("app-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if _, err := c.Produce(ctx, "events", client.Record{Payload: []byte("before")}); err != nil {
+		t.Fatal(err)
+	}
+	start := client.StartPosition{Kind: client.StartLatest}
+	if _, err := c.OpenGroup(ctx, "events", "g", client.GroupOptions{Type: client.GroupWork, Start: start}); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 3 {
+		short, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+		_, err := c.Fetch(short, "events", "g", client.FetchOptions{Wait: 2 * time.Second})
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("round %d: a Fetch waiting past its context: %v", round, err)
+		}
+		// Another stream, so the group stays empty and the next Fetch waits.
+		if _, err := c.Produce(ctx, "other", client.Record{Payload: []byte("after")}); err != nil || c.Err() != nil {
+			t.Fatalf("round %d: Produce after an interrupted read: %v (connection: %v)", round, err, c.Err())
+		}
+		if _, err := c.Ping(ctx); err != nil {
+			t.Fatalf("round %d: Ping: %v", round, err)
+		}
+	}
+}
+
 // TestRemovedIdentityIsCut: a reload that removes an identity ends its
 // connections at their next request; the others go on.
 func TestRemovedIdentityIsCut(t *testing.T) {

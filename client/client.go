@@ -124,10 +124,16 @@ type Client struct {
 	lastSend atomic.Int64 // nanoseconds since epoch of the last write
 	pingID   atomic.Uint32
 
-	pmu     sync.Mutex // guards pending and err
+	pmu     sync.Mutex // guards pending, err, reader and releasedAt
 	pending pendingTable
-	err     error         // sticky: set once, before done is closed
-	done    chan struct{} // closed when the connection is finished
+	// reader is who reads the socket now (reading.go); whoever it is
+	// owns rbuf. releasedAt is when the last reader let go (c.now()).
+	reader     readerRole
+	releasedAt int64
+	rbuf       readBuffer
+	loopWake   chan struct{} // hands the socket to the read loop
+	err        error         // sticky: set once, before done is closed
+	done       chan struct{} // closed when the connection is finished
 
 	encoders     sync.Pool
 	decompressor *codec.Decompressor
@@ -170,7 +176,7 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 func newClient(conn net.Conn, addr string, opts Options, w wire.Welcome) *Client {
 	c := &Client{
 		conn: conn, addr: addr, readMax: opts.MaxFrame, epoch: time.Now(),
-		wake: make(chan struct{}, 1), done: make(chan struct{}),
+		wake: make(chan struct{}, 1), done: make(chan struct{}), loopWake: make(chan struct{}, 1),
 		info: ServerInfo{
 			Version: w.Version, ServerVersion: w.ServerVersion, Capabilities: w.Capabilities,
 			MaxFrame: w.MaxFrame, Window: int(w.Window), MaxRecordBytes: int(w.MaxRecordBytes),
@@ -330,14 +336,35 @@ func (c *Client) shutdown(err error) {
 }
 
 // register records a request in flight and returns its id, or the
-// connection's error when it is finished.
+// connection's error when it is finished. A request with a call is
+// awaited by its caller, who reads the answer itself if nobody else is
+// reading by then (await); any other request hands the socket to the
+// read loop when nobody reads it.
 func (c *Client) register(e entry) (uint32, error) {
 	c.pmu.Lock()
 	defer c.pmu.Unlock()
 	if c.err != nil {
 		return 0, c.err
 	}
-	return c.pending.add(e), nil
+	id := c.pending.add(e)
+	if e.call == nil {
+		c.wantReaderLocked()
+	}
+	return id, nil
+}
+
+// registerAhead is register for a request with a call that its caller
+// awaits only later (a Stream's read-ahead): the loop reads its answer
+// meanwhile.
+func (c *Client) registerAhead(e entry) (uint32, error) {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if c.err != nil {
+		return 0, c.err
+	}
+	id := c.pending.add(e)
+	c.wantReaderLocked()
+	return id, nil
 }
 
 // take removes and returns the entry of id when its kind is in accepts
@@ -359,11 +386,20 @@ func (c *Client) take(f wire.Frame, accepts uint16) (e entry, ok bool, err error
 	return e, true, nil
 }
 
-// await waits for the reply to an awaited request. When ctx ends first,
-// the request is abandoned: its reply will be dropped by the reader and
+// await waits for the reply to an awaited request, reading it itself
+// when nobody else reads the socket (readOwn). When ctx ends first, the
+// request is abandoned: its reply will be dropped by the reader and
 // ctx.Err() is returned. If the reply won the race, it is returned
 // instead, so an ack that did arrive is never thrown away.
 func (c *Client) await(ctx context.Context, id uint32, cl *call) error {
+	select {
+	case <-cl.done:
+		return nil
+	default:
+	}
+	if c.takeReading() {
+		return c.readOwn(ctx, id, cl)
+	}
 	select {
 	case <-cl.done:
 		return nil

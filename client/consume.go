@@ -163,7 +163,8 @@ func clampMillis(d time.Duration) uint32 {
 	return uint32(min(ms, math.MaxUint32-1)) // MaxUint32 means "group default" in Nack
 }
 
-// fetchState accumulates the answer to a Consume on the reader goroutine.
+// fetchState accumulates the answer to a Consume, filled by whoever reads
+// the socket.
 type fetchState struct {
 	stream       string
 	decompressor *codec.Decompressor

@@ -12,10 +12,16 @@
 // Dial opens one TCP connection and completes the handshake (Hello,
 // then Welcome or a refusal returned as a *wire.Error). A Client is safe
 // for concurrent use: every call is a request with its own request id,
-// replies are matched by id in whatever order they arrive, and one reader
-// goroutine and one writer goroutine serve all callers. Frames from
-// concurrent callers are batched into few writes. Every call takes a
-// context; ServerInfo reports the server's limits.
+// replies are matched by id in whatever order they arrive, and one
+// reader at a time reads the socket for all callers. An awaited call
+// (Produce, Ping, Fetch…) on a connection that nobody is reading reads
+// its own answer, which saves a goroutine hand-off per round trip;
+// otherwise the connection's read loop reads, as it does for pipelined
+// producers and a Stream's read-ahead. A connection with nothing pending
+// is still read within about 100 ms, so Err reports a server that went
+// away. A writer goroutine batches frames from concurrent callers into
+// few writes. Every call takes a context; ServerInfo reports the server's
+// limits.
 //
 // # Delivery guarantees
 //

@@ -111,9 +111,10 @@ func (t *pendingTable) drain() []entry {
 	return out
 }
 
-// call is the state of one awaited request. The reader goroutine fills
-// it and then sends on done exactly once; the caller reads it only after
-// receiving from done, so the channel orders the two.
+// call is the state of one awaited request. Whoever reads the socket
+// (the read loop, or a caller reading its own answer) fills it and then
+// sends on done exactly once; the caller reads it only after receiving
+// from done, so the channel orders the two.
 type call struct {
 	done chan struct{}
 	err  error

@@ -184,7 +184,7 @@ func (s *Stream) request() error {
 	cl.fetch.stream, cl.fetch.raw, cl.fetch.decompressor = s.stream, true, s.client.decompressor
 	s.turn ^= 1
 	cl.fetch.frames, cl.fetch.spans, cl.fetch.gaps = s.buffers[s.turn][:0], s.spans[s.turn][:0], s.gaps[s.turn][:0]
-	id, err := s.client.register(entry{kind: kindFetch, call: cl})
+	id, err := s.client.registerAhead(entry{kind: kindFetch, call: cl})
 	if err != nil {
 		putCall(cl)
 		return err

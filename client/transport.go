@@ -64,6 +64,9 @@ func (b *readBuffer) next(conn net.Conn, maxFrame uint32) (wire.Frame, error) {
 	}
 }
 
+// buffered says whether bytes read from the connection wait to be parsed.
+func (b *readBuffer) buffered() bool { return b.start < b.end }
+
 // fit makes room for a frame of need bytes starting at start.
 func (b *readBuffer) fit(need int) {
 	if b.start+need <= len(b.buf) && (len(b.buf)-b.end >= minReadRoom || b.start == 0) {
@@ -86,32 +89,17 @@ func (b *readBuffer) fit(need int) {
 	b.start = 0
 }
 
-// start launches the connection's goroutines: one reader, one flusher,
+// start launches the connection's goroutines: the read loop, the flusher,
 // and a keepalive when the server has an idle timeout.
 func (c *Client) start(buf readBuffer) {
 	c.lastSend.Store(c.now())
+	c.rbuf = buf
 	c.wg.Add(2)
-	go c.readLoop(buf)
+	go c.readLoop()
 	go c.flushLoop()
 	if c.info.IdleTimeout > 0 {
 		c.wg.Add(1)
 		go c.keepaliveLoop(c.info.IdleTimeout / 3)
-	}
-}
-
-// readLoop is the only reader of the socket: it dispatches every frame
-// to the request it answers. Any failure finishes the connection.
-func (c *Client) readLoop(buf readBuffer) {
-	defer c.wg.Done()
-	for {
-		frame, err := buf.next(c.conn, c.readMax)
-		if err == nil {
-			err = c.dispatch(frame)
-		}
-		if err != nil {
-			c.shutdown(c.lost(err))
-			return
-		}
 	}
 }
 
@@ -136,8 +124,8 @@ func (c *Client) enqueue(id uint32, m wire.Message) {
 
 // enqueueAwaited sends a request whose caller waits for the answer. When
 // nothing else is queued or being written, the caller writes its frame
-// itself rather than waking the flusher: an awaited call then costs one
-// goroutine hand-off less (the reader's wake of the caller remains).
+// itself rather than waking the flusher, as it reads its answer itself
+// when nobody else reads (await): no goroutine hand-off either way.
 // Otherwise it queues like enqueue, behind what is already waiting.
 func (c *Client) enqueueAwaited(id uint32, m wire.Message) {
 	c.wmu.Lock()

@@ -114,8 +114,8 @@ func (c *Client) takeQuietSocket() time.Duration {
 	return 0
 }
 
-// wantReader hands the socket to the loop if nobody reads it, for a
-// request that no caller will await in person. Called with pmu held.
+// wantReaderLocked hands the socket to the loop if nobody reads it, for
+// a request that no caller will await in person. Called with pmu held.
 func (c *Client) wantReaderLocked() {
 	if c.reader != readerNone {
 		return

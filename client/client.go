@@ -340,30 +340,23 @@ func (c *Client) shutdown(err error) {
 // awaited by its caller, who reads the answer itself if nobody else is
 // reading by then (await); any other request hands the socket to the
 // read loop when nobody reads it.
-func (c *Client) register(e entry) (uint32, error) {
-	c.pmu.Lock()
-	defer c.pmu.Unlock()
-	if c.err != nil {
-		return 0, c.err
-	}
-	id := c.pending.add(e)
-	if e.call == nil {
-		c.wantReaderLocked()
-	}
-	return id, nil
-}
+func (c *Client) register(e entry) (uint32, error) { return c.registerFor(e, e.call == nil) }
 
 // registerAhead is register for a request with a call that its caller
 // awaits only later (a Stream's read-ahead): the loop reads its answer
 // meanwhile.
-func (c *Client) registerAhead(e entry) (uint32, error) {
+func (c *Client) registerAhead(e entry) (uint32, error) { return c.registerFor(e, true) }
+
+func (c *Client) registerFor(e entry, loopReads bool) (uint32, error) {
 	c.pmu.Lock()
 	defer c.pmu.Unlock()
 	if c.err != nil {
 		return 0, c.err
 	}
 	id := c.pending.add(e)
-	c.wantReaderLocked()
+	if loopReads {
+		c.wantReaderLocked()
+	}
 	return id, nil
 }
 

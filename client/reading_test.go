@@ -71,16 +71,9 @@ func TestReadersTakeTurns(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	close(offsets)
-	seen := map[uint64]bool{}
-	for offset := range offsets {
-		if seen[offset] {
-			t.Fatalf("offset %d acknowledged twice", offset)
-		}
-		seen[offset] = true
-	}
-	if len(seen) != 4*perCaller || results != sent {
-		t.Fatalf("%d awaited acks, %d producer results", len(seen), results)
+	acked := distinctOffsets(t, offsets)
+	if acked != 4*perCaller || results != sent {
+		t.Fatalf("%d awaited acks, %d producer results", acked, results)
 	}
 }
 
@@ -129,4 +122,19 @@ func TestInterruptedReadLeavesConnectionUsable(t *testing.T) {
 			t.Fatalf("round %d: Produce after an interrupted read: %v (connection: %v)", round, err, c.Err())
 		}
 	}
+}
+
+// distinctOffsets drains offsets (closing it) and fails the test if any
+// offset was acknowledged twice; it returns how many there were.
+func distinctOffsets(t *testing.T, offsets chan uint64) int {
+	t.Helper()
+	close(offsets)
+	seen := map[uint64]bool{}
+	for offset := range offsets {
+		if seen[offset] {
+			t.Fatalf("offset %d acknowledged twice", offset)
+		}
+		seen[offset] = true
+	}
+	return len(seen)
 }

@@ -175,15 +175,7 @@ func TestAwaitedAndPipelinedShareAConnection(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	close(offsets)
-	seen := map[uint64]bool{}
-	for offset := range offsets {
-		if seen[offset] {
-			t.Fatalf("offset %d acknowledged twice", offset)
-		}
-		seen[offset] = true
-	}
-	if len(seen) != awaiting*each+pipelined {
-		t.Fatalf("%d records acknowledged, want %d", len(seen), awaiting*each+pipelined)
+	if acked := distinctOffsets(t, offsets); acked != awaiting*each+pipelined {
+		t.Fatalf("%d records acknowledged, want %d", acked, awaiting*each+pipelined)
 	}
 }

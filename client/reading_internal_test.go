@@ -55,6 +55,16 @@ func TestReaderTurns(t *testing.T) {
 	if c.reader != readerLoop || len(c.loopWake) != 1 {
 		t.Fatalf("a request nobody awaits: reader %d, loop woken %d times", c.reader, len(c.loopWake))
 	}
+
+	// A Stream's read-ahead has a call but is awaited only later: the
+	// loop must read it meanwhile.
+	reads := &Client{loopWake: make(chan struct{}, 1), epoch: time.Now()}
+	if _, err := reads.registerAhead(entry{kind: kindFetch, call: &call{done: make(chan struct{}, 1)}}); err != nil {
+		t.Fatal(err)
+	}
+	if reads.reader != readerLoop || len(reads.loopWake) != 1 {
+		t.Fatalf("a read-ahead: reader %d, loop woken %d times", reads.reader, len(reads.loopWake))
+	}
 }
 
 // TestQuietSocket: the loop takes the socket only once nobody has read

@@ -166,7 +166,9 @@
 //
 // # Costs
 //
-// In steady state Producer.Send and Produce allocate nothing: encode
+// In steady state Producer.Send and Produce allocate nothing (an awaited
+// call with a context that can end, reading its own answer, allocates
+// the hook that interrupts its read): encode
 // buffers are reused, in-flight requests live in a preallocated table
 // indexed by request id, and results in a ring. Fetch copies each record
 // once, so the returned Messages own their bytes.

@@ -3,10 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/ironbus/ironbus/benchrig"
 	"io"
 	"net"
 	"time"
+
+	"github.com/ironbus/ironbus/benchrig"
+	"github.com/ironbus/ironbus/segment/vfs"
 )
 
 // The TCP floor: the lowest an awaited durable produce can cost on this
@@ -22,13 +24,9 @@ const floorAnswer = 16
 
 // tcpFloor measures the floor back to back (perSecond) or, with rate > 0,
 // at rate messages a second in open loop (latencies from the intended send
-// time, as L1 counts).
-func tcpFloor(dir string, size, rate int, duration time.Duration) (perSecond float64, latencies []time.Duration, err error) {
-	file, remove, err := rawFile(dir, rawSmallFileBytes, true, false)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer remove()
+// time, as L1 counts). It writes into file, the raw loop's, whose blocks
+// are already written.
+func tcpFloor(file vfs.File, size, rate int, duration time.Duration) (perSecond float64, latencies []time.Duration, err error) {
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, nil, err
@@ -96,27 +94,4 @@ func tcpFloor(dir string, size, rate int, duration time.Duration) (perSecond flo
 		return 0, nil, fmt.Errorf("tcp floor: %w", errors.Join(err, serveErr))
 	}
 	return float64(len(latencies)) / elapsed.Seconds(), latencies, nil
-}
-
-// rawAtRate is the raw write + fdatasync loop issued rate times a second,
-// open loop: the disk's latency under the arrival pattern L1 uses, where
-// the machine idles between syncs as it does between L1's produces.
-func rawAtRate(dir string, size, rate int, duration time.Duration) ([]time.Duration, error) {
-	file, remove, err := rawFile(dir, rawSmallFileBytes, true, false)
-	if err != nil {
-		return nil, err
-	}
-	defer remove()
-	buffer := payloadOf(size)
-	var offset int64
-	return benchrig.OpenLoop(rate, duration, func() error {
-		if offset+int64(size) > rawSmallFileBytes {
-			offset = 0
-		}
-		if _, err := file.WriteAt(buffer, offset); err != nil {
-			return err
-		}
-		offset += int64(size)
-		return file.SyncData()
-	})
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/ironbus/ironbus/benchrig"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
@@ -21,34 +22,82 @@ const (
 	rawLargeWrite     = 1 << 20
 )
 
-// rawSync is the write + fdatasync loop: size bytes, then one fdatasync,
+// rawLoop is the write + fdatasync loop: size bytes, then one fdatasync,
 // one after the other, on a preallocated zero-filled file (no size
 // change, no unwritten extents): the floor under an acknowledgement that
-// waits for its own sync, and the ceiling of one message per sync.
-func rawSync(dir string, size int, duration time.Duration) (perSecond float64, latencies []time.Duration, err error) {
+// waits for its own sync, and the ceiling of one message per sync. It
+// keeps its file open so that it can run in slices around the cells it is
+// compared with (phases.go), and pools what the slices measured.
+type rawLoop struct {
+	file       vfs.File
+	remove     func()
+	buffer     []byte
+	offset     int64
+	backToBack rawSamples
+	atRate     rawSamples
+}
+
+// rawSamples pools the latencies of a loop's slices and the time they took.
+type rawSamples struct {
+	latencies []time.Duration
+	elapsed   time.Duration
+}
+
+func (s *rawSamples) perSecond() float64 {
+	if s.elapsed <= 0 {
+		return 0
+	}
+	return float64(len(s.latencies)) / s.elapsed.Seconds()
+}
+
+func openRawLoop(dir string, size int) (*rawLoop, error) {
 	file, remove, err := rawFile(dir, rawSmallFileBytes, true, false)
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
-	defer remove()
-	buffer := payloadOf(size)
-	var offset int64
+	return &rawLoop{file: file, remove: remove, buffer: payloadOf(size)}, nil
+}
+
+func (r *rawLoop) close() { r.remove() }
+
+// once writes the next size bytes, wrapping around in the file, and syncs.
+func (r *rawLoop) once() error {
+	if r.offset+int64(len(r.buffer)) > rawSmallFileBytes {
+		r.offset = 0
+	}
+	if _, err := r.file.WriteAt(r.buffer, r.offset); err != nil {
+		return err
+	}
+	r.offset += int64(len(r.buffer))
+	return r.file.SyncData()
+}
+
+// runBackToBack runs the loop for duration, each sync right after the last.
+func (r *rawLoop) runBackToBack(duration time.Duration) error {
 	start := time.Now()
 	for time.Since(start) < duration {
-		if offset+int64(size) > rawSmallFileBytes {
-			offset = 0
-		}
 		began := time.Now()
-		if _, err := file.WriteAt(buffer, offset); err != nil {
-			return 0, nil, err
+		if err := r.once(); err != nil {
+			return err
 		}
-		if err := file.SyncData(); err != nil {
-			return 0, nil, err
-		}
-		latencies = append(latencies, time.Since(began))
-		offset += int64(size)
+		r.backToBack.latencies = append(r.backToBack.latencies, time.Since(began))
 	}
-	return float64(len(latencies)) / time.Since(start).Seconds(), latencies, nil
+	r.backToBack.elapsed += time.Since(start)
+	return nil
+}
+
+// runAtRate issues the loop rate times a second for duration, open loop:
+// the disk's latency under the arrival pattern L1 uses, where the machine
+// idles between syncs as it does between L1's produces.
+func (r *rawLoop) runAtRate(rate int, duration time.Duration) error {
+	start := time.Now()
+	latencies, err := benchrig.OpenLoop(rate, duration, r.once)
+	if err != nil {
+		return err
+	}
+	r.atRate.latencies = append(r.atRate.latencies, latencies...)
+	r.atRate.elapsed += time.Since(start)
+	return nil
 }
 
 // rawBandwidth is durable sequential bandwidth: 1 MiB writes, each

@@ -51,7 +51,8 @@ func produceRows(size int) []rowSpec {
 		return rowSpec{id: id, title: "ack latency at 1,000 msg/s vs raw write+fdatasync at 1,000/s", payload: size,
 			unit: "µs", lowerIsBetter: true, target: target, ironbus: metric{labelIronBus, id, size},
 			peer: metric{labelRawDisk, strings.Replace(id, "L1-", "L1-rate-", 1), size},
-			note: "raw at the same rate: the machine idles between syncs as it does between L1's produces"}
+			note: "raw at the same rate: the machine idles between syncs as it does between L1's produces; " +
+				"run in three slices of a third of L1's length, before L1, between L1 and the TCP floor, after the floor, pooled"}
 	}
 	return []rowSpec{
 		always("P1", "awaited produce, 1 connection, 1 in flight", 2),
@@ -67,10 +68,12 @@ func produceRows(size int) []rowSpec {
 		latency("L1-p50", labelTCPFloor, 0),
 		latency("L1-p99", labelTCPFloor, 0),
 		{id: "P1-disk", title: "P1 vs raw write+fdatasync loop (syncs/s)", payload: size, unit: "msg/s", target: 0.9,
-			ironbus: metric{labelIronBus, "P1", size}, peer: metric{labelRawDisk, "sync-rate", size}},
+			ironbus: metric{labelIronBus, "P1", size}, peer: metric{labelRawDisk, "sync-rate", size},
+			note: "raw loop: three slices of a third of a cell, before P1, between P1 and the TCP floor, after the floor, " +
+				"on one zero-filled file, pooled (the disk's rate drifts within a minute)"},
 		{id: "P1-floor", title: "P1 vs the TCP floor back to back", payload: size, unit: "msg/s",
 			ironbus: metric{labelIronBus, "P1", size}, peer: metric{labelTCPFloor, "P1", size},
-			note: "TCP floor: one goroutine reads 256 B over loopback, writes and fdatasyncs it, answers; no broker"},
+			note: "TCP floor: one goroutine reads each message over loopback, writes and fdatasyncs it, answers; no broker"},
 		{id: "floor-disk", title: "the TCP floor vs raw write+fdatasync loop (what any TCP service keeps)", payload: size,
 			unit: "msg/s", note: "the left side of this row is the TCP floor, not IronBus",
 			ironbus: metric{labelTCPFloor, "P1", size}, peer: metric{labelRawDisk, "sync-rate", size}},

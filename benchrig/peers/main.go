@@ -2,7 +2,9 @@
 // (fsync before every ack, and its default of acking from the page
 // cache), NATS core as the at-most-once reference, and the disk's own
 // limits, one after another in the same run on the same disk, with the
-// same payloads and client concurrency. It prints one table, writes it
+// same payloads and client concurrency. The disk's small-write loop and
+// the TCP floor run in slices around the IronBus cells they are compared
+// with, while its broker idles (phases.go). It prints one table, writes it
 // as JSON, and can regenerate the marked block of docs/BENCHMARKS.md from
 // that JSON:
 //

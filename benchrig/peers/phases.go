@@ -20,7 +20,8 @@ func progress(format string, arguments ...any) {
 }
 
 // measureRun runs every phase once, one peer after the other, never two
-// servers at once (client and server share the machine's cores).
+// brokers at once (client and server share the machine's cores); only the
+// raw loop and the TCP floor run while IronBus's broker idles.
 func measureRun(cfg *config, measured samples) error {
 	phases := []struct {
 		name string

@@ -6,7 +6,7 @@ FUZZTIME  ?= 30s
 BENCH_DIR ?= /var/tmp
 SOAK_SEEDS ?= 5000
 
-.PHONY: all build test backends lint unit fuzz-smoke fuzz fuzz-soak soak bench bench-consume testdata clean docs
+.PHONY: all build test backends rig lint unit fuzz-smoke fuzz fuzz-soak soak bench bench-consume testdata clean docs
 
 all: build
 
@@ -33,6 +33,7 @@ lint:
 test: lint
 	$(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) backends
+	$(MAKE) rig
 
 BACKENDS ?= std epoll uring
 backends:
@@ -41,6 +42,13 @@ backends:
 	  echo "== broker and end-to-end suites on the $$backend backend (skipped if unavailable above)"; \
 	  IRONBUS_TEST_LOOP=$$backend $(GO) test -race -count=1 -timeout 10m ./broker/ ./cmd/ironbus/; \
 	done
+
+# rig: the head-to-head rig (benchrig/peers) is a module of its own, so that
+# the broker's module never depends on nats-server, and ./... does not reach
+# it. Vet and test it here, so that a change to the broker's packages cannot
+# break the rig unseen. Its first build downloads nats-server and nats.go.
+rig:
+	cd benchrig/peers && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 5m ./...
 
 # docs: regenerate the command reference at the end of docs/CLI.md and the
 # man pages in docs/man from the command tree; `make test` fails while they

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,22 +79,30 @@ func waitTraced(limit time.Duration) error {
 	return errors.New("strace did not attach (ptrace may be forbidden here)")
 }
 
-// parseStraceSummary reads the calls column of `strace -c` output:
-// "% time  seconds  usecs/call  calls  [errors]  syscall".
+// parseStraceSummary reads the calls column of `strace -c` output in the
+// file at path.
 func parseStraceSummary(path string) (fsync, fdatasync int, err error) {
 	file, err := os.Open(path)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer file.Close()
-	scanner := bufio.NewScanner(file)
+	return parseStraceCounts(file)
+}
+
+// parseStraceCounts reads the calls column of `strace -c` output:
+// "% time  seconds  usecs/call  calls  [errors]  syscall". Lines that are
+// not such a row (headers, rules, the total) are skipped; a count that is
+// not a non-negative integer is not a row either.
+func parseStraceCounts(summary io.Reader) (fsync, fdatasync int, err error) {
+	scanner := bufio.NewScanner(summary)
 	for scanner.Scan() {
 		fields := strings.Fields(scanner.Text())
 		if len(fields) < 5 {
 			continue
 		}
 		calls, err := strconv.Atoi(fields[3])
-		if err != nil {
+		if err != nil || calls < 0 {
 			continue
 		}
 		switch fields[len(fields)-1] {

@@ -167,8 +167,6 @@ func (a *appender) writeTaken(b *batch) {
 	started := time.Now()
 	records, bytes := a.writeBatch(b)
 	l.opts.Observer.ObserveAppend(time.Since(started), int(records), bytes)
-	l.appendedRecords.Add(records)
-	l.appendedBytes.Add(uint64(bytes))
 	a.recycle(b)
 }
 
@@ -280,6 +278,11 @@ func (a *appender) writePiece(b *batch, piece []byte, first, count uint64) error
 	a.entries = a.entries[:0]
 	a.bits.clear()
 	a.pos, a.next = end, first+count
+	// Counted before they are published as written: a sync, and so the
+	// completion of their ticket, can follow at once on another
+	// goroutine, and whoever waited on it must find them in Counters.
+	l.appendedRecords.Add(count)
+	l.appendedBytes.Add(uint64(len(piece)))
 	l.publishWritten(mark{next: a.next, seg: a.active, pos: end})
 	return nil
 }

@@ -154,6 +154,7 @@ func ironbusRows(cfg *config, measured samples, addr string, size int) error {
 	return nil
 }
 
+// ironbusProduceRow measures one produce shape (P1, P2a, P2b, P2c) on IronBus.
 func ironbusProduceRow(cfg *config, measured samples, addr string, shape produceShape, size int) error {
 	stream := fmt.Sprintf("%s-%d", shape.row, size)
 	var result outcome

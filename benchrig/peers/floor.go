@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ironbus/ironbus/benchrig"
-	"github.com/ironbus/ironbus/segment/vfs"
 )
 
 // The TCP floor: the lowest an awaited durable produce can cost on this
@@ -24,12 +23,12 @@ const floorAnswer = 16
 
 // tcpFloor measures the floor back to back (perSecond) or, with rate > 0,
 // at rate messages a second in open loop (latencies from the intended send
-// time, as L1 counts). It writes into file, the raw loop's, whose blocks
-// are already written.
-func tcpFloor(file vfs.File, size, rate int, duration time.Duration) (perSecond float64, latencies []time.Duration, err error) {
+// time, as L1 counts). It writes through the raw loop, into its file,
+// whose blocks are already written; the loop must not run meanwhile.
+func tcpFloor(loop *rawLoop, size, rate int, duration time.Duration) (perSecond float64, latencies []time.Duration, err error) {
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, fmt.Errorf("tcp floor: %w", err)
 	}
 	defer listener.Close()
 	served := make(chan error, 1)
@@ -41,24 +40,15 @@ func tcpFloor(file vfs.File, size, rate int, duration time.Duration) (perSecond 
 		}
 		defer conn.Close()
 		buffer := make([]byte, size)
-		var offset int64
 		for {
 			if _, err := io.ReadFull(conn, buffer); err != nil {
 				served <- nil // the client hung up
 				return
 			}
-			if offset+int64(size) > rawSmallFileBytes {
-				offset = 0
-			}
-			if _, err := file.WriteAt(buffer, offset); err != nil {
+			if err := loop.writeAndSync(buffer); err != nil {
 				served <- err
 				return
 			}
-			if err := file.SyncData(); err != nil {
-				served <- err
-				return
-			}
-			offset += int64(size)
 			if _, err := conn.Write(buffer[:floorAnswer]); err != nil {
 				served <- err
 				return
@@ -67,7 +57,7 @@ func tcpFloor(file vfs.File, size, rate int, duration time.Duration) (perSecond 
 	}()
 	conn, err := net.Dial("tcp", listener.Addr().String())
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, fmt.Errorf("tcp floor: %w", err)
 	}
 	message, answer := payloadOf(size), make([]byte, floorAnswer)
 	send := func() error {

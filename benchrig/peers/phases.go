@@ -100,34 +100,24 @@ func ironbusPhase(cfg *config, measured samples) error {
 func ironbusRows(cfg *config, measured samples, addr string, size int) error {
 	loop, err := openRawLoop(cfg.dir, size)
 	if err != nil {
-		return err
+		return fmt.Errorf("raw loop %d B: %w", size, err)
 	}
 	defer loop.close()
-	rawSlice, rateSlice := cfg.duration/3, cfg.latencyDuration/3
-	if err := loop.runBackToBack(rawSlice); err != nil {
-		return err
+	if err := loop.runBackToBack(cfg.duration / 3); err != nil {
+		return fmt.Errorf("raw loop %d B: %w", size, err)
 	}
 	for _, shape := range produceShapes {
 		if err := ironbusProduceRow(cfg, measured, addr, shape, size); err != nil {
 			return err
 		}
-		if shape.row != "P1" {
-			continue
-		}
-		if err := loop.runBackToBack(rawSlice); err != nil {
-			return err
-		}
-		perSecond, _, err := tcpFloor(loop.file, size, 0, cfg.duration)
-		if err != nil {
-			return err
-		}
-		measured.add(metric{labelTCPFloor, "P1", size}, perSecond)
-		if err := loop.runBackToBack(rawSlice); err != nil {
-			return err
+		if shape.row == "P1" {
+			if err := floorBesideP1(cfg, measured, loop, size); err != nil {
+				return err
+			}
 		}
 	}
-	if err := loop.runAtRate(cfg.rate, rateSlice); err != nil {
-		return err
+	if err := loop.runAtRate(cfg.rate, cfg.latencyDuration/3); err != nil {
+		return fmt.Errorf("raw loop at %d/s, %d B: %w", cfg.rate, size, err)
 	}
 	latencies, err := ironbusLatency(addr, fmt.Sprintf("L1-%d", size), size, cfg.rate, cfg.latencyDuration)
 	if err != nil {
@@ -135,15 +125,7 @@ func ironbusRows(cfg *config, measured samples, addr string, size int) error {
 	}
 	measured.add(metric{labelIronBus, "L1-p50", size}, percentile(latencies, 0.50))
 	measured.add(metric{labelIronBus, "L1-p99", size}, percentile(latencies, 0.99))
-	if err := loop.runAtRate(cfg.rate, rateSlice); err != nil {
-		return err
-	}
-	if _, latencies, err = tcpFloor(loop.file, size, cfg.rate, cfg.latencyDuration); err != nil {
-		return err
-	}
-	measured.add(metric{labelTCPFloor, "L1-p50", size}, percentile(latencies, 0.50))
-	measured.add(metric{labelTCPFloor, "L1-p99", size}, percentile(latencies, 0.99))
-	if err := loop.runAtRate(cfg.rate, rateSlice); err != nil {
+	if err := floorBesideL1(cfg, measured, loop, size); err != nil {
 		return err
 	}
 	measured.add(metric{labelRawDisk, "sync-rate", size}, loop.backToBack.perSecond())
@@ -151,6 +133,40 @@ func ironbusRows(cfg *config, measured samples, addr string, size int) error {
 	measured.add(metric{labelRawDisk, "L1-p99", size}, percentile(loop.backToBack.latencies, 0.99))
 	measured.add(metric{labelRawDisk, "L1-rate-p50", size}, percentile(loop.atRate.latencies, 0.50))
 	measured.add(metric{labelRawDisk, "L1-rate-p99", size}, percentile(loop.atRate.latencies, 0.99))
+	return nil
+}
+
+// floorBesideP1 runs the raw loop's second back-to-back slice, the TCP
+// floor back to back, then the third slice.
+func floorBesideP1(cfg *config, measured samples, loop *rawLoop, size int) error {
+	if err := loop.runBackToBack(cfg.duration / 3); err != nil {
+		return fmt.Errorf("raw loop %d B: %w", size, err)
+	}
+	perSecond, _, err := tcpFloor(loop, size, 0, cfg.duration)
+	if err != nil {
+		return fmt.Errorf("%d B: %w", size, err)
+	}
+	measured.add(metric{labelTCPFloor, "P1", size}, perSecond)
+	if err := loop.runBackToBack(cfg.duration / 3); err != nil {
+		return fmt.Errorf("raw loop %d B: %w", size, err)
+	}
+	return nil
+}
+
+// floorBesideL1 is floorBesideP1 at the L1 rate.
+func floorBesideL1(cfg *config, measured samples, loop *rawLoop, size int) error {
+	if err := loop.runAtRate(cfg.rate, cfg.latencyDuration/3); err != nil {
+		return fmt.Errorf("raw loop at %d/s, %d B: %w", cfg.rate, size, err)
+	}
+	_, latencies, err := tcpFloor(loop, size, cfg.rate, cfg.latencyDuration)
+	if err != nil {
+		return fmt.Errorf("%d B at %d/s: %w", size, cfg.rate, err)
+	}
+	measured.add(metric{labelTCPFloor, "L1-p50", size}, percentile(latencies, 0.50))
+	measured.add(metric{labelTCPFloor, "L1-p99", size}, percentile(latencies, 0.99))
+	if err := loop.runAtRate(cfg.rate, cfg.latencyDuration/3); err != nil {
+		return fmt.Errorf("raw loop at %d/s, %d B: %w", cfg.rate, size, err)
+	}
 	return nil
 }
 

@@ -60,15 +60,20 @@ func openRawLoop(dir string, size int) (*rawLoop, error) {
 
 func (r *rawLoop) close() { r.remove() }
 
-// once writes the next size bytes, wrapping around in the file, and syncs.
-func (r *rawLoop) once() error {
-	if r.offset+int64(len(r.buffer)) > rawSmallFileBytes {
+// once is one turn of the loop: its payload, written and synced.
+func (r *rawLoop) once() error { return r.writeAndSync(r.buffer) }
+
+// writeAndSync writes p at the loop's next offset, wrapping around inside
+// the file (whose blocks are all written), then fdatasyncs. The TCP floor
+// writes what it receives through it too. Not safe for concurrent use.
+func (r *rawLoop) writeAndSync(p []byte) error {
+	if r.offset+int64(len(p)) > rawSmallFileBytes {
 		r.offset = 0
 	}
-	if _, err := r.file.WriteAt(r.buffer, r.offset); err != nil {
+	if _, err := r.file.WriteAt(p, r.offset); err != nil {
 		return err
 	}
-	r.offset += int64(len(r.buffer))
+	r.offset += int64(len(p))
 	return r.file.SyncData()
 }
 

@@ -52,12 +52,16 @@ func TestTCPFloor(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer loop.close()
-	perSecond, latencies, err := tcpFloor(loop.file, 1024, 0, 30*time.Millisecond)
+	perSecond, latencies, err := tcpFloor(loop, 1024, 0, 30*time.Millisecond)
 	if err != nil || perSecond <= 0 || len(latencies) == 0 {
 		t.Fatalf("back to back: %v/s, %d latencies, %v", perSecond, len(latencies), err)
 	}
-	_, latencies, err = tcpFloor(loop.file, 1024, 500, 40*time.Millisecond)
+	_, latencies, err = tcpFloor(loop, 1024, 500, 40*time.Millisecond)
 	if err != nil || len(latencies) != 20 {
 		t.Fatalf("at 500/s for 40 ms: %d latencies, %v; want 20", len(latencies), err)
+	}
+	// The floor wrote through the loop: its offset moved, inside the file.
+	if loop.offset == 0 || loop.offset > rawSmallFileBytes {
+		t.Fatalf("the loop's offset is %d after the floor wrote through it", loop.offset)
 	}
 }

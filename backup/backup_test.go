@@ -14,14 +14,14 @@ import (
 	"testing"
 
 	"github.com/ironbus/ironbus/broker/catalog"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
 func recordBody(t testing.TB, index int) []byte {
 	t.Helper()
-	encoded, err := format.AppendBody(nil, format.Body{Key: fmt.Appendf(nil, "k%d", index),
+	encoded, err := record.AppendBody(nil, record.Body{Key: fmt.Appendf(nil, "k%d", index),
 		Payload: fmt.Appendf(nil, "record %06d %0180d", index, index)})
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +51,7 @@ func appendRecords(t testing.TB, log *segment.Log, from, count int) {
 	var last segment.Ticket
 	for i := from; i < from+count; i++ {
 		b := recordBody(t, i)
-		ticket, err := log.Append(context.Background(), b, format.CRC(b))
+		ticket, err := log.Append(context.Background(), b, record.Checksum(b))
 		if err != nil {
 			t.Fatal(err)
 		}

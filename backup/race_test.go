@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
@@ -26,7 +26,7 @@ func memLog(t *testing.T, mem *vfs.MemFS, root string, id segment.LogID, count i
 	var last segment.Ticket
 	for i := 0; i < count; i++ {
 		b := recordBody(t, i)
-		if last, err = log.Append(context.Background(), b, format.CRC(b)); err != nil {
+		if last, err = log.Append(context.Background(), b, record.Checksum(b)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/ironbus/ironbus/loop"
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -130,9 +130,9 @@ func (c *rawClient) handshake() wire.Welcome {
 	return welcome
 }
 
-func record(payload string) ([]byte, uint32) {
-	body, _ := format.AppendBody(nil, format.Body{Key: []byte("k"), Payload: []byte(payload)})
-	return body, format.CRC(body)
+func recordBody(payload string) ([]byte, uint32) {
+	body, _ := record.AppendBody(nil, record.Body{Key: []byte("k"), Payload: []byte(payload)})
+	return body, record.Checksum(body)
 }
 
 func TestProduceAcksAreDurableOffsets(t *testing.T) {
@@ -142,7 +142,7 @@ func TestProduceAcksAreDurableOffsets(t *testing.T) {
 	const n = 500
 	var batch []byte
 	for i := 1; i <= n; i++ {
-		body, crc := record(fmt.Sprint("m", i))
+		body, crc := recordBody(fmt.Sprint("m", i))
 		batch = wire.Append(batch, uint32(i), &wire.Produce{Stream: []byte("orders"), BodyCRC: crc, Body: body})
 	}
 	if _, err := c.conn.Write(batch); err != nil {
@@ -172,7 +172,7 @@ func TestBadInputGetsStructuredErrors(t *testing.T) {
 	addr, _ := testBroker(t, Config{})
 	c := dialRaw(t, addr)
 	c.handshake()
-	body, crc := record("x")
+	body, crc := recordBody("x")
 	c.send(7, &wire.Produce{Stream: []byte("orders"), BodyCRC: crc + 1, Body: body})
 	expectError(t, c.read(), 7, wire.CodeChecksum)
 	c.send(8, &wire.Produce{Stream: []byte("../etc"), BodyCRC: crc, Body: body})
@@ -224,7 +224,7 @@ func TestConsumeLeasesAckAndRelease(t *testing.T) {
 	producer := dialRaw(t, addr)
 	producer.handshake()
 	for i := 1; i <= 5; i++ {
-		body, crc := record(fmt.Sprint("m", i))
+		body, crc := recordBody(fmt.Sprint("m", i))
 		producer.send(uint32(i), &wire.Produce{Stream: []byte("jobs"), BodyCRC: crc, Body: body})
 		producer.read()
 	}

@@ -7,9 +7,9 @@ import (
 
 	"github.com/ironbus/ironbus/arena"
 	"github.com/ironbus/ironbus/consumer"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/security"
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/segment/vfs"
 	"github.com/ironbus/ironbus/wire"
 )
@@ -224,7 +224,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Storage.Logger = c.Logger
 	}
 	if c.Storage.MaxRecordBytes == 0 {
-		c.Storage.MaxRecordBytes = format.DefaultMaxBody
+		c.Storage.MaxRecordBytes = record.DefaultMaxBody
 	}
 	switch {
 	case c.DataDir == "":

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -29,7 +29,7 @@ func checkFilteredAccounting(t *testing.T, n int, deliveries []wire.Deliver, gap
 	t.Helper()
 	covered := make([]int, n)
 	for _, d := range deliveries {
-		view, _ := format.DecodeBody(d.Body)
+		view, _ := record.Parse(d.Body)
 		if !strings.HasPrefix(string(view.Subject), "orders.eu.") {
 			t.Fatalf("offset %d with subject %q delivered", d.Offset, view.Subject)
 		}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -118,11 +118,11 @@ func connect(t testing.TB, addr string) *rawClient {
 func produceKeyed(t *testing.T, c *rawClient, stream string, keys, payloads []string) {
 	t.Helper()
 	for i := range payloads {
-		body, err := format.AppendBody(nil, format.Body{Key: []byte(keys[i]), Payload: []byte(payloads[i])})
+		body, err := record.AppendBody(nil, record.Body{Key: []byte(keys[i]), Payload: []byte(payloads[i])})
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.send(uint32(i+1), &wire.Produce{Stream: []byte(stream), BodyCRC: format.CRC(body), Body: body})
+		c.send(uint32(i+1), &wire.Produce{Stream: []byte(stream), BodyCRC: record.Checksum(body), Body: body})
 		if frame := c.read(); frame.Type != wire.TypeProduceAck {
 			t.Fatalf("produce answered %v", frame.Type)
 		}
@@ -246,7 +246,7 @@ func TestMaxDeliverMovesOneRecordToTheDeadLetterQueue(t *testing.T) {
 	if len(letters) != 1 {
 		t.Fatalf("%d dead letters, want exactly one", len(letters))
 	}
-	view, err := format.DecodeBody(letters[0].Body)
+	view, err := record.Parse(letters[0].Body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestMaxDeliverMovesOneRecordToTheDeadLetterQueue(t *testing.T) {
 	if string(view.Key) != "poison" || string(view.Payload) != "bad" {
 		t.Errorf("dead letter key %q payload %q", view.Key, view.Payload)
 	}
-	body, crc := record("x")
+	body, crc := recordBody("x")
 	reader.send(50, &wire.Produce{Stream: []byte(".dlq.jobs"), BodyCRC: crc, Body: body})
 	expectError(t, reader.read(), 50, wire.CodeInvalidName)
 }

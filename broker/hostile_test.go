@@ -127,7 +127,7 @@ func TestHostileRandomBodiesOfEveryType(t *testing.T) {
 // request type: a decoder must refuse each one cleanly.
 func TestHostileTruncatedBodies(t *testing.T) {
 	addr, b := testBroker(t, hostileConfig())
-	body, crc := record("payload")
+	body, crc := recordBody("payload")
 	requests := []wire.Message{
 		&wire.Produce{Stream: []byte("truncated"), BodyCRC: crc, Body: body},
 		&wire.Hello{MinVersion: 1, MaxVersion: 1, MaxFrame: wire.DefaultMaxFrame, Window: 8, ClientName: "again"},
@@ -208,7 +208,7 @@ func TestHostileLengthsAtTheLimits(t *testing.T) {
 	produceOfLength := func(length int, id uint32) []byte {
 		payload := 0
 		for {
-			body, crc := record(string(make([]byte, payload)))
+			body, crc := recordBody(string(make([]byte, payload)))
 			frame := wire.Append(nil, id, &wire.Produce{Stream: []byte("limits"), BodyCRC: crc, Body: body})
 			if got := len(frame) - 4; got >= length {
 				if got != length {
@@ -228,7 +228,7 @@ func TestHostileLengthsAtTheLimits(t *testing.T) {
 
 	payload := make([]byte, welcome.MaxRecordBytes+1)
 	if int(welcome.MaxRecordBytes)+1 < maxFrame-200 {
-		body, crc := record(string(payload))
+		body, crc := recordBody(string(payload))
 		c.send(5, &wire.Produce{Stream: []byte("limits"), BodyCRC: crc, Body: body})
 		expectError(t, c.read(), 5, wire.CodeRecordTooLarge)
 	}
@@ -249,7 +249,7 @@ func TestHostileLengthsAtTheLimits(t *testing.T) {
 	}
 	c = dialRaw(t, addr)
 	c.handshake()
-	body, crc := record("x")
+	body, crc := recordBody("x")
 	c.send(7, &wire.Produce{Stream: long, BodyCRC: crc, Body: body})
 	expectError(t, c.read(), 7, wire.CodeInvalidName)
 	expectServing(t, addr, b)
@@ -294,7 +294,7 @@ func TestHostileClientThatNeverReads(t *testing.T) {
 	addr, b := testBroker(t, cfg)
 	stalled := dialRaw(t, addr)
 	stalled.handshake()
-	body, crc := record("never read")
+	body, crc := recordBody("never read")
 	frame := wire.Append(nil, 1, &wire.Produce{Stream: []byte("stalled"), BodyCRC: crc, Body: body})
 	sent := 0
 	_ = stalled.conn.SetWriteDeadline(time.Now().Add(3 * time.Second))
@@ -315,7 +315,7 @@ func expectServing(t *testing.T, addr string, b *Broker) {
 	t.Helper()
 	c := dialRaw(t, addr)
 	c.handshake()
-	body, crc := record("after the abuse")
+	body, crc := recordBody("after the abuse")
 	for i := range 20 {
 		c.send(uint32(100+i), &wire.Produce{Stream: []byte("healthy"), BodyCRC: crc, Body: body})
 	}

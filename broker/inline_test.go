@@ -20,7 +20,7 @@ func TestAwaitedProduceCommitsInline(t *testing.T) {
 	before := b.dir.Stats()
 	const n = 100
 	for i := 1; i <= n; i++ {
-		body, crc := record(fmt.Sprint("m", i))
+		body, crc := recordBody(fmt.Sprint("m", i))
 		c.send(uint32(i), &wire.Produce{Stream: []byte("orders"), BodyCRC: crc, Body: body})
 		frame := c.read()
 		if frame.Type != wire.TypeProduceAck || frame.RequestID != uint32(i) {
@@ -62,7 +62,7 @@ func TestInlineAckNeverOvertakes(t *testing.T) {
 		var burst []byte
 		for range 64 {
 			id++
-			body, crc := record(fmt.Sprint("burst", id))
+			body, crc := recordBody(fmt.Sprint("burst", id))
 			burst = wire.Append(burst, id, &wire.Produce{Stream: []byte("slow"), BodyCRC: crc, Body: body})
 		}
 		if _, err := c.conn.Write(burst); err != nil {
@@ -70,7 +70,7 @@ func TestInlineAckNeverOvertakes(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond) // the broker has read the burst
 		id++
-		body, crc := record(fmt.Sprint("lone", id))
+		body, crc := recordBody(fmt.Sprint("lone", id))
 		c.send(id, &wire.Produce{Stream: []byte("fast"), BodyCRC: crc, Body: body})
 		for want := id - 64; want <= id; want++ {
 			frame := c.read()

@@ -41,7 +41,7 @@ func TestOversizeFrameCloses(t *testing.T) {
 	addr, _ := testBroker(t, Config{MaxFrame: wire.MinMaxFrame})
 	c := dialRaw(t, addr)
 	c.handshake()
-	body, crc := record(string(make([]byte, wire.MinMaxFrame)))
+	body, crc := recordBody(string(make([]byte, wire.MinMaxFrame)))
 	c.send(3, &wire.Produce{Stream: []byte("s"), BodyCRC: crc, Body: body})
 	e := expectError(t, c.read(), 0, wire.CodeFrameTooLarge)
 	if !e.Closes {
@@ -70,7 +70,7 @@ func TestWindowStopsReadingNotDropping(t *testing.T) {
 	}
 	go func() {
 		for i := 1; i <= 200; i++ {
-			body, crc := record(fmt.Sprint(i))
+			body, crc := recordBody(fmt.Sprint(i))
 			if _, err := c.conn.Write(wire.Append(nil, uint32(i), &wire.Produce{Stream: []byte("w"), BodyCRC: crc, Body: body})); err != nil {
 				return
 			}
@@ -90,7 +90,7 @@ func TestProducePathAllocations(t *testing.T) {
 	addr, _ := testBroker(t, Config{})
 	c := dialRaw(t, addr)
 	c.handshake()
-	body, crc := record("steady-state")
+	body, crc := recordBody("steady-state")
 	const perRound, rounds = 1000, 20
 	var frames []byte
 	for i := 0; i < perRound; i++ {
@@ -158,7 +158,7 @@ func TestAwaitedProducePathAllocations(t *testing.T) {
 	addr, _ := testBrokerOn(t, Config{}, loop.Config{OutputBuffers: chunks})
 	c := dialRaw(t, addr)
 	c.handshake()
-	body, crc := record("awaited")
+	body, crc := recordBody("awaited")
 	frame := wire.Append(nil, 1, &wire.Produce{Stream: []byte("awaited"), BodyCRC: crc, Body: body})
 	buf := make([]byte, 4096)
 	produce := func() {
@@ -213,7 +213,7 @@ func checkBackpressure(t *testing.T, streams []string) {
 	go func() {
 		var batch []byte
 		for i := 1; i <= n; i++ {
-			body, crc := record(fmt.Sprint("record-", i, string(make([]byte, 300))))
+			body, crc := recordBody(fmt.Sprint("record-", i, string(make([]byte, 300))))
 			batch = wire.Append(batch, uint32(i), &wire.Produce{Stream: []byte(streamOf(uint32(i))), BodyCRC: crc, Body: body})
 			if len(batch) > 256<<10 || i == n {
 				if _, err := c.conn.Write(batch); err != nil {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -36,7 +36,7 @@ func TestKeySharedOrderWhenAMemberDies(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for id := uint32(10); len(processed) < 50 && time.Now().Before(deadline); id += 2 {
 		for _, d := range pending {
-			view, _ := format.DecodeBody(d.Body)
+			view, _ := record.Parse(d.Body)
 			byKey[string(view.Key)] = append(byKey[string(view.Key)], d.Offset)
 			processed[d.Offset] = true
 		}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/ironbus/ironbus/consumer"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -44,11 +44,11 @@ func createStream(t *testing.T, b *Broker, stream string, n uint32) {
 // produceAt stores one record in a partition and returns its offset.
 func produceAt(t *testing.T, c *rawClient, stream string, partition uint32, key, subject, payload string) uint64 {
 	t.Helper()
-	body, err := format.AppendBody(nil, format.Body{Key: []byte(key), Subject: []byte(subject), Payload: []byte(payload)})
+	body, err := record.AppendBody(nil, record.Body{Key: []byte(key), Subject: []byte(subject), Payload: []byte(payload)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.send(800, &wire.Produce{Stream: []byte(stream), Partition: partition, BodyCRC: format.CRC(body), Body: body})
+	c.send(800, &wire.Produce{Stream: []byte(stream), Partition: partition, BodyCRC: record.Checksum(body), Body: body})
 	frame := c.read()
 	if frame.Type != wire.TypeProduceAck {
 		e, _ := wire.DecodeError(frame.Body)
@@ -134,7 +134,7 @@ func checkExactlyOnce(t *testing.T, stored map[place]string, deliveries []wire.D
 			t.Fatalf("%v delivered twice", p)
 		}
 		seen[p] = true
-		view, err := format.DecodeBody(d.Body)
+		view, err := record.Parse(d.Body)
 		if err != nil || string(view.Payload) != stored[p] {
 			t.Fatalf("%v carries %q, stored %q (%v)", p, view.Payload, stored[p], err)
 		}
@@ -216,7 +216,7 @@ func drainDeadLetters(t *testing.T, c *rawClient, stream string) []map[string]st
 			t.Fatal(a.err)
 		}
 		for _, d := range a.deliveries {
-			view, err := format.DecodeBody(d.Body)
+			view, err := record.Parse(d.Body)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -248,7 +248,7 @@ func TestPartitionAllKeyShared(t *testing.T) {
 				for i, member := range members {
 					a := member.consume(10+round*2+uint32(i), m)
 					for _, d := range a.deliveries {
-						view, _ := format.DecodeBody(d.Body)
+						view, _ := record.Parse(d.Body)
 						byKey[string(view.Key)] = append(byKey[string(view.Key)], placeOf(d))
 					}
 					all = append(all, a.deliveries...)

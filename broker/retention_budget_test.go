@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/segment/vfs"
 	"github.com/ironbus/ironbus/wire"
 )
@@ -18,11 +18,11 @@ import (
 // broker's answer: nil for an ack, else the structured error.
 func produceSized(t *testing.T, c *rawClient, id uint32, stream string, size int) *wire.Error {
 	t.Helper()
-	body, err := format.AppendBody(nil, format.Body{Payload: make([]byte, size)})
+	body, err := record.AppendBody(nil, record.Body{Payload: make([]byte, size)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.send(id, &wire.Produce{Stream: []byte(stream), BodyCRC: format.CRC(body), Body: body})
+	c.send(id, &wire.Produce{Stream: []byte(stream), BodyCRC: record.Checksum(body), Body: body})
 	frame := c.read()
 	if frame.Type == wire.TypeProduceAck {
 		return nil

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/ironbus/ironbus/consumer"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/segment/format"
 )
 
 // manualMonotonic is a monotonic clock the test moves.
@@ -84,13 +84,13 @@ func newClocks() retentionClocks {
 // and waits until they are durable.
 func fillLog(t *testing.T, l *segment.Log, n int) {
 	t.Helper()
-	body, err := format.AppendBody(nil, format.Body{Payload: make([]byte, 4<<10)})
+	body, err := record.AppendBody(nil, record.Body{Payload: make([]byte, 4<<10)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var last segment.Ticket
 	for range n {
-		if last, err = l.Append(context.Background(), body, format.CRC(body)); err != nil {
+		if last, err = l.Append(context.Background(), body, record.Checksum(body)); err != nil {
 			t.Fatal(err)
 		}
 	}

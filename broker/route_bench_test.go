@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/subject"
 	"github.com/ironbus/ironbus/wire"
 )
@@ -64,11 +64,11 @@ func benchmarkRoutedProduce(b *testing.B, bindings, subjects int) {
 		var frames []byte
 		for i := range perRound {
 			name := names[(round*perRound+i)%subjects]
-			body, err := format.AppendBody(nil, format.Body{Subject: []byte(name), Payload: make([]byte, 256)})
+			body, err := record.AppendBody(nil, record.Body{Subject: []byte(name), Payload: make([]byte, 256)})
 			if err != nil {
 				b.Fatal(err)
 			}
-			frames = wire.Append(frames, uint32(i+1), &wire.Produce{Flags: wire.ProduceRouteBySubject, BodyCRC: format.CRC(body), Body: body})
+			frames = wire.Append(frames, uint32(i+1), &wire.Produce{Flags: wire.ProduceRouteBySubject, BodyCRC: record.Checksum(body), Body: body})
 		}
 		rounds = append(rounds, frames)
 	}

@@ -12,9 +12,9 @@ import (
 	"github.com/ironbus/ironbus/arena"
 	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/loop"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/security"
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/subject"
 	"github.com/ironbus/ironbus/wire"
 )
@@ -343,7 +343,7 @@ func (s *session) produce(frame wire.Frame) (outcome, error) {
 		s.reply(frame.RequestID, werr)
 		return outcomeDone, nil
 	}
-	frameBytes := format.RecordFrameSize(len(p.Body))
+	frameBytes := record.FrameSize(len(p.Body))
 	staging := s.broker.cfg.Storage.StagingBytes
 	// A run goes in whole, so one larger than the staging buffer would
 	// stage past it: such a run is cut, and a record that alone is larger
@@ -421,16 +421,16 @@ func releaseWhenWritten(ticket segment.Ticket, lease arena.Lease) {
 
 // validateRecord checks a record's body and returns its decoded view
 // (which aliases the body).
-func (s *session) validateRecord(p *wire.Produce) (format.BodyView, *wire.Error) {
+func (s *session) validateRecord(p *wire.Produce) (record.View, *wire.Error) {
 	if max := s.broker.cfg.Storage.MaxRecordBytes; max > 0 && len(p.Body) > int(max) {
-		return format.BodyView{}, wire.NewError(wire.CodeRecordTooLarge, "record body of %d bytes, maximum %d", len(p.Body), max)
+		return record.View{}, wire.NewError(wire.CodeRecordTooLarge, "record body of %d bytes, maximum %d", len(p.Body), max)
 	}
-	if crc := format.CRC(p.Body); crc != p.BodyCRC {
-		return format.BodyView{}, wire.NewError(wire.CodeChecksum, "record body CRC32C is %08x, the frame says %08x: damaged in transit", crc, p.BodyCRC)
+	if crc := record.Checksum(p.Body); crc != p.BodyCRC {
+		return record.View{}, wire.NewError(wire.CodeChecksum, "record body CRC32C is %08x, the frame says %08x: damaged in transit", crc, p.BodyCRC)
 	}
-	view, err := format.DecodeBody(p.Body)
+	view, err := record.Parse(p.Body)
 	if err != nil {
-		return format.BodyView{}, wire.NewError(wire.CodeInvalidRequest, "record body: %v", err)
+		return record.View{}, wire.NewError(wire.CodeInvalidRequest, "record body: %v", err)
 	}
 	// The broker never decompresses (consumers do, after their CRC
 	// check), but it refuses what no consumer could read: a codec no
@@ -439,7 +439,7 @@ func (s *session) validateRecord(p *wire.Produce) (format.BodyView, *wire.Error)
 	if !view.Codec.Known() {
 		return view, wire.NewError(wire.CodeInvalidRequest, "record body: payload codec %d is unknown (0 none, 1 lz4, 2 zstd)", uint8(view.Codec))
 	}
-	if max := s.broker.cfg.Storage.MaxRecordBytes; max > 0 && view.Codec != format.CodecNone && int64(view.RawLength) > int64(max) {
+	if max := s.broker.cfg.Storage.MaxRecordBytes; max > 0 && view.Codec != record.CodecNone && int64(view.RawLength) > int64(max) {
 		return view, wire.NewError(wire.CodeRecordTooLarge, "record payload of %d bytes decompressed, maximum %d", view.RawLength, max)
 	}
 	return view, nil

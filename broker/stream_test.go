@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/wire"
@@ -24,7 +25,7 @@ func batchRecords(t testing.TB, body []byte) []wire.Deliver {
 			frames = frames[format.CommitFrameSize:]
 			continue
 		}
-		h, recordBody, err := format.DecodeRecord(frames, format.AbsoluteMaxBody)
+		h, recordBody, err := record.ParseFrame(frames, record.AbsoluteMaxBody)
 		if err != nil {
 			t.Fatalf("a DeliverBatch frame: %v", err)
 		}

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/ironbus/ironbus/broker/catalog"
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -32,11 +32,11 @@ func (c *rawClient) produceAt(id uint32, p wire.Produce, key, subject string) wi
 
 func (c *rawClient) produceFrame(id uint32, p wire.Produce, key, subject string) wire.Frame {
 	c.t.Helper()
-	body, err := format.AppendBody(nil, format.Body{Key: []byte(key), Subject: []byte(subject), Payload: []byte(fmt.Sprint("r", id))})
+	body, err := record.AppendBody(nil, record.Body{Key: []byte(key), Subject: []byte(subject), Payload: []byte(fmt.Sprint("r", id))})
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	p.Body, p.BodyCRC = body, format.CRC(body)
+	p.Body, p.BodyCRC = body, record.Checksum(body)
 	c.send(id, &p)
 	return c.read()
 }
@@ -78,7 +78,7 @@ func TestKeyedRecordsLandWherePartitionForKeySays(t *testing.T) {
 			t.Fatalf("partition %d delivered %d records, holds %d", p, len(a.deliveries), len(perPartition[p]))
 		}
 		for i, d := range a.deliveries {
-			view, _ := format.DecodeBody(d.Body)
+			view, _ := record.Parse(d.Body)
 			if d.Offset != uint64(i) || string(view.Payload) != perPartition[p][i] {
 				t.Fatalf("partition %d delivery %d: offset %d payload %q, want %q", p, i, d.Offset, view.Payload, perPartition[p][i])
 			}
@@ -239,8 +239,8 @@ func TestRoutedProducePathAllocations(t *testing.T) {
 	const perRound, rounds = 1000, 20
 	var frames []byte
 	for i := 0; i < perRound; i++ {
-		body, _ := format.AppendBody(nil, format.Body{Key: []byte(fmt.Sprint("k", i%64)), Subject: []byte(fmt.Sprint("orders.", i%16)), Payload: []byte("x")})
-		frames = wire.Append(frames, uint32(i+1), &wire.Produce{Flags: wire.ProduceRouteBySubject, Partition: wire.PartitionAny, BodyCRC: format.CRC(body), Body: body})
+		body, _ := record.AppendBody(nil, record.Body{Key: []byte(fmt.Sprint("k", i%64)), Subject: []byte(fmt.Sprint("orders.", i%16)), Payload: []byte("x")})
+		frames = wire.Append(frames, uint32(i+1), &wire.Produce{Flags: wire.ProduceRouteBySubject, Partition: wire.PartitionAny, BodyCRC: record.Checksum(body), Body: body})
 	}
 	buf := make([]byte, 1<<20)
 	round := func() { c.pipelinedRound(frames, perRound, buf) }

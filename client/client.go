@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ironbus/ironbus/codec"
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -45,7 +45,7 @@ type Options struct {
 	// MaxDecompressedBytes caps the decompressed payload of a delivered
 	// record: one that declares more is refused, before any allocation,
 	// with a *DecompressError. Default: the server's MaxRecordBytes, or
-	// format.DefaultMaxBody (16 MiB) when it announces none; producers
+	// record.DefaultMaxBody (16 MiB) when it announces none; producers
 	// never compress a payload past MaxRecordBytes, so the default refuses
 	// only records no IronBus producer would frame.
 	MaxDecompressedBytes int
@@ -199,7 +199,7 @@ func newClient(conn net.Conn, addr string, opts Options, w wire.Welcome) *Client
 		limit = c.info.MaxRecordBytes
 	}
 	if limit <= 0 {
-		limit = format.DefaultMaxBody
+		limit = record.DefaultMaxBody
 	}
 	c.decompressor = codec.NewDecompressor(limit)
 	return c

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ironbus/ironbus/client"
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -103,20 +103,20 @@ func TestDialRefused(t *testing.T) {
 func TestProduceAwaited(t *testing.T) {
 	b := startFake(t, nil)
 	c := dial(t, b, client.Options{})
-	record := client.Record{Key: []byte("k1"), Subject: "orders.eu", Payload: []byte("payload"),
+	sent := client.Record{Key: []byte("k1"), Subject: "orders.eu", Payload: []byte("payload"),
 		Headers: []client.Header{{Name: "trace", Value: []byte("abc")}, {Name: "empty"}}}
 	for i := range 3 {
-		ack, err := c.Produce(context.Background(), "orders", record)
+		ack, err := c.Produce(context.Background(), "orders", sent)
 		if err != nil || ack != (client.Ack{Offset: uint64(i)}) {
 			t.Fatalf("Produce %d: %+v %v", i, ack, err)
 		}
 	}
 	bodies := b.bodies("orders")
-	view, err := format.DecodeBody(bodies[2])
+	view, err := record.Parse(bodies[2])
 	if err != nil || len(bodies) != 3 {
 		t.Fatalf("stored %d bodies: %v", len(bodies), err)
 	}
-	if string(view.Key) != "k1" || string(view.Subject) != "orders.eu" || string(view.Payload) != "payload" || view.Codec != format.CodecNone {
+	if string(view.Key) != "k1" || string(view.Subject) != "orders.eu" || string(view.Payload) != "payload" || view.Codec != record.CodecNone {
 		t.Fatalf("stored body %+v", view)
 	}
 	var names []string

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ironbus/ironbus/codec"
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 )
 
 // Compression is what a producer compresses payloads with. The zero value
@@ -43,14 +43,14 @@ func ParseCompression(name string) (Compression, error) {
 	return 0, fmt.Errorf("%w: compression %q (want lz4, zstd or none)", ErrInvalidArgument, name)
 }
 
-func (c Compression) codec() (format.Codec, error) {
+func (c Compression) codec() (record.Codec, error) {
 	switch c {
 	case CompressLZ4:
-		return format.CodecLZ4, nil
+		return record.CodecLZ4, nil
 	case CompressNone:
-		return format.CodecNone, nil
+		return record.CodecNone, nil
 	case CompressZstd:
-		return format.CodecZstd, nil
+		return record.CodecZstd, nil
 	}
 	return 0, fmt.Errorf("%w: %s", ErrInvalidArgument, c)
 }
@@ -59,7 +59,7 @@ func (c Compression) codec() (format.Codec, error) {
 // the uncompressed path never touches the codec package.
 func newCompressor(c Compression, minBytes int) (*codec.Compressor, error) {
 	kind, err := c.codec()
-	if err != nil || kind == format.CodecNone {
+	if err != nil || kind == record.CodecNone {
 		return nil, err
 	}
 	compressor, err := codec.NewCompressor(codec.Policy{Codec: kind, MinBytes: minBytes})
@@ -71,13 +71,13 @@ func newCompressor(c Compression, minBytes int) (*codec.Compressor, error) {
 
 // Codec names how a delivered record's payload was stored; Message.Payload
 // is always the decompressed payload.
-type Codec = format.Codec
+type Codec = record.Codec
 
 // Codecs a Message can report.
 const (
-	CodecNone = format.CodecNone
-	CodecLZ4  = format.CodecLZ4
-	CodecZstd = format.CodecZstd
+	CodecNone = record.CodecNone
+	CodecLZ4  = record.CodecLZ4
+	CodecZstd = record.CodecZstd
 )
 
 // DecompressError is a delivered record whose CRC32C verified but whose
@@ -117,7 +117,7 @@ func (e *DecompressError) Unwrap() []error {
 
 // decompressPayload restores view's payload into dst (appending) or
 // returns a *DecompressError naming the record.
-func decompressPayload(d *codec.Decompressor, dst []byte, view format.BodyView, stream string, partition uint32, offset uint64) ([]byte, error) {
+func decompressPayload(d *codec.Decompressor, dst []byte, view record.View, stream string, partition uint32, offset uint64) ([]byte, error) {
 	out, err := d.Decompress(dst, view.Codec, view.Payload, view.RawLength)
 	if err != nil {
 		return dst, &DecompressError{Stream: stream, Partition: partition, Offset: offset, Codec: view.Codec,

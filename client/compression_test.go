@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/ironbus/ironbus/client"
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -137,8 +137,8 @@ func TestAwaitedProduceCompressesAndTheCapRefuses(t *testing.T) {
 func TestHostileCompressedPayload(t *testing.T) {
 	addr, stop := startServedBroker()
 	t.Cleanup(stop)
-	for _, codec := range []format.Codec{format.CodecLZ4, format.CodecZstd} {
-		body, _ := format.AppendBody(nil, format.Body{Codec: codec, Payload: []byte{0xf0, 0xff, 0xff, 0x00, 0x13, 0x37}, RawLength: 900})
+	for _, codec := range []record.Codec{record.CodecLZ4, record.CodecZstd} {
+		body, _ := record.AppendBody(nil, record.Body{Codec: codec, Payload: []byte{0xf0, 0xff, 0xff, 0x00, 0x13, 0x37}, RawLength: 900})
 		if werr := rawProduce(t, addr, "hostile", body); werr != nil {
 			t.Fatalf("broker refused a well-framed %s body: %v", codec, werr)
 		}
@@ -166,12 +166,12 @@ func TestHostileCompressedPayload(t *testing.T) {
 func TestBrokerRefusesUnknownCodec(t *testing.T) {
 	addr, stop := startServedBroker()
 	t.Cleanup(stop)
-	body, _ := format.AppendBody(nil, format.Body{Codec: 9, Payload: []byte("abc"), RawLength: 3})
+	body, _ := record.AppendBody(nil, record.Body{Codec: 9, Payload: []byte("abc"), RawLength: 3})
 	werr := rawProduce(t, addr, "unknown", body)
 	if werr == nil || werr.Code != wire.CodeInvalidRequest {
 		t.Fatalf("produce with codec 9: %v, want invalid_request", werr)
 	}
-	huge, _ := format.AppendBody(nil, format.Body{Codec: format.CodecLZ4, Payload: []byte("abc"), RawLength: 1 << 30})
+	huge, _ := record.AppendBody(nil, record.Body{Codec: record.CodecLZ4, Payload: []byte("abc"), RawLength: 1 << 30})
 	if werr := rawProduce(t, addr, "unknown", huge); werr == nil || werr.Code != wire.CodeRecordTooLarge {
 		t.Fatalf("produce declaring 1 GiB raw: %v, want record_too_large", werr)
 	}
@@ -194,7 +194,7 @@ func rawProduce(t *testing.T, addr, stream string, body []byte) *wire.Error {
 	if f := readFrame(t, conn); f.Type != wire.TypeWelcome {
 		t.Fatalf("handshake answered with frame type %v", f.Type)
 	}
-	produce := wire.Produce{Stream: []byte(stream), BodyCRC: format.CRC(body), Body: body}
+	produce := wire.Produce{Stream: []byte(stream), BodyCRC: record.Checksum(body), Body: body}
 	if _, err := conn.Write(wire.Append(nil, 1, &produce)); err != nil {
 		t.Fatal(err)
 	}
@@ -242,8 +242,8 @@ func TestCorruptCompressedRecordIsCaughtByTheCRC(t *testing.T) {
 	if _, err := c.Produce(ctx, "s", client.Record{Payload: jsonPayload(2048)}); err != nil {
 		t.Fatal(err)
 	}
-	view, err := format.DecodeBody(b.bodies("s")[0])
-	if err != nil || view.Codec != format.CodecLZ4 {
+	view, err := record.Parse(b.bodies("s")[0])
+	if err != nil || view.Codec != record.CodecLZ4 {
 		t.Fatalf("stored body: codec %s, %v", view.Codec, err)
 	}
 	b.locked(func() { b.corrupt[0] = true })

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ironbus/ironbus/codec"
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -202,13 +202,13 @@ func (f *fetchState) batch(b wire.DeliverBatch) {
 			count: int(b.Count), start: start, end: len(f.frames)})
 		return
 	}
-	err := walkRecords(b, func(h format.RecordHeader, frame []byte, corrupt error) error {
+	err := walkRecords(b, func(h record.FrameHeader, frame []byte, corrupt error) error {
 		if corrupt != nil {
 			f.reject(Message{Stream: f.stream, Partition: b.Partition, Offset: h.Offset, Attempt: 1}, corrupt)
 			return nil
 		}
 		f.deliver(wire.Deliver{Partition: b.Partition, Offset: h.Offset, Attempt: 1, Timestamp: h.Timestamp,
-			BodyCRC: h.BodyCRC, Body: frame[format.RecordHeaderSize : format.RecordHeaderSize+int(h.BodyLength)]})
+			BodyCRC: h.BodyCRC, Body: frame[record.FrameHeaderSize : record.FrameHeaderSize+int(h.BodyLength)]})
 		f.delivered-- // counted with the batch
 		return nil
 	})
@@ -225,15 +225,15 @@ func (f *fetchState) deliver(d wire.Deliver) {
 	f.delivered++
 	m := Message{Stream: f.stream, Partition: d.Partition, Offset: d.Offset, Lease: d.Lease,
 		Attempt: d.Attempt, Redelivered: d.Flags&wire.DeliverRedelivered != 0, Timestamp: time.Unix(0, d.Timestamp)}
-	if crc := format.CRC(d.Body); crc != d.BodyCRC {
+	if crc := record.Checksum(d.Body); crc != d.BodyCRC {
 		f.reject(m, fmt.Errorf("%w: %s/%d offset %d: body CRC32C %08x, the record says %08x",
 			ErrCorruptDelivery, f.stream, d.Partition, d.Offset, crc, d.BodyCRC))
 		return
 	}
 	owned := bytes.Clone(d.Body) // the frame aliases the read buffer
-	view, err := format.DecodeBody(owned)
+	view, err := record.Parse(owned)
 	switch {
-	case errors.Is(err, format.ErrTooNew):
+	case errors.Is(err, record.ErrTooNew):
 		f.reject(m, fmt.Errorf("%w: %s/%d offset %d: %w", ErrUnsupportedRecord, f.stream, d.Partition, d.Offset, err))
 		return
 	case err != nil:
@@ -241,7 +241,7 @@ func (f *fetchState) deliver(d wire.Deliver) {
 		return
 	}
 	m.Key, m.Subject, m.Payload, m.Codec = view.Key, string(view.Subject), view.Payload, view.Codec
-	if view.Codec != format.CodecNone {
+	if view.Codec != record.CodecNone {
 		// Decompressed later, on the caller's goroutine (decompress), so
 		// a large payload never stalls the connection's reader.
 		f.compressed = append(f.compressed, compressedMessage{index: len(f.messages), view: view})
@@ -256,7 +256,7 @@ func (f *fetchState) deliver(d wire.Deliver) {
 // decompression; view aliases the message's own copy of the body.
 type compressedMessage struct {
 	index int
-	view  format.BodyView
+	view  record.View
 }
 
 // decompress restores the payloads the reader left compressed, each into

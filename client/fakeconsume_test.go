@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"time"
 
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -185,9 +185,9 @@ func (fc *fakeConn) streamPartition(id uint32, log *fakeLog, partition uint32, f
 		for end < len(log.records) && matches(filter, log.records[end].body) == matching {
 			r := log.records[end]
 			at := len(frames)
-			frames = format.AppendRecord(frames, uint64(end), r.timestamp, r.body, r.crc, format.BodyHash(r.body))
+			frames = record.AppendFrame(frames, uint64(end), r.timestamp, r.body, r.crc, record.BodyHash(r.body))
 			if b.corrupt[uint64(end)] {
-				frames[at+format.RecordHeaderSize] ^= 0x40
+				frames[at+record.FrameHeaderSize] ^= 0x40
 			}
 			end++
 		}

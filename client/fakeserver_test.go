@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -392,11 +392,11 @@ func (fc *fakeConn) produce(f wire.Frame) {
 		b.problem("Produce: %v", err)
 		return
 	}
-	if format.CRC(m.Body) != m.BodyCRC {
+	if record.Checksum(m.Body) != m.BodyCRC {
 		fc.batch = append(fc.batch, reply{id: f.RequestID, err: wire.NewError(wire.CodeChecksum, "body crc")})
 		return
 	}
-	if _, err := format.DecodeBody(m.Body); err != nil && !b.discard {
+	if _, err := record.Parse(m.Body); err != nil && !b.discard {
 		b.problem("Produce body: %v", err)
 	}
 	b.mu.Lock()

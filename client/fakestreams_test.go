@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -52,7 +52,7 @@ func (b *fakeBroker) route(m wire.Produce) (stream []byte, partition uint32, wer
 	if b.discard {
 		return b.routeDiscarding(m)
 	}
-	body, _ := format.DecodeBody(m.Body)
+	body, _ := record.Parse(m.Body)
 	if m.Flags&wire.ProduceRouteBySubject != 0 {
 		if len(stream) != 0 {
 			return nil, 0, wire.NewError(wire.CodeInvalidRequest, "route_by_subject with a stream")
@@ -133,7 +133,7 @@ func matches(filter []byte, body []byte) bool {
 	if len(filter) == 0 {
 		return true
 	}
-	view, err := format.DecodeBody(body)
+	view, err := record.Parse(body)
 	return err == nil && fakeMatch(string(filter), string(view.Subject))
 }
 

@@ -6,7 +6,7 @@ import (
 	"math"
 
 	"github.com/ironbus/ironbus/codec"
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -49,7 +49,7 @@ type encoder struct {
 	body       []byte
 	stream     []byte // awaited produces: the stream name, copied to reuse
 	subject    []byte
-	headers    []format.Header
+	headers    []record.Header
 	msg        wire.Produce
 }
 
@@ -67,13 +67,13 @@ func (e *encoder) encode(c *Client, t target, r *Record) error {
 	stream := t.stream
 	e.headers = e.headers[:0]
 	for _, h := range r.Headers {
-		e.headers = append(e.headers, format.Header{Name: h.Name, Value: h.Value})
+		e.headers = append(e.headers, record.Header{Name: h.Name, Value: h.Value})
 	}
-	b := format.Body{Key: r.Key, Subject: e.subject, Headers: e.headers, Payload: r.Payload}
+	b := record.Body{Key: r.Key, Subject: e.subject, Headers: e.headers, Payload: r.Payload}
 	// Sizes are checked uncompressed: compression saves disk and network
 	// but never admits a record the server would refuse uncompressed, so
 	// a consumer's default decompression cap fits every record.
-	size := format.BodySize(b)
+	size := record.BodySize(b)
 	if limit := c.info.MaxRecordBytes; limit > 0 && size > limit {
 		return fmt.Errorf("%w: record body of %d bytes, the server stores at most %d", ErrRecordTooLarge, size, limit)
 	}
@@ -84,13 +84,13 @@ func (e *encoder) encode(c *Client, t target, r *Record) error {
 		b.Payload, b.Codec = e.compressor.Compress(r.Payload)
 		b.RawLength = uint32(len(r.Payload))
 	}
-	body, err := format.AppendBody(e.body[:0], b)
+	body, err := record.AppendBody(e.body[:0], b)
 	clear(e.headers) // do not keep the caller's header values alive
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
 	e.body = body
-	e.msg = wire.Produce{Stream: stream, Partition: t.partition, Flags: t.flags, BodyCRC: format.CRC(body), Body: body}
+	e.msg = wire.Produce{Stream: stream, Partition: t.partition, Flags: t.flags, BodyCRC: record.Checksum(body), Body: body}
 	return nil
 }
 

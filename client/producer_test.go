@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ironbus/ironbus/client"
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -55,7 +55,7 @@ func TestProducerTenThousandOutOfOrderAcks(t *testing.T) {
 	}
 	bodies := b.bodies("events")
 	for _, i := range []int{0, 1, n / 2, n - 1} {
-		view, err := format.DecodeBody(bodies[i])
+		view, err := record.Parse(bodies[i])
 		if err != nil || string(view.Payload) != fmt.Sprintf("record-%d", i) {
 			t.Fatalf("stored record %d: %q %v", i, view.Payload, err)
 		}

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -250,21 +250,21 @@ func (s *Stream) advance(partition uint32, next uint64) {
 
 // appendRecord returns the walk callback that decodes one verified record
 // frame into a Message aliasing it.
-func (s *Stream) appendRecord(partition uint32) func(format.RecordHeader, []byte, error) error {
-	return func(h format.RecordHeader, frame []byte, corrupt error) error {
+func (s *Stream) appendRecord(partition uint32) func(record.FrameHeader, []byte, error) error {
+	return func(h record.FrameHeader, frame []byte, corrupt error) error {
 		if corrupt != nil {
 			return corrupt // never a message; the caller sees which offset
 		}
-		view, err := format.DecodeBody(frame[format.RecordHeaderSize : format.RecordHeaderSize+int(h.BodyLength)])
+		view, err := record.Parse(frame[record.FrameHeaderSize : record.FrameHeaderSize+int(h.BodyLength)])
 		switch {
-		case errors.Is(err, format.ErrTooNew):
+		case errors.Is(err, record.ErrTooNew):
 			return fmt.Errorf("%w: %s/%d offset %d: %w", ErrUnsupportedRecord, s.stream, partition, h.Offset, err)
 		case err != nil:
 			return &CorruptBatchError{Stream: s.stream, Partition: partition, Offset: h.Offset, Err: err}
 		}
 		m := Message{Stream: s.stream, Partition: partition, Offset: h.Offset, Attempt: 1,
 			Timestamp: time.Unix(0, h.Timestamp), Key: view.Key, Payload: view.Payload, Codec: view.Codec}
-		if view.Codec != format.CodecNone {
+		if view.Codec != record.CodecNone {
 			if m.Payload, err = s.decompress(view, partition, h.Offset); err != nil {
 				return err
 			}
@@ -289,7 +289,7 @@ func (s *Stream) appendRecord(partition uint32) func(format.RecordHeader, []byte
 // payload buffer, which lives until the next call to Next like the
 // receive buffer the other fields alias. When the buffer has to grow,
 // earlier payloads of the batch keep the old array, so they stay valid.
-func (s *Stream) decompress(view format.BodyView, partition uint32, offset uint64) ([]byte, error) {
+func (s *Stream) decompress(view record.View, partition uint32, offset uint64) ([]byte, error) {
 	start := len(s.payloads)
 	out, err := decompressPayload(s.client.decompressor, s.payloads, view, s.stream, partition, offset)
 	if err != nil {
@@ -380,38 +380,36 @@ func (s *Stream) commitIfDue(ctx context.Context) error {
 
 // walkRecords verifies every record frame of a DeliverBatch (header
 // CRC32C, length trailer, body CRC32C and xxh3) and calls fn with each,
-// skipping commit frames. A frame whose header holds but whose body fails
-// goes to fn with a nil frame and its *CorruptBatchError, so fn decides
-// whether the rest of the batch is worth having. Offsets must run from
-// First without a hole and the count must match: anything else is
-// corruption of the batch, and ends it.
-func walkRecords(b wire.DeliverBatch, fn func(format.RecordHeader, []byte, error) error) error {
+// stepping over the other frames a run may hold (the commit frames that
+// closed producer batches) by the length in their prefix. A frame whose
+// header holds but whose body fails goes to fn with a nil frame and its
+// *CorruptBatchError, so fn decides whether the rest of the batch is worth
+// having. Offsets must run from First without a hole and the count must
+// match: anything else is corruption of the batch, and ends it.
+func walkRecords(b wire.DeliverBatch, fn func(record.FrameHeader, []byte, error) error) error {
 	want := b.First
 	corrupt := func(err error) error {
 		return &CorruptBatchError{Partition: b.Partition, Offset: want, Err: err}
 	}
 	for frames := b.Frames; len(frames) > 0; {
-		switch format.PeekKind(frames) {
-		case format.KindCommit:
-			if len(frames) < format.CommitFrameSize {
-				return corrupt(fmt.Errorf("%w: commit frame cut short", format.ErrCorrupt))
+		if !record.IsFrame(frames) {
+			length, err := record.OtherFrameLength(frames)
+			if err != nil {
+				return corrupt(err)
 			}
-			frames = frames[format.CommitFrameSize:]
+			frames = frames[length:]
 			continue
-		case format.KindRecord:
-		default:
-			return corrupt(fmt.Errorf("%w: a %v frame in a batch", format.ErrCorrupt, format.PeekKind(frames)))
 		}
-		h, err := format.DecodeRecordHeader(frames, format.AbsoluteMaxBody)
+		h, err := record.ParseFrameHeader(frames, record.AbsoluteMaxBody)
 		if err != nil {
 			return corrupt(err) // the frame boundaries are lost with it
 		}
 		if h.Offset != want || want >= b.Next || len(frames) < int(h.FrameLength) {
 			return corrupt(fmt.Errorf("%w: record offset %d (%d bytes) in a batch of [%d, %d) with %d bytes left",
-				format.ErrCorrupt, h.Offset, h.FrameLength, b.First, b.Next, len(frames)))
+				record.ErrCorrupt, h.Offset, h.FrameLength, b.First, b.Next, len(frames)))
 		}
 		frame := frames[:h.FrameLength]
-		if _, err := format.VerifyRecord(frame, h); err != nil {
+		if _, err := record.VerifyFrame(frame, h); err != nil {
 			frame, err = nil, corrupt(err)
 			if err := fn(h, nil, err); err != nil {
 				return err
@@ -423,7 +421,7 @@ func walkRecords(b wire.DeliverBatch, fn func(format.RecordHeader, []byte, error
 		want++
 	}
 	if got := want - b.First; got != uint64(b.Count) {
-		return corrupt(fmt.Errorf("%w: batch says %d records, holds %d", format.ErrCorrupt, b.Count, got))
+		return corrupt(fmt.Errorf("%w: batch says %d records, holds %d", record.ErrCorrupt, b.Count, got))
 	}
 	return nil
 }

@@ -3,7 +3,7 @@ package client
 import (
 	"testing"
 
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -11,10 +11,10 @@ import (
 // return a typed error or records that verified, and never panic or read
 // out of bounds.
 func FuzzWalkRecords(f *testing.F) {
-	body, _ := format.AppendBody(nil, format.Body{Key: []byte("k"), Payload: []byte("payload")})
+	body, _ := record.AppendBody(nil, record.Body{Key: []byte("k"), Payload: []byte("payload")})
 	var frames []byte
 	for offset := uint64(5); offset < 8; offset++ {
-		frames = format.AppendRecord(frames, offset, 1_000, body, format.CRC(body), format.BodyHash(body))
+		frames = record.AppendFrame(frames, offset, 1_000, body, record.Checksum(body), record.BodyHash(body))
 	}
 	f.Add(uint64(5), uint64(8), uint32(3), frames)
 	f.Add(uint64(5), uint64(8), uint32(2), frames)
@@ -23,7 +23,7 @@ func FuzzWalkRecords(f *testing.F) {
 	f.Fuzz(func(t *testing.T, first, next uint64, count uint32, frames []byte) {
 		records := 0
 		err := walkRecords(wire.DeliverBatch{First: first, Next: next, Count: count, Frames: frames},
-			func(h format.RecordHeader, frame []byte, err error) error {
+			func(h record.FrameHeader, frame []byte, err error) error {
 				if err == nil {
 					if frame == nil || h.Offset < first || h.Offset >= next {
 						t.Fatalf("a verified record %d outside [%d, %d) or without its frame", h.Offset, first, next)

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/ironbus/ironbus/codec"
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 )
 
 // BenchmarkCompress sweeps payload sizes around the policy threshold for
@@ -14,7 +14,7 @@ import (
 // the time is what a producer of incompressible data pays per record,
 // the back-off (one attempt in 16) included.
 func BenchmarkCompress(b *testing.B) {
-	for _, c := range []format.Codec{format.CodecLZ4, format.CodecZstd} {
+	for _, c := range []record.Codec{record.CodecLZ4, record.CodecZstd} {
 		for _, kind := range []string{"json", "random"} {
 			for _, size := range []int{64, 128, 256, 1024, 16 << 10} {
 				b.Run(fmt.Sprintf("%s/%s/%d", c, kind, size), func(b *testing.B) {
@@ -42,7 +42,7 @@ func BenchmarkCompress(b *testing.B) {
 
 // BenchmarkDecompress is the consumer side for the JSON-like payload.
 func BenchmarkDecompress(b *testing.B) {
-	for _, c := range []format.Codec{format.CodecLZ4, format.CodecZstd} {
+	for _, c := range []record.Codec{record.CodecLZ4, record.CodecZstd} {
 		for _, size := range []int{1024, 16 << 10} {
 			b.Run(fmt.Sprintf("%s/%d", c, size), func(b *testing.B) {
 				compressor, _ := codec.NewCompressor(codec.Policy{Codec: c})

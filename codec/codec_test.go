@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/ironbus/ironbus/codec"
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 )
 
 // jsonLike returns n bytes of JSON-ish text, the compressible payload the
@@ -34,7 +34,7 @@ func randomBytes(n int, seed uint64) []byte {
 }
 
 func TestRoundTripEachCodec(t *testing.T) {
-	for _, c := range []format.Codec{format.CodecLZ4, format.CodecZstd} {
+	for _, c := range []record.Codec{record.CodecLZ4, record.CodecZstd} {
 		for _, size := range []int{512, 1024, 64 << 10, 1 << 20} {
 			t.Run(fmt.Sprintf("%s/%d", c, size), func(t *testing.T) {
 				compressor, err := codec.NewCompressor(codec.Policy{Codec: c})
@@ -65,17 +65,17 @@ func TestRoundTripEachCodec(t *testing.T) {
 }
 
 func TestIncompressibleAndTinyStayUncompressed(t *testing.T) {
-	for _, c := range []format.Codec{format.CodecLZ4, format.CodecZstd} {
+	for _, c := range []record.Codec{record.CodecLZ4, record.CodecZstd} {
 		compressor, err := codec.NewCompressor(codec.Policy{Codec: c})
 		if err != nil {
 			t.Fatal(err)
 		}
 		random := randomBytes(4096, 7)
-		if stored, got := compressor.Compress(random); got != format.CodecNone || &stored[0] != &random[0] {
+		if stored, got := compressor.Compress(random); got != record.CodecNone || &stored[0] != &random[0] {
 			t.Errorf("%s: random bytes came back as %s, want the payload itself with none", c, got)
 		}
 		tiny := bytes.Repeat([]byte("a"), codec.DefaultMinBytes-1)
-		if _, got := compressor.Compress(tiny); got != format.CodecNone {
+		if _, got := compressor.Compress(tiny); got != record.CodecNone {
 			t.Errorf("%s: a %d-byte payload was compressed; the threshold is %d", c, len(tiny), codec.DefaultMinBytes)
 		}
 		always, _ := codec.NewCompressor(codec.Policy{Codec: c, MinBytes: -1})
@@ -85,8 +85,8 @@ func TestIncompressibleAndTinyStayUncompressed(t *testing.T) {
 		compressor.Close()
 		always.Close()
 	}
-	none, _ := codec.NewCompressor(codec.Policy{Codec: format.CodecNone})
-	if _, got := none.Compress(jsonLike(4096, 1)); got != format.CodecNone {
+	none, _ := codec.NewCompressor(codec.Policy{Codec: record.CodecNone})
+	if _, got := none.Compress(jsonLike(4096, 1)); got != record.CodecNone {
 		t.Errorf("policy none compressed")
 	}
 }
@@ -102,7 +102,7 @@ func TestUnknownCodec(t *testing.T) {
 }
 
 func TestCapCheckedBeforeDecoding(t *testing.T) {
-	compressor, _ := codec.NewCompressor(codec.Policy{Codec: format.CodecLZ4})
+	compressor, _ := codec.NewCompressor(codec.Policy{Codec: record.CodecLZ4})
 	payload := jsonLike(4096, 3)
 	stored, c := compressor.Compress(payload)
 	d := codec.NewDecompressor(4095)
@@ -121,7 +121,7 @@ func TestCapCheckedBeforeDecoding(t *testing.T) {
 }
 
 func TestWrongDeclaredLength(t *testing.T) {
-	for _, c := range []format.Codec{format.CodecLZ4, format.CodecZstd} {
+	for _, c := range []record.Codec{record.CodecLZ4, record.CodecZstd} {
 		compressor, _ := codec.NewCompressor(codec.Policy{Codec: c})
 		payload := jsonLike(2048, 4)
 		stored, _ := compressor.Compress(payload)
@@ -141,7 +141,7 @@ func TestGarbageIsCorruptNotPanic(t *testing.T) {
 	defer d.Close()
 	for seed := range uint64(200) {
 		garbage := randomBytes(int(seed%300)+1, seed)
-		for _, c := range []format.Codec{format.CodecLZ4, format.CodecZstd} {
+		for _, c := range []record.Codec{record.CodecLZ4, record.CodecZstd} {
 			if _, err := d.Decompress(nil, c, garbage, 1000); err != nil && !errors.Is(err, codec.ErrCorrupt) {
 				t.Fatalf("%s garbage: %v, want ErrCorrupt", c, err)
 			}
@@ -150,7 +150,7 @@ func TestGarbageIsCorruptNotPanic(t *testing.T) {
 }
 
 func TestSteadyStateCompressionAllocatesNothing(t *testing.T) {
-	compressor, _ := codec.NewCompressor(codec.Policy{Codec: format.CodecLZ4})
+	compressor, _ := codec.NewCompressor(codec.Policy{Codec: record.CodecLZ4})
 	payload := jsonLike(1024, 5)
 	compressor.Compress(payload)
 	if allocs := testing.AllocsPerRun(100, func() { compressor.Compress(payload) }); allocs != 0 {
@@ -168,14 +168,14 @@ func TestSteadyStateCompressionAllocatesNothing(t *testing.T) {
 // the compressor tries only one in 16, and a payload that shrinks again
 // ends the back-off.
 func TestIncompressibleRunBacksOff(t *testing.T) {
-	compressor, _ := codec.NewCompressor(codec.Policy{Codec: format.CodecLZ4})
+	compressor, _ := codec.NewCompressor(codec.Policy{Codec: record.CodecLZ4})
 	random, text := randomBytes(1024, 21), jsonLike(1024, 21)
 	for range 8 {
 		compressor.Compress(random)
 	}
 	compressed := 0
 	for range 16 {
-		if _, got := compressor.Compress(text); got == format.CodecLZ4 {
+		if _, got := compressor.Compress(text); got == record.CodecLZ4 {
 			compressed++
 		}
 	}
@@ -184,7 +184,7 @@ func TestIncompressibleRunBacksOff(t *testing.T) {
 		t.Fatalf("%d of 16 compressible payloads compressed during the back-off, want 1 (the probe)", compressed)
 	}
 	for i := range 8 {
-		if _, got := compressor.Compress(text); got != format.CodecLZ4 {
+		if _, got := compressor.Compress(text); got != record.CodecLZ4 {
 			t.Fatalf("payload %d after the back-off ended was not compressed", i)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 )
 
 // Compression policy defaults (docs/BENCHMARKS.md, "Compression", has the
@@ -30,8 +30,8 @@ const (
 
 // Policy says what a producer compresses with.
 type Policy struct {
-	// Codec to try: format.CodecNone turns compression off.
-	Codec format.Codec
+	// Codec to try: record.CodecNone turns compression off.
+	Codec record.Codec
 	// MinBytes is the shortest payload worth trying: 0 means
 	// DefaultMinBytes, a negative value tries every payload.
 	MinBytes int
@@ -64,8 +64,8 @@ type Compressor struct {
 func NewCompressor(policy Policy) (*Compressor, error) {
 	c := &Compressor{policy: policy, minimum: policy.minBytes()}
 	switch policy.Codec {
-	case format.CodecNone, format.CodecLZ4:
-	case format.CodecZstd:
+	case record.CodecNone, record.CodecLZ4:
+	case record.CodecZstd:
 		// One encoder goroutine and the smaller tables: a producer
 		// compresses one payload at a time, and edge boxes are short of
 		// RAM. No zstd checksum: the record's CRC32C covers the bytes.
@@ -86,15 +86,15 @@ func (c *Compressor) Policy() Policy { return c.policy }
 
 // Compress returns the bytes to store for payload and their codec: the
 // compressed form when the policy says it is worth it, else payload itself
-// with format.CodecNone. A compressed result aliases the Compressor's
+// with record.CodecNone. A compressed result aliases the Compressor's
 // scratch space and is valid until the next call.
-func (c *Compressor) Compress(payload []byte) ([]byte, format.Codec) {
-	if c.policy.Codec == format.CodecNone || len(payload) < c.minimum {
-		return payload, format.CodecNone
+func (c *Compressor) Compress(payload []byte) ([]byte, record.Codec) {
+	if c.policy.Codec == record.CodecNone || len(payload) < c.minimum {
+		return payload, record.CodecNone
 	}
 	if c.skip > 0 {
 		c.skip--
-		return payload, format.CodecNone
+		return payload, record.CodecNone
 	}
 	limit := len(payload) - len(payload)/savingDivisor
 	if len(payload)/savingDivisor == 0 {
@@ -102,9 +102,9 @@ func (c *Compressor) Compress(payload []byte) ([]byte, format.Codec) {
 	}
 	var out []byte
 	switch c.policy.Codec {
-	case format.CodecLZ4:
+	case record.CodecLZ4:
 		out = c.compressLZ4(payload, limit)
-	case format.CodecZstd:
+	case record.CodecZstd:
 		out = c.zstd.EncodeAll(payload, c.scratch[:0])
 		c.scratch = out[:0]
 	}
@@ -112,7 +112,7 @@ func (c *Compressor) Compress(payload []byte) ([]byte, format.Codec) {
 		if c.misses++; c.misses >= missesBeforeSkipping {
 			c.skip = skipPeriod - 1
 		}
-		return payload, format.CodecNone
+		return payload, record.CodecNone
 	}
 	c.misses = 0
 	return out, c.policy.Codec

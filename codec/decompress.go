@@ -8,7 +8,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 )
 
 // Decompressor restores payloads. It is safe for concurrent use: lz4 keeps
@@ -36,11 +36,11 @@ func (d *Decompressor) MaxBytes() int { return d.maxBytes }
 // declares; it is checked against the cap before anything is allocated,
 // and the output must be exactly that long. A CodecNone payload is
 // appended as is. The caller has verified the record's CRC32C.
-func (d *Decompressor) Decompress(dst []byte, codec format.Codec, stored []byte, rawLength uint32) ([]byte, error) {
-	if codec == format.CodecNone {
+func (d *Decompressor) Decompress(dst []byte, codec record.Codec, stored []byte, rawLength uint32) ([]byte, error) {
+	if codec == record.CodecNone {
 		return append(dst, stored...), nil
 	}
-	if codec != format.CodecLZ4 && codec != format.CodecZstd {
+	if codec != record.CodecLZ4 && codec != record.CodecZstd {
 		return dst, fmt.Errorf("%w: %s", ErrUnknownCodec, codec)
 	}
 	if uint64(rawLength) > uint64(d.maxBytes) {
@@ -52,9 +52,9 @@ func (d *Decompressor) Decompress(dst []byte, codec format.Codec, stored []byte,
 	dst = slices.Grow(dst, raw)
 	var err error
 	switch codec {
-	case format.CodecLZ4:
+	case record.CodecLZ4:
 		dst, err = decompressLZ4(dst, stored, raw)
-	case format.CodecZstd:
+	case record.CodecZstd:
 		dst, err = d.decompressZstd(dst, stored, raw)
 	}
 	if err != nil {

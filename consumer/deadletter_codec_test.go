@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 )
 
 // TestDeadLetterKeepsTheCodec: moving a compressed record to the
@@ -13,7 +13,7 @@ import (
 // never decompresses.
 func TestDeadLetterKeepsTheCodec(t *testing.T) {
 	compressed := []byte{0x1f, 0x61, 0x01, 0x00, 0xff, 0x50, 0x61, 0x61, 0x61, 0x61, 0x61}
-	source, err := format.AppendBody(nil, format.Body{Codec: format.CodecLZ4, Key: []byte("k"), Payload: compressed, RawLength: 300})
+	source, err := record.AppendBody(nil, record.Body{Codec: record.CodecLZ4, Key: []byte("k"), Payload: compressed, RawLength: 300})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,11 +22,11 @@ func TestDeadLetterKeepsTheCodec(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, body := range map[string][]byte{"dead letter": letter, "source": source} {
-		view, err := format.DecodeBody(body)
+		view, err := record.Parse(body)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if view.Codec != format.CodecLZ4 || view.RawLength != 300 || !bytes.Equal(view.Payload, compressed) {
+		if view.Codec != record.CodecLZ4 || view.RawLength != 300 || !bytes.Equal(view.Payload, compressed) {
 			t.Fatalf("%s: codec %s raw %d payload %x", name, view.Codec, view.RawLength, view.Payload)
 		}
 	}
@@ -34,8 +34,8 @@ func TestDeadLetterKeepsTheCodec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	view, err := format.DecodeBody(redriven)
-	if err != nil || view.Codec != format.CodecLZ4 || view.RawLength != 300 || !bytes.Equal(view.Payload, compressed) {
+	view, err := record.Parse(redriven)
+	if err != nil || view.Codec != record.CodecLZ4 || view.RawLength != 300 || !bytes.Equal(view.Payload, compressed) {
 		t.Fatalf("redriven: %v codec %s raw %d", err, view.Codec, view.RawLength)
 	}
 }

@@ -7,8 +7,8 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/segment/format"
 )
 
 // Headers a dead letter carries beside the original record's own, so a
@@ -46,7 +46,7 @@ func (q *LogDeadLetters) Append(ctx context.Context, letter DeadLetter) error {
 	if err != nil {
 		return err
 	}
-	ticket, err := q.log.Append(ctx, body, format.CRC(body))
+	ticket, err := q.log.Append(ctx, body, record.Checksum(body))
 	if err != nil {
 		return fmt.Errorf("consumer: dead-letter append: %w", err)
 	}
@@ -83,23 +83,23 @@ func (q *LogDeadLetters) Find(from uint64, group string, partition uint32, sourc
 // EncodeDeadLetter builds the body stored in the queue. A source body
 // that does not decode is kept whole as the payload.
 func EncodeDeadLetter(letter DeadLetter) ([]byte, error) {
-	body := format.Body{Payload: letter.Body}
-	if view, err := format.DecodeBody(letter.Body); err == nil {
-		body = format.Body{Codec: view.Codec, Key: view.Key, Subject: view.Subject, Payload: view.Payload,
+	body := record.Body{Payload: letter.Body}
+	if view, err := record.Parse(letter.Body); err == nil {
+		body = record.Body{Codec: view.Codec, Key: view.Key, Subject: view.Subject, Payload: view.Payload,
 			RawLength: view.RawLength}
 		for name, value := range view.Headers() {
-			body.Headers = append(body.Headers, format.Header{Name: string(name), Value: value})
+			body.Headers = append(body.Headers, record.Header{Name: string(name), Value: value})
 		}
 	}
 	body.Headers = append(body.Headers,
-		format.Header{Name: HeaderGroup, Value: []byte(letter.Group)},
-		format.Header{Name: HeaderStream, Value: []byte(letter.Stream)},
-		format.Header{Name: HeaderPartition, Value: strconv.AppendUint(nil, uint64(letter.Partition), 10)},
-		format.Header{Name: HeaderOffset, Value: strconv.AppendUint(nil, letter.Offset, 10)},
-		format.Header{Name: HeaderAttempts, Value: strconv.AppendUint(nil, uint64(letter.Attempts), 10)},
-		format.Header{Name: HeaderReason, Value: []byte(letter.Reason)},
-		format.Header{Name: HeaderTimestamp, Value: strconv.AppendInt(nil, letter.Timestamp, 10)})
-	encoded, err := format.AppendBody(nil, body)
+		record.Header{Name: HeaderGroup, Value: []byte(letter.Group)},
+		record.Header{Name: HeaderStream, Value: []byte(letter.Stream)},
+		record.Header{Name: HeaderPartition, Value: strconv.AppendUint(nil, uint64(letter.Partition), 10)},
+		record.Header{Name: HeaderOffset, Value: strconv.AppendUint(nil, letter.Offset, 10)},
+		record.Header{Name: HeaderAttempts, Value: strconv.AppendUint(nil, uint64(letter.Attempts), 10)},
+		record.Header{Name: HeaderReason, Value: []byte(letter.Reason)},
+		record.Header{Name: HeaderTimestamp, Value: strconv.AppendInt(nil, letter.Timestamp, 10)})
+	encoded, err := record.AppendBody(nil, body)
 	if err != nil {
 		return nil, fmt.Errorf("consumer: dead letter for offset %d: %w", letter.Offset, err)
 	}
@@ -109,7 +109,7 @@ func EncodeDeadLetter(letter DeadLetter) ([]byte, error) {
 // DecodeDeadLetter reads the dead-letter headers of a queue record. Body
 // is left nil: the record itself is the payload.
 func DecodeDeadLetter(body []byte) (DeadLetter, error) {
-	view, err := format.DecodeBody(body)
+	view, err := record.Parse(body)
 	if err != nil {
 		return DeadLetter{}, fmt.Errorf("%w: %w", ErrNotDeadLetter, err)
 	}

@@ -7,8 +7,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
@@ -17,11 +17,11 @@ func (r *rig) appendSubjects(n int, subjects func(i int) string) {
 	r.t.Helper()
 	var last segment.Ticket
 	for i := range n {
-		body, err := format.AppendBody(nil, format.Body{Subject: []byte(subjects(i)), Payload: []byte(fmt.Sprint(i))})
+		body, err := record.AppendBody(nil, record.Body{Subject: []byte(subjects(i)), Payload: []byte(fmt.Sprint(i))})
 		if err != nil {
 			r.t.Fatal(err)
 		}
-		if last, err = r.log.Append(context.Background(), body, format.CRC(body)); err != nil {
+		if last, err = r.log.Append(context.Background(), body, record.Checksum(body)); err != nil {
 			r.t.Fatal(err)
 		}
 	}

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
@@ -41,8 +41,8 @@ func newLog(t *testing.T, mem *vfs.MemFS, records int) (*segment.Dir, *segment.L
 	}
 	var last segment.Ticket
 	for i := 0; i < records; i++ {
-		body, _ := format.AppendBody(nil, format.Body{Payload: []byte(fmt.Sprint("record-", i))})
-		if last, err = l.Append(context.Background(), body, format.CRC(body)); err != nil {
+		body, _ := record.AppendBody(nil, record.Body{Payload: []byte(fmt.Sprint("record-", i))})
+		if last, err = l.Append(context.Background(), body, record.Checksum(body)); err != nil {
 			t.Fatal(err)
 		}
 	}

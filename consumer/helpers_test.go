@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
@@ -71,15 +71,15 @@ func (r *rig) appendRecords(n int, key func(i int) string) {
 	r.t.Helper()
 	var last segment.Ticket
 	for i := 0; i < n; i++ {
-		b := format.Body{Payload: []byte(fmt.Sprint("record-", i))}
+		b := record.Body{Payload: []byte(fmt.Sprint("record-", i))}
 		if key != nil {
 			b.Key = []byte(key(i))
 		}
-		body, err := format.AppendBody(nil, b)
+		body, err := record.AppendBody(nil, b)
 		if err != nil {
 			r.t.Fatal(err)
 		}
-		if last, err = r.log.Append(context.Background(), body, format.CRC(body)); err != nil {
+		if last, err = r.log.Append(context.Background(), body, record.Checksum(body)); err != nil {
 			r.t.Fatal(err)
 		}
 	}
@@ -123,7 +123,7 @@ func (r *rig) open(name string, opts Options) *Group {
 
 // keyOf decodes a delivery's key.
 func keyOf(t *testing.T, d Delivery) string {
-	view, err := format.DecodeBody(d.Body)
+	view, err := record.Parse(d.Body)
 	if err != nil {
 		t.Fatal(err)
 	}

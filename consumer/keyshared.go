@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"slices"
 
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 	"github.com/zeebo/xxh3"
 )
 
@@ -32,7 +32,7 @@ type keyRef struct {
 // recordKey returns the key of a record body. A body that does not
 // decode has no key for routing purposes (it cannot be ordered by one).
 func recordKey(body []byte) keyRef {
-	view, err := format.DecodeBody(body)
+	view, err := record.Parse(body)
 	if err != nil || len(view.Key) == 0 {
 		return keyRef{}
 	}

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/segment/format"
 )
 
 // Redrive republishes a dead-letter queue's records to the stream they
@@ -197,19 +197,19 @@ func readRedrive(queue *segment.Log, from, to uint64, limit int) ([]redriveLette
 // key, subject, headers and payload, without the dead-letter headers (or
 // an earlier redrive's mark), plus the mark of this redrive.
 func redrivenBody(stored []byte, offset uint64) ([]byte, error) {
-	view, err := format.DecodeBody(stored)
+	view, err := record.Parse(stored)
 	if err != nil {
 		return nil, err
 	}
-	body := format.Body{Codec: view.Codec, Key: view.Key, Subject: view.Subject, Payload: view.Payload, RawLength: view.RawLength}
+	body := record.Body{Codec: view.Codec, Key: view.Key, Subject: view.Subject, Payload: view.Payload, RawLength: view.RawLength}
 	for name, value := range view.Headers() {
 		if strings.HasPrefix(string(name), "ironbus-dlq-") || string(name) == HeaderRedrivenFrom {
 			continue
 		}
-		body.Headers = append(body.Headers, format.Header{Name: string(name), Value: value})
+		body.Headers = append(body.Headers, record.Header{Name: string(name), Value: value})
 	}
-	body.Headers = append(body.Headers, format.Header{Name: HeaderRedrivenFrom, Value: strconv.AppendUint(nil, offset, 10)})
-	return format.AppendBody(nil, body)
+	body.Headers = append(body.Headers, record.Header{Name: HeaderRedrivenFrom, Value: strconv.AppendUint(nil, offset, 10)})
+	return record.AppendBody(nil, body)
 }
 
 // republish appends every letter not in landed and waits until all are
@@ -225,7 +225,7 @@ func republish(ctx context.Context, target RedriveTarget, letters []redriveLette
 		if err != nil {
 			return fmt.Errorf("consumer: redrive: %w", err)
 		}
-		ticket, err := l.Append(ctx, letter.body, format.CRC(letter.body))
+		ticket, err := l.Append(ctx, letter.body, record.Checksum(letter.body))
 		if err != nil {
 			return fmt.Errorf("consumer: redrive: append: %w", err)
 		}
@@ -256,7 +256,7 @@ func scanRedriven(l *segment.Log, from uint64, landed map[uint64]bool) error {
 		if entry.Gap != nil {
 			continue
 		}
-		view, err := format.DecodeBody(entry.Body)
+		view, err := record.Parse(entry.Body)
 		if err != nil {
 			continue
 		}

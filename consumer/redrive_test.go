@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
@@ -17,8 +17,8 @@ import (
 func deadLetterRig(t *testing.T, fsys vfs.FS, n int) {
 	r := mustRig(t, fsys)
 	for i := range n {
-		body, err := format.AppendBody(nil, format.Body{Key: []byte("k"), Payload: []byte(fmt.Sprint("record-", i)),
-			Headers: []format.Header{{Name: "trace", Value: []byte("t")}}})
+		body, err := record.AppendBody(nil, record.Body{Key: []byte("k"), Payload: []byte(fmt.Sprint("record-", i)),
+			Headers: []record.Header{{Name: "trace", Value: []byte("t")}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +45,7 @@ func (r *rig) redriven() map[uint64]int {
 		if err != nil {
 			return counts
 		}
-		view, err := format.DecodeBody(entry.Body)
+		view, err := record.Parse(entry.Body)
 		if err != nil {
 			r.t.Fatal(err)
 		}

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
@@ -30,7 +30,7 @@ func BenchmarkAppend(b *testing.B) {
 				b.Fatal(err)
 			}
 			payload := make([]byte, size)
-			crc := format.CRC(payload)
+			crc := record.Checksum(payload)
 			window := make([]Ticket, 0, 256)
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
@@ -71,7 +71,7 @@ func BenchmarkScanSegment(b *testing.B) {
 	payload := make([]byte, 256)
 	var last Ticket
 	for i := 0; i < 20000; i++ {
-		last, _ = l.Append(context.Background(), payload, format.CRC(payload))
+		last, _ = l.Append(context.Background(), payload, record.Checksum(payload))
 	}
 	_ = last.Wait(context.Background())
 	seg := l.segments.Load().segments[0]
@@ -82,7 +82,7 @@ func BenchmarkScanSegment(b *testing.B) {
 	}
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
-		result := scanSegment(data, seg.header.Token, seg.base, format.DefaultMaxBody, scanLimits{End: int64(len(data)), TornAllowed: true})
+		result := scanSegment(data, seg.header.Token, seg.base, record.DefaultMaxBody, scanLimits{End: int64(len(data)), TornAllowed: true})
 		if result.Records != 20000 {
 			b.Fatalf("scanned %d records", result.Records)
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
@@ -242,7 +243,7 @@ func TestCorruptRecordInActiveSegmentCostsOneBatch(t *testing.T) {
 	// rest of the segment survives.
 	segPath := path.Join("/data", streamsDirName, DefaultStream, "0", segmentFileName(0))
 	pos := recordPosition(t, mem, segPath, 10)
-	flipByte(t, mem, segPath, pos+format.RecordHeaderSize+3)
+	flipByte(t, mem, segPath, pos+record.FrameHeaderSize+3)
 	d = openDir(t, mem, opts)
 	l = openLog(t, d)
 	report := l.Report()
@@ -447,7 +448,7 @@ func batchBoundaries(t *testing.T, data []byte) map[int][2]int {
 	for pos < len(data) {
 		switch format.PeekKind(data[pos:]) {
 		case format.KindRecord:
-			h, _, err := format.DecodeRecord(data[pos:], format.DefaultMaxBody)
+			h, _, err := record.ParseFrame(data[pos:], record.DefaultMaxBody)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -478,7 +479,7 @@ func recordPosition(t *testing.T, mem *vfs.MemFS, file string, offset uint64) in
 	for pos := format.SegmentDataStart; pos < len(data); {
 		switch format.PeekKind(data[pos:]) {
 		case format.KindRecord:
-			h, err := format.DecodeRecordHeader(data[pos:], format.DefaultMaxBody)
+			h, err := record.ParseFrameHeader(data[pos:], record.DefaultMaxBody)
 			if err != nil {
 				t.Fatal(err)
 			}

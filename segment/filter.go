@@ -4,7 +4,7 @@ import (
 	"errors"
 	"io"
 
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 )
 
 // Matcher decides whether a record subject passes a reader's filter. It
@@ -60,7 +60,7 @@ func (r *Reader) matches(body []byte) bool {
 	if r.filter == nil {
 		return true
 	}
-	subject, _ := format.BodySubject(body)
+	subject, _ := record.Subject(body)
 	return r.filter.Match(subject)
 }
 

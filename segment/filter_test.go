@@ -10,6 +10,7 @@ import (
 	"path"
 	"testing"
 
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
@@ -45,7 +46,7 @@ func subjectBody(index uint64, subject string, size int, raw bool) []byte {
 	if raw {
 		return payload
 	}
-	encoded, err := format.AppendBody(nil, format.Body{Key: []byte("k"), Subject: []byte(subject), Payload: payload})
+	encoded, err := record.AppendBody(nil, record.Body{Key: []byte("k"), Subject: []byte(subject), Payload: payload})
 	if err != nil {
 		panic(err)
 	}
@@ -115,11 +116,11 @@ func readRuns(t *testing.T, l *Log, m Matcher, maxRecords, maxBytes int) []readI
 				frames = frames[format.CommitFrameSize:]
 				continue
 			}
-			h, body, err := format.DecodeRecord(frames, format.DefaultMaxBody)
+			h, body, err := record.ParseFrame(frames, record.DefaultMaxBody)
 			if err != nil || h.Offset != next {
 				t.Fatalf("run [%d,%d): frame at offset %d: %v", run.First, run.Next, h.Offset, err)
 			}
-			if subject, _ := format.BodySubject(body); m != nil && !m.Match(subject) {
+			if subject, _ := record.Subject(body); m != nil && !m.Match(subject) {
 				t.Fatalf("run [%d,%d) holds record %d, subject %q, which the filter refuses", run.First, run.Next, h.Offset, subject)
 			}
 			items = append(items, readItem{Offset: h.Offset, Body: bytes.Clone(body)})
@@ -154,7 +155,7 @@ func filterReference(all []readItem, m Matcher) []readItem {
 	}
 	for _, item := range all {
 		if item.Gap == nil {
-			if subject, _ := format.BodySubject(item.Body); !m.Match(subject) {
+			if subject, _ := record.Subject(item.Body); !m.Match(subject) {
 				if stretch == nil {
 					stretch = &Gap{From: item.Offset, Reason: GapFiltered}
 				}
@@ -331,7 +332,7 @@ func (w *filterWorkload) damage(t *testing.T, seg *segment, pick uint64) {
 	if _, ok := seg.holeAt(offset); ok {
 		return
 	}
-	flipByte(t, w.mem, file, recordPosition(t, w.mem, file, offset)+format.RecordHeaderSize+1)
+	flipByte(t, w.mem, file, recordPosition(t, w.mem, file, offset)+record.FrameHeaderSize+1)
 }
 
 // TestFilteredReadProperty is the semantics of SetFilter: for random logs

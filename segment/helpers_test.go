@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
@@ -58,7 +58,7 @@ func (r *rngReader) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func crc(b []byte) uint32 { return format.CRC(b) }
+func crc(b []byte) uint32 { return record.Checksum(b) }
 
 func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed*31+7)) }
 
@@ -95,7 +95,7 @@ func body(index uint64, size int) []byte {
 	for i := 16; i < len(payload); i++ {
 		payload[i] = byte(index + uint64(i))
 	}
-	encoded, err := format.AppendBody(nil, format.Body{Key: []byte(fmt.Sprint("k", index%7)), Payload: payload})
+	encoded, err := record.AppendBody(nil, record.Body{Key: []byte(fmt.Sprint("k", index%7)), Payload: payload})
 	if err != nil {
 		panic(err)
 	}
@@ -105,7 +105,7 @@ func body(index uint64, size int) []byte {
 // payloadIndex recovers the index body() encoded.
 func payloadIndex(t testing.TB, b []byte) uint64 {
 	t.Helper()
-	view, err := format.DecodeBody(b)
+	view, err := record.Parse(b)
 	if err != nil {
 		t.Fatalf("decoding body: %v", err)
 	}
@@ -118,7 +118,7 @@ func payloadIndex(t testing.TB, b []byte) uint64 {
 
 func appendBody(t testing.TB, l *Log, b []byte) Ticket {
 	t.Helper()
-	ticket, err := l.Append(context.Background(), b, format.CRC(b))
+	ticket, err := l.Append(context.Background(), b, record.Checksum(b))
 	if err != nil {
 		t.Fatalf("append: %v", err)
 	}

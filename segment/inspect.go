@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment/format"
 )
 
@@ -72,7 +73,7 @@ func InspectSegment(id LogID, name string, image []byte, last bool) (SegmentChec
 		limits = scanLimits{End: int64(footer.DataEnd), Sealed: true, SealedNext: footer.NextOffset}
 		check.Sealed = true
 	}
-	result := scanSegment(image, header.Token, base, format.DefaultMaxBody, limits)
+	result := scanSegment(image, header.Token, base, record.DefaultMaxBody, limits)
 	if result.TooNew != nil {
 		return check, fmt.Errorf("%w: %s: %w", ErrTooNew, name, result.TooNew)
 	}

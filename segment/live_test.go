@@ -6,6 +6,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
@@ -115,7 +116,7 @@ func checkRunFrames(t *testing.T, run Run) {
 			frames = frames[format.CommitFrameSize:]
 			continue
 		}
-		header, recordBody, err := format.DecodeRecord(frames, format.DefaultMaxBody)
+		header, recordBody, err := record.ParseFrame(frames, record.DefaultMaxBody)
 		if err != nil {
 			t.Fatalf("run [%d, %d) at offset %d: %v", run.First, run.Next, offset, err)
 		}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ironbus/ironbus/arena"
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
@@ -323,8 +323,8 @@ func (l *Log) stage(ctx context.Context, bodies [][]byte, crcs []uint32, block, 
 		if len(body) > int(l.opts.MaxRecordBytes) {
 			return Ticket{}, nil, fmt.Errorf("%w: body of %d bytes (maximum %d)", ErrRecordTooLarge, len(body), l.opts.MaxRecordBytes)
 		}
-		frameBytes += format.RecordFrameSize(len(body))
-		large = large || len(body) >= format.XXH3Threshold
+		frameBytes += record.FrameSize(len(body))
+		large = large || len(body) >= record.BodyHashThreshold
 	}
 	// Large bodies are hashed before taking the lock; small ones have no
 	// hash, so the common batch allocates nothing here.
@@ -332,7 +332,7 @@ func (l *Log) stage(ctx context.Context, bodies [][]byte, crcs []uint32, block, 
 	if large {
 		hashes = make([]uint64, len(bodies))
 		for i, body := range bodies {
-			hashes[i] = format.BodyHash(body)
+			hashes[i] = record.BodyHash(body)
 		}
 	}
 	now := l.opts.Clock.Now().UnixNano()
@@ -352,7 +352,7 @@ func (l *Log) stage(ctx context.Context, bodies [][]byte, crcs []uint32, block, 
 		if hashes != nil {
 			hash = hashes[i]
 		}
-		b.buf = format.AppendRecord(b.buf, l.mu.nextOffset, now, body, crcs[i], hash)
+		b.buf = record.AppendFrame(b.buf, l.mu.nextOffset, now, body, crcs[i], hash)
 		l.mu.nextOffset++
 	}
 	b.count += uint64(len(bodies))

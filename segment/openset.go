@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"sync"
 
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment/format"
 )
 
@@ -101,7 +102,7 @@ func (s *segment) ensureIndexLocked() {
 		if length < format.FramePrefixSize || pos+length > end {
 			break
 		}
-		if format.PeekKind(data[pos:]) == format.KindRecord && length >= format.RecordHeaderSize {
+		if format.PeekKind(data[pos:]) == format.KindRecord && length >= record.FrameHeaderSize {
 			header := data[pos:]
 			id := dict.id(recordSubjectBody(data[pos : pos+length]))
 			newEntry := pos-last >= indexInterval

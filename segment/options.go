@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ironbus/ironbus/arena"
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 )
 
 // Durability says when an append is acknowledged.
@@ -229,7 +229,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.SegmentSize = DefaultSegmentSize
 	}
 	if o.MaxRecordBytes == 0 {
-		o.MaxRecordBytes = format.DefaultMaxBody
+		o.MaxRecordBytes = record.DefaultMaxBody
 	}
 	if o.StagingBytes == 0 {
 		o.StagingBytes = DefaultStagingBytes
@@ -261,8 +261,8 @@ func (o Options) withDefaults() (Options, error) {
 	switch {
 	case o.SegmentSize < MinSegmentSize || o.SegmentSize > MaxSegmentSize:
 		return o, fmt.Errorf("%w: segment size %d outside [%d, %d]", ErrInvalidOptions, o.SegmentSize, MinSegmentSize, MaxSegmentSize)
-	case o.MaxRecordBytes > format.AbsoluteMaxBody:
-		return o, fmt.Errorf("%w: max record bytes %d above %d", ErrInvalidOptions, o.MaxRecordBytes, format.AbsoluteMaxBody)
+	case o.MaxRecordBytes > record.AbsoluteMaxBody:
+		return o, fmt.Errorf("%w: max record bytes %d above %d", ErrInvalidOptions, o.MaxRecordBytes, record.AbsoluteMaxBody)
 	case o.StagingBytes < 4096:
 		return o, fmt.Errorf("%w: staging bytes %d below 4096", ErrInvalidOptions, o.StagingBytes)
 	case o.Durability != DurabilitySync && !o.AcceptRelaxedDurability:

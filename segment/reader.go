@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment/format"
 )
 
@@ -245,11 +246,11 @@ func (r *Reader) limit(committed *mark) int64 {
 }
 
 func (r *Reader) record(limit int64) (Entry, bool, error) {
-	head, err := r.bytesAt(r.pos, format.RecordHeaderSize, limit)
+	head, err := r.bytesAt(r.pos, record.FrameHeaderSize, limit)
 	if err != nil {
 		return Entry{}, false, err
 	}
-	h, err := format.DecodeRecordHeader(head, r.log.opts.MaxRecordBytes)
+	h, err := record.ParseFrameHeader(head, r.log.opts.MaxRecordBytes)
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("%w: %s at %d: %w", ErrCorruptRead, r.seg.name, r.pos, err)
 	}
@@ -267,7 +268,7 @@ func (r *Reader) record(limit int64) (Entry, bool, error) {
 	if len(frame) < int(h.FrameLength) {
 		return Entry{}, false, fmt.Errorf("%w: %s at %d: frame runs past the committed data", ErrCorruptRead, r.seg.name, r.pos)
 	}
-	body, err := format.VerifyRecord(frame, h)
+	body, err := record.VerifyFrame(frame, h)
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("%w: %s offset %d: %w", ErrCorruptRead, r.seg.name, h.Offset, err)
 	}
@@ -427,10 +428,10 @@ func (l *Log) scanForTime(seg *segment, ts int64) (uint64, bool, error) {
 // there.
 func (r *Reader) firstRecordAt() (uint64, bool) {
 	committed := r.log.committed.Load()
-	head, err := r.bytesAt(r.pos, format.RecordHeaderSize, r.limit(committed))
+	head, err := r.bytesAt(r.pos, record.FrameHeaderSize, r.limit(committed))
 	if err != nil || format.PeekKind(head) != format.KindRecord {
 		return 0, false
 	}
-	h, err := format.DecodeRecordHeader(head, r.log.opts.MaxRecordBytes)
+	h, err := record.ParseFrameHeader(head, r.log.opts.MaxRecordBytes)
 	return h.Offset, err == nil
 }

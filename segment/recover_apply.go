@@ -5,6 +5,7 @@ import (
 	"path"
 	"sort"
 
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
@@ -59,7 +60,7 @@ func salvageNext(r *recovery, sf *segmentFile) uint64 {
 	for pos := int64(format.SegmentDataStart); pos < int64(len(data)); {
 		switch format.PeekKind(data[pos:]) {
 		case format.KindRecord:
-			h, body, err := format.DecodeRecord(data[pos:], r.l.opts.MaxRecordBytes)
+			h, body, err := record.ParseFrame(data[pos:], r.l.opts.MaxRecordBytes)
 			if err != nil || body == nil {
 				return next
 			}

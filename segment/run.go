@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment/format"
 )
 
@@ -61,7 +62,7 @@ func (r *Reader) window(pos int64, n int, limit int64) ([]byte, error) {
 			return data[pos:end], nil
 		}
 	}
-	if w := &r.runWindow; w.valid && r.runBuffer != nil && pos >= w.start && pos+format.RecordHeaderSize <= w.start+int64(w.size) {
+	if w := &r.runWindow; w.valid && r.runBuffer != nil && pos >= w.start && pos+record.FrameHeaderSize <= w.start+int64(w.size) {
 		// Committed bytes never change: what the window holds from pos
 		// is still right, though it may end before limit.
 		return (*r.runBuffer)[pos-w.start : w.size], nil
@@ -167,7 +168,7 @@ func (r *Reader) collectRun(committed *mark, maxRecords, maxBytes int) (Run, boo
 	filtered := r.filter != nil || r.skipping
 	for run.Count < maxRecords && (run.Count == 0 || int(end-start) < maxBytes) && pos < holeStart {
 		at := pos - windowStart
-		if at+format.RecordHeaderSize > int64(len(window)) && run.Count == 0 && pos+format.RecordHeaderSize <= limit {
+		if at+record.FrameHeaderSize > int64(len(window)) && run.Count == 0 && pos+record.FrameHeaderSize <= limit {
 			// Frames below the position used the window up: move it.
 			if window, err = r.window(pos, want, limit); err != nil {
 				return Run{}, false, err
@@ -185,10 +186,10 @@ func (r *Reader) collectRun(committed *mark, maxRecords, maxBytes int) (Run, boo
 			}
 			continue
 		}
-		if kind != format.KindRecord || at+format.RecordHeaderSize > int64(len(window)) {
+		if kind != format.KindRecord || at+record.FrameHeaderSize > int64(len(window)) {
 			break
 		}
-		h, err := format.DecodeRecordHeader(window[at:], r.log.opts.MaxRecordBytes)
+		h, err := record.ParseFrameHeader(window[at:], r.log.opts.MaxRecordBytes)
 		if err != nil {
 			return Run{}, false, fmt.Errorf("%w: %s at %d: %w", ErrCorruptRead, r.seg.name, pos, err)
 		}
@@ -212,7 +213,7 @@ func (r *Reader) collectRun(committed *mark, maxRecords, maxBytes int) (Run, boo
 			windowStart, at = pos, 0
 		}
 		if filtered {
-			verdict := r.judge(window[at+format.RecordHeaderSize:at+format.RecordHeaderSize+int64(h.BodyLength)], run.Count)
+			verdict := r.judge(window[at+record.FrameHeaderSize:at+record.FrameHeaderSize+int64(h.BodyLength)], run.Count)
 			if verdict == passRecord {
 				// At a new block, stop: its summary may skip it whole.
 				pos = r.passInRun(&run, pos, h.FrameLength)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
@@ -20,7 +21,7 @@ func runRecords(t *testing.T, run Run) []uint64 {
 		case format.KindCommit:
 			frames = frames[format.CommitFrameSize:]
 		case format.KindRecord:
-			h, body, err := format.DecodeRecord(frames, 1<<20)
+			h, body, err := record.ParseFrame(frames, 1<<20)
 			if err != nil {
 				t.Fatalf("run frame: %v", err)
 			}

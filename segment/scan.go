@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment/format"
 )
 
@@ -181,7 +182,8 @@ func (s *scanner) run() {
 			reason, err = ReasonCorruptFrame, fmt.Errorf("unknown frame magic %q", s.data[s.pos:s.pos+2])
 		}
 		if err != nil {
-			if errors.Is(err, format.ErrTooNew) {
+			// Storage frames and record frames are versioned apart.
+			if errors.Is(err, format.ErrTooNew) || errors.Is(err, record.ErrTooNew) {
 				s.result.TooNew = err
 				return
 			}
@@ -193,14 +195,14 @@ func (s *scanner) run() {
 }
 
 func (s *scanner) record() (Reason, error) {
-	h, err := format.DecodeRecordHeader(s.data[s.pos:s.limit], s.maxBody)
+	h, err := record.ParseFrameHeader(s.data[s.pos:s.limit], s.maxBody)
 	if err != nil {
 		return ReasonCorruptRecordHeader, err
 	}
 	if s.pos+int64(h.FrameLength) > s.limit {
-		return ReasonCorruptRecordHeader, fmt.Errorf("%w: record of %d bytes runs past the data", format.ErrShort, h.FrameLength)
+		return ReasonCorruptRecordHeader, fmt.Errorf("%w: record of %d bytes runs past the data", record.ErrShort, h.FrameLength)
 	}
-	body, err := format.VerifyRecord(s.data[s.pos:s.limit], h)
+	body, err := record.VerifyFrame(s.data[s.pos:s.limit], h)
 	if err != nil {
 		return ReasonCorruptRecordBody, err
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment/format"
 )
 
@@ -48,7 +49,7 @@ const (
 // room for every offset a generated image writes, so offsets never wrap.
 var fuzzScanBases = [8]uint64{0, 1, 7, 1000, 1 << 32, 1 << 62, math.MaxUint64 - 40, 500}
 
-var fuzzScanMaxBodies = [4]uint32{format.DefaultMaxBody, 64, format.XXH3Threshold, 1}
+var fuzzScanMaxBodies = [4]uint32{record.DefaultMaxBody, 64, record.BodyHashThreshold, 1}
 
 // Faults the generator can write. Each is CRC-valid, so only the scanner's
 // semantic checks can catch it.
@@ -127,7 +128,7 @@ func buildFuzzScanImage(word uint64) fuzzScanImage {
 		for i := range count {
 			size := rng.IntN(100)
 			if layout&fuzzScanLargeBit != 0 && faulty && i == 0 {
-				size = format.XXH3Threshold + rng.IntN(64)
+				size = record.BodyHashThreshold + rng.IntN(64)
 			}
 			body := make([]byte, size)
 			for j := range body {
@@ -139,7 +140,7 @@ func buildFuzzScanImage(word uint64) fuzzScanImage {
 			}
 			// Wall time may step back: the index must still be exact.
 			timestamp += int64(rng.IntN(2000)) - 500
-			out = format.AppendRecord(out, offset, timestamp, body, format.CRC(body), format.BodyHash(body))
+			out = record.AppendFrame(out, offset, timestamp, body, record.Checksum(body), record.BodyHash(body))
 			next++
 		}
 		records += uint64(count)
@@ -292,7 +293,7 @@ func fuzzScanCheck(t *testing.T, label string, data []byte, img fuzzScanImage, l
 		fail("NextOffset %d below the base", result.NextOffset)
 	case result.Records > result.NextOffset-img.base:
 		fail("%d records in %d offsets", result.Records, result.NextOffset-img.base)
-	case result.TooNew != nil && !errors.Is(result.TooNew, format.ErrTooNew):
+	case result.TooNew != nil && !errors.Is(result.TooNew, format.ErrTooNew) && !errors.Is(result.TooNew, record.ErrTooNew):
 		fail("TooNew holds %v", result.TooNew)
 	}
 
@@ -384,7 +385,7 @@ func fuzzScanCheck(t *testing.T, label string, data []byte, img fuzzScanImage, l
 		}
 		switch kind := format.PeekKind(data[pos:result.End]); kind {
 		case format.KindRecord:
-			header, _, err := format.DecodeRecord(data[pos:result.End], img.maxBody)
+			header, _, err := record.ParseFrame(data[pos:result.End], img.maxBody)
 			if err != nil {
 				fail("accepted record at %d does not decode: %v", pos, err)
 			}
@@ -454,7 +455,7 @@ func TestScanFormatFooterVouchesForDataBeforeIt(t *testing.T) {
 	writeBatch := func(offset, durableNext uint64) {
 		start := len(data)
 		body := []byte("body")
-		data = format.AppendRecord(data, offset, 1, body, format.CRC(body), 0)
+		data = record.AppendFrame(data, offset, 1, body, record.Checksum(body), 0)
 		batch := data[start:]
 		data = format.AppendCommit(data, format.Commit{Token: fuzzScanToken, FirstOffset: offset, LastOffset: offset,
 			Count: 1, BatchLength: uint32(len(batch)), BatchCRC: format.CRC(batch), DurableNext: durableNext})
@@ -465,9 +466,9 @@ func TestScanFormatFooterVouchesForDataBeforeIt(t *testing.T) {
 	data = format.AppendFooter(data, format.Footer{Token: fuzzScanToken, BaseOffset: 0, NextOffset: 2, Count: 2,
 		DataEnd: uint64(footerAt)})
 	data = append(data, make([]byte, format.SegmentDataStart)...) // preallocated space the cut did not remove
-	data[format.SegmentDataStart+format.RecordHeaderSize] ^= 0xff // bit rot in the first record's body
+	data[format.SegmentDataStart+record.FrameHeaderSize] ^= 0xff  // bit rot in the first record's body
 
-	result := scanSegment(data, fuzzScanToken, 0, format.DefaultMaxBody, scanLimits{End: int64(len(data)), TornAllowed: true})
+	result := scanSegment(data, fuzzScanToken, 0, record.DefaultMaxBody, scanLimits{End: int64(len(data)), TornAllowed: true})
 	if result.Footer == nil {
 		t.Fatal("the footer was not found")
 	}

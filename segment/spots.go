@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment/format"
 )
 
@@ -287,18 +288,18 @@ const sparseChunk = 4 << 10
 
 // headerAt decodes the record header at pos, through the reader's window
 // for runs or its buffer for entries so the record path finds it there.
-func (r *Reader) headerAt(pos int64, committed *mark, runs bool) (format.RecordHeader, bool) {
+func (r *Reader) headerAt(pos int64, committed *mark, runs bool) (record.FrameHeader, bool) {
 	limit := r.limit(committed)
 	var head []byte
 	var err error
 	if runs {
 		head, err = r.window(pos, sparseChunk, limit)
 	} else {
-		head, err = r.bytesAtChunk(pos, format.RecordHeaderSize, limit, sparseChunk)
+		head, err = r.bytesAtChunk(pos, record.FrameHeaderSize, limit, sparseChunk)
 	}
-	if err != nil || len(head) < format.RecordHeaderSize || format.PeekKind(head) != format.KindRecord {
-		return format.RecordHeader{}, false
+	if err != nil || len(head) < record.FrameHeaderSize || format.PeekKind(head) != format.KindRecord {
+		return record.FrameHeader{}, false
 	}
-	h, err := format.DecodeRecordHeader(head, r.log.opts.MaxRecordBytes)
+	h, err := record.ParseFrameHeader(head, r.log.opts.MaxRecordBytes)
 	return h, err == nil
 }

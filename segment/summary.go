@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"sort"
 
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment/format"
 )
 
@@ -120,7 +121,7 @@ const unknownID = summaryMaxSubjects
 // id returns the dictionary id of the subject of a record whose body is
 // body, assigning the next one to a new subject while there is room.
 func (b *dictBuilder) id(body []byte) int {
-	subject, _ := format.BodySubject(body)
+	subject, _ := record.Subject(body)
 	if b.lastSet && bytes.Equal(subject, b.last) {
 		return b.lastID
 	}
@@ -211,11 +212,11 @@ func compactDict(d subjectDict) subjectDict {
 // recordSubjectBody returns the body of the record frame at the start of
 // frame, clipped to frame: the summary reads only the subject from it.
 func recordSubjectBody(frame []byte) []byte {
-	if len(frame) < format.RecordHeaderSize {
+	if len(frame) < record.FrameHeaderSize {
 		return nil
 	}
-	end := min(format.RecordHeaderSize+int(le32(frame[24:28])), len(frame))
-	return frame[format.RecordHeaderSize:end]
+	end := min(record.FrameHeaderSize+int(le32(frame[24:28])), len(frame))
+	return frame[record.FrameHeaderSize:end]
 }
 
 // skipBlocks moves a filtered reader standing at the start of a block past

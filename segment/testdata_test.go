@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
@@ -28,10 +29,10 @@ func writeDemoLog(t *testing.T, dir string) {
 	}
 	l := openLog(t, d)
 	for i := uint64(0); i < demoRecords; i++ {
-		encoded, err := format.AppendBody(nil, format.Body{
+		encoded, err := record.AppendBody(nil, record.Body{
 			Key:     []byte(fmt.Sprintf("sensor-%d", i%5)),
 			Subject: []byte("telemetry.temperature"),
-			Headers: []format.Header{{Name: "unit", Value: []byte("celsius")}},
+			Headers: []record.Header{{Name: "unit", Value: []byte("celsius")}},
 			Payload: []byte(fmt.Sprintf(`{"seq":%d,"celsius":%d.%d}`, i, 18+i%7, i%10)),
 		})
 		if err != nil {
@@ -41,7 +42,7 @@ func writeDemoLog(t *testing.T, dir string) {
 		if i == 350 {
 			// One large record forces a roll, so the demo has a sealed
 			// segment and an active one.
-			big, _ := format.AppendBody(nil, format.Body{Key: []byte("firmware"), Payload: make([]byte, 60_000)})
+			big, _ := record.AppendBody(nil, record.Body{Key: []byte("firmware"), Payload: make([]byte, 60_000)})
 			waitTicket(t, appendBody(t, l, big))
 		}
 	}
@@ -87,7 +88,7 @@ func corruptCommittedRecord(t *testing.T, dir string) {
 	for i := 0; i < 40; i++ { // walk 20 batches (record + commit frame each)
 		pos += int64(frameLength(data[pos:]))
 	}
-	data[pos+format.RecordHeaderSize+5] ^= 0x40
+	data[pos+record.FrameHeaderSize+5] ^= 0x40
 	if err := os.WriteFile(last, data, 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
@@ -67,7 +67,7 @@ func Run(cfg Config) (Result, error) {
 		}
 	}
 	body := makeBody(cfg.RecordBytes)
-	bodyCRC := format.CRC(body)
+	bodyCRC := record.Checksum(body)
 	var done atomic.Uint64
 	var failure atomic.Pointer[error]
 	stop := make(chan struct{})
@@ -160,11 +160,11 @@ func produce(l *segment.Log, body []byte, bodyCRC uint32, inFlight int, stop <-c
 
 // makeBody returns an encoded record body of exactly size bytes.
 func makeBody(size int) []byte {
-	payload := make([]byte, max(size-format.BodyFixedSize-8, 0))
+	payload := make([]byte, max(size-record.BodyFixedSize-8, 0))
 	for i := range payload {
 		payload[i] = byte(i * 31)
 	}
-	body, err := format.AppendBody(nil, format.Body{Key: []byte("bench-ke"), Payload: payload})
+	body, err := record.AppendBody(nil, record.Body{Key: []byte("bench-ke"), Payload: payload})
 	if err != nil {
 		panic(err)
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/ironbus/ironbus/client"
 	"github.com/ironbus/ironbus/consumer"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
@@ -328,7 +328,7 @@ func runDeadLetterPeek(opts *globalOptions, read *readOptions) error {
 			return exitErrorf(exitDamage, "record %d of the queue: %w", entry.Offset, err)
 		}
 		payload := ""
-		if view, err := format.DecodeBody(entry.Body); err == nil {
+		if view, err := record.Parse(entry.Body); err == nil {
 			// A dead letter keeps the codec its producer chose.
 			if raw, err := rawPayload(decompressor, view); err == nil {
 				payload = humanPayload(raw)

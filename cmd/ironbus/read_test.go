@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/format"
 )
@@ -124,7 +125,7 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("not JSON: %s: %q", err.Error(), result.stdout)
 	}
 	want := formatVersions{DataDir: segment.DataFormatVersion, Segment: format.SegmentFormatVersion,
-		Frame: format.FrameVersion, Body: format.BodyVersion}
+		Frame: format.FrameVersion, Body: record.BodyVersion}
 	if output.Schema != versionSchema || output.Version == "" || output.Formats != want {
 		t.Errorf("version output %+v, want formats %+v", output, want)
 	}

@@ -9,8 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/ironbus/ironbus/codec"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/segment/format"
 )
 
 // How a byte field is written in JSON: record bytes are opaque, so JSON
@@ -162,12 +162,12 @@ func formatTimestamp(nanos int64) string {
 // cap is the format's hard maximum: the operator is reading their own
 // data, the broker already refused declared sizes above its record limit,
 // and only the size a record declares is ever allocated.
-func newReadDecompressor() *codec.Decompressor { return codec.NewDecompressor(format.AbsoluteMaxBody) }
+func newReadDecompressor() *codec.Decompressor { return codec.NewDecompressor(record.AbsoluteMaxBody) }
 
 // rawPayload is the payload as the producer sent it. The segment reader
 // verified the record's CRC32C before handing it over, so decompressing
 // it here keeps integrity before transform (DESIGN I7).
-func rawPayload(d *codec.Decompressor, view format.BodyView) ([]byte, error) {
+func rawPayload(d *codec.Decompressor, view record.View) ([]byte, error) {
 	return d.Decompress(nil, view.Codec, view.Payload, view.RawLength)
 }
 
@@ -176,35 +176,35 @@ func entryOutput(entry segment.Entry, d *codec.Decompressor) any {
 	if entry.Gap != nil {
 		return newGapOutput(entry.Gap.From, entry.Gap.To, entry.Gap.Reason)
 	}
-	record := recordOutput{Schema: recordSchema, Offset: entry.Offset, Timestamp: formatTimestamp(entry.Timestamp),
+	output := recordOutput{Schema: recordSchema, Offset: entry.Offset, Timestamp: formatTimestamp(entry.Timestamp),
 		TimestampNanos: entry.Timestamp, BodyCRC: entry.BodyCRC, Headers: []headerOutput{}}
-	view, err := format.DecodeBody(entry.Body)
+	view, err := record.Parse(entry.Body)
 	if err != nil {
-		record.BodyError = err.Error()
-		record.Payload, record.PayloadEncoding = base64.StdEncoding.EncodeToString(entry.Body), encodingBase64
-		record.KeyEncoding, record.SubjectEncoding = encodingText, encodingText
-		return record
+		output.BodyError = err.Error()
+		output.Payload, output.PayloadEncoding = base64.StdEncoding.EncodeToString(entry.Body), encodingBase64
+		output.KeyEncoding, output.SubjectEncoding = encodingText, encodingText
+		return output
 	}
-	record.Key, record.KeyEncoding = encodeBytes(view.Key)
-	record.Subject, record.SubjectEncoding = encodeBytes(view.Subject)
+	output.Key, output.KeyEncoding = encodeBytes(view.Key)
+	output.Subject, output.SubjectEncoding = encodeBytes(view.Subject)
 	for name, value := range view.Headers() {
 		header := headerOutput{Name: string(name)}
 		header.Value, header.ValueEncoding = encodeBytes(value)
-		record.Headers = append(record.Headers, header)
+		output.Headers = append(output.Headers, header)
 	}
-	record.Codec, record.RawLength, record.StoredLength = view.Codec.String(), view.RawLength, len(view.Payload)
+	output.Codec, output.RawLength, output.StoredLength = view.Codec.String(), view.RawLength, len(view.Payload)
 	if raw, err := rawPayload(d, view); err != nil {
 		// Compressed bytes that happen to look like text are still not
 		// the payload; never present them as if they were.
-		record.DecompressError = err.Error()
-		record.Payload, record.PayloadEncoding = base64.StdEncoding.EncodeToString(view.Payload), encodingBase64
+		output.DecompressError = err.Error()
+		output.Payload, output.PayloadEncoding = base64.StdEncoding.EncodeToString(view.Payload), encodingBase64
 	} else {
-		record.Payload, record.PayloadEncoding = encodeBytes(raw)
+		output.Payload, output.PayloadEncoding = encodeBytes(raw)
 	}
 	if view.HasProducer {
-		record.ProducerID, record.Sequence = &view.ProducerID, &view.Sequence
+		output.ProducerID, output.Sequence = &view.ProducerID, &view.Sequence
 	}
-	return record
+	return output
 }
 
 // humanEntry formats a reader entry as one line for peek.
@@ -214,7 +214,7 @@ func humanEntry(entry segment.Entry, d *codec.Decompressor) string {
 	}
 	var line strings.Builder
 	fmt.Fprintf(&line, "#%d %s", entry.Offset, formatTimestamp(entry.Timestamp))
-	view, err := format.DecodeBody(entry.Body)
+	view, err := record.Parse(entry.Body)
 	if err != nil {
 		fmt.Fprintf(&line, " undecodable body (%s) %dB body=%s", err.Error(), len(entry.Body),
 			humanPayloadAs(entry.Body, false))
@@ -225,7 +225,7 @@ func humanEntry(entry segment.Entry, d *codec.Decompressor) string {
 	if view.HasProducer {
 		fmt.Fprintf(&line, " producer=%d seq=%d", view.ProducerID, view.Sequence)
 	}
-	if view.Codec != format.CodecNone {
+	if view.Codec != record.CodecNone {
 		raw, err := rawPayload(d, view)
 		if err != nil {
 			fmt.Fprintf(&line, " codec=%s raw=%dB stored=%dB undecompressable (%s) payload=%s", view.Codec.String(),
@@ -240,7 +240,7 @@ func humanEntry(entry segment.Entry, d *codec.Decompressor) string {
 	return line.String()
 }
 
-func writeHumanHeaders(line *strings.Builder, view format.BodyView) {
+func writeHumanHeaders(line *strings.Builder, view record.View) {
 	first := true
 	for name, value := range view.Headers() {
 		if first {

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/ironbus/ironbus/codec"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/segment/format"
 )
 
 func TestHumanPayload(t *testing.T) {
@@ -61,9 +61,9 @@ func TestEncodeBytes(t *testing.T) {
 	}
 }
 
-func encodedBody(t *testing.T, body format.Body) []byte {
+func encodedBody(t *testing.T, body record.Body) []byte {
 	t.Helper()
-	encoded, err := format.AppendBody(nil, body)
+	encoded, err := record.AppendBody(nil, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,8 +71,8 @@ func encodedBody(t *testing.T, body format.Body) []byte {
 }
 
 func TestEntryOutput(t *testing.T) {
-	body := encodedBody(t, format.Body{Codec: format.CodecZstd, Key: []byte("k"), Subject: []byte("s.t"),
-		Headers: []format.Header{{Name: "h", Value: []byte{0}}, {Name: "h", Value: []byte("v")}},
+	body := encodedBody(t, record.Body{Codec: record.CodecZstd, Key: []byte("k"), Subject: []byte("s.t"),
+		Headers: []record.Header{{Name: "h", Value: []byte{0}}, {Name: "h", Value: []byte("v")}},
 		Payload: []byte("looks like text"), RawLength: 100, HasProducer: true, ProducerID: 7, Sequence: 9})
 	d := newReadDecompressor()
 	record := entryOutput(segment.Entry{Offset: 5, Timestamp: 1_500_000_000, BodyCRC: 42, Body: body}, d).(recordOutput)
@@ -93,8 +93,8 @@ func TestEntryOutput(t *testing.T) {
 }
 
 func TestHumanEntry(t *testing.T) {
-	body := encodedBody(t, format.Body{Key: []byte("k"), Subject: []byte("s"),
-		Headers: []format.Header{{Name: "unit", Value: []byte("celsius")}}, Payload: []byte("20")})
+	body := encodedBody(t, record.Body{Key: []byte("k"), Subject: []byte("s"),
+		Headers: []record.Header{{Name: "unit", Value: []byte("celsius")}}, Payload: []byte("20")})
 	got := humanEntry(segment.Entry{Offset: 3, Timestamp: 0, Body: body}, newReadDecompressor())
 	if want := "#3 1970-01-01T00:00:00Z key=k subject=s headers={unit=celsius} 2B payload=20"; got != want {
 		t.Errorf("record line %q, want %q", got, want)
@@ -143,15 +143,15 @@ func TestExitCodeOf(t *testing.T) {
 
 func TestCompressedEntryIsShownDecompressed(t *testing.T) {
 	payload := []byte(strings.Repeat(`{"sensor":"t1","value":20.5}`, 20))
-	compressor, err := codec.NewCompressor(codec.Policy{Codec: format.CodecLZ4})
+	compressor, err := codec.NewCompressor(codec.Policy{Codec: record.CodecLZ4})
 	if err != nil {
 		t.Fatal(err)
 	}
 	stored, kind := compressor.Compress(payload)
-	if kind != format.CodecLZ4 {
+	if kind != record.CodecLZ4 {
 		t.Fatalf("test payload stored as %s", kind)
 	}
-	body := encodedBody(t, format.Body{Codec: kind, Payload: stored, RawLength: uint32(len(payload))})
+	body := encodedBody(t, record.Body{Codec: kind, Payload: stored, RawLength: uint32(len(payload))})
 	d := newReadDecompressor()
 	record := entryOutput(segment.Entry{Offset: 1, Body: body}, d).(recordOutput)
 	if record.Payload != string(payload) || record.PayloadEncoding != encodingText || record.Codec != "lz4" ||

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ironbus/ironbus/loop"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/format"
 )
@@ -103,7 +104,7 @@ func currentVersion() versionOutput {
 			DataDir: segment.DataFormatVersion,
 			Segment: format.SegmentFormatVersion,
 			Frame:   format.FrameVersion,
-			Body:    format.BodyVersion,
+			Body:    record.BodyVersion,
 		},
 		Backends: probeBackends(),
 	}

@@ -5,40 +5,8 @@ import (
 	"testing"
 )
 
-func BenchmarkAppendRecord(b *testing.B) {
-	for _, size := range []int{256, 16384} {
-		body := make([]byte, size)
-		crc := CRC(body)
-		buf := make([]byte, 0, RecordFrameSize(size))
-		b.Run(itoaSize(size), func(b *testing.B) {
-			b.SetBytes(int64(size))
-			b.ReportAllocs()
-			for b.Loop() {
-				buf = AppendRecord(buf[:0], 1, 2, body, crc, 0)
-			}
-		})
-	}
-}
-
-func BenchmarkDecodeRecord(b *testing.B) {
-	for _, size := range []int{256, 16384, 1 << 20} {
-		body := make([]byte, size)
-		frame := AppendRecord(nil, 1, 2, body, CRC(body), BodyHash(body))
-		b.Run(itoaSize(size), func(b *testing.B) {
-			b.SetBytes(int64(size))
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, _, err := DecodeRecord(frame, DefaultMaxBody); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
-
 // BenchmarkCRC is the CRC32C (Castagnoli, hardware accelerated) every
-// record body and batch is checked with: by the producer, the broker and
-// the consumer.
+// batch and storage frame is checked with.
 func BenchmarkCRC(b *testing.B) {
 	for _, size := range []int{256, 4096, 65536} {
 		data := make([]byte, size)

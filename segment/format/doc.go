@@ -1,8 +1,12 @@
-// Package format encodes and decodes the bytes IronBus keeps on disk: the
-// segment header, record frames, record bodies, commit frames and the
-// sealed-segment footer. It does no I/O, so every decoder here can be fuzzed
-// and called on hostile input: each one checks lengths before it allocates
-// or slices and returns a typed error instead of panicking.
+// Package format encodes and decodes the storage framing IronBus keeps on
+// disk around records: the segment header, the prefix every frame shares
+// and the frame kinds, commit frames, skip frames and the sealed-segment
+// footer. The records themselves (the record frame and the body inside it)
+// are package github.com/ironbus/ironbus/record's, shared with the client
+// that produces and consumes them. This package does no I/O, so every
+// decoder here can be fuzzed and called on hostile input: each one checks
+// lengths before it allocates or slices and returns a typed error instead
+// of panicking.
 //
 // The byte diagrams are in the package documentation of
 // github.com/ironbus/ironbus/segment and in docs/FORMAT.md; the constants
@@ -12,6 +16,6 @@
 // [ErrTooNew] and never guesses.
 //
 // All integers are little-endian and fixed width (no varints). Checksums are
-// CRC32C (Castagnoli, hardware accelerated), plus xxh3-64 over record bodies
-// of 64 KiB and more, where a 32-bit CRC alone detects too little.
+// CRC32C (Castagnoli, hardware accelerated); the log identity in a segment
+// header is an xxh3-64 of the stream name.
 package format

@@ -14,9 +14,4 @@ var (
 	// ErrTooNew means the bytes carry a format version newer than this
 	// binary understands.
 	ErrTooNew = errors.New("format: written by a newer IronBus format version")
-	// ErrTooLarge means a declared length exceeds the configured maximum;
-	// nothing was allocated for it.
-	ErrTooLarge = errors.New("format: length exceeds the maximum")
-	// ErrMalformedBody means a record body's internal fields do not add up.
-	ErrMalformedBody = errors.New("format: malformed record body")
 )

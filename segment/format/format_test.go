@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment/format"
 )
 
@@ -22,13 +23,6 @@ var littleEndian = binary.LittleEndian
 const (
 	versionByte = 2 // frame version, in every frame prefix
 	flagsByte   = 3 // frame flags, in every frame prefix
-
-	recordHeaderCRCAt   = 32 // CRC32C of record header bytes [0:32)
-	recordBodyLengthAt  = 24
-	recordBodyCRCAt     = 28
-	recordFrameLengthAt = 4
-
-	bodyFlagsAt = 2 // u16 body flags
 
 	segmentVersionAt      = 8  // u16
 	segmentHeaderLengthAt = 12 // u32
@@ -52,11 +46,6 @@ var (
 func resealFixed(frame []byte) {
 	n := len(frame)
 	littleEndian.PutUint32(frame[n-4:], format.CRC(frame[:n-4]))
-}
-
-// resealRecordHeader recomputes a record header checksum after an edit.
-func resealRecordHeader(frame []byte) {
-	littleEndian.PutUint32(frame[recordHeaderCRCAt:], format.CRC(frame[:recordHeaderCRCAt]))
 }
 
 // canonicalFixed returns a copy of frame with its ignored bytes zeroed and
@@ -127,7 +116,7 @@ func TestFormatPeekKindOfEncodings(t *testing.T) {
 		encoding []byte
 		want     format.Kind
 	}{
-		{"record", format.AppendRecord(nil, 1, 2, []byte("x"), format.CRC([]byte("x")), 0), format.KindRecord},
+		{"record", record.AppendFrame(nil, 1, 2, []byte("x"), record.Checksum([]byte("x")), 0), format.KindRecord},
 		{"commit", format.AppendCommit(nil, format.Commit{Count: 1}), format.KindCommit},
 		{"footer", format.AppendFooter(nil, format.Footer{}), format.KindFooter},
 		{"skip", format.AppendSkip(nil, format.Skip{Length: format.SkipFrameSize}), format.KindSkip},
@@ -209,24 +198,10 @@ func TestFormatIsZeroEveryPosition(t *testing.T) {
 	}
 }
 
-func TestFormatCodecString(t *testing.T) {
-	tests := map[format.Codec]string{
-		format.CodecNone: "none",
-		format.CodecLZ4:  "lz4",
-		format.CodecZstd: "zstd",
-		format.Codec(9):  "codec(9)",
-	}
-	for codec, want := range tests {
-		if got := codec.String(); got != want {
-			t.Errorf("Codec(%d).String() = %q, want %q", uint8(codec), got, want)
-		}
-	}
-}
-
 // TestFormatErrorsAreDistinct guards the error classes callers branch on:
 // a torn tail (ErrShort) must never be mistaken for corruption.
 func TestFormatErrorsAreDistinct(t *testing.T) {
-	classes := []error{format.ErrShort, format.ErrCorrupt, format.ErrTooNew, format.ErrTooLarge, format.ErrMalformedBody}
+	classes := []error{format.ErrShort, format.ErrCorrupt, format.ErrTooNew}
 	for i, a := range classes {
 		if !strings.HasPrefix(a.Error(), "format: ") {
 			t.Errorf("error %q lacks the package prefix", a)

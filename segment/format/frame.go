@@ -1,6 +1,10 @@
 package format
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/ironbus/ironbus/record"
+)
 
 // Kind identifies a frame by its two magic bytes. Zero bytes are never a
 // valid frame, so the zero-filled, preallocated space after the last write
@@ -10,7 +14,7 @@ type Kind uint8
 // Frame kinds.
 const (
 	KindNone   Kind = iota // zero bytes: end of written data
-	KindRecord             // "IR": one record
+	KindRecord             // "IR": one record (package record owns its layout)
 	KindCommit             // "IC": closes a batch of records
 	KindFooter             // "IF": seals the segment
 	KindSkip               // "IS": covers a quarantined, damaged region
@@ -37,12 +41,12 @@ func (k Kind) String() string {
 // flags (1), frame length (4).
 const FramePrefixSize = 8
 
-// FrameVersion is the version of record, commit and footer frames written
-// by this binary.
+// FrameVersion is the version of the commit, skip and footer frames this
+// binary writes. Record frames carry their own, record.FrameVersion.
 const FrameVersion = 1
 
+// The record frame's magic, "IR", is package record's.
 var (
-	magicRecord = [2]byte{'I', 'R'}
 	magicCommit = [2]byte{'I', 'C'}
 	magicFooter = [2]byte{'I', 'F'}
 	magicSkip   = [2]byte{'I', 'S'}
@@ -54,11 +58,12 @@ func PeekKind(b []byte) Kind {
 	if len(b) < 2 {
 		return KindNone
 	}
+	if record.IsFrame(b) {
+		return KindRecord
+	}
 	switch [2]byte(b[0:2]) {
 	case [2]byte{}:
 		return KindNone
-	case magicRecord:
-		return KindRecord
 	case magicCommit:
 		return KindCommit
 	case magicFooter:
@@ -111,4 +116,13 @@ func checkFixedFrame(b []byte, magic [2]byte, size int, what string) error {
 		return fmt.Errorf("%w: %s frame version %d length %d", ErrCorrupt, what, b[2], le.Uint32(b[4:8]))
 	}
 	return nil
+}
+
+func grow(dst []byte, n int) []byte {
+	if cap(dst)-len(dst) >= n {
+		return dst[:len(dst)+n]
+	}
+	grown := make([]byte, len(dst)+n, 2*cap(dst)+n)
+	copy(grown, dst)
+	return grown
 }

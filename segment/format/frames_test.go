@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment/format"
 )
 
@@ -329,7 +330,7 @@ func TestFormatSegmentHeaderRejects(t *testing.T) {
 		{"checksum", func(b []byte) { b[60] ^= 1 }},
 		{"header length", func(b []byte) { littleEndian.PutUint32(b[segmentHeaderLengthAt:], 128); resealFixed(b) }},
 		{"header length zero", func(b []byte) { littleEndian.PutUint32(b[segmentHeaderLengthAt:], 0); resealFixed(b) }},
-		{"a record frame", func(b []byte) { copy(b, format.AppendRecord(nil, 0, 0, make([]byte, 24), 0, 0)) }},
+		{"a record frame", func(b []byte) { copy(b, record.AppendFrame(nil, 0, 0, make([]byte, 24), 0, 0)) }},
 	}
 	for _, test := range tests {
 		header := format.AppendSegmentHeader(nil, exampleSegmentHeader)

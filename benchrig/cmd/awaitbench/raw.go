@@ -5,7 +5,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -45,11 +45,11 @@ func rawWire(addr string, size int, duration time.Duration) (result, error) {
 	if frame, err := next(); err != nil || frame.Type != wire.TypeWelcome {
 		return result{}, fmt.Errorf("raw wire: no Welcome (%v, %v)", frame.Type, err)
 	}
-	body, err := format.AppendBody(nil, format.Body{Payload: make([]byte, size)})
+	body, err := record.AppendBody(nil, record.Body{Payload: make([]byte, size)})
 	if err != nil {
 		return result{}, err
 	}
-	produce := wire.Produce{Stream: []byte("bench"), Partition: wire.PartitionAny, BodyCRC: format.CRC(body), Body: body}
+	produce := wire.Produce{Stream: []byte("bench"), Partition: wire.PartitionAny, BodyCRC: record.Checksum(body), Body: body}
 	var latencies []time.Duration
 	var out []byte
 	start := time.Now()

@@ -1,4 +1,4 @@
-package format
+package record
 
 import (
 	"fmt"
@@ -6,39 +6,17 @@ import (
 	"math"
 )
 
-// Codec names the compression of a record payload. The producer compresses;
-// the broker stores the bytes as sent and consumers decompress.
-type Codec uint8
-
-// Payload codecs.
-const (
-	CodecNone Codec = 0
-	CodecLZ4  Codec = 1 // lz4 block format
-	CodecZstd Codec = 2
-)
-
-// Known reports whether c is a codec this format version defines. Bodies
-// decode whatever their codec byte; what to do with an unknown one is the
-// reader's choice (the broker refuses it, a consumer reports it).
-func (c Codec) Known() bool { return c <= CodecZstd }
-
-func (c Codec) String() string {
-	switch c {
-	case CodecNone:
-		return "none"
-	case CodecLZ4:
-		return "lz4"
-	case CodecZstd:
-		return "zstd"
-	}
-	return fmt.Sprintf("codec(%d)", uint8(c))
-}
-
 // Body layout constants.
 const (
-	BodyVersion        = 1
-	BodyFixedSize      = 20
-	BodyProducerSize   = 16
+	// BodyVersion is the body version this binary writes and the newest it
+	// reads.
+	BodyVersion = 1
+	// BodyFixedSize is the fixed prefix every body starts with.
+	BodyFixedSize = 20
+	// BodyProducerSize is the producer id and sequence that follow the
+	// prefix when the producer flag is set.
+	BodyProducerSize = 16
+
 	bodyFlagProducer   = 1 << 0
 	maxHeaderNameBytes = math.MaxUint16
 )
@@ -91,17 +69,17 @@ func AppendBody(dst []byte, b Body) ([]byte, error) {
 	hdrBytes := headersSize(b.Headers)
 	switch {
 	case len(b.Key) > math.MaxUint16:
-		return dst, fmt.Errorf("%w: key of %d bytes (maximum %d)", ErrMalformedBody, len(b.Key), math.MaxUint16)
+		return dst, fmt.Errorf("%w: key of %d bytes (maximum %d)", ErrMalformed, len(b.Key), math.MaxUint16)
 	case len(b.Subject) > math.MaxUint16:
-		return dst, fmt.Errorf("%w: subject of %d bytes (maximum %d)", ErrMalformedBody, len(b.Subject), math.MaxUint16)
+		return dst, fmt.Errorf("%w: subject of %d bytes (maximum %d)", ErrMalformed, len(b.Subject), math.MaxUint16)
 	case uint64(hdrBytes) > math.MaxUint32 || uint64(len(b.Payload)) > math.MaxUint32:
-		return dst, fmt.Errorf("%w: headers or payload beyond 4 GiB", ErrMalformedBody)
+		return dst, fmt.Errorf("%w: headers or payload beyond 4 GiB", ErrMalformed)
 	case b.Codec == CodecNone && b.RawLength != 0 && b.RawLength != uint32(len(b.Payload)):
-		return dst, fmt.Errorf("%w: raw length %d differs from an uncompressed payload of %d", ErrMalformedBody, b.RawLength, len(b.Payload))
+		return dst, fmt.Errorf("%w: raw length %d differs from an uncompressed payload of %d", ErrMalformed, b.RawLength, len(b.Payload))
 	}
 	for _, h := range b.Headers {
 		if len(h.Name) > maxHeaderNameBytes || uint64(len(h.Value)) > math.MaxUint32 {
-			return dst, fmt.Errorf("%w: header %.32q too long", ErrMalformedBody, h.Name)
+			return dst, fmt.Errorf("%w: header %.32q too long", ErrMalformed, h.Name)
 		}
 	}
 	raw := b.RawLength
@@ -138,9 +116,10 @@ func AppendBody(dst []byte, b Body) ([]byte, error) {
 	return append(dst, b.Payload...), nil
 }
 
-// BodyView is a decoded body whose byte fields alias the input: it is valid
-// as long as the input is.
-type BodyView struct {
+// View is a parsed body whose byte fields alias the input: it is valid as
+// long as the input is. Each field's capacity is clipped to its length, so
+// appending to one never overwrites the next.
+type View struct {
 	Version     uint8
 	Codec       Codec
 	Key         []byte
@@ -153,18 +132,24 @@ type BodyView struct {
 	Sequence    uint64
 }
 
-// DecodeBody decodes and validates an encoded body. Every length is checked
-// against the input before it is used; nothing is allocated.
-func DecodeBody(b []byte) (BodyView, error) {
+// Parse decodes and validates an encoded body. Every length is checked
+// against the input before it is used, and the header list is walked to its
+// end; nothing is allocated unless the body is refused. A body is not
+// self-delimiting (its length comes from the frame around it), so b must be
+// exactly one body. A version newer than BodyVersion fails with ErrTooNew,
+// anything else that does not add up with ErrMalformed. Parse does not
+// check the CRC32C: the caller has done so (Checksum) before it trusts
+// the bytes.
+func Parse(b []byte) (View, error) {
 	if len(b) < BodyFixedSize {
-		return BodyView{}, fmt.Errorf("%w: body of %d bytes is shorter than its %d-byte prefix", ErrMalformedBody, len(b), BodyFixedSize)
+		return View{}, fmt.Errorf("%w: body of %d bytes is shorter than its %d-byte prefix", ErrMalformed, len(b), BodyFixedSize)
 	}
-	v := BodyView{Version: b[0], Codec: Codec(b[1])}
+	v := View{Version: b[0], Codec: Codec(b[1])}
 	if v.Version > BodyVersion {
 		return v, fmt.Errorf("%w: body version %d (this binary knows %d)", ErrTooNew, v.Version, BodyVersion)
 	}
 	if v.Version == 0 {
-		return v, fmt.Errorf("%w: body version 0", ErrMalformedBody)
+		return v, fmt.Errorf("%w: body version 0", ErrMalformed)
 	}
 	flags := le.Uint16(b[2:4])
 	keyLen := uint64(le.Uint16(b[4:6]))
@@ -178,7 +163,7 @@ func DecodeBody(b []byte) (BodyView, error) {
 		at += BodyProducerSize
 	}
 	if want := at + keyLen + subjectLen + headerLen + payloadLen; want != uint64(len(b)) {
-		return v, fmt.Errorf("%w: fields add up to %d bytes, body has %d", ErrMalformedBody, want, len(b))
+		return v, fmt.Errorf("%w: fields add up to %d bytes, body has %d", ErrMalformed, want, len(b))
 	}
 	if v.HasProducer {
 		v.ProducerID = le.Uint64(b[BodyFixedSize : BodyFixedSize+8])
@@ -192,7 +177,7 @@ func DecodeBody(b []byte) (BodyView, error) {
 	at += headerLen
 	v.Payload = b[at:len(b):len(b)]
 	if v.Codec == CodecNone && v.RawLength != uint32(len(v.Payload)) {
-		return v, fmt.Errorf("%w: raw length %d differs from an uncompressed payload of %d", ErrMalformedBody, v.RawLength, len(v.Payload))
+		return v, fmt.Errorf("%w: raw length %d differs from an uncompressed payload of %d", ErrMalformed, v.RawLength, len(v.Payload))
 	}
 	if err := validateHeaders(v.HeaderBytes); err != nil {
 		return v, err
@@ -203,7 +188,7 @@ func DecodeBody(b []byte) (BodyView, error) {
 func validateHeaders(b []byte) error {
 	for name, value := range walkHeaders(b) {
 		if name == nil && value == nil {
-			return fmt.Errorf("%w: header list is truncated", ErrMalformedBody)
+			return fmt.Errorf("%w: header list is truncated", ErrMalformed)
 		}
 	}
 	return nil
@@ -239,8 +224,9 @@ func walkHeaders(b []byte) iter.Seq2[[]byte, []byte] {
 }
 
 // Headers yields the name and value of each header in order. The slices
-// alias the body. DecodeBody has already validated the list.
-func (v BodyView) Headers() iter.Seq2[[]byte, []byte] {
+// alias the body. Parse has already validated the list; on a View built by
+// hand with a broken list, Headers yields what parses and stops.
+func (v View) Headers() iter.Seq2[[]byte, []byte] {
 	return func(yield func([]byte, []byte) bool) {
 		for name, value := range walkHeaders(v.HeaderBytes) {
 			if name == nil && value == nil {

@@ -1,12 +1,12 @@
-package format
+package record
 
-// BodySubject returns the subject of an encoded body, aliasing b, without
-// decoding the rest: a filtered reader asks it of every record it passes,
+// Subject returns the subject of an encoded body, aliasing b, without
+// parsing the rest: a filtered reader asks it of every record it passes,
 // so it checks only what it must to slice safely (the fixed prefix, and
 // that the field lengths add up to the body), never allocates, and leaves
 // headers and the payload unread. ok is false when b is not a body this
-// format version can read.
-func BodySubject(b []byte) (subject []byte, ok bool) {
+// body version can read.
+func Subject(b []byte) (subject []byte, ok bool) {
 	if len(b) < BodyFixedSize || b[0] == 0 || b[0] > BodyVersion {
 		return nil, false
 	}

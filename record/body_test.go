@@ -95,7 +95,7 @@ func TestRoundTripBody(t *testing.T) {
 		}
 		view, err := record.Parse(encoded)
 		if err != nil {
-			t.Fatalf("%s: DecodeBody: %v", name, err)
+			t.Fatalf("%s: Parse: %v", name, err)
 		}
 		if view.Version != record.BodyVersion {
 			t.Fatalf("%s: version %d", name, view.Version)
@@ -329,7 +329,7 @@ func TestBodyHeadersStopEarly(t *testing.T) {
 	}
 }
 
-// TestBodyDecodeDoesNotAllocate holds DecodeBody to its comment:
+// TestBodyDecodeDoesNotAllocate holds Parse to its comment:
 // readers decode a body per record served, so it must not allocate.
 func TestBodyDecodeDoesNotAllocate(t *testing.T) {
 	encoded, err := record.AppendBody(nil, exampleBodies()["everything"])
@@ -342,7 +342,7 @@ func TestBodyDecodeDoesNotAllocate(t *testing.T) {
 		}
 	})
 	if allocs != 0 {
-		t.Fatalf("DecodeBody allocates %.1f times per call", allocs)
+		t.Fatalf("Parse allocates %.1f times per call", allocs)
 	}
 }
 

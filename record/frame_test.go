@@ -32,14 +32,14 @@ func TestRoundTripFrame(t *testing.T) {
 			timestamp := timestamps[(i+size)%len(timestamps)]
 			frame, body := encodeTestFrame(offset, timestamp, size)
 			if len(frame) != record.FrameSize(size) {
-				t.Fatalf("body %d: frame of %d bytes, RecordFrameSize says %d", size, len(frame), record.FrameSize(size))
+				t.Fatalf("body %d: frame of %d bytes, FrameSize says %d", size, len(frame), record.FrameSize(size))
 			}
 			header, decoded, err := record.ParseFrame(frame, record.DefaultMaxBody)
 			if err != nil {
 				t.Fatalf("body %d offset %d: %v", size, offset, err)
 			}
 			want := record.FrameHeader{
-				Flags:       header.Flags, // checked through HasXXH3 below
+				Flags:       header.Flags, // checked through HasBodyHash below
 				FrameLength: uint32(len(frame)),
 				Offset:      offset,
 				Timestamp:   timestamp,
@@ -50,7 +50,7 @@ func TestRoundTripFrame(t *testing.T) {
 				t.Fatalf("body %d: header %+v, want %+v", size, header, want)
 			}
 			if header.HasBodyHash() != (size >= record.BodyHashThreshold) {
-				t.Fatalf("body %d: HasXXH3 = %v", size, header.HasBodyHash())
+				t.Fatalf("body %d: HasBodyHash = %v", size, header.HasBodyHash())
 			}
 			if !bytes.Equal(decoded, body) {
 				t.Fatalf("body %d: decoded body differs", size)
@@ -61,7 +61,7 @@ func TestRoundTripFrame(t *testing.T) {
 				t.Fatalf("body %d: decoded body does not alias the frame", size)
 			}
 			if onlyHeader, err := record.ParseFrameHeader(frame[:record.FrameHeaderSize], record.DefaultMaxBody); err != nil || onlyHeader != header {
-				t.Fatalf("body %d: DecodeRecordHeader = %+v, %v", size, onlyHeader, err)
+				t.Fatalf("body %d: ParseFrameHeader = %+v, %v", size, onlyHeader, err)
 			}
 		}
 	}
@@ -74,18 +74,18 @@ func TestRoundTripFrameXXH3Stored(t *testing.T) {
 		t.Fatalf("stored xxh3 %016x, want %016x", got, want)
 	}
 	if record.BodyHash(body) != xxh3.Hash(body) || record.BodyHash(body[:record.BodyHashThreshold-1]) != 0 {
-		t.Fatal("BodyHash does not switch at XXH3Threshold")
+		t.Fatal("BodyHash does not switch at BodyHashThreshold")
 	}
 	// A small body ignores the hash argument: nothing is stored for it.
 	small := []byte("small")
 	withHash := record.AppendFrame(nil, 1, 1, small, record.Checksum(small), 0xdeadbeef)
 	withoutHash := record.AppendFrame(nil, 1, 1, small, record.Checksum(small), 0)
 	if !bytes.Equal(withHash, withoutHash) {
-		t.Fatal("a body below XXH3Threshold stored its hash argument")
+		t.Fatal("a body below BodyHashThreshold stored its hash argument")
 	}
 }
 
-// TestRoundTripFrameAppends checks that AppendRecord keeps what dst held,
+// TestRoundTripFrameAppends checks that AppendFrame keeps what dst held,
 // both when dst has room and when it must grow, and that frames laid end to
 // end decode one after another the way the scanner walks them.
 func TestRoundTripFrameAppends(t *testing.T) {
@@ -102,7 +102,7 @@ func TestRoundTripFrameAppends(t *testing.T) {
 			}
 		}
 		if !bytes.Equal(dst[:len(prefix)], prefix) {
-			t.Fatalf("capacity %d: AppendRecord changed the bytes already in dst", capacity)
+			t.Fatalf("capacity %d: AppendFrame changed the bytes already in dst", capacity)
 		}
 		rest := dst[len(prefix):]
 		for i, want := range bodies {
@@ -126,7 +126,7 @@ func TestRoundTripFrameOverwritesSpareCapacity(t *testing.T) {
 	dirty := bytes.Repeat([]byte{0xa5}, 512)
 	got := record.AppendFrame(dirty[:0], 9, 9, body, record.Checksum(body), 0)
 	if !bytes.Equal(got, clean) {
-		t.Fatal("AppendRecord left stale bytes from dst's spare capacity")
+		t.Fatal("AppendFrame left stale bytes from dst's spare capacity")
 	}
 }
 
@@ -317,7 +317,7 @@ func bytesAllocated(runs int, f func()) uint64 {
 	return (after.TotalAlloc - before.TotalAlloc) / uint64(runs)
 }
 
-// TestFrameVerifyShortFrame covers VerifyRecord's own length check,
+// TestFrameVerifyShortFrame covers VerifyFrame's own length check,
 // used by readers that decode the header first and fetch the rest later.
 func TestFrameVerifyShortFrame(t *testing.T) {
 	frame, body := encodeTestFrame(1, 2, 30)
@@ -327,10 +327,10 @@ func TestFrameVerifyShortFrame(t *testing.T) {
 	}
 	for n := range len(frame) {
 		_, err := record.VerifyFrame(frame[:n], header)
-		requireErrorIs(t, err, record.ErrShort, "VerifyRecord on a short frame")
+		requireErrorIs(t, err, record.ErrShort, "VerifyFrame on a short frame")
 	}
 	got, err := record.VerifyFrame(append(frame, 0xee, 0xee), header)
 	if err != nil || !bytes.Equal(got, body) {
-		t.Fatalf("VerifyRecord with trailing bytes: %v", err)
+		t.Fatalf("VerifyFrame with trailing bytes: %v", err)
 	}
 }

@@ -73,7 +73,7 @@ const (
 	repairFrameLengths               // frame length and xxh3 flag agree with the body length
 	repairFrameBody                  // body CRC, stored xxh3 and trailer, when the frame fits
 	repairFramePrefix                // magic "IR" and version 1
-	// repairFrameGrow inserts XXH3Threshold zero bytes after the header
+	// repairFrameGrow inserts BodyHashThreshold zero bytes after the header
 	// and raises the body length to match, so a small input becomes a
 	// frame large enough to carry an xxh3. Keeping the inputs small keeps
 	// the fuzzer fast; 64 KiB seeds slowed it to a few hundred runs a
@@ -129,7 +129,7 @@ func FuzzParseFrame(f *testing.F) {
 		frame, _ := encodeTestFrame(uint64(size), int64(size)*3, size)
 		f.Add(frame, uint32(record.DefaultMaxBody), uint32(0))
 		f.Add(frame, uint32(size), uint32(repairFrameHeaderCRC))
-		// The same frame grown past XXH3Threshold, checksums repaired,
+		// The same frame grown past BodyHashThreshold, checksums repaired,
 		// with room for the stored xxh3 (the grown body swallows the
 		// trailer, so 12 more bytes are needed).
 		grown := append(append([]byte(nil), frame...), make([]byte, 12)...)
@@ -145,6 +145,14 @@ func FuzzParseFrame(f *testing.F) {
 		data := repairFrame(input, repairs)
 		header, body, err := record.ParseFrame(data, maxBody)
 		checkFramePrefixes(t, data, maxBody, header, body, err)
+		// A reader of a delivered run steps over what is not a record
+		// frame by its prefix: never past the input, never by less than
+		// the prefix.
+		if n, err := record.OtherFrameLength(data); err != nil {
+			requireKnownError(t, err, "other frame")
+		} else if n < 8 || n > len(data) {
+			t.Fatalf("OtherFrameLength = %d for %d bytes", n, len(data))
+		}
 		// A scanner resuming inside a frame decodes from any position.
 		for _, at := range []int{1, 2, 8, record.FrameHeaderSize} {
 			if at < len(data) {

@@ -9,7 +9,7 @@ import (
 
 // FuzzSubject checks the filtered reader's accessor against the full
 // decoder: it never panics, finds the same subject in every body
-// DecodeBody accepts, and whatever it returns lies inside the body at the
+// Parse accepts, and whatever it returns lies inside the body at the
 // place the subject length says.
 //
 // Run it with: go test -run='^$' -fuzz='^FuzzSubject$' -fuzztime=30s ./record
@@ -32,7 +32,7 @@ func FuzzSubject(f *testing.F) {
 		subject, ok := record.Subject(data)
 		view, err := record.Parse(data)
 		if err == nil && (!ok || !bytes.Equal(subject, view.Subject)) {
-			t.Fatalf("BodySubject = %q, %v; DecodeBody found %q", subject, ok, view.Subject)
+			t.Fatalf("Subject = %q, %v; Parse found %q", subject, ok, view.Subject)
 		}
 		if !ok {
 			if subject != nil {

@@ -1,8 +1,9 @@
-// Package segment is IronBus's durable log engine. It owns the record
-// frame, segment files, the appender and the committer, the reader with its
-// sparse offset and time index, recovery with its loss report and
-// quarantine, and the retention primitive. All file I/O goes through
-// package segment/vfs; the byte codecs live in package segment/format.
+// Package segment is IronBus's durable log engine. It owns segment files,
+// the appender and the committer, the reader with its sparse offset and
+// time index, recovery with its loss report and quarantine, and the
+// retention primitive. All file I/O goes through package segment/vfs; the
+// byte codecs live in package segment/format (storage framing) and package
+// record (the record frame and body, shared with the client).
 //
 // # Data path
 //
@@ -158,5 +159,6 @@
 //     commit-frame-accepted records, in index order.
 //
 // The format is specified in docs/FORMAT.md and recovery in
-// docs/RECOVERY.md; the constants in package format are the format.
+// docs/RECOVERY.md; the constants in packages format and record are the
+// format.
 package segment

@@ -38,7 +38,7 @@ const (
 	fuzzScanBatchBits   = 0      // bits 0-2: number of batches (0-7)
 	fuzzScanBaseBits    = 3      // bits 3-5: base offset, an index into fuzzScanBases
 	fuzzScanFooterBit   = 1 << 6 // seal the image with a footer
-	fuzzScanLargeBit    = 1 << 7 // one record has a body of XXH3Threshold or more
+	fuzzScanLargeBit    = 1 << 7 // one record has a body of BodyHashThreshold or more
 	fuzzScanFaultBits   = 8      // bits 8-19: one bit per fuzzScanFault
 	fuzzScanMaxBodyBits = 20     // bits 20-21: index into fuzzScanMaxBodies
 	fuzzScanTailBits    = 22     // bits 22-23: zero padding after the data

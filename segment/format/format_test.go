@@ -234,3 +234,12 @@ func TestFormatChecksums(t *testing.T) {
 		t.Error("StreamHash is not the xxh3 of the stream name")
 	}
 }
+
+// TestFormatFrameVersionMatchesRecord: `ironbus version` reports one frame
+// version (formats.frame, docs/CLI.md) for the storage frames and the
+// record frames, which package record versions.
+func TestFormatFrameVersionMatchesRecord(t *testing.T) {
+	if format.FrameVersion != record.FrameVersion {
+		t.Fatalf("format.FrameVersion %d, record.FrameVersion %d", format.FrameVersion, record.FrameVersion)
+	}
+}

@@ -63,8 +63,10 @@ func headersSize(headers []Header) int {
 	return size
 }
 
-// AppendBody appends the encoding of b to dst. It fails when a field is
-// longer than its length prefix allows.
+// AppendBody appends the encoding of b to dst. It fails with ErrMalformed,
+// returning dst as it was, when a field is longer than its length prefix
+// allows or an uncompressed payload's RawLength is neither zero nor its
+// length.
 func AppendBody(dst []byte, b Body) ([]byte, error) {
 	hdrBytes := headersSize(b.Headers)
 	switch {

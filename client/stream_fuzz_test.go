@@ -20,6 +20,9 @@ func FuzzWalkRecords(f *testing.F) {
 	f.Add(uint64(5), uint64(8), uint32(2), frames)
 	f.Add(uint64(0), uint64(1), uint32(1), frames[:20])
 	f.Add(uint64(0), uint64(0), uint32(0), []byte{})
+	// A commit frame between records, as the broker sends them.
+	first := record.AppendFrame(nil, 5, 1_000, body, record.Checksum(body), record.BodyHash(body))
+	f.Add(uint64(5), uint64(8), uint32(3), append(append(first, commitLikeFrame()...), frames[len(first):]...))
 	f.Fuzz(func(t *testing.T, first, next uint64, count uint32, frames []byte) {
 		records := 0
 		err := walkRecords(wire.DeliverBatch{First: first, Next: next, Count: count, Frames: frames},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"slices"
 )
 
 // Body layout constants.
@@ -93,7 +94,7 @@ func AppendBody(dst []byte, b Body) ([]byte, error) {
 		flags |= bodyFlagProducer
 	}
 	start := len(dst)
-	dst = grow(dst, BodyFixedSize)
+	dst = slices.Grow(dst, BodyFixedSize)[:len(dst)+BodyFixedSize]
 	fixed := dst[start:]
 	fixed[0] = BodyVersion
 	fixed[1] = byte(b.Codec)

@@ -2,6 +2,7 @@ package record
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/zeebo/xxh3"
 )
@@ -69,7 +70,7 @@ func IsFrame(b []byte) bool { return len(b) >= 2 && [2]byte(b[0:2]) == frameMagi
 func AppendFrame(dst []byte, offset uint64, timestamp int64, body []byte, bodyCRC uint32, bodyHash uint64) []byte {
 	size := FrameSize(len(body))
 	start := len(dst)
-	dst = grow(dst, size)
+	dst = slices.Grow(dst, size)[:len(dst)+size]
 	b := dst[start : start+size]
 	var flags uint8
 	if len(body) >= BodyHashThreshold {
@@ -92,15 +93,6 @@ func AppendFrame(dst []byte, offset uint64, timestamp int64, body []byte, bodyCR
 	}
 	le.PutUint32(b[tail:tail+4], uint32(size))
 	return dst
-}
-
-func grow(dst []byte, n int) []byte {
-	if cap(dst)-len(dst) >= n {
-		return dst[:len(dst)+n]
-	}
-	grown := make([]byte, len(dst)+n, 2*cap(dst)+n)
-	copy(grown, dst)
-	return grown
 }
 
 // ParseFrameHeader checks and decodes the header at the start of b. It

@@ -1,6 +1,9 @@
 package format
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // CommitFrameSize is the size of a commit frame.
 const CommitFrameSize = 80
@@ -26,7 +29,7 @@ type Commit struct {
 // AppendCommit appends the encoding of c to dst.
 func AppendCommit(dst []byte, c Commit) []byte {
 	start := len(dst)
-	dst = grow(dst, CommitFrameSize)
+	dst = slices.Grow(dst, CommitFrameSize)[:len(dst)+CommitFrameSize]
 	b := dst[start : start+CommitFrameSize]
 	clear(b)
 	putPrefix(b, magicCommit, 0, CommitFrameSize)

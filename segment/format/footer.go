@@ -1,6 +1,9 @@
 package format
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // FooterFrameSize is the size of the footer frame that seals a segment.
 const FooterFrameSize = 80
@@ -22,7 +25,7 @@ type Footer struct {
 // AppendFooter appends the encoding of f to dst.
 func AppendFooter(dst []byte, f Footer) []byte {
 	start := len(dst)
-	dst = grow(dst, FooterFrameSize)
+	dst = slices.Grow(dst, FooterFrameSize)[:len(dst)+FooterFrameSize]
 	b := dst[start : start+FooterFrameSize]
 	clear(b)
 	putPrefix(b, magicFooter, 0, FooterFrameSize)

@@ -117,12 +117,3 @@ func checkFixedFrame(b []byte, magic [2]byte, size int, what string) error {
 	}
 	return nil
 }
-
-func grow(dst []byte, n int) []byte {
-	if cap(dst)-len(dst) >= n {
-		return dst[:len(dst)+n]
-	}
-	grown := make([]byte, len(dst)+n, 2*cap(dst)+n)
-	copy(grown, dst)
-	return grown
-}

@@ -1,6 +1,9 @@
 package format
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // SkipFrameSize is the size of the skip frame header. The frame itself
 // covers Length bytes: its header followed by the damaged bytes it hides.
@@ -21,7 +24,7 @@ type Skip struct {
 // AppendSkip appends the header of a skip frame to dst.
 func AppendSkip(dst []byte, s Skip) []byte {
 	start := len(dst)
-	dst = grow(dst, SkipFrameSize)
+	dst = slices.Grow(dst, SkipFrameSize)[:len(dst)+SkipFrameSize]
 	b := dst[start : start+SkipFrameSize]
 	clear(b)
 	putPrefix(b, magicSkip, 0, s.Length)

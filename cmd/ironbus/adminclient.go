@@ -52,7 +52,7 @@ var errHealthAddr = errors.New("not a host:port address")
 // two requests to a loopback address.
 func healthGet(ctx context.Context, addr, path string, limit int64) (*http.Response, []byte, error) {
 	if _, _, err := net.SplitHostPort(addr); err != nil || strings.ContainsFunc(addr, unicode.IsSpace) {
-		return nil, nil, fmt.Errorf("%w %q", errHealthAddr, addr)
+		return nil, nil, errHealthAddr
 	}
 	ctx, cancel := context.WithTimeout(ctx, adminTimeout)
 	defer cancel()

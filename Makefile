@@ -6,7 +6,7 @@ FUZZTIME  ?= 30s
 BENCH_DIR ?= /var/tmp
 SOAK_SEEDS ?= 5000
 
-.PHONY: all build test backends rig lint unit fuzz-smoke fuzz fuzz-soak soak bench bench-consume testdata clean docs
+.PHONY: all build test backends rig lint unit fuzz-smoke fuzz fuzz-soak soak bench bench-consume testdata clean docs size
 
 all: build
 
@@ -30,7 +30,9 @@ lint:
 # bit-flip sweep; longer versions are `make soak` and `make fuzz`. Then the
 # broker and end-to-end suites again on every network backend this system
 # runs (the first pass took auto), so each backend passes the same tests.
+# The size budget is checked first (`make size`, one build).
 test: lint
+	$(MAKE) size
 	$(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) backends
 	$(MAKE) rig
@@ -55,6 +57,20 @@ rig:
 # are stale (TestGeneratedDocsAreFresh).
 docs:
 	IRONBUS_UPDATE_DOCS=1 $(GO) test -count=1 -run '^TestGeneratedDocsAreFresh$$' ./cmd/ironbus/
+
+# size: the release build of linux/amd64 (static, stripped, as `make
+# dist` makes it) into a temporary directory, its size against the budget
+# (SIZE_BUDGET bytes), its sections, and its largest packages and modules
+# by machine code (packaging/binsize); fails over budget. The budget rises
+# to 20,000,000 bytes only with the cluster, MQTT and console features,
+# each recording what it adds (docs/PACKAGING.md, "What the binary is
+# made of").
+SIZE_BUDGET ?= 15000000
+size:
+	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags='-s -w' -o "$$dir/ironbus" ./cmd/ironbus && \
+	$(GO) run ./packaging/binsize -budget $(SIZE_BUDGET) -top 15 \
+	  -later 'after the cluster, MQTT and console features: 20,000,000 (docs/PACKAGING.md)' "$$dir/ironbus"
 
 unit:
 	$(GO) test -count=1 ./...

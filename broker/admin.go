@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"slices"
+	"sort"
 	"strings"
 
 	"github.com/ironbus/ironbus/consumer"
@@ -154,7 +154,9 @@ func (b *Broker) liveSummaries(stream string, partition uint32, summaries []cons
 			summaries = append(summaries, served.group.Summary())
 		}
 	}
-	slices.SortFunc(summaries, func(x, y consumer.Summary) int { return strings.Compare(x.Name, y.Name) })
+	// sort.Slice: one sort for every element type, where slices.SortFunc
+	// links a copy per struct type (docs/PACKAGING.md).
+	sort.Slice(summaries, func(i, j int) bool { return summaries[i].Name < summaries[j].Name })
 	return summaries
 }
 

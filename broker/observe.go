@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -171,11 +172,11 @@ func (b *Broker) adminGroups() []health.Group {
 			Members: stats.Members, Delivered: stats.Delivered, Redelivered: stats.Redelivered, Acked: stats.Acked,
 			DeadLettered: stats.DeadLettered, DeadLetterFailures: stats.DeadLetterFailures})
 	}
-	slices.SortFunc(groups, func(x, y health.Group) int {
-		if c := strings.Compare(x.Stream, y.Stream); c != 0 {
-			return c
-		}
-		return strings.Compare(x.Name, y.Name)
+	// sort.Slice: one sort for every element type, where slices.SortFunc
+	// links a copy per struct type (docs/PACKAGING.md).
+	sort.Slice(groups, func(i, j int) bool {
+		x, y := groups[i], groups[j]
+		return x.Stream < y.Stream || x.Stream == y.Stream && x.Name < y.Name
 	})
 	return groups
 }

@@ -3,7 +3,7 @@ package consumer
 import (
 	"errors"
 	"fmt"
-	"slices"
+	"sort"
 	"strings"
 
 	"github.com/ironbus/ironbus/segment"
@@ -51,7 +51,9 @@ func Inspect(log *segment.Log) ([]Summary, error) {
 		}
 		summaries = append(summaries, summary)
 	}
-	slices.SortFunc(summaries, func(a, b Summary) int { return strings.Compare(a.Name, b.Name) })
+	// sort.Slice: one sort for every element type, where slices.SortFunc
+	// links a copy per struct type (docs/PACKAGING.md).
+	sort.Slice(summaries, func(i, j int) bool { return summaries[i].Name < summaries[j].Name })
 	return summaries, nil
 }
 

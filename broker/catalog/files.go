@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -52,7 +52,9 @@ func Adoptable(c Catalog, ids []segment.LogID) []Stream {
 		s.Partitions = p + 1
 		out = append(out, s)
 	}
-	slices.SortFunc(out, func(x, y Stream) int { return strings.Compare(x.Name, y.Name) })
+	// sort.Slice: one sort for every element type, where slices.SortFunc
+	// links a copy per struct type (docs/PACKAGING.md).
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 

@@ -1,4 +1,4 @@
-// Package health serves a broker's operational endpoints over HTTP:
+// Package health serves a broker's operational endpoints over HTTP/1.1:
 // /healthz (liveness), /readyz (readiness), /metrics (Prometheus text
 // from a registry the broker owns) and /admin (one read-only JSON
 // document, schema AdminSchema). It also owns the /admin document's
@@ -12,6 +12,6 @@
 // and no authentication until the security issue); every endpoint is
 // read-only; nothing a request does touches the broker's hot path beyond
 // atomic loads and the locks a snapshot takes briefly; a request never
-// panics the process (net/http recovers a handler, and handlers do not
+// panics the process (the server recovers a handler, and handlers do not
 // rely on that).
 package health

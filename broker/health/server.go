@@ -61,7 +61,7 @@ type Options struct {
 type Server struct {
 	opts     Options
 	listener net.Listener
-	http     *http.Server
+	http     *httpServer
 	source   atomic.Pointer[Source]
 	probes   atomic.Pointer[[]Probe]
 	served   chan error
@@ -110,8 +110,7 @@ func Listen(addr string, opts Options) (*Server, error) {
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /metrics", s.metrics)
 	mux.HandleFunc("GET /admin", s.admin)
-	s.http = &http.Server{Handler: s.bounded(mux), ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second,
-		ErrorLog: slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn)}
+	s.http = newHTTPServer(s.bounded(mux), 5*time.Second, 30*time.Second, opts.Logger)
 	go func() { s.served <- s.http.Serve(listener) }()
 	return s, nil
 }
@@ -136,7 +135,7 @@ func (s *Server) AddProbe(probe Probe) {
 
 // Close stops serving, letting requests in progress finish until ctx ends.
 func (s *Server) Close(ctx context.Context) error {
-	err := s.http.Shutdown(ctx)
+	err := s.http.Close(ctx)
 	if served := <-s.served; !errors.Is(served, http.ErrServerClosed) && err == nil {
 		err = served
 	}

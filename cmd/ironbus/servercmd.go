@@ -231,21 +231,13 @@ func checkReadiness(ctx context.Context, result *checkResult, addr string, doc *
 // healthzProblem asks /healthz; a broker that answered /admin but whose
 // loops are stuck is critical.
 func healthzProblem(ctx context.Context, addr string) string {
-	ctx, cancel := context.WithTimeout(ctx, adminTimeout)
-	defer cancel()
-	request, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/healthz", nil)
-	if err != nil {
-		return err.Error()
-	}
-	response, err := (&http.Client{Timeout: adminTimeout}).Do(request)
+	response, body, err := healthGet(ctx, addr, "/healthz", 4096)
 	if err != nil {
 		return "liveness: " + err.Error()
 	}
-	defer response.Body.Close()
 	if response.StatusCode == http.StatusOK {
 		return ""
 	}
-	body, _ := io.ReadAll(io.LimitReader(response.Body, 4096))
 	return "liveness: " + strings.TrimSpace(string(body))
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 
 	"github.com/spf13/cobra"
 
@@ -148,8 +149,10 @@ func selectLogs(dir *segment.Dir, verify *verifyOptions) ([]segment.LogID, error
 				verify.stream, verify.dataDir, verify.dataDir)
 		}
 	}
-	slices.SortFunc(ids, func(a, b segment.LogID) int {
-		return cmp.Or(cmp.Compare(a.Stream, b.Stream), cmp.Compare(a.Partition, b.Partition))
+	// sort.Slice: one sort for every element type, where slices.SortFunc
+	// links a copy per struct type (docs/PACKAGING.md).
+	sort.Slice(ids, func(i, j int) bool {
+		return cmp.Or(cmp.Compare(ids[i].Stream, ids[j].Stream), cmp.Compare(ids[i].Partition, ids[j].Partition)) < 0
 	})
 	return ids, nil
 }

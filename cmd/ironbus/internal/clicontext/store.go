@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
+	"sort"
 )
 
 // Schema names the version of contexts.json.
@@ -136,7 +136,9 @@ func (s *Store) load() (document, error) {
 // ("" when none is current).
 func (s *Store) List() ([]Context, string, error) {
 	doc, err := s.load()
-	slices.SortFunc(doc.Contexts, func(a, b Context) int { return strings.Compare(a.Name, b.Name) })
+	// sort.Slice: one sort for every element type, where slices.SortFunc
+	// links a copy per struct type (docs/PACKAGING.md).
+	sort.Slice(doc.Contexts, func(i, j int) bool { return doc.Contexts[i].Name < doc.Contexts[j].Name })
 	return doc.Contexts, doc.Current, err
 }
 

@@ -3,7 +3,7 @@ package topview
 import (
 	"cmp"
 	"fmt"
-	"slices"
+	"sort"
 	"strings"
 
 	"github.com/ironbus/ironbus/broker/health"
@@ -92,15 +92,18 @@ func Groups(groups []health.Group, options TableOptions) []health.Group {
 			out = append(out, g)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b health.Group) int {
+	// sort.Slice: one sort for every element type, where slices.SortFunc
+	// links a copy per struct type (docs/PACKAGING.md).
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
 		order := compareGroups(a, b, options.Sort)
 		if order == 0 {
 			order = cmp.Compare(GroupName(a), GroupName(b))
 		}
 		if options.Reverse {
-			return -order
+			return order > 0
 		}
-		return order
+		return order < 0
 	})
 	return out
 }
@@ -129,8 +132,10 @@ func Streams(streams []health.Stream, filter string) []health.Stream {
 			out = append(out, s)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b health.Stream) int {
-		return cmp.Compare(StreamLabel(a.Name, a.Partition), StreamLabel(b.Name, b.Partition))
+	// sort.Slice: one sort for every element type, where slices.SortFunc
+	// links a copy per struct type (docs/PACKAGING.md).
+	sort.SliceStable(out, func(i, j int) bool {
+		return StreamLabel(out[i].Name, out[i].Partition) < StreamLabel(out[j].Name, out[j].Partition)
 	})
 	return out
 }

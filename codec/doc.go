@@ -4,7 +4,7 @@
 // a hostile or damaged compressed payload. The broker never calls it: it
 // stores payloads as the producer sent them.
 //
-// Codecs are the ones the record body names (segment/format): none, lz4
+// Codecs are the ones the record body names (docs/FORMAT.md): none, lz4
 // (the lz4 block format, no frame around it) and zstd (one zstd frame).
 //
 // Invariants:

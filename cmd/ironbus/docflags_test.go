@@ -17,11 +17,12 @@ import (
 
 // The prose of docs/ and README.md names flags by hand. This test reads
 // every code span and code block in them, finds each ironbus invocation
-// (`ironbus stream add orders --partitions 4`, also a span that starts
+// (`ironbus stream create orders --partitions 4`, also a span that starts
 // with a command's name, `serve --edge`) and each span made of flags alone
 // (`--durability sync`), and checks every --flag against the command tree:
-// a flag of that command (its own or inherited), or, when no command is
-// named, a flag of some command. The generated reference (docs/CLI.md from
+// a flag of that command (its own or inherited); for a span of flags
+// alone, a flag of the command the section's heading names (or of one of
+// its subcommands), or with no such heading a flag of some command. The generated reference (docs/CLI.md from
 // its marker on, docs/man) is generated from the tree and not read.
 
 // pendingFlags are flags that other branches of the same change add to

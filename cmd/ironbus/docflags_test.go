@@ -112,7 +112,7 @@ func TestDocFlagsScanner(t *testing.T) {
 	checker := newDocFlagChecker(root)
 	document := strings.Join([]string{
 		"Run `ironbus serve --edge --no-such-one` and `serve --data-dir d`.",
-		"A span of flags alone: `--durability sync` and `--made-up`.",
+		"A span of flags alone: `--durability sync` and `--made-up`, `--once/--jsn`.",
 		"Other programs are theirs: `curl --cacert ca.pem`, `go test -run X`.",
 		"A wrapped span `ironbus stream create orders",
 		"--partitions 4 --bogus`.",
@@ -140,6 +140,7 @@ func TestDocFlagsScanner(t *testing.T) {
 	want := []string{
 		"doc.md:1: --no-such-one is not a flag of `ironbus serve`",
 		"doc.md:2: --made-up is a flag of no command",
+		"doc.md:2: --jsn is a flag of no command",
 		"doc.md:4: --bogus is not a flag of `ironbus stream create`",
 		"doc.md:8: --wrong is not a flag of `ironbus bench`",
 		"doc.md:10: --nope is not a flag of `ironbus sub`",
@@ -151,8 +152,8 @@ func TestDocFlagsScanner(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("findings\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if mentions != 24 {
-		t.Errorf("counted %d mentions, want 24", mentions)
+	if mentions != 26 {
+		t.Errorf("counted %d mentions, want 26", mentions)
 	}
 }
 
@@ -401,7 +402,7 @@ func (c *docFlagChecker) invocation(words []string) (*cobra.Command, []string) {
 	}
 	var command *cobra.Command
 	switch {
-	case flagToken.MatchString(words[0]):
+	case strings.HasPrefix(words[0], "--"):
 		return nil, flagsOf(words)
 	case programWord.MatchString(words[0]):
 		command, words = c.root, words[1:]
@@ -444,14 +445,21 @@ func childNamed(command *cobra.Command, name string) *cobra.Command {
 	return nil
 }
 
+// flagsOf returns the flags named in words, also those joined by a slash
+// or a bar (`--tls-cert/--tls-key`, `--once|--json`).
 func flagsOf(words []string) []string {
 	var flags []string
 	for _, word := range words {
 		if word == "--" {
 			break
 		}
-		if match := flagToken.FindStringSubmatch(strings.TrimRight(word, ".,;:)")); match != nil {
-			flags = append(flags, match[1])
+		for _, piece := range strings.FieldsFunc(word, func(r rune) bool { return r == '/' || r == '|' }) {
+			if !strings.HasPrefix(piece, "--") {
+				break // a path or a value: --data-dir=/var/lib/ironbus
+			}
+			if match := flagToken.FindStringSubmatch(strings.TrimRight(piece, ".,;:)")); match != nil {
+				flags = append(flags, match[1])
+			}
 		}
 	}
 	return flags

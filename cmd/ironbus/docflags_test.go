@@ -28,12 +28,9 @@ import (
 // pendingFlags are flags that other branches of the same change add to
 // their commands; the lead removes this list at merge, once they exist.
 var pendingFlags = map[string]string{
-	"ironbus serve --checkpoint-interval":        "added to serve by the server branch",
-	"ironbus dev --checkpoint-interval":          "added to serve (and dev) by the server branch",
-	"ironbus serve --auto-create-streams":        "added to serve by the bad-input branch",
-	"ironbus dev --auto-create-streams":          "added to serve (and dev) by the bad-input branch",
-	"ironbus sub --reconnect-wait":               "added to sub by the bad-input branch",
-	"ironbus config check --checkpoint-interval": "serve's knobs are also config check's",
+	"ironbus serve --checkpoint-interval": "added to serve by the server branch",
+	"ironbus serve --auto-create-streams": "added to serve by the bad-input branch",
+	"ironbus sub --reconnect-wait":        "added to sub by the bad-input branch",
 }
 
 // pendingFixes are true findings in documents other branches of the same

@@ -42,17 +42,22 @@ var pendingFixes = map[string]string{
 
 // docFlagFinding is one flag a document names that its command lacks.
 type docFlagFinding struct {
-	file    string
-	line    int
-	command string // "" when the mention names no command
-	flag    string
+	file     string
+	line     int
+	commands []string // none when the mention names no command
+	section  bool     // the commands are the section heading's
+	flag     string
 }
 
 func (f docFlagFinding) String() string {
-	if f.command == "" {
-		return fmt.Sprintf("%s:%d: --%s is a flag of no command", f.file, f.line, f.flag)
+	where := fmt.Sprintf("%s:%d: --%s", f.file, f.line, f.flag)
+	switch {
+	case len(f.commands) == 0:
+		return where + " is a flag of no command"
+	case f.section:
+		return fmt.Sprintf("%s is a flag of none of `%s` (the section's) and their subcommands", where, strings.Join(f.commands, "`, `"))
 	}
-	return fmt.Sprintf("%s:%d: --%s is not a flag of `%s`", f.file, f.line, f.flag, f.command)
+	return fmt.Sprintf("%s is not a flag of `%s`", where, f.commands[0])
 }
 
 func TestDocFlagsExist(t *testing.T) {
@@ -143,8 +148,8 @@ func TestDocFlagsScanner(t *testing.T) {
 		"doc.md:10: --nope is not a flag of `ironbus sub`",
 		"doc.md:12: --wrong-too is not a flag of `ironbus verify`",
 		"doc.md:14: --jsno is not a flag of `ironbus bench`",
-		"doc.md:16: --edge is not a flag of `ironbus group` or a subcommand of `ironbus group`",
-		"doc.md:18: --partitions is not a flag of `ironbus group` or a subcommand of `ironbus group`",
+		"doc.md:16: --edge is a flag of none of `ironbus group` (the section's) and their subcommands",
+		"doc.md:18: --partitions is a flag of none of `ironbus group` (the section's) and their subcommands",
 		"doc.md:20: --nothing is a flag of no command",
 	}
 	if !slices.Equal(got, want) {
@@ -223,7 +228,7 @@ func (c *docFlagChecker) judge(path *cobra.Command, section []*cobra.Command, fl
 		if c.hasFlag(path, flag) {
 			return docFlagFinding{}, false
 		}
-		return docFlagFinding{command: path.CommandPath(), flag: flag}, true
+		return docFlagFinding{commands: []string{path.CommandPath()}, flag: flag}, true
 	}
 	if len(section) == 0 {
 		return docFlagFinding{flag: flag}, !c.any[flag] && !c.pending[flag]
@@ -235,7 +240,7 @@ func (c *docFlagChecker) judge(path *cobra.Command, section []*cobra.Command, fl
 		}
 		names = append(names, command.CommandPath())
 	}
-	return docFlagFinding{command: strings.Join(names, "`, `") + "` or a subcommand of `" + strings.Join(names, "`, `"), flag: flag}, true
+	return docFlagFinding{commands: names, section: true, flag: flag}, true
 }
 
 func (c *docFlagChecker) hasFlag(command *cobra.Command, flag string) bool {

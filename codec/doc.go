@@ -4,8 +4,9 @@
 // a hostile or damaged compressed payload. The broker never calls it: it
 // stores payloads as the producer sent them.
 //
-// Codecs are the ones the record body names (package record): none, lz4
-// (the lz4 block format, no frame around it) and zstd (one zstd frame).
+// Codecs are the ones the record body names (package record, docs/FORMAT.md):
+// none, lz4 (the lz4 block format, no frame around it) and zstd (one zstd
+// frame).
 //
 // Invariants:
 //   - A Compressor keeps the compressed form only when it saves at least

@@ -1,7 +1,7 @@
 // Package loop owns the network side of the broker: accepting
 // connections, reading bytes, writing bytes, timeouts and draining. The
-// broker implements Handler and Session and never sees a socket, so the
-// backend can change underneath it.
+// protocol session (the wire session) implements Handler and Session and
+// never sees a socket, so the backend can change underneath it.
 //
 // Three backends implement it, checked by one conformance suite:
 //
@@ -64,8 +64,8 @@
 //     always on std; on epoll while dispatching the last event of a pass,
 //     on io_uring while only send completions follow in the pass, with
 //     no task waiting and, on io_uring, every prepared SQE submitted
-//     first) and takes an answer from inside Data (TryWrite). The broker
-//     commits a lone awaited record that way: one write and one
+//     first) and takes an answer from inside Data (TryWrite). The wire
+//     session commits a lone awaited record that way: one write and one
 //     fdatasync on the reading goroutine instead of four hand-offs. On a
 //     reactor that delays events arriving meanwhile by that long.
 //

@@ -3,7 +3,7 @@
 //
 //   - SPSC: one producer, one consumer. Each connection's produce
 //     completions travel on one, from the session's reader to the
-//     connection's writer (package broker).
+//     connection's writer (the wire session).
 //   - MPSC: many producers, one consumer. Each reactor's task queue is
 //     one: the flushes, resumes and closes other goroutines post to it
 //     (completions coming back to the reactor), with a locked overflow list

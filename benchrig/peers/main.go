@@ -12,7 +12,7 @@
 //	go run . -quick -json ../../bench-results/peers.json
 //	go run . -render ../../bench-results/peers.json -docs ../../docs/BENCHMARKS.md
 //
-// -suite subjects runs issue 9's rows instead (subjects.go): publish over
+// -suite subjects runs the subject rows instead (subjects.go): publish over
 // 1, 1,000 and 10,000 subjects against NATS core, and a 1-in-100 filtered
 // read against JetStream's filtered consumer:
 //

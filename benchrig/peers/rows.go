@@ -13,8 +13,8 @@ func consumeNote(cfg *config) string {
 		cfg.consumeMessages, cfg.consumers)
 }
 
-// rowSpecs declares the table. The targets are the bench issue's; rows
-// without a target are context.
+// rowSpecs declares the table. The targets are the ones docs/BENCHMARKS.md
+// reads the rows against; rows without a target are context.
 func rowSpecs(cfg *config) []rowSpec {
 	var specs []rowSpec
 	for _, size := range cfg.sizes {

@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// The subjects suite (-suite subjects): issue 9's head-to-head rows.
+// The subjects suite (-suite subjects): the head-to-head rows of routed
+// publish and filtered reads (docs/STREAMS.md).
 //
 //   - S-pub-N: publish spread over N distinct subjects (1, 1,000, 10,000).
 //     IronBus: one connection, pipelined (window 4,096, the P2c shape),

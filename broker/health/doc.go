@@ -8,8 +8,8 @@
 // probe gets "503 recovering" while recovery runs rather than a refused
 // connection; Attach hands it the open broker.
 //
-// Invariants: the server binds loopback addresses only (it has no TLS
-// and no authentication until the security issue); every endpoint is
+// Invariants: the server binds loopback addresses only, because it
+// serves neither TLS nor authentication; every endpoint is
 // read-only; nothing a request does touches the broker's hot path beyond
 // atomic loads and the locks a snapshot takes briefly; a request never
 // panics the process (the server recovers a handler, and handlers do not

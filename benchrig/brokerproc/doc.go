@@ -6,9 +6,10 @@
 //
 // The broker is the binary users run, started the way they start it, so
 // its figures include everything a deployment pays (the process, its
-// runtime, the disk as the broker uses it). The load itself is
-// benchrig/load's; a floor measured beside the broker (a minimal TCP and
-// fdatasync server) is a target of its own next to this one.
+// runtime, the disk as the broker uses it). The package owns the process
+// only: the load is benchrig/load's, which takes any broker address, so
+// other targets of a run (a live broker, a floor server) sit beside this
+// package, not in it.
 //
 // Invariants: Start returns only once the broker serves, or with the
 // process gone and its directories removed; Stop drains the broker with

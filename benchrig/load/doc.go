@@ -11,10 +11,12 @@
 // (benchrig.Pace): a record's latency counts from when it was due, so a
 // stall is not hidden behind the window.
 //
-// The broker is the caller's: one benchrig/brokerproc started (whose
-// Usage Result.AddBrokerUsage folds in) or a live one. The load speaks
-// the IronBus protocol only; a floor measured beside the broker is a
-// target of its own, compared with Result's rates and latencies.
+// The broker is the caller's: the address of one benchrig/brokerproc
+// started (whose Usage Result.AddBrokerUsage folds in) or of a live one.
+// The load speaks the IronBus protocol only; a target that does not (a
+// floor server) is driven by a loop of its own with the same shape
+// (producers, payload bytes, rate, duration) and read against Result's
+// rates and latencies.
 //
 // Invariants: latencies are recorded in histograms of 1 µs to 60 s at 3
 // significant digits; Result's JSON fields are never renamed or

@@ -19,8 +19,14 @@
 // at the same rate, and can write an execution trace of them, for reading
 // each hand-off of an acknowledgement off its goroutines.
 //
-// `ironbus bench` (cmd/ironbus) drives a broker from the command line, and
-// the head-to-head rig against peer brokers is its own module,
+// benchrig/load is the load generator of `ironbus bench`: producers and
+// consumers against one broker address in publish, subscribe or
+// round-trip mode, and the run's figures (the command's JSON object).
+// benchrig/brokerproc starts the broker it loads as a child process (the
+// binary users run) and reads its RSS, disk writes and fdatasyncs from
+// outside. The open-loop schedule every rig shares is Pace.
+//
+// The head-to-head rig against peer brokers is its own module,
 // benchrig/peers, so the broker never depends on a peer.
 //
 // Invariant: speed claims come from these runs, never from timed unit tests.

@@ -6,6 +6,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ParseSizes reads a comma-separated list of positive byte counts, the
@@ -20,6 +21,19 @@ func ParseSizes(text string) ([]int, error) {
 		sizes = append(sizes, size)
 	}
 	return sizes, nil
+}
+
+// ParseDuration reads a positive length of time given as seconds ("5",
+// "2.5") or as a Go duration ("5s", "1m"). Its error names the text and
+// the two forms; the caller prefixes the flag.
+func ParseDuration(text string) (time.Duration, error) {
+	if seconds, err := strconv.ParseFloat(text, 64); err == nil && seconds > 0 {
+		return time.Duration(seconds * float64(time.Second)), nil
+	}
+	if length, err := time.ParseDuration(text); err == nil && length > 0 {
+		return length, nil
+	}
+	return 0, fmt.Errorf("%q: want seconds (10) or a duration (10s, 1m)", text)
 }
 
 // StartCPUProfile writes a CPU profile to path (nothing when path is

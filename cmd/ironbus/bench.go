@@ -2,17 +2,25 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ironbus/ironbus/benchrig"
+	"github.com/ironbus/ironbus/benchrig/brokerproc"
+	"github.com/ironbus/ironbus/benchrig/load"
 	"github.com/ironbus/ironbus/client"
 	"github.com/ironbus/ironbus/loop"
+	"github.com/ironbus/ironbus/subject"
 )
 
+// bench parses its flags into a benchrig/load run against a broker that
+// benchrig/brokerproc starts (or a live one) and prints the result.
 type benchOptions struct {
 	mode         string
 	producers    int
@@ -31,15 +39,13 @@ type benchOptions struct {
 	durability   string
 	profile      string // started broker's configuration profile ("": serve's default)
 	profileOut   string
-	tls          bool // bench_tls.go
-
-	payloadOptions benchCompressOptions // bench_compress.go
-	subjectOptions benchSubjectOptions  // bench_subjects.go
+	tls          bool
+	compress     string
+	payloadFile  string
+	subjects     int
+	filter       string
+	filterSparse int
 }
-
-// benchSchema names the --json object; a field is never renamed or
-// repurposed, new ones are added.
-const benchSchema = "ironbus.cli.bench.v1"
 
 func newBenchCmd(opts *globalOptions) *cobra.Command {
 	bench := &benchOptions{}
@@ -68,10 +74,19 @@ func newBenchCmd(opts *globalOptions) *cobra.Command {
 	flags.StringVar(&bench.durability, "durability", "sync", "started broker: sync, interval or none (the latter two are labelled unsafe)")
 	flags.StringVar(&bench.profile, "profile", "", "started broker: configuration profile (edge-tiny, balanced, throughput); --loop and --io-mode then follow it unless given")
 	flags.StringVar(&bench.profileOut, "profile-out", "", "started broker: write CPU and heap profiles of the run into this directory")
-	flags.BoolVar(&opts.json, "json", false, "print one flat JSON object (schema "+benchSchema+")")
-	addBenchTLSFlags(cmd, bench)
-	addBenchCompressFlags(cmd, &bench.payloadOptions)
-	addBenchSubjectFlags(cmd, &bench.subjectOptions)
+	flags.BoolVar(&opts.json, "json", false, "print one flat JSON object (schema "+load.Schema+")")
+	// A started broker serves TLS with a throwaway certificate; a live one
+	// (--addr) is reached with the shared --tls-* and credential flags.
+	flags.BoolVar(&bench.tls, "tls", false,
+		"started broker: serve TLS 1.3 with a throwaway self-signed certificate made in a temporary directory (the load verifies it)")
+	markClientVerb(cmd)
+	flags.StringVar(&bench.compress, "compress", "none",
+		"producer compression: none, lz4 or zstd (the default payloads are zeros, so give --payload-file for numbers that mean anything)")
+	flags.StringVar(&bench.payloadFile, "payload-file", "",
+		"fill payloads with this file's bytes, --payload-bytes at a time, cycling through its first 64 MiB")
+	flags.IntVar(&bench.subjects, "subjects", 0, "publish over this many distinct subjects, routed by subject through a binding bench makes ("+load.BindingPattern+" → the stream)")
+	flags.StringVar(&bench.filter, "filter", "", "subscribe: consumers read through this subject filter (the subjects are "+load.SubjectPrefix+"0 …)")
+	flags.IntVar(&bench.filterSparse, "filter-sparse", 0, "subscribe: publish 1 record in K with subject "+load.SparseMatch+" (the rest "+load.SparseOther+") and filter for it")
 	cmd.RunE = classified(func() error {
 		plan, err := bench.plan(cmd.Flags().Changed)
 		if err != nil {
@@ -84,110 +99,225 @@ func newBenchCmd(opts *globalOptions) *cobra.Command {
 
 // benchPlan is a validated bench run.
 type benchPlan struct {
-	benchOptions
-	length time.Duration // 0 when count is set
-	// knobs are the broker flags bench passes on: each one given, and
-	// without --profile the defaults too (a profile sets its own).
-	knobs []string
-	// connect is TLS and credentials of the load's connections.
-	connect client.Options
-	// payloads is what the producers send and compress with.
-	payloads benchPayloads
+	load load.Config
+	// addr is the live broker to load; "" starts one with brokerArgs,
+	// serving TLS when tls is set.
+	addr       string
+	brokerArgs []string
+	tls        bool
 }
 
 func (bench *benchOptions) plan(changed func(string) bool) (*benchPlan, error) {
-	plan := &benchPlan{benchOptions: *bench}
-	switch {
-	case bench.mode != "publish" && bench.mode != "subscribe" && bench.mode != "round-trip":
-		return nil, exitErrorf(exitUsage, "--mode %q: want publish, subscribe or round-trip", bench.mode)
-	case bench.producers < 1 || bench.consumers < 1 || bench.pubWindow < 1:
-		return nil, exitErrorf(exitUsage, "--producers, --consumers and --pubwindow must be at least 1")
-	case bench.payloadBytes < 8 || bench.payloadBytes > 1<<20:
-		return nil, exitErrorf(exitUsage, "--payload-bytes %d: want 8 to 1048576 (round-trip stamps 8 bytes of send time)", bench.payloadBytes)
-	case changed("duration") && changed("count"):
-		return nil, exitErrorf(exitUsage, "--duration and --count exclude each other: give one")
-	case bench.count < 0 || bench.rate < 0:
-		return nil, exitErrorf(exitUsage, "--count and --rate must not be negative")
-	case bench.consumeTier != "work" && bench.consumeTier != "streaming":
-		return nil, exitErrorf(exitUsage, "--consume-tier %q: want work or streaming", bench.consumeTier)
-	case bench.addr != "" && !bench.live:
-		return nil, exitErrorf(exitUsage, "--addr %s is a running broker: bench would write records into it; add --i-understand-this-is-live", bench.addr)
-	case bench.addr != "" && bench.profileOut != "":
-		return nil, exitErrorf(exitUsage, "--profile-out needs the broker bench starts itself (no --addr)")
-	case bench.addr != "" && bench.profile != "":
-		return nil, exitErrorf(exitUsage, "--profile configures the broker bench starts itself (no --addr)")
+	if err := bench.check(changed); err != nil {
+		return nil, err
 	}
+	plan := &benchPlan{addr: bench.addr, tls: bench.tls, load: load.Config{
+		Mode: load.Mode(bench.mode), Producers: bench.producers, Consumers: bench.consumers, Window: bench.pubWindow,
+		PayloadBytes: bench.payloadBytes, Count: bench.count, Rate: bench.rate, Tier: load.Tier(bench.consumeTier),
+		Stream: bench.stream, Subjects: load.Subjects{Count: bench.subjects, Filter: bench.filter, Sparse: bench.filterSparse},
+		Broker: "started", BrokerProfile: bench.profile, Durability: bench.durability,
+	}}
+	if bench.addr != "" {
+		plan.load.Broker = "live"
+	}
+	plan.brokerArgs = []string{"--durability", bench.durability, "--max-connections", strconv.Itoa(bench.producers + bench.consumers + 16)}
+	// The broker flags bench passes on: each one given, and without
+	// --profile the defaults too (a profile sets its own).
 	for _, knob := range []struct{ flag, value string }{{"loop", bench.loop}, {"io-mode", bench.ioMode}} {
 		if bench.profile == "" || changed(knob.flag) {
-			plan.knobs = append(plan.knobs, "--"+knob.flag, knob.value)
+			plan.brokerArgs = append(plan.brokerArgs, "--"+knob.flag, knob.value)
 		}
 	}
 	if bench.profile != "" {
-		plan.knobs = append(plan.knobs, "--profile", bench.profile)
+		plan.brokerArgs = append(plan.brokerArgs, "--profile", bench.profile)
 	}
-	if err := bench.subjectOptions.check(bench.mode); err != nil {
-		return nil, err
+	if bench.durability != "sync" {
+		plan.brokerArgs = append(plan.brokerArgs, "--accept-relaxed-durability")
 	}
-	payloads, err := bench.payloadOptions.load()
+	if bench.profileOut != "" {
+		plan.brokerArgs = append(plan.brokerArgs, "--profile-out", bench.profileOut)
+	}
+	payloads, err := bench.payloads()
 	if err != nil {
 		return nil, err
 	}
-	plan.payloads = payloads
+	plan.load.Payloads = payloads
 	if bench.count == 0 {
-		plan.length = 10 * time.Second
+		plan.load.Duration = 10 * time.Second
 		if bench.duration != "" {
-			length, err := parseBenchDuration(bench.duration)
+			length, err := benchrig.ParseDuration(bench.duration)
 			if err != nil {
-				return nil, err
+				return nil, exitErrorf(exitUsage, "--duration %v", err)
 			}
-			plan.length = length
+			plan.load.Duration = length
 		}
 	}
 	return plan, nil
 }
 
-// parseBenchDuration takes seconds ("5", "2.5") or a Go duration ("5s").
-func parseBenchDuration(text string) (time.Duration, error) {
-	if seconds, err := strconv.ParseFloat(text, 64); err == nil && seconds > 0 {
-		return time.Duration(seconds * float64(time.Second)), nil
+// check validates the flags against each other.
+func (bench *benchOptions) check(changed func(string) bool) error {
+	switch {
+	case bench.mode != "publish" && bench.mode != "subscribe" && bench.mode != "round-trip":
+		return exitErrorf(exitUsage, "--mode %q: want publish, subscribe or round-trip", bench.mode)
+	case bench.producers < 1 || bench.consumers < 1 || bench.pubWindow < 1:
+		return exitErrorf(exitUsage, "--producers, --consumers and --pubwindow must be at least 1")
+	case bench.payloadBytes < load.StampBytes || bench.payloadBytes > 1<<20:
+		return exitErrorf(exitUsage, "--payload-bytes %d: want 8 to 1048576 (round-trip stamps 8 bytes of send time)", bench.payloadBytes)
+	case changed("duration") && changed("count"):
+		return exitErrorf(exitUsage, "--duration and --count exclude each other: give one")
+	case bench.count < 0 || bench.rate < 0:
+		return exitErrorf(exitUsage, "--count and --rate must not be negative")
+	case bench.consumeTier != "work" && bench.consumeTier != "streaming":
+		return exitErrorf(exitUsage, "--consume-tier %q: want work or streaming", bench.consumeTier)
+	case bench.addr != "" && !bench.live:
+		return exitErrorf(exitUsage, "--addr %s is a running broker: bench would write records into it; add --i-understand-this-is-live", bench.addr)
+	case bench.addr != "" && bench.profileOut != "":
+		return exitErrorf(exitUsage, "--profile-out needs the broker bench starts itself (no --addr)")
+	case bench.addr != "" && bench.profile != "":
+		return exitErrorf(exitUsage, "--profile configures the broker bench starts itself (no --addr)")
+	case bench.addr != "" && bench.tls:
+		return exitErrorf(exitUsage, "--tls makes the started broker serve TLS; for a live broker (--addr) give --tls-ca instead")
 	}
-	if length, err := time.ParseDuration(text); err == nil && length > 0 {
-		return length, nil
+	return bench.checkSubjects()
+}
+
+// checkSubjects validates the subject flags against the mode.
+func (bench *benchOptions) checkSubjects() error {
+	switch {
+	case bench.subjects < 0 || bench.filterSparse < 0:
+		return exitErrorf(exitUsage, "--subjects and --filter-sparse must not be negative")
+	case bench.filterSparse > 0 && bench.subjects > 0:
+		return exitErrorf(exitUsage, "--filter-sparse picks its own two subjects: leave out --subjects")
+	case bench.filterSparse > 0 && bench.filter != "":
+		return exitErrorf(exitUsage, "--filter-sparse filters for %s itself: leave out --filter", load.SparseMatch)
+	case (bench.filter != "" || bench.filterSparse > 0) && bench.mode != "subscribe":
+		return exitErrorf(exitUsage, "--filter and --filter-sparse measure consumers: use them with --mode subscribe")
+	case bench.filter != "" && bench.subjects == 0:
+		return exitErrorf(exitUsage, "--filter needs subjects to filter: add --subjects N")
 	}
-	return 0, exitErrorf(exitUsage, "--duration %q: want seconds (10) or a duration (10s, 1m)", text)
+	if bench.filter != "" {
+		if err := subject.ValidatePattern([]byte(bench.filter)); err != nil {
+			return exitErrorf(exitUsage, "--filter %q: %v", bench.filter, err)
+		}
+	}
+	return nil
+}
+
+// payloads reads --compress and --payload-file.
+func (bench *benchOptions) payloads() (load.Payloads, error) {
+	payloads := load.Payloads{File: bench.payloadFile}
+	compression, err := client.ParseCompression(bench.compress)
+	if err != nil {
+		return payloads, exitErrorf(exitUsage, "--compress %q: want none, lz4 or zstd", bench.compress)
+	}
+	payloads.Compression = compression
+	if bench.payloadFile == "" {
+		return payloads, nil
+	}
+	source, err := load.ReadPayloadFile(bench.payloadFile)
+	var pathErr *fs.PathError
+	switch {
+	case errors.Is(err, load.ErrEmptyPayloadFile):
+		return payloads, exitErrorf(exitUsage, "--payload-file %s is empty: give a sample of the data you will publish", bench.payloadFile)
+	case errors.As(err, &pathErr) && pathErr.Op == "open":
+		return payloads, exitErrorf(exitNotFound, "--payload-file: %w", err)
+	case err != nil:
+		return payloads, exitErrorf(exitUnreadable, "--payload-file: %w", err)
+	}
+	payloads.Source = source
+	return payloads, nil
 }
 
 func runBench(ctx context.Context, opts *globalOptions, plan *benchPlan) error {
-	target := &benchTarget{addr: plan.addr, live: plan.addr != ""}
-	if target.live {
-		if err := benchLiveConnect(opts, plan); err != nil {
-			return err
+	addr := plan.addr
+	var broker *brokerproc.Process
+	if addr != "" {
+		if err := opts.connect.apply(&plan.load.Connect); err != nil {
+			return fmt.Errorf("bench: %w", err)
 		}
 	} else {
-		if err := target.start(plan); err != nil {
+		var err error
+		if broker, err = startBenchBroker(plan); err != nil {
 			return err
 		}
-		defer target.remove()
+		defer broker.Remove()
+		addr, plan.load.Connect.TLS = broker.Addr(), broker.ClientTLS()
 	}
 	progress := newProgress(opts, plan)
-	result, err := runLoad(ctx, plan, target, progress)
+	result, err := load.Run(ctx, plan.load, addr)
 	progress.done()
 	if err != nil {
-		_ = target.stop()
+		if broker != nil {
+			_, _ = broker.Stop()
+		}
+		if errors.Is(err, load.ErrInvalidConfig) {
+			return exitErrorf(exitInternal, "bench: %w", err)
+		}
 		return exitErrorf(exitDamage, "bench: %w", err)
 	}
-	if !target.live {
-		if err := target.stop(); err != nil {
-			return err
+	if broker != nil {
+		usage, err := broker.Stop()
+		if err != nil {
+			return exitErrorf(exitInternal, "bench: %w", err)
 		}
-		target.addBrokerFigures(&result)
+		result.AddBrokerUsage(usage)
 	}
-	result.fill(plan)
 	if opts.json {
 		return writeJSON(opts.stdout, result)
 	}
-	result.print(opts, plan)
+	printBenchResult(opts, plan, &result)
 	return nil
+}
+
+// startBenchBroker starts this binary's serve as the broker under load.
+func startBenchBroker(plan *benchPlan) (*brokerproc.Process, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, exitErrorf(exitInternal, "bench: finding this binary: %w", err)
+	}
+	broker, err := brokerproc.Start(brokerproc.Options{Binary: self, Args: plan.brokerArgs, TLS: plan.tls})
+	switch {
+	case errors.Is(err, brokerproc.ErrTemporaryDirectory):
+		return nil, exitErrorf(exitUnreadable, "bench: %w", err)
+	case err != nil:
+		return nil, exitErrorf(exitInternal, "bench: %w", err)
+	}
+	return broker, nil
+}
+
+func printBenchResult(opts *globalOptions, plan *benchPlan, r *load.Result) {
+	out := opts.stdout
+	broker := r.Broker
+	if r.BrokerProfile != "" {
+		broker += " (profile " + r.BrokerProfile + ")"
+	}
+	fmt.Fprintf(out, "%s: %d producers × window %d, %d B payloads, durability %s, broker %s\n",
+		r.Mode, r.Producers, r.PubWindow, r.PayloadBytes, r.Durability, broker)
+	fmt.Fprintf(out, "  payloads    %s\n", plan.load.Payloads.Describe())
+	fmt.Fprintf(out, "  published   %d records in %.2f s: %.0f msg/s, %.1f MB/s\n", r.Records, r.Seconds, r.MsgsPerSec, r.MBPerSec)
+	fmt.Fprintf(out, "  ack latency p50 %.0f µs  p99 %.0f µs  p99.9 %.0f µs  max %.0f µs\n", r.AckP50, r.AckP99, r.AckP999, r.AckMax)
+	if r.Subjects > 0 {
+		fmt.Fprintf(out, "  subjects    %d distinct, routed by subject (%s → %s)\n", r.Subjects, load.BindingPattern, plan.load.Stream)
+	}
+	if r.ConsumedRecords > 0 {
+		fmt.Fprintf(out, "  consumed    %d records (%s tier, %d consumers) in %.2f s: %.0f msg/s\n",
+			r.ConsumedRecords, r.ConsumeTier, r.Consumers, r.ConsumeSeconds, r.ConsumePerSec)
+	}
+	if r.Filter != "" {
+		fmt.Fprintf(out, "  filter      %s: %d records traversed, %.0f traversed/s (%.0f matching delivered/s)\n",
+			r.Filter, r.TraversedRecords, r.TraversePerSec, r.ConsumePerSec)
+	}
+	if r.E2EP50 > 0 {
+		fmt.Fprintf(out, "  end to end  p50 %.0f µs  p99 %.0f µs  p99.9 %.0f µs  max %.0f µs\n", r.E2EP50, r.E2EP99, r.E2EP999, r.E2EMax)
+	}
+	if r.Broker == "started" {
+		fmt.Fprintf(out, "  broker      %.0f fdatasyncs/s, %.1f records per fdatasync, peak RSS %.1f MiB, %.2f disk bytes per payload byte\n",
+			r.FsyncsPerSec, r.RecordsPerFsync, float64(r.RSSBytes)/(1<<20), r.DiskPerPayload)
+	}
+	if r.Durability != "sync" {
+		fmt.Fprintf(out, "  NOTE: --durability %s acknowledges before the fdatasync; a power cut loses acknowledged records\n", r.Durability)
+	}
 }
 
 // progress rewrites one status line on a terminal once a second; it is
@@ -222,10 +352,10 @@ func (p *progress) run(opts *globalOptions, plan *benchPlan) {
 			return
 		case <-ticker.C:
 			elapsed := time.Since(p.began).Truncate(time.Second)
-			if plan.length > 0 {
-				fmt.Fprintf(opts.stderr, "\r\033[Kbench %s: %s of %s", plan.mode, elapsed, plan.length)
+			if plan.load.Count == 0 {
+				fmt.Fprintf(opts.stderr, "\r\033[Kbench %s: %s of %s", plan.load.Mode, elapsed, plan.load.Duration)
 			} else {
-				fmt.Fprintf(opts.stderr, "\r\033[Kbench %s: %s, %d records", plan.mode, elapsed, plan.count)
+				fmt.Fprintf(opts.stderr, "\r\033[Kbench %s: %s, %d records", plan.load.Mode, elapsed, plan.load.Count)
 			}
 		}
 	}

@@ -7,32 +7,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-)
 
-// TestBenchPayloadsCycleThroughTheFile: payloads are consecutive cuts of
-// the sample, wrapping at its end, so every byte of it is used.
-func TestBenchPayloadsCycleThroughTheFile(t *testing.T) {
-	payloads := benchPayloads{source: []byte("abcde")}
-	payload := make([]byte, 3)
-	position := 0
-	var got []string
-	for range 4 {
-		position = payloads.fill(payload, position)
-		got = append(got, string(payload))
-	}
-	if strings.Join(got, ",") != "abc,dea,bcd,eab" {
-		t.Fatalf("payloads %q", got)
-	}
-	long := make([]byte, 12)
-	payloads.fill(long, 0)
-	if string(long) != "abcdeabcdeab" {
-		t.Fatalf("a payload longer than the file: %q", long)
-	}
-	zeros := make([]byte, 4)
-	if (benchPayloads{}).fill(zeros, 0) != 0 || string(zeros) != "\x00\x00\x00\x00" {
-		t.Fatalf("without a file the payload must stay zeros: %q", zeros)
-	}
-}
+	"github.com/ironbus/ironbus/benchrig/load"
+)
 
 // TestBenchCompressesRealPayloads: with a sample of text, lz4 stores
 // fewer bytes per payload byte than none, and the report says which codec
@@ -49,7 +26,7 @@ func TestBenchCompressesRealPayloads(t *testing.T) {
 	if err := os.WriteFile(sample, []byte(text.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run := func(codec string) benchResult {
+	run := func(codec string) load.Result {
 		return runBenchJSON(t, "--count", "3000", "--payload-bytes", "1024", "--compress", codec, "--payload-file", sample)
 	}
 	plain, lz4 := run("none"), run("lz4")

@@ -4,17 +4,19 @@ import (
 	"encoding/json"
 	"runtime"
 	"testing"
+
+	"github.com/ironbus/ironbus/benchrig/load"
 )
 
-func runBenchJSON(t *testing.T, args ...string) benchResult {
+func runBenchJSON(t *testing.T, args ...string) load.Result {
 	t.Helper()
 	result := runCLI(t, append([]string{"bench", "--json"}, args...)...)
 	expectCode(t, result, exitClean)
-	var out benchResult
+	var out load.Result
 	if err := json.Unmarshal([]byte(result.stdout), &out); err != nil {
 		t.Fatalf("bench --json printed %q: %v", result.stdout, err)
 	}
-	if out.Schema != benchSchema {
+	if out.Schema != load.Schema {
 		t.Fatalf("schema %q", out.Schema)
 	}
 	return out
@@ -67,6 +69,7 @@ func TestBenchUsage(t *testing.T) {
 		{"--mode", "subscribe", "--filter-sparse", "100", "--subjects", "10"},
 		{"--subjects", "-1"},
 		{"--addr", "127.0.0.1:7777", "--i-understand-this-is-live", "--profile", "edge-tiny"},
+		{"--addr", "127.0.0.1:7777", "--i-understand-this-is-live", "--tls"},
 	} {
 		result := runCLI(t, append([]string{"bench"}, args...)...)
 		expectCode(t, result, exitUsage)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/ironbus/ironbus/client"
 	"github.com/ironbus/ironbus/subject"
-	"github.com/ironbus/ironbus/wire"
 )
 
 // routedStream names the stream a subject routes to, for pub's output; ""
@@ -38,15 +37,4 @@ func spannedStreams(ctx context.Context, c *client.Client, pattern string) ([]st
 		return nil, subError(err)
 	}
 	return streams, nil
-}
-
-// benchBind creates stream (one that exists, whatever its settings, is
-// used as it is) and binds pattern to it, for bench --subjects.
-func benchBind(ctx context.Context, c *client.Client, pattern, stream string) error {
-	_, err := c.CreateStream(ctx, stream, client.StreamSettings{})
-	if err != nil && !errors.Is(err, &wire.Error{Code: wire.CodeConflict}) {
-		return err
-	}
-	_, err = c.Bind(ctx, pattern, stream)
-	return err
 }

@@ -105,11 +105,11 @@ func (cumulative *cumulativeOptions) settle(ctx context.Context, opts *globalOpt
 	}
 	defer c.Close()
 	if _, err := c.OpenGroup(ctx, cumulative.stream, cumulative.group, client.GroupOptions{Type: client.GroupBroadcast}); err != nil {
-		return 0, subError(err)
+		return 0, brokerError(err, cumulative.stream)
 	}
 	status, err := c.CumulativeAck(ctx, cumulative.stream, cumulative.group, cumulative.partition, cumulative.upTo)
 	if err != nil {
-		return 0, subError(err)
+		return 0, brokerError(err, cumulative.stream)
 	}
 	return status, nil
 }

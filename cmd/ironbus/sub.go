@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -88,7 +87,7 @@ func runSub(ctx context.Context, opts *globalOptions, sub *subOptions) error {
 	}
 	for _, stream := range streams {
 		if _, err := c.OpenGroup(ctx, stream, sub.group, groupOptions); err != nil {
-			return subError(err)
+			return brokerError(err, stream)
 		}
 	}
 	fetch := client.FetchOptions{Type: groupOptions.Type, Partition: groupOptions.Partition, Filter: groupOptions.Filter,
@@ -123,7 +122,7 @@ func (sub *subOptions) fetchOnce(ctx context.Context, opts *globalOptions, c *cl
 	}
 	result, err := c.Fetch(ctx, stream, sub.group, fetch)
 	if err != nil {
-		return 0, false, subError(err)
+		return 0, false, brokerError(err, stream)
 	}
 	for _, gap := range result.Gaps {
 		if opts.json {
@@ -276,7 +275,7 @@ func (sub *subOptions) settle(ctx context.Context, c *client.Client, stream stri
 		_, err = c.Term(ctx, stream, sub.group, messages...)
 	}
 	if err != nil {
-		return subError(err)
+		return brokerError(err, stream)
 	}
 	return nil
 }
@@ -288,13 +287,6 @@ func lastOffsets(messages []client.Message) map[uint32]uint64 {
 		last[m.Partition] = max(last[m.Partition], m.Offset)
 	}
 	return last
-}
-
-func subError(err error) error {
-	if errors.Is(err, client.ErrClosed) {
-		return exitErrorf(exitLocked, "the connection to the broker broke: %w", err)
-	}
-	return exitErrorf(exitDamage, "%w", err)
 }
 
 // deliverySchema names one record line of sub --json: a delivery, not a

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"iter"
 	"strconv"
 	"strings"
 	"time"
@@ -163,6 +164,7 @@ func (sub *subOptions) where(stream string, partition uint32) string {
 func messageLine(m client.Message) string {
 	var line strings.Builder
 	fmt.Fprintf(&line, "#%d key=%s", m.Offset, humanField(m.Key))
+	writeHumanHeaders(&line, messageHeaders(m.Headers))
 	if m.Codec != client.CodecNone {
 		fmt.Fprintf(&line, " codec=%s", m.Codec)
 	}
@@ -171,6 +173,17 @@ func messageLine(m client.Message) string {
 		fmt.Fprintf(&line, " (attempt %d)", m.Attempt)
 	}
 	return line.String()
+}
+
+// messageHeaders walks a delivered record's headers in order.
+func messageHeaders(headers []client.Header) iter.Seq2[[]byte, []byte] {
+	return func(yield func([]byte, []byte) bool) {
+		for _, h := range headers {
+			if !yield([]byte(h.Name), h.Value) {
+				return
+			}
+		}
+	}
 }
 
 // check validates the flags and turns them into the group's options.
@@ -295,25 +308,32 @@ const deliverySchema = "ironbus.cli.delivery.v1"
 
 // subMessage is one record in sub's NDJSON output.
 type subMessage struct {
-	Schema          string `json:"schema"`
-	Stream          string `json:"stream"`
-	Partition       uint32 `json:"partition"`
-	Offset          uint64 `json:"offset"`
-	Timestamp       string `json:"timestamp"`
-	Attempt         uint32 `json:"attempt"`
-	Redelivered     bool   `json:"redelivered"`
-	Key             string `json:"key"`
-	KeyEncoding     string `json:"key_encoding"`
-	Subject         string `json:"subject"`
-	Payload         string `json:"payload"`
-	PayloadEncoding string `json:"payload_encoding"`
-	Codec           string `json:"codec"` // how it was stored; Payload is decompressed
+	Schema          string         `json:"schema"`
+	Stream          string         `json:"stream"`
+	Partition       uint32         `json:"partition"`
+	Offset          uint64         `json:"offset"`
+	Timestamp       string         `json:"timestamp"`
+	Attempt         uint32         `json:"attempt"`
+	Redelivered     bool           `json:"redelivered"`
+	Key             string         `json:"key"`
+	KeyEncoding     string         `json:"key_encoding"`
+	Subject         string         `json:"subject"`
+	Headers         []headerOutput `json:"headers"` // in record order; names may repeat
+	Payload         string         `json:"payload"`
+	PayloadEncoding string         `json:"payload_encoding"`
+	Codec           string         `json:"codec"` // how it was stored; Payload is decompressed
 }
 
 func messageOutput(m client.Message) subMessage {
 	key, keyEncoding := encodeBytes(m.Key)
 	payload, payloadEncoding := encodeBytes(m.Payload)
-	return subMessage{Schema: deliverySchema, Stream: m.Stream, Offset: m.Offset, Partition: m.Partition, Timestamp: m.Timestamp.UTC().Format(time.RFC3339Nano),
+	headers := make([]headerOutput, 0, len(m.Headers))
+	for _, h := range m.Headers {
+		header := headerOutput{Name: h.Name}
+		header.Value, header.ValueEncoding = encodeBytes(h.Value)
+		headers = append(headers, header)
+	}
+	return subMessage{Headers: headers, Schema: deliverySchema, Stream: m.Stream, Offset: m.Offset, Partition: m.Partition, Timestamp: m.Timestamp.UTC().Format(time.RFC3339Nano),
 		Attempt: m.Attempt, Redelivered: m.Redelivered, Key: key, KeyEncoding: keyEncoding, Subject: m.Subject,
 		Payload: payload, PayloadEncoding: payloadEncoding, Codec: m.Codec.String()}
 }
@@ -335,7 +355,7 @@ Consuming an existing group as another type is an error naming both.
 sub keeps fetching until it has printed --max records (0 = no limit) or
 --wait passes with nothing new, printing one line per record:
 
-  #<offset> key=<key> payload=<payload>
+  #<offset> key=<key> [headers={<name>=<value> ...}] payload=<payload>
 
 A payload its producer compressed is shown decompressed, with codec=lz4 or
 codec=zstd before it (the JSON lines carry "codec" always). A record that

@@ -29,11 +29,14 @@ type subOptions struct {
 	term      bool
 	nackDelay time.Duration
 	wait      time.Duration
-	keyShared bool
-	broadcast bool
-	streaming bool
-	from      string
-	fromTime  string
+	// reconnectWait bounds how long sub tries to reconnect after the
+	// connection to the broker is lost (0: it gives up at once).
+	reconnectWait time.Duration
+	keyShared     bool
+	broadcast     bool
+	streaming     bool
+	from          string
+	fromTime      string
 }
 
 func newSubCmd(opts *globalOptions) *cobra.Command {
@@ -62,6 +65,8 @@ func newSubCmd(opts *globalOptions) *cobra.Command {
 	flags.StringVar(&sub.from, "from", "", "where a new group starts: an offset, earliest (default) or latest")
 	flags.StringVar(&sub.fromTime, "from-time", "", "where a new group starts: the first record stored at or after this RFC 3339 time")
 	flags.DurationVar(&sub.wait, "wait", 5*time.Second, "stop when nothing new arrives for this long")
+	flags.DurationVar(&sub.reconnectWait, "reconnect-wait", 10*time.Second,
+		"when the connection to the broker is lost, keep reconnecting this long before exiting with code 5 (0: exit at once)")
 	flags.BoolVar(&opts.json, "json", false, "print NDJSON: one object per record (schema "+deliverySchema+") or gap ("+gapSchema+")")
 	cmd.RunE = classified(func() error {
 		sub.spanning = sub.subject != "" && !cmd.Flags().Changed("stream")
@@ -79,9 +84,29 @@ func runSub(ctx context.Context, opts *globalOptions, sub *subOptions) error {
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	printed := 0
+	for {
+		err := sub.consume(ctx, opts, c, groupOptions, &printed)
+		_ = c.Close()
+		if err == nil || !connectionLost(err) {
+			return err
+		}
+		// The group's place is the broker's (cursor, leases), so a new
+		// connection carries on where this one stopped; records printed
+		// and not yet settled come again (at-least-once).
+		if c, err = redial(ctx, opts, sub.addr, sub.reconnectWait, err); err != nil {
+			return err
+		}
+	}
+}
+
+// consume reads on one connection until --max records are printed,
+// --wait passes with nothing new, or an error ends it. printed counts
+// across connections.
+func (sub *subOptions) consume(ctx context.Context, opts *globalOptions, c *client.Client, groupOptions client.GroupOptions, printed *int) error {
 	streams := []string{sub.stream}
 	if sub.spanning {
+		var err error
 		if streams, err = spannedStreams(ctx, c, sub.subject); err != nil {
 			return err
 		}
@@ -93,23 +118,29 @@ func runSub(ctx context.Context, opts *globalOptions, sub *subOptions) error {
 	}
 	fetch := client.FetchOptions{Type: groupOptions.Type, Partition: groupOptions.Partition, Filter: groupOptions.Filter,
 		Wait: sub.wait / time.Duration(len(streams))}
-	printed := 0
-	for sub.max == 0 || printed < sub.max {
+	idleSince := time.Now()
+	for sub.max == 0 || *printed < sub.max {
 		progressed := false
 		for _, stream := range streams {
-			n, moved, err := sub.fetchOnce(ctx, opts, c, stream, fetch, printed)
+			n, moved, err := sub.fetchOnce(ctx, opts, c, stream, fetch, *printed)
 			if err != nil {
 				return err
 			}
-			printed += n
+			*printed += n
 			progressed = progressed || moved
-			if sub.max > 0 && printed >= sub.max {
+			if sub.max > 0 && *printed >= sub.max {
 				return nil
 			}
 		}
-		if !progressed {
+		switch {
+		case progressed:
+			idleSince = time.Now()
+		case time.Since(idleSince) >= sub.wait:
 			return nil // --wait passed with nothing new
 		}
+		// An empty answer before --wait passed (a broker draining its
+		// long polls as it stops) is not the end: the next fetch finds
+		// out whether the connection still stands.
 	}
 	return nil
 }
@@ -217,6 +248,10 @@ func (sub *subOptions) check() (client.GroupOptions, error) {
 		return group, exitErrorf(exitUsage, "--nack-delay must be positive")
 	case (sub.nack || sub.term) && (sub.broadcast || sub.streaming):
 		return group, exitErrorf(exitUsage, "--nack and --term need leases: use them with work or --key-shared groups")
+	case sub.wait < 0:
+		return group, exitErrorf(exitUsage, "--wait must be 0 (do not wait) or more")
+	case sub.reconnectWait < 0:
+		return group, exitErrorf(exitUsage, "--reconnect-wait must be 0 (do not reconnect) or more")
 	case sub.max < 0:
 		return group, exitErrorf(exitUsage, "--max must be 0 (no limit) or more")
 	case sub.partition < -1 || sub.partition >= wire.MaxPartitions:

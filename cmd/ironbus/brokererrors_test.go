@@ -30,6 +30,7 @@ func TestBrokerErrorCodes(t *testing.T) {
 		{"closed", client.ErrClosed, exitUnreachable, nil},
 		{"too large here", fmt.Errorf("%w: record body of 9 bytes", client.ErrRecordTooLarge), exitRefused, []string{"max_frame"}},
 		{"too large there", wire.NewError(wire.CodeRecordTooLarge, "too large"), exitRefused, []string{"max_frame"}},
+		{"bad name", wire.NewError(wire.CodeInvalidName, "invalid group name"), exitUsage, nil},
 		{"bad argument", fmt.Errorf("%w: empty group name", client.ErrInvalidArgument), exitUsage, nil},
 		{"refused", wire.NewError(wire.CodeGroupModeMismatch, "a work group"), exitRefused, nil},
 		{"already classified", exitErrorf(exitNotFound, "x"), exitNotFound, nil},

@@ -124,6 +124,8 @@ func brokerError(err error, stream string) error {
 		return exitErrorf(exitNotAuthorized, "not authorized: %w; the identity needs the scope for this request (ironbus auth ls shows scopes)", err)
 	case fromBroker && code == wire.CodeNotFound:
 		return notFoundError(err, stream)
+	case fromBroker && code == wire.CodeInvalidName:
+		return exitErrorf(exitUsage, "%w", err) // a stream or group name the user typed
 	case fromBroker && code == wire.CodeRecordTooLarge, errors.Is(err, client.ErrRecordTooLarge):
 		return exitErrorf(exitRefused, "%w; %s", err, recordLimitHint)
 	case errors.Is(err, client.ErrConnectionLost), errors.Is(err, client.ErrClosed):

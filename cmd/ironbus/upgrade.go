@@ -93,6 +93,10 @@ func runUpgrade(opts *globalOptions, options *upgradeOptions) error {
 		return err
 	}
 	options.newBinary = newBinary
+	if info, err := os.Stat(options.dest); err == nil && info.IsDir() {
+		return exitErrorf(exitUsage, "--dest %s is a directory; name the installed binary itself, such as %s",
+			options.dest, filepath.Join(options.dest, "ironbus"))
+	}
 	identity, err := upgrade.Probe(context.Background(), options.newBinary)
 	if err != nil {
 		return upgradeError(err)

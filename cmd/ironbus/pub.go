@@ -62,7 +62,11 @@ long; otherwise it is stored as is. Consumers (sub, the SDK) and the offline
 readers (peek, dump) decompress transparently.
 
 Errors go to standard error and the exit code is not 0: 5 when the broker
-cannot be reached, 3 when it refused a record (the message says why).`,
+cannot be reached, 6 when it refused the credentials, 3 when it refused a
+record (the message says why). A record larger than the broker takes (its
+max_frame setting, at most 16 MiB) is refused before it is sent, exit 3: a
+payload argument or a line of standard input, which is never read whole
+into memory once it passes the limit.`,
 		Example: `  ironbus pub "hello"
   ironbus pub --stream orders --key customer-42 --header source=cli '{"total":12}'
   ironbus pub --subject orders.eu.created --key customer-42 '{"total":12}'

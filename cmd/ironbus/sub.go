@@ -120,6 +120,7 @@ func (sub *subOptions) consume(ctx context.Context, opts *globalOptions, c *clie
 		Wait: sub.wait / time.Duration(len(streams))}
 	idleSince := time.Now()
 	for sub.max == 0 || *printed < sub.max {
+		round := time.Now()
 		progressed := false
 		for _, stream := range streams {
 			n, moved, err := sub.fetchOnce(ctx, opts, c, stream, fetch, *printed)
@@ -137,6 +138,10 @@ func (sub *subOptions) consume(ctx context.Context, opts *globalOptions, c *clie
 			idleSince = time.Now()
 		case time.Since(idleSince) >= sub.wait:
 			return nil // --wait passed with nothing new
+		case time.Since(round) < emptyRoundPause:
+			// A broker that does not park fetches (or caps them short)
+			// is asked again at a walking pace, not in a busy loop.
+			time.Sleep(min(emptyRoundPause, sub.wait-time.Since(idleSince)))
 		}
 		// An empty answer before --wait passed (a broker draining its
 		// long polls as it stops) is not the end: the next fetch finds
@@ -144,6 +149,9 @@ func (sub *subOptions) consume(ctx context.Context, opts *globalOptions, c *clie
 	}
 	return nil
 }
+
+// emptyRoundPause is the least time between two empty rounds of fetches.
+const emptyRoundPause = 50 * time.Millisecond
 
 // fetchOnce fetches, prints and settles one batch of a stream; moved
 // says whether anything (a record or a gap) came.

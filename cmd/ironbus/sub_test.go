@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -9,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ironbus/ironbus/client"
 )
 
 // publishNumbered publishes line-0 … line-(n-1) to stream through `ironbus pub`.
@@ -132,9 +135,14 @@ func TestServeConsumerKnobs(t *testing.T) {
 			t.Fatalf("delivery before max-deliver: %q", got)
 		}
 	}
-	began := time.Now()
-	if got := subLines(t, append(at, "--wait", "5s")...); len(got) != 0 {
+	if got := subLines(t, append(at, "--wait", "1s")...); len(got) != 0 {
 		t.Fatalf("a record delivered twice with --max-deliver 2 came a third time: %q", got)
+	}
+	// sub itself fetches again until --wait passes; one fetch is capped.
+	c := dialConsumer(t, broker.addr)
+	began := time.Now()
+	if _, err := c.Fetch(context.Background(), "jobs", "w", client.FetchOptions{Wait: 5 * time.Second}); err != nil {
+		t.Fatal(err)
 	}
 	if waited := time.Since(began); waited > 3*time.Second {
 		t.Fatalf("an idle fetch asking to wait 5 s parked %v: --consume-longpoll-ms 200 should cap it", waited)

@@ -392,3 +392,31 @@ func firstLines(text string, n int) string {
 	lines := strings.SplitN(text, "\n", n+1)
 	return strings.Join(lines[:min(n, len(lines))], "\n")
 }
+
+// TestOfflineChangesNeverCreate: the offline commands that change a data
+// directory refuse a missing one (exit 2) instead of making it, and
+// settling a group of a stream the directory lacks makes no stream.
+func TestOfflineChangesNeverCreate(t *testing.T) {
+	root := t.TempDir()
+	missing := filepath.Join(root, "missing")
+	for _, args := range [][]string{
+		{"cumulative-ack", "--data-dir", missing, "--group", "g", "--up-to", "1"},
+		{"group", "reset", "--data-dir", missing, "--group", "g", "--to", "earliest"},
+		{"group", "rm", "--data-dir", missing, "--group", "g"},
+		{"stream", "rm", "x", "--force", "--data-dir", missing},
+		{"stream", "bind", "a.b", "x", "--data-dir", missing},
+		{"stream", "unbind", "a.b", "--data-dir", missing},
+	} {
+		expectCode(t, runCLI(t, args...), exitNotFound)
+		if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%q made the data directory", args)
+		}
+	}
+	dataDir := filepath.Join(root, "data")
+	expectCode(t, runCLI(t, "stream", "create", "s", "--data-dir", dataDir), exitClean)
+	settle := runCLI(t, "cumulative-ack", "--data-dir", dataDir, "--stream", "nosuch", "--group", "g", "--up-to", "1")
+	expectCode(t, settle, exitNotFound)
+	if _, err := os.Stat(filepath.Join(dataDir, "streams", "nosuch")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("cumulative-ack --data-dir made the stream it was asked to settle")
+	}
+}

@@ -89,6 +89,16 @@ func openDataDir(opts *globalOptions, dataDir string) (*segment.Dir, error) {
 	return dir, nil
 }
 
+// requireExistingDataDir refuses, before anything opens it exclusively
+// (which would create it), a --data-dir that is not an IronBus data
+// directory: the offline commands that change one never make one.
+func requireExistingDataDir(dataDir string) error {
+	if _, err := segment.ReadDataFormatVersion(vfs.OS{}, dataDir); err != nil {
+		return openDirError(dataDir, err)
+	}
+	return nil
+}
+
 func openDirError(dataDir string, err error) error {
 	if refused := notADirectory(dataDir); refused != nil {
 		return refused

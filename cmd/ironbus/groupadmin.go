@@ -204,6 +204,9 @@ func liveGroupChange(ctx context.Context, opts *globalOptions, change *groupChan
 // running broker makes it fail with exit 5, and no broker can start
 // meanwhile.
 func offlineGroupChange(opts *globalOptions, change *groupChangeOptions, reset bool, target client.StartPosition) (groupRow, error) {
+	if err := requireExistingDataDir(change.dataDir); err != nil {
+		return groupRow{}, err
+	}
 	dir, err := segment.Open(vfs.OS{}, change.dataDir, segment.Options{Logger: opts.logger()})
 	if err != nil {
 		return groupRow{}, openDirError(change.dataDir, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ironbus/ironbus/client"
 	"github.com/ironbus/ironbus/wire"
@@ -22,7 +23,7 @@ func TestBrokerErrorCodes(t *testing.T) {
 		says []string
 	}{
 		{"no such stream", wire.NewError(wire.CodeNotFound, `stream "typo" does not exist`), exitNotFound,
-			[]string{`stream "typo"`, "ironbus stream ls", "ironbus stream create typo"}},
+			[]string{`stream "typo" does not exist (not_found)`, "ironbus stream ls", "ironbus stream create typo"}},
 		{"wrong credentials", wire.NewError(wire.CodeNotAuthorized, "not authorized"), exitNotAuthorized, []string{"not authorized", "--token-file"}},
 		{"no scope", wire.NewError(wire.CodePermissionDenied, "no subscribe permission"), exitNotAuthorized, []string{"not authorized", "scope"}},
 		{"removed identity", fmt.Errorf("%w: %w", client.ErrConnectionLost, wire.NewError(wire.CodeNotAuthorized, "x")), exitNotAuthorized, nil},
@@ -32,7 +33,9 @@ func TestBrokerErrorCodes(t *testing.T) {
 		{"too large there", wire.NewError(wire.CodeRecordTooLarge, "too large"), exitRefused, []string{"max_frame"}},
 		{"bad name", wire.NewError(wire.CodeInvalidName, "invalid group name"), exitUsage, nil},
 		{"bad argument", fmt.Errorf("%w: empty group name", client.ErrInvalidArgument), exitUsage, nil},
-		{"refused", wire.NewError(wire.CodeGroupModeMismatch, "a work group"), exitRefused, nil},
+		{"refused", wire.NewError(wire.CodeGroupModeMismatch, "a work group"), exitRefused, []string{"a work group (group_mode_mismatch)"}},
+		{"refused, wrapped", fmt.Errorf("record 1 was not stored: %w", &wire.Error{Code: wire.CodeNoSpace, Retryable: true, RetryAfter: time.Second, Message: "disk full"}),
+			exitRefused, []string{"record 1 was not stored: disk full (no_space, retryable after 1s)"}},
 		{"already classified", exitErrorf(exitNotFound, "x"), exitNotFound, nil},
 	} {
 		err := brokerError(tc.err, "typo")

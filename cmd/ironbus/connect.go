@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -116,6 +117,7 @@ func brokerError(err error, stream string) error {
 	if errors.As(err, &exit) {
 		return err
 	}
+	err = readableBrokerError(err)
 	code, fromBroker := wireCode(err)
 	switch {
 	case fromBroker && code == wire.CodeNotAuthorized:
@@ -136,6 +138,36 @@ func brokerError(err error, stream string) error {
 		return exitErrorf(exitUnreachable, "the request to the broker did not complete: %w", err)
 	}
 	return exitErrorf(exitRefused, "%w", err)
+}
+
+// brokerText is an error whose text shows the broker's error by its
+// message and code name (not_found, no_route) rather than "ironbus: …
+// (code 12)", which would repeat the prefix the command line adds.
+type brokerText struct {
+	err  error
+	text string
+}
+
+func (e *brokerText) Error() string { return e.text }
+
+func (e *brokerText) Unwrap() error { return e.err }
+
+// readableBrokerError rewrites the broker's part of err's text, keeping
+// err as the cause for errors.Is and errors.As.
+func readableBrokerError(err error) error {
+	var refused *wire.Error
+	if !errors.As(err, &refused) {
+		return err
+	}
+	said := refused.Message + " (" + refused.Code.String()
+	if refused.Retryable {
+		said += ", retryable"
+		if refused.RetryAfter > 0 {
+			said += " after " + refused.RetryAfter.String()
+		}
+	}
+	said += ")"
+	return &brokerText{err: err, text: strings.Replace(err.Error(), refused.Error(), said, 1)}
 }
 
 // recordLimitHint names the setting behind the largest record.

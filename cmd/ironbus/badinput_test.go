@@ -97,9 +97,60 @@ type badInputFixture struct {
 	authConfig string
 	configDir  string
 	next       atomic.Int64
-	// bad files by kind, for flags that take a file or a directory.
-	files map[string]string
-	dirs  map[string]string
+}
+
+// badGarbage is the content of the garbage files.
+var badGarbage = bytes.Repeat([]byte{0xff, 0x00, 'x', '\n', 0x7f}, 400)
+
+// Every row gets bad files of its own: a command may write where it is
+// pointed (upgrade --dest, backup --out), and must not change what the
+// next row sees.
+var (
+	badFileKinds = []string{"missing", "directory", "garbage", "empty", "unreadable"}
+	badDirKinds  = []string{"missing", "file", "garbage", "unreadable", "through"}
+)
+
+// badFile makes a file of the kind, where a command expects a file.
+func (f *badInputFixture) badFile(kind string) string {
+	path := f.fresh()
+	switch kind {
+	case "directory":
+		f.must(os.Mkdir(path, 0o755))
+	case "garbage":
+		f.must(os.WriteFile(path, badGarbage, 0o600))
+	case "empty":
+		f.must(os.WriteFile(path, nil, 0o600))
+	case "unreadable": // readable anyway when the tests run as root
+		f.must(os.WriteFile(path, []byte("secret\n"), 0o000))
+	}
+	return path
+}
+
+// badDir makes a path of the kind, where a command expects a directory.
+func (f *badInputFixture) badDir(kind string) string {
+	path := f.fresh()
+	switch kind {
+	case "file":
+		f.must(os.WriteFile(path, badGarbage, 0o600))
+	case "garbage":
+		f.must(os.Mkdir(path, 0o755))
+		for _, name := range []string{"FORMAT", "streams.json", "recovery-report.json", "MANIFEST"} {
+			f.must(os.WriteFile(filepath.Join(path, name), badGarbage, 0o600))
+		}
+	case "unreadable":
+		f.must(os.Mkdir(path, 0o000))
+		f.t.Cleanup(func() { _ = os.Chmod(path, 0o755) })
+	case "through":
+		f.must(os.WriteFile(path, badGarbage, 0o600))
+		path = filepath.Join(path, "below")
+	}
+	return path
+}
+
+func (f *badInputFixture) must(err error) {
+	if err != nil {
+		f.t.Fatal(err)
+	}
 }
 
 func newBadInputFixture(t *testing.T) *badInputFixture {
@@ -114,46 +165,6 @@ func newBadInputFixture(t *testing.T) *badInputFixture {
 	expectCode(t, runCLI(t, "backup", "--data-dir", f.dataDir, "--out", f.backup), exitClean)
 	expectCode(t, runCLI(t, "token", "create", "--out", f.token), exitClean)
 	expectCode(t, runCLI(t, "auth", "add", "--auth-config", f.authConfig, "--name", "n", "--token-file", f.token, "--scopes", "publish"), exitClean)
-	write := func(name string, data []byte, mode os.FileMode) string {
-		path := filepath.Join(root, name)
-		if err := os.WriteFile(path, data, mode); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	mkdir := func(name string) string {
-		path := filepath.Join(root, name)
-		if err := os.MkdirAll(path, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	garbage := bytes.Repeat([]byte{0xff, 0x00, 'x', '\n', 0x7f}, 400)
-	f.files = map[string]string{
-		"missing":    filepath.Join(root, "no-such-file"),
-		"directory":  mkdir("a-directory"),
-		"garbage":    write("garbage", garbage, 0o600),
-		"empty":      write("empty", nil, 0o600),
-		"unreadable": write("unreadable", []byte("secret\n"), 0o000), // readable anyway when the tests run as root
-	}
-	garbageDir := mkdir("garbage-dir")
-	for _, name := range []string{"FORMAT", "streams.json", "recovery-report.json", "MANIFEST"} {
-		if err := os.WriteFile(filepath.Join(garbageDir, name), garbage, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	unreadableDir := mkdir("unreadable-dir")
-	if err := os.Chmod(unreadableDir, 0o000); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.Chmod(unreadableDir, 0o755) })
-	f.dirs = map[string]string{
-		"missing":    filepath.Join(root, "no-such-dir"),
-		"file":       f.files["garbage"],
-		"garbage":    garbageDir,
-		"unreadable": unreadableDir,
-		"through":    filepath.Join(f.files["garbage"], "below"),
-	}
 	return f
 }
 
@@ -221,7 +232,7 @@ func (f *badInputFixture) base(path string) (args []string, stdin string) {
 		// --print-budget checks every setting and exits instead of serving.
 		return []string{"--data-dir", f.fresh(), "--addr", "127.0.0.1:0", "--health-addr", "off", "--print-budget"}, ""
 	case "config check":
-		return []string{f.files["garbage"]}, ""
+		return []string{f.badFile("garbage")}, ""
 	case "completion":
 		return []string{"bash"}, ""
 	}
@@ -257,8 +268,8 @@ func (f *badInputFixture) rowsFor(path string, cmd *cobra.Command) []badInputRow
 	add("--no-such-flag", "--no-such-flag")
 	add("a stray argument", "stray-1", "stray-2", "stray-3")
 	if path == "config check" {
-		for kind, file := range f.files {
-			rows = append(rows, badInputRow{name: "config check FILE " + kind, args: []string{"config", "check", file}})
+		for _, kind := range badFileKinds {
+			rows = append(rows, badInputRow{name: "config check FILE " + kind, args: []string{"config", "check", f.badFile(kind)}})
 		}
 	}
 	visit := func(flag *pflag.Flag) {
@@ -267,13 +278,13 @@ func (f *badInputFixture) rowsFor(path string, cmd *cobra.Command) []badInputRow
 		}
 		switch kind := f.flagKind(path, flag.Name); {
 		case kind == "file":
-			for what, file := range f.files {
-				add("--"+flag.Name+" "+what, "--"+flag.Name, file)
+			for _, what := range badFileKinds {
+				add("--"+flag.Name+" "+what, "--"+flag.Name, f.badFile(what))
 			}
 			return
 		case kind == "dir":
-			for what, dir := range f.dirs {
-				add("--"+flag.Name+" "+what, "--"+flag.Name, dir)
+			for _, what := range badDirKinds {
+				add("--"+flag.Name+" "+what, "--"+flag.Name, f.badDir(what))
 			}
 			return
 		}

@@ -191,8 +191,10 @@ func (g *Group) leaseLocked(f *fetch, entry segment.Entry, delivered uint32, key
 	g.stats.Delivered++
 	if delivered > 0 {
 		g.stats.Redelivered++
-		g.dirty = true // delivery counts are part of the checkpoint
 	}
+	// Every delivery changes a count in the checkpoint, the first one
+	// too: a restart must redeliver it as attempt 2, not 1 again.
+	g.dirty = true
 	if g.opts.DeadLetters != nil && int(attempt) >= g.opts.MaxDeliver {
 		f.checkpoint = true // the last attempt: a crash now must not grant another
 	}

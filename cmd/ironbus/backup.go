@@ -86,6 +86,10 @@ func runBackup(opts *globalOptions, options *backupOptions) error {
 	if options.out == "" {
 		return exitErrorf(exitUsage, "--out is required: name a new directory for the backup")
 	}
+	// A FORMAT that is not ours makes a backup nothing could restore.
+	if err := requireExistingDataDir(options.dataDir); err != nil {
+		return err
+	}
 	bar := newByteProgress(opts, "backup")
 	result, err := backup.Create(options.dataDir, options.out, backup.Options{NoLink: options.noLink, Progress: bar.update})
 	bar.finish()

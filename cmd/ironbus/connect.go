@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -83,12 +85,102 @@ func (o *connectOptions) apply(options *client.Options) error {
 	return nil
 }
 
+// notAuthorizedHint is the fix for a broker that refused the credentials.
+const notAuthorizedHint = "check --token-file, or --user and --password-file, or the client certificate; " +
+	"repeated failures lock this address out for a while"
+
 // connectRefusal explains a broker that refused the credentials.
 func connectRefusal(addr string, err error) error {
-	var refused *wire.Error
-	if errors.As(err, &refused) && refused.Code == wire.CodeNotAuthorized {
-		return exitErrorf(exitLocked, "the broker at %s refused the credentials (not authorized): check --token-file, or --user and --password-file, "+
-			"or the client certificate; repeated failures lock this address out for a while", addr)
+	if code, ok := wireCode(err); ok && code == wire.CodeNotAuthorized {
+		return exitErrorf(exitNotAuthorized, "the broker at %s refused the credentials (not authorized): %s", addr, notAuthorizedHint)
 	}
 	return nil
+}
+
+// wireCode is the code of the broker's error inside err, if there is one.
+func wireCode(err error) (wire.Code, bool) {
+	var refused *wire.Error
+	if errors.As(err, &refused) {
+		return refused.Code, true
+	}
+	return 0, false
+}
+
+// brokerError classifies what a client call returned, the same way for
+// every client command: a missing stream or group exits 2 with the verbs
+// that list and create streams, refused credentials or scope 6, a broken
+// connection 5, a record over the broker's limit 3 with the setting that
+// raises it, and any other refusal by the broker 3. stream is the stream
+// the call named ("" when none), for the message.
+func brokerError(err error, stream string) error {
+	var exit *exitError
+	if errors.As(err, &exit) {
+		return err
+	}
+	err = readableBrokerError(err)
+	code, fromBroker := wireCode(err)
+	switch {
+	case fromBroker && code == wire.CodeNotAuthorized:
+		return exitErrorf(exitNotAuthorized, "the broker refused the credentials (not authorized): %s (%w)", notAuthorizedHint, err)
+	case fromBroker && code == wire.CodePermissionDenied:
+		return exitErrorf(exitNotAuthorized, "not authorized: %w; the identity needs the scope for this request (ironbus auth ls shows scopes)", err)
+	case fromBroker && code == wire.CodeNotFound:
+		return notFoundError(err, stream)
+	case fromBroker && code == wire.CodeInvalidName:
+		return exitErrorf(exitUsage, "%w", err) // a stream or group name the user typed
+	case fromBroker && code == wire.CodeRecordTooLarge, errors.Is(err, client.ErrRecordTooLarge):
+		return exitErrorf(exitRefused, "%w; %s", err, recordLimitHint)
+	case errors.Is(err, client.ErrConnectionLost), errors.Is(err, client.ErrClosed):
+		return exitErrorf(exitUnreachable, "the connection to the broker broke: %w", err)
+	case errors.Is(err, client.ErrInvalidArgument), errors.Is(err, client.ErrInvalidSubject):
+		return exitErrorf(exitUsage, "%w", err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return exitErrorf(exitUnreachable, "the request to the broker did not complete: %w", err)
+	}
+	return exitErrorf(exitRefused, "%w", err)
+}
+
+// brokerText is an error whose text shows the broker's error by its
+// message and code name (not_found, no_route) rather than "ironbus: …
+// (code 12)", which would repeat the prefix the command line adds.
+type brokerText struct {
+	err  error
+	text string
+}
+
+func (e *brokerText) Error() string { return e.text }
+
+func (e *brokerText) Unwrap() error { return e.err }
+
+// readableBrokerError rewrites the broker's part of err's text, keeping
+// err as the cause for errors.Is and errors.As.
+func readableBrokerError(err error) error {
+	var refused *wire.Error
+	if !errors.As(err, &refused) {
+		return err
+	}
+	said := refused.Message + " (" + refused.Code.String()
+	if refused.Retryable {
+		said += ", retryable"
+		if refused.RetryAfter > 0 {
+			said += " after " + refused.RetryAfter.String()
+		}
+	}
+	said += ")"
+	return &brokerText{err: err, text: strings.Replace(err.Error(), refused.Error(), said, 1)}
+}
+
+// recordLimitHint names the setting behind the largest record.
+const recordLimitHint = "the broker's max_frame setting (serve --max-frame) bounds a record, " +
+	"which is at most 16 MiB whatever it is set to; split the payload or raise max_frame"
+
+// notFoundError explains a stream, partition or group the broker does not
+// have. Consume and admin verbs never create a stream, so the hint says
+// how to see and make one.
+func notFoundError(err error, stream string) error {
+	if stream == "" {
+		return exitErrorf(exitNotFound, "%w; `ironbus stream ls` lists the streams and `ironbus group ls` the groups", err)
+	}
+	return exitErrorf(exitNotFound, "%w; stream %q: `ironbus stream ls` lists the streams, `ironbus stream create %s` creates it, "+
+		"and `ironbus group ls --stream %s` lists its groups", err, stream, stream, stream)
 }

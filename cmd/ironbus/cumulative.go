@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -105,11 +106,11 @@ func (cumulative *cumulativeOptions) settle(ctx context.Context, opts *globalOpt
 	}
 	defer c.Close()
 	if _, err := c.OpenGroup(ctx, cumulative.stream, cumulative.group, client.GroupOptions{Type: client.GroupBroadcast}); err != nil {
-		return 0, subError(err)
+		return 0, brokerError(err, cumulative.stream)
 	}
 	status, err := c.CumulativeAck(ctx, cumulative.stream, cumulative.group, cumulative.partition, cumulative.upTo)
 	if err != nil {
-		return 0, subError(err)
+		return 0, brokerError(err, cumulative.stream)
 	}
 	return status, nil
 }
@@ -117,12 +118,24 @@ func (cumulative *cumulativeOptions) settle(ctx context.Context, opts *globalOpt
 // settleOffline moves a stopped broker's broadcast group forward under the
 // directory's exclusive lock.
 func (cumulative *cumulativeOptions) settleOffline(opts *globalOptions) (client.AckStatus, error) {
+	if err := requireExistingDataDir(cumulative.dataDir); err != nil {
+		return 0, err
+	}
 	dir, err := segment.Open(vfs.OS{}, cumulative.dataDir, segment.Options{Logger: opts.logger()})
 	if err != nil {
 		return 0, openDirError(cumulative.dataDir, err)
 	}
 	defer func() { _ = dir.Close() }()
 	id := segment.LogID{Stream: cumulative.stream, Partition: cumulative.partition}
+	// Opening a log that is not there would create it: settling a group
+	// never makes a stream.
+	ids, err := dir.Logs()
+	if err != nil {
+		return 0, exitErrorf(exitUnreadable, "listing the logs of %s: %w", cumulative.dataDir, err)
+	}
+	if !slices.Contains(ids, id) {
+		return 0, openLogError(cumulative.dataDir, id, segment.ErrNotFound)
+	}
 	log, err := dir.OpenLog(id)
 	if err != nil {
 		return 0, openLogError(cumulative.dataDir, id, err)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+	"os"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -38,6 +40,22 @@ func requireDataDir(dataDir string) error {
 	if dataDir == "" {
 		return exitErrorf(exitUsage, "--data-dir is required: name the broker's data directory (the one holding FORMAT and streams/)")
 	}
+	return notADirectory(dataDir)
+}
+
+// notADirectory refuses a --data-dir that names a file, or a path through
+// one, with what to do; nil when it is a directory or does not exist (the
+// command itself says what a missing directory means for it).
+func notADirectory(dataDir string) error {
+	info, err := os.Stat(dataDir)
+	switch {
+	case err == nil && !info.IsDir():
+		return exitErrorf(exitNotFound, "--data-dir %s is a file, not a directory: name the broker's data directory "+
+			"(the one holding FORMAT and streams/), such as the --data-dir given to ironbus serve", dataDir)
+	case errors.Is(err, syscall.ENOTDIR):
+		return exitErrorf(exitNotFound, "--data-dir %s passes through a file, not a directory: name the broker's data directory "+
+			"(the one holding FORMAT and streams/)", dataDir)
+	}
 	return nil
 }
 
@@ -71,7 +89,20 @@ func openDataDir(opts *globalOptions, dataDir string) (*segment.Dir, error) {
 	return dir, nil
 }
 
+// requireExistingDataDir refuses, before anything opens it exclusively
+// (which would create it), a --data-dir that is not an IronBus data
+// directory: the offline commands that change one never make one.
+func requireExistingDataDir(dataDir string) error {
+	if _, err := segment.ReadDataFormatVersion(vfs.OS{}, dataDir); err != nil {
+		return openDirError(dataDir, err)
+	}
+	return nil
+}
+
 func openDirError(dataDir string, err error) error {
+	if refused := notADirectory(dataDir); refused != nil {
+		return refused
+	}
 	switch {
 	case errors.Is(err, segment.ErrLocked):
 		return exitErrorf(exitLocked, "%s: %s (%w)", dataDir, lockedMessage, err)

@@ -136,7 +136,7 @@ func runLiveDeadLetterList(ctx context.Context, opts *globalOptions, addr string
 	defer c.Close()
 	queues, err := c.DeadLetters(ctx, "")
 	if err != nil {
-		return adminError(err)
+		return adminError(err, "")
 	}
 	out := deadLettersOutput{Schema: "ironbus.cli.dlq.v1", Directory: addr, Queues: []deadLetterRow{}}
 	for _, q := range queues {
@@ -261,7 +261,7 @@ func runRedrive(ctx context.Context, opts *globalOptions, addr, stream string, m
 	defer c.Close()
 	result, err := c.Redrive(ctx, stream, maxLetters)
 	if err != nil {
-		return adminError(err)
+		return adminError(err, stream)
 	}
 	out := redriveOutput{Schema: "ironbus.cli.redrive.v1", Stream: stream, Republished: result.Republished,
 		Skipped: result.Skipped, Queue: queueRow(result.Queue)}

@@ -11,16 +11,22 @@ import (
 // branch on them, so a code never changes meaning and a new condition gets
 // a new code. docs/CLI.md carries the same table.
 const (
-	exitClean      = 0 // nothing wrong (torn tails are reported but clean)
-	exitUsage      = 1 // bad flags or arguments
-	exitNotFound   = 2 // the data directory, stream or log does not exist
-	exitDamage     = 3 // acknowledged data is damaged, or a log is frozen
+	exitClean    = 0 // nothing wrong (torn tails are reported but clean)
+	exitUsage    = 1 // bad flags or arguments
+	exitNotFound = 2 // the data directory, stream or log does not exist
+	exitDamage   = 3 // acknowledged data is damaged, or a log is frozen
+	// exitRefused shares 3 with exitDamage for the client commands: the
+	// broker refused a request (too large, wrong group type, no route).
+	exitRefused    = 3
 	exitUnreadable = 4 // the data cannot be read (I/O error, inconsistent or too-new format)
 	exitLocked     = 5 // a running broker holds the data directory
 	// exitUnreachable shares 5 with exitLocked: both mean "the running
 	// broker is in the way or out of reach" (report, server).
 	exitUnreachable = 5
-	exitInternal    = 70 // a bug in ironbus (EX_SOFTWARE in sysexits.h)
+	// exitNotAuthorized: the broker refused the credentials, or the
+	// identity lacks the scope for the request.
+	exitNotAuthorized = 6
+	exitInternal      = 70 // a bug in ironbus (EX_SOFTWARE in sysexits.h)
 )
 
 // exitError is an error that decides the process exit code. Commands return

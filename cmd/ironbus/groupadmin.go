@@ -14,7 +14,6 @@ import (
 	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/vfs"
-	"github.com/ironbus/ironbus/wire"
 )
 
 // The live forms of group and dlq (through a broker's admin verbs) and the
@@ -32,7 +31,7 @@ func liveRows(ctx context.Context, opts *globalOptions, group *groupOptions) ([]
 	if group.group != "" {
 		state, err := c.GroupInfo(ctx, group.stream, group.group, group.partition)
 		if err != nil {
-			return nil, adminError(err)
+			return nil, adminError(err, group.stream)
 		}
 		states = []client.GroupState{state}
 	} else {
@@ -41,7 +40,7 @@ func liveRows(ctx context.Context, opts *globalOptions, group *groupOptions) ([]
 			stream = ""
 		}
 		if states, err = c.ListGroups(ctx, stream, group.partition); err != nil {
-			return nil, adminError(err)
+			return nil, adminError(err, stream)
 		}
 	}
 	rows := make([]groupRow, 0, len(states))
@@ -60,20 +59,14 @@ func liveRow(s client.GroupState) groupRow {
 // groupTypeName names a group type as the offline tools do.
 func groupTypeName(t client.GroupType) string { return consumer.Type(t).String() }
 
-// adminError classifies what the broker answered: a missing stream or
-// group exits 2, a refusal (live consumers, a bad request) 3, a broken
-// connection 5.
-func adminError(err error) error {
-	var werr *wire.Error
-	switch {
-	case errors.As(err, &werr) && werr.Code == wire.CodeNotFound:
-		return exitErrorf(exitNotFound, "%w", err)
-	case errors.Is(err, client.ErrGroupActive):
-		return exitErrorf(exitDamage, "%w (stop the group's consumers, then run this again)", err)
-	case errors.Is(err, client.ErrConnectionLost), errors.Is(err, client.ErrClosed):
-		return exitErrorf(exitLocked, "the connection to the broker broke: %w", err)
+// adminError classifies what the broker answered (brokerError): a
+// missing stream or group exits 2, a refusal 3 (live consumers: stop them
+// first), a broken connection 5, refused credentials 6.
+func adminError(err error, stream string) error {
+	if errors.Is(err, client.ErrGroupActive) {
+		return exitErrorf(exitRefused, "%w (stop the group's consumers, then run this again)", err)
 	}
-	return exitErrorf(exitDamage, "%w", err)
+	return brokerError(err, stream)
 }
 
 type groupChangeOptions struct {
@@ -201,7 +194,7 @@ func liveGroupChange(ctx context.Context, opts *globalOptions, change *groupChan
 		state, err = c.DeleteGroup(ctx, change.stream, change.group, change.partition)
 	}
 	if err != nil {
-		return groupRow{}, adminError(err)
+		return groupRow{}, adminError(err, change.stream)
 	}
 	return liveRow(state), nil
 }
@@ -211,6 +204,9 @@ func liveGroupChange(ctx context.Context, opts *globalOptions, change *groupChan
 // running broker makes it fail with exit 5, and no broker can start
 // meanwhile.
 func offlineGroupChange(opts *globalOptions, change *groupChangeOptions, reset bool, target client.StartPosition) (groupRow, error) {
+	if err := requireExistingDataDir(change.dataDir); err != nil {
+		return groupRow{}, err
+	}
 	dir, err := segment.Open(vfs.OS{}, change.dataDir, segment.Options{Logger: opts.logger()})
 	if err != nil {
 		return groupRow{}, openDirError(change.dataDir, err)

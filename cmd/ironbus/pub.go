@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -61,7 +62,11 @@ long; otherwise it is stored as is. Consumers (sub, the SDK) and the offline
 readers (peek, dump) decompress transparently.
 
 Errors go to standard error and the exit code is not 0: 5 when the broker
-cannot be reached, 3 when it refused a record (the message says why).`,
+cannot be reached, 6 when it refused the credentials, 3 when it refused a
+record (the message says why). A record larger than the broker takes (its
+max_frame setting, at most 16 MiB) is refused before it is sent, exit 3: a
+payload argument or a line of standard input, which is never read whole
+into memory once it passes the limit.`,
 		Example: `  ironbus pub "hello"
   ironbus pub --stream orders --key customer-42 --header source=cli '{"total":12}'
   ironbus pub --subject orders.eu.created --key customer-42 '{"total":12}'
@@ -130,7 +135,10 @@ func runPub(ctx context.Context, opts *globalOptions, pub *pubOptions, payload *
 	}
 	printed := make(chan error, 1)
 	go func() { printed <- printOffsets(opts.stdout, producer.Results(), opts.json, stream) }()
-	sendErr := sendRecords(ctx, producer, template, payload, opts)
+	sendErr := sendRecords(ctx, producer, template, payload, opts.stdin, largestRecord(c.ServerInfo()))
+	if sendErr != nil {
+		sendErr = brokerError(sendErr, stream)
+	}
 	closeErr := producer.Close()
 	printErr := <-printed
 	return firstError(printErr, sendErr, closeErr)
@@ -173,27 +181,88 @@ func (pub *pubOptions) record() (client.Record, error) {
 }
 
 // sendRecords sends the payload argument, or one record per stdin line.
-func sendRecords(ctx context.Context, producer *client.Producer, template client.Record, payload *string, opts *globalOptions) error {
+// A line longer than limit is refused before it is read whole, so a
+// stray binary file costs no more memory than one record.
+func sendRecords(ctx context.Context, producer *client.Producer, template client.Record, payload *string, stdin io.Reader, limit int) error {
 	send := func(line []byte) error {
 		record := template
 		record.Payload = append([]byte(nil), line...)
 		return producer.Send(ctx, record)
 	}
 	if payload != nil {
+		if len(*payload) > limit {
+			return exitErrorf(exitRefused, "the payload of %d bytes is larger than the largest record the broker takes (%d bytes); %s",
+				len(*payload), limit, recordLimitHint)
+		}
 		return send([]byte(*payload))
 	}
-	scanner := bufio.NewScanner(opts.stdin)
-	scanner.Buffer(make([]byte, 64<<10), 16<<20)
-	for scanner.Scan() {
-		if err := send(scanner.Bytes()); err != nil {
+	in := bufio.NewReaderSize(stdin, 64<<10)
+	var line []byte
+	for number := 1; ; number++ {
+		var err error
+		line, err = readLine(in, line[:0], limit)
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case errors.Is(err, errLineTooLong):
+			return exitErrorf(exitRefused, "line %d of standard input is longer than the largest record the broker takes (%d bytes); %s",
+				number, limit, recordLimitHint)
+		case err != nil:
+			return exitErrorf(exitUnreadable, "reading standard input: %w", err)
+		}
+		if err := send(line); err != nil {
 			return err
 		}
 	}
-	if err := scanner.Err(); err != nil {
-		return exitErrorf(exitUsage, "reading standard input: %w", err)
-	}
-	return nil
 }
+
+// errLineTooLong: a line of standard input is longer than one record may be.
+var errLineTooLong = errors.New("line too long")
+
+// readLine appends the next line of in to line, without its newline (nor
+// a carriage return before it); the last line needs no newline. It stops
+// with errLineTooLong as soon as the line passes limit bytes.
+func readLine(in *bufio.Reader, line []byte, limit int) ([]byte, error) {
+	for {
+		chunk, err := in.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > limit+2 { // room for "\r\n"
+			return line, errLineTooLong
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && len(line) > 0:
+			err = nil
+		case err != nil:
+			return line, err
+		}
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if len(line) > limit {
+			return line, errLineTooLong
+		}
+		return line, nil
+	}
+}
+
+// largestRecord is the largest payload the broker could take: its record
+// limit, or failing that its frame limit. Keys and headers take their
+// share of it; the client checks the exact size of each record.
+func largestRecord(info client.ServerInfo) int {
+	limit := int(info.MaxFrame)
+	if info.MaxRecordBytes > 0 && info.MaxRecordBytes < limit {
+		limit = info.MaxRecordBytes
+	}
+	if limit <= 0 {
+		return maxStoredRecord
+	}
+	return limit
+}
+
+// maxStoredRecord is the record body limit of the storage format, the bound
+// when a broker announces none.
+const maxStoredRecord = 16 << 20
 
 // publishedSchema names one line of pub --json, one per acknowledged record.
 const publishedSchema = "ironbus.cli.published.v1"
@@ -209,7 +278,7 @@ func printOffsets(w io.Writer, results <-chan client.Result, asJSON bool, stream
 	for result := range results {
 		if result.Err != nil {
 			if failure == nil {
-				failure = refusedError(result.Sequence, result.Err)
+				failure = refusedError(result.Sequence, result.Err, stream)
 			}
 			continue
 		}
@@ -229,11 +298,9 @@ func printOffsets(w io.Writer, results <-chan client.Result, asJSON bool, stream
 	return failure
 }
 
-func refusedError(sequence uint64, err error) error {
-	if errors.Is(err, client.ErrClosed) {
-		return exitErrorf(exitLocked, "record %d: the connection to the broker broke: %w", sequence+1, err)
-	}
-	return exitErrorf(exitDamage, "record %d was not stored: %w", sequence+1, err)
+// refusedError classifies the failure of one record (brokerError).
+func refusedError(sequence uint64, err error, stream string) error {
+	return brokerError(fmt.Errorf("record %d was not stored: %w", sequence+1, err), stream)
 }
 
 // dialBroker connects, mapping failures to exit code 5 with advice.
@@ -247,7 +314,7 @@ func dialBroker(ctx context.Context, opts *globalOptions, addr string, window in
 		if refused := connectRefusal(addr, err); refused != nil {
 			return nil, refused
 		}
-		return nil, exitErrorf(exitLocked, "cannot reach a broker at %s: %w (is `ironbus serve` or `ironbus dev` running? --addr or IRONBUS_ADDR picks another)", addr, err)
+		return nil, exitErrorf(exitUnreachable, "cannot reach a broker at %s: %w (is `ironbus serve` or `ironbus dev` running? --addr or IRONBUS_ADDR picks another)", addr, err)
 	}
 	return c, nil
 }

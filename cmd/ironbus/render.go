@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/base64"
 	"fmt"
+	"iter"
 	"strconv"
 	"strings"
 	"time"
@@ -221,7 +222,7 @@ func humanEntry(entry segment.Entry, d *codec.Decompressor) string {
 		return line.String()
 	}
 	fmt.Fprintf(&line, " key=%s subject=%s", humanField(view.Key), humanField(view.Subject))
-	writeHumanHeaders(&line, view)
+	writeHumanHeaders(&line, view.Headers())
 	if view.HasProducer {
 		fmt.Fprintf(&line, " producer=%d seq=%d", view.ProducerID, view.Sequence)
 	}
@@ -240,9 +241,11 @@ func humanEntry(entry segment.Entry, d *codec.Decompressor) string {
 	return line.String()
 }
 
-func writeHumanHeaders(line *strings.Builder, view record.View) {
+// writeHumanHeaders appends " headers={name=value ...}" when there are
+// headers (peek and sub print them alike).
+func writeHumanHeaders(line *strings.Builder, headers iter.Seq2[[]byte, []byte]) {
 	first := true
-	for name, value := range view.Headers() {
+	for name, value := range headers {
 		if first {
 			line.WriteString(" headers={")
 		} else {

@@ -62,8 +62,9 @@ Installing this binary:
 
   upgrade   install a new ironbus binary by a crash-safe swap; rollback undoes it
 
-Exit codes: 0 clean, 1 usage, 2 not found, 3 damage found, 4 unreadable,
-5 locked by a running broker, 70 internal error. See docs/CLI.md.`,
+Exit codes: 0 clean, 1 usage, 2 not found, 3 damage found or refused,
+4 unreadable, 5 locked by a running broker or unreachable, 6 not authorized,
+70 internal error (a bug in ironbus). See docs/CLI.md.`,
 		Example: `  ironbus verify --data-dir /var/lib/ironbus
   ironbus peek --data-dir /var/lib/ironbus --stream orders --from 1000
   ironbus dump --data-dir /var/lib/ironbus | jq .payload`,

@@ -71,6 +71,10 @@ func runScrub(opts *globalOptions, options *scrubOptions) error {
 	if err := requireDataDir(options.dataDir); err != nil {
 		return err
 	}
+	// A FORMAT that is not ours is not a directory to vouch for.
+	if err := requireExistingDataDir(options.dataDir); err != nil {
+		return err
+	}
 	bar := newByteProgress(opts, "scrub")
 	report, err := backup.Scrub(nil, options.dataDir, bar.update)
 	bar.finish()

@@ -133,7 +133,7 @@ func TestSecuredBrokerFromTheCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused := runCLI(t, append([]string{"pub", "--token-file", badToken, "x"}, secure...)...)
-	expectCode(t, refused, exitLocked)
+	expectCode(t, refused, exitNotAuthorized)
 	if !strings.Contains(refused.stderr, "not authorized") {
 		t.Fatalf("a wrong token: %s", refused.stderr)
 	}
@@ -210,7 +210,7 @@ func TestServeReloadsAuthConfig(t *testing.T) {
 	expectCode(t, runCLI(t, "auth", "rm", "--auth-config", authPath, "--name", "writer"), exitClean)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if runCLI(t, "pub", "--addr", broker.addr, "--token-file", token, "after").code == exitLocked {
+		if runCLI(t, "pub", "--addr", broker.addr, "--token-file", token, "after").code == exitNotAuthorized {
 			break
 		}
 		if time.Now().After(deadline) {

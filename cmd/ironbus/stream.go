@@ -181,7 +181,7 @@ func runStreamCreate(ctx context.Context, opts *globalOptions, create *streamCre
 	if create.dataDir != "" {
 		out, err = offlineCreate(opts, create.dataDir, name, settings)
 	} else {
-		out, err = liveStream(ctx, opts, create.addr, func(c *client.Client) (client.StreamState, error) {
+		out, err = liveStream(ctx, opts, create.addr, name, func(c *client.Client) (client.StreamState, error) {
 			return c.CreateStream(ctx, name, settings)
 		})
 	}
@@ -244,7 +244,7 @@ subject patterns bound to it. A stream that does not exist exits 2.`,
 		if stream.dataDir != "" {
 			out, err = offlineList(opts, stream.dataDir, name)
 		} else {
-			out, err = liveStream(cmd.Context(), opts, stream.addr, func(c *client.Client) (client.StreamState, error) {
+			out, err = liveStream(cmd.Context(), opts, stream.addr, name, func(c *client.Client) (client.StreamState, error) {
 				return c.StreamInfo(cmd.Context(), name)
 			})
 		}
@@ -312,9 +312,9 @@ func runStreamDestroy(ctx context.Context, opts *globalOptions, stream *streamOp
 	case stream.dataDir != "":
 		out, err = offlineDestroy(opts, stream.dataDir, name, purge)
 	case purge:
-		out, err = liveStream(ctx, opts, stream.addr, func(c *client.Client) (client.StreamState, error) { return c.PurgeStream(ctx, name) })
+		out, err = liveStream(ctx, opts, stream.addr, name, func(c *client.Client) (client.StreamState, error) { return c.PurgeStream(ctx, name) })
 	default:
-		out, err = liveStream(ctx, opts, stream.addr, func(c *client.Client) (client.StreamState, error) { return c.RemoveStream(ctx, name) })
+		out, err = liveStream(ctx, opts, stream.addr, name, func(c *client.Client) (client.StreamState, error) { return c.RemoveStream(ctx, name) })
 	}
 	if err != nil {
 		return err
@@ -394,7 +394,7 @@ func runBindings(ctx context.Context, opts *globalOptions, stream *streamOptions
 		defer c.Close()
 		bindings, err := live(c)
 		if err != nil {
-			return adminError(err)
+			return adminError(err, "")
 		}
 		out = streamsOutput{Streams: []streamRow{}, Bindings: bindingRows(bindings)}
 	}
@@ -402,7 +402,7 @@ func runBindings(ctx context.Context, opts *globalOptions, stream *streamOptions
 }
 
 // liveStream runs one call that answers with a stream.
-func liveStream(ctx context.Context, opts *globalOptions, addr string, call func(*client.Client) (client.StreamState, error)) (streamsOutput, error) {
+func liveStream(ctx context.Context, opts *globalOptions, addr, name string, call func(*client.Client) (client.StreamState, error)) (streamsOutput, error) {
 	c, err := dialBroker(ctx, opts, addr, 1)
 	if err != nil {
 		return streamsOutput{}, err
@@ -410,7 +410,7 @@ func liveStream(ctx context.Context, opts *globalOptions, addr string, call func
 	defer c.Close()
 	state, err := call(c)
 	if err != nil {
-		return streamsOutput{}, adminError(err)
+		return streamsOutput{}, adminError(err, name)
 	}
 	return streamsOutput{Streams: []streamRow{liveStreamRow(state)}, Bindings: bindingRows(state.Bindings)}, nil
 }
@@ -423,11 +423,11 @@ func liveList(ctx context.Context, opts *globalOptions, addr string) (streamsOut
 	defer c.Close()
 	states, err := c.Streams(ctx)
 	if err != nil {
-		return streamsOutput{}, adminError(err)
+		return streamsOutput{}, adminError(err, "")
 	}
 	bindings, err := c.Bindings(ctx)
 	if err != nil {
-		return streamsOutput{}, adminError(err)
+		return streamsOutput{}, adminError(err, "")
 	}
 	out := streamsOutput{Streams: make([]streamRow, 0, len(states)), Bindings: bindingRows(bindings)}
 	for _, s := range states {

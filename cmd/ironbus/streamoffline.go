@@ -178,6 +178,9 @@ func offlineCreate(opts *globalOptions, dataDir, name string, settings client.St
 // offlineDestroy purges a stream (every record) or removes it (its
 // logs, groups, dead letters and bindings).
 func offlineDestroy(opts *globalOptions, dataDir, name string, purge bool) (streamsOutput, error) {
+	if err := requireExistingDataDir(dataDir); err != nil {
+		return streamsOutput{}, err
+	}
 	d, err := openOffline(opts, dataDir, true)
 	if err != nil {
 		return streamsOutput{}, err
@@ -219,6 +222,9 @@ func offlineDestroy(opts *globalOptions, dataDir, name string, purge bool) (stre
 }
 
 func offlineBind(opts *globalOptions, dataDir, pattern, name string) (streamsOutput, error) {
+	if err := requireExistingDataDir(dataDir); err != nil {
+		return streamsOutput{}, err
+	}
 	d, err := openOffline(opts, dataDir, true)
 	if err != nil {
 		return streamsOutput{}, err
@@ -248,6 +254,9 @@ func offlineBind(opts *globalOptions, dataDir, pattern, name string) (streamsOut
 }
 
 func offlineUnbind(opts *globalOptions, dataDir, pattern string) (streamsOutput, error) {
+	if err := requireExistingDataDir(dataDir); err != nil {
+		return streamsOutput{}, err
+	}
 	d, err := openOffline(opts, dataDir, true)
 	if err != nil {
 		return streamsOutput{}, err

@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"iter"
 	"strconv"
 	"strings"
 	"time"
@@ -29,11 +29,14 @@ type subOptions struct {
 	term      bool
 	nackDelay time.Duration
 	wait      time.Duration
-	keyShared bool
-	broadcast bool
-	streaming bool
-	from      string
-	fromTime  string
+	// reconnectWait bounds how long sub tries to reconnect after the
+	// connection to the broker is lost (0: it gives up at once).
+	reconnectWait time.Duration
+	keyShared     bool
+	broadcast     bool
+	streaming     bool
+	from          string
+	fromTime      string
 }
 
 func newSubCmd(opts *globalOptions) *cobra.Command {
@@ -62,6 +65,8 @@ func newSubCmd(opts *globalOptions) *cobra.Command {
 	flags.StringVar(&sub.from, "from", "", "where a new group starts: an offset, earliest (default) or latest")
 	flags.StringVar(&sub.fromTime, "from-time", "", "where a new group starts: the first record stored at or after this RFC 3339 time")
 	flags.DurationVar(&sub.wait, "wait", 5*time.Second, "stop when nothing new arrives for this long")
+	flags.DurationVar(&sub.reconnectWait, "reconnect-wait", 10*time.Second,
+		"when the connection to the broker is lost, keep reconnecting this long before exiting with code 5 (0: exit at once)")
 	flags.BoolVar(&opts.json, "json", false, "print NDJSON: one object per record (schema "+deliverySchema+") or gap ("+gapSchema+")")
 	cmd.RunE = classified(func() error {
 		sub.spanning = sub.subject != "" && !cmd.Flags().Changed("stream")
@@ -79,40 +84,74 @@ func runSub(ctx context.Context, opts *globalOptions, sub *subOptions) error {
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	printed := 0
+	for {
+		err := sub.consume(ctx, opts, c, groupOptions, &printed)
+		_ = c.Close()
+		if err == nil || !connectionLost(err) {
+			return err
+		}
+		// The group's place is the broker's (cursor, leases), so a new
+		// connection carries on where this one stopped; records printed
+		// and not yet settled come again (at-least-once).
+		if c, err = redial(ctx, opts, sub.addr, sub.reconnectWait, err); err != nil {
+			return err
+		}
+	}
+}
+
+// consume reads on one connection until --max records are printed,
+// --wait passes with nothing new, or an error ends it. printed counts
+// across connections.
+func (sub *subOptions) consume(ctx context.Context, opts *globalOptions, c *client.Client, groupOptions client.GroupOptions, printed *int) error {
 	streams := []string{sub.stream}
 	if sub.spanning {
+		var err error
 		if streams, err = spannedStreams(ctx, c, sub.subject); err != nil {
 			return err
 		}
 	}
 	for _, stream := range streams {
 		if _, err := c.OpenGroup(ctx, stream, sub.group, groupOptions); err != nil {
-			return subError(err)
+			return brokerError(err, stream)
 		}
 	}
 	fetch := client.FetchOptions{Type: groupOptions.Type, Partition: groupOptions.Partition, Filter: groupOptions.Filter,
 		Wait: sub.wait / time.Duration(len(streams))}
-	printed := 0
-	for sub.max == 0 || printed < sub.max {
+	idleSince := time.Now()
+	for sub.max == 0 || *printed < sub.max {
+		round := time.Now()
 		progressed := false
 		for _, stream := range streams {
-			n, moved, err := sub.fetchOnce(ctx, opts, c, stream, fetch, printed)
+			n, moved, err := sub.fetchOnce(ctx, opts, c, stream, fetch, *printed)
 			if err != nil {
 				return err
 			}
-			printed += n
+			*printed += n
 			progressed = progressed || moved
-			if sub.max > 0 && printed >= sub.max {
+			if sub.max > 0 && *printed >= sub.max {
 				return nil
 			}
 		}
-		if !progressed {
+		switch {
+		case progressed:
+			idleSince = time.Now()
+		case time.Since(idleSince) >= sub.wait:
 			return nil // --wait passed with nothing new
+		case time.Since(round) < emptyRoundPause:
+			// A broker that does not park fetches (or caps them short)
+			// is asked again at a walking pace, not in a busy loop.
+			time.Sleep(min(emptyRoundPause, sub.wait-time.Since(idleSince)))
 		}
+		// An empty answer before --wait passed (a broker draining its
+		// long polls as it stops) is not the end: the next fetch finds
+		// out whether the connection still stands.
 	}
 	return nil
 }
+
+// emptyRoundPause is the least time between two empty rounds of fetches.
+const emptyRoundPause = 50 * time.Millisecond
 
 // fetchOnce fetches, prints and settles one batch of a stream; moved
 // says whether anything (a record or a gap) came.
@@ -123,7 +162,7 @@ func (sub *subOptions) fetchOnce(ctx context.Context, opts *globalOptions, c *cl
 	}
 	result, err := c.Fetch(ctx, stream, sub.group, fetch)
 	if err != nil {
-		return 0, false, subError(err)
+		return 0, false, brokerError(err, stream)
 	}
 	for _, gap := range result.Gaps {
 		if opts.json {
@@ -164,6 +203,7 @@ func (sub *subOptions) where(stream string, partition uint32) string {
 func messageLine(m client.Message) string {
 	var line strings.Builder
 	fmt.Fprintf(&line, "#%d key=%s", m.Offset, humanField(m.Key))
+	writeHumanHeaders(&line, messageHeaders(m.Headers))
 	if m.Codec != client.CodecNone {
 		fmt.Fprintf(&line, " codec=%s", m.Codec)
 	}
@@ -172,6 +212,17 @@ func messageLine(m client.Message) string {
 		fmt.Fprintf(&line, " (attempt %d)", m.Attempt)
 	}
 	return line.String()
+}
+
+// messageHeaders walks a delivered record's headers in order.
+func messageHeaders(headers []client.Header) iter.Seq2[[]byte, []byte] {
+	return func(yield func([]byte, []byte) bool) {
+		for _, h := range headers {
+			if !yield([]byte(h.Name), h.Value) {
+				return
+			}
+		}
+	}
 }
 
 // check validates the flags and turns them into the group's options.
@@ -205,6 +256,10 @@ func (sub *subOptions) check() (client.GroupOptions, error) {
 		return group, exitErrorf(exitUsage, "--nack-delay must be positive")
 	case (sub.nack || sub.term) && (sub.broadcast || sub.streaming):
 		return group, exitErrorf(exitUsage, "--nack and --term need leases: use them with work or --key-shared groups")
+	case sub.wait < 0:
+		return group, exitErrorf(exitUsage, "--wait must be 0 (do not wait) or more")
+	case sub.reconnectWait < 0:
+		return group, exitErrorf(exitUsage, "--reconnect-wait must be 0 (do not reconnect) or more")
 	case sub.max < 0:
 		return group, exitErrorf(exitUsage, "--max must be 0 (no limit) or more")
 	case sub.partition < -1 || sub.partition >= wire.MaxPartitions:
@@ -276,7 +331,7 @@ func (sub *subOptions) settle(ctx context.Context, c *client.Client, stream stri
 		_, err = c.Term(ctx, stream, sub.group, messages...)
 	}
 	if err != nil {
-		return subError(err)
+		return brokerError(err, stream)
 	}
 	return nil
 }
@@ -290,38 +345,38 @@ func lastOffsets(messages []client.Message) map[uint32]uint64 {
 	return last
 }
 
-func subError(err error) error {
-	if errors.Is(err, client.ErrClosed) {
-		return exitErrorf(exitLocked, "the connection to the broker broke: %w", err)
-	}
-	return exitErrorf(exitDamage, "%w", err)
-}
-
 // deliverySchema names one record line of sub --json: a delivery, not a
 // stored record, so it carries the attempt and redelivery of this group.
 const deliverySchema = "ironbus.cli.delivery.v1"
 
 // subMessage is one record in sub's NDJSON output.
 type subMessage struct {
-	Schema          string `json:"schema"`
-	Stream          string `json:"stream"`
-	Partition       uint32 `json:"partition"`
-	Offset          uint64 `json:"offset"`
-	Timestamp       string `json:"timestamp"`
-	Attempt         uint32 `json:"attempt"`
-	Redelivered     bool   `json:"redelivered"`
-	Key             string `json:"key"`
-	KeyEncoding     string `json:"key_encoding"`
-	Subject         string `json:"subject"`
-	Payload         string `json:"payload"`
-	PayloadEncoding string `json:"payload_encoding"`
-	Codec           string `json:"codec"` // how it was stored; Payload is decompressed
+	Schema          string         `json:"schema"`
+	Stream          string         `json:"stream"`
+	Partition       uint32         `json:"partition"`
+	Offset          uint64         `json:"offset"`
+	Timestamp       string         `json:"timestamp"`
+	Attempt         uint32         `json:"attempt"`
+	Redelivered     bool           `json:"redelivered"`
+	Key             string         `json:"key"`
+	KeyEncoding     string         `json:"key_encoding"`
+	Subject         string         `json:"subject"`
+	Headers         []headerOutput `json:"headers"` // in record order; names may repeat
+	Payload         string         `json:"payload"`
+	PayloadEncoding string         `json:"payload_encoding"`
+	Codec           string         `json:"codec"` // how it was stored; Payload is decompressed
 }
 
 func messageOutput(m client.Message) subMessage {
 	key, keyEncoding := encodeBytes(m.Key)
 	payload, payloadEncoding := encodeBytes(m.Payload)
-	return subMessage{Schema: deliverySchema, Stream: m.Stream, Offset: m.Offset, Partition: m.Partition, Timestamp: m.Timestamp.UTC().Format(time.RFC3339Nano),
+	headers := make([]headerOutput, 0, len(m.Headers))
+	for _, h := range m.Headers {
+		header := headerOutput{Name: h.Name}
+		header.Value, header.ValueEncoding = encodeBytes(h.Value)
+		headers = append(headers, header)
+	}
+	return subMessage{Headers: headers, Schema: deliverySchema, Stream: m.Stream, Offset: m.Offset, Partition: m.Partition, Timestamp: m.Timestamp.UTC().Format(time.RFC3339Nano),
 		Attempt: m.Attempt, Redelivered: m.Redelivered, Key: key, KeyEncoding: keyEncoding, Subject: m.Subject,
 		Payload: payload, PayloadEncoding: payloadEncoding, Codec: m.Codec.String()}
 }
@@ -343,7 +398,7 @@ Consuming an existing group as another type is an error naming both.
 sub keeps fetching until it has printed --max records (0 = no limit) or
 --wait passes with nothing new, printing one line per record:
 
-  #<offset> key=<key> payload=<payload>
+  #<offset> key=<key> [headers={<name>=<value> ...}] payload=<payload>
 
 A payload its producer compressed is shown decompressed, with codec=lz4 or
 codec=zstd before it (the JSON lines carry "codec" always). A record that

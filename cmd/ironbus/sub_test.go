@@ -1,11 +1,17 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ironbus/ironbus/client"
 )
 
 // publishNumbered publishes line-0 … line-(n-1) to stream through `ironbus pub`.
@@ -129,9 +135,14 @@ func TestServeConsumerKnobs(t *testing.T) {
 			t.Fatalf("delivery before max-deliver: %q", got)
 		}
 	}
-	began := time.Now()
-	if got := subLines(t, append(at, "--wait", "5s")...); len(got) != 0 {
+	if got := subLines(t, append(at, "--wait", "1s")...); len(got) != 0 {
 		t.Fatalf("a record delivered twice with --max-deliver 2 came a third time: %q", got)
+	}
+	// sub itself fetches again until --wait passes; one fetch is capped.
+	c := dialConsumer(t, broker.addr)
+	began := time.Now()
+	if _, err := c.Fetch(context.Background(), "jobs", "w", client.FetchOptions{Wait: 5 * time.Second}); err != nil {
+		t.Fatal(err)
 	}
 	if waited := time.Since(began); waited > 3*time.Second {
 		t.Fatalf("an idle fetch asking to wait 5 s parked %v: --consume-longpoll-ms 200 should cap it", waited)
@@ -164,4 +175,74 @@ func TestCumulativeAckOffline(t *testing.T) {
 	if !strings.Contains(info.stdout, "committed 6 of 10") {
 		t.Fatalf("after an offline cumulative-ack to 6: %s", info.stdout)
 	}
+}
+
+// freeAddr is a loopback address no one listens on, so a broker can be
+// restarted on the address a client knows.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := listener.Addr().String()
+	_ = listener.Close()
+	return addr
+}
+
+// TestSubReconnects stops the broker under a running sub: restarted within
+// --reconnect-wait, sub carries on where its group was (the acknowledged
+// record is not printed again); not restarted, sub exits 5 saying the
+// connection was lost, never 0.
+func TestSubReconnects(t *testing.T) {
+	dataDir, addr := t.TempDir(), freeAddr(t)
+	serve := []string{"serve", "--data-dir", dataDir, "--addr", addr, "--health-addr", "off"}
+	broker := startBroker(t, serve...)
+	publishNumbered(t, addr, "events", 1)
+
+	var stdout, stderr lockedBuffer
+	sub := ironbusCommand("sub", "--addr", addr, "--stream", "events", "--group", "g", "--max", "2", "--wait", "30s", "--ack")
+	sub.Stdout, sub.Stderr = &stdout, &stderr
+	if err := sub.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first record", func() bool { return strings.Contains(stdout.String(), "payload=line-0") })
+	time.Sleep(200 * time.Millisecond) // its ack is on the wire
+	broker.stop(syscall.SIGTERM)
+	waitFor(t, "the reconnect notice", func() bool { return strings.Contains(stderr.String(), "reconnecting") })
+	restarted := startBroker(t, serve...)
+	pub := runCLI(t, "pub", "--addr", addr, "--stream", "events", "after-restart")
+	expectCode(t, pub, exitClean)
+	if err := sub.Wait(); err != nil {
+		t.Fatalf("sub across a restart: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	if got := strings.Split(strings.TrimSpace(stdout.String()), "\n"); len(got) != 2 || got[1] != "#1 key= payload=after-restart" {
+		t.Fatalf("sub across a restart printed %q", got)
+	}
+
+	// Not restarted: a bounded wait, then exit 5.
+	lost := ironbusCommand("sub", "--addr", addr, "--stream", "events", "--group", "h", "--max", "0", "--wait", "30s", "--reconnect-wait", "500ms")
+	var lostOut, lostErr lockedBuffer
+	lost.Stdout, lost.Stderr = &lostOut, &lostErr
+	if err := lost.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the records", func() bool { return strings.Contains(lostOut.String(), "payload=after-restart") })
+	restarted.stop(syscall.SIGTERM)
+	err := lost.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitUnreachable || !strings.Contains(lostErr.String(), "lost the connection") {
+		t.Fatalf("sub with its broker gone: %v\nstderr:\n%s", err, lostErr.String())
+	}
+}
+
+// waitFor polls cond for up to 20 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
 }

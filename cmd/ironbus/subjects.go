@@ -34,7 +34,7 @@ func spannedStreams(ctx context.Context, c *client.Client, pattern string) ([]st
 	case errors.Is(err, client.ErrInvalidSubject):
 		return nil, exitErrorf(exitUsage, "--subject %q: %v", pattern, err)
 	case err != nil:
-		return nil, subError(err)
+		return nil, brokerError(err, "")
 	}
 	return streams, nil
 }

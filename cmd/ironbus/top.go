@@ -96,8 +96,9 @@ func runTop(ctx context.Context, opts *globalOptions, top *topOptions) error {
 	if !ok {
 		return exitErrorf(exitUsage, "--sort %q: want lag, in-flight, redelivered, dead-lettered or name", top.sort)
 	}
-	if top.interval < 0 {
-		return exitErrorf(exitUsage, "--interval %s: want a positive duration like 1s (or 0 with --once/--json for totals only)", top.interval)
+	if top.interval < 0 || top.interval > maxTopInterval {
+		return exitErrorf(exitUsage, "--interval %s: want a duration from 0 to %s, like 1s (0 with --once/--json for totals only)",
+			top.interval, maxTopInterval)
 	}
 	options := topview.TableOptions{Sort: column, Reverse: top.reverse, Filter: top.filter}
 	fetch, source, note := topSource(opts, top)
@@ -147,6 +148,10 @@ func topSource(opts *globalOptions, top *topOptions) (fetch topview.Fetcher, sou
 	}, "offline " + top.dataDir, func() string { return *latest.Load() }
 }
 
+// maxTopInterval bounds --interval: --once waits one interval for its
+// rates, and a refresh rarer than this watches nothing.
+const maxTopInterval = time.Hour
+
 // runTopOnce takes one snapshot, or two --interval apart for the rates,
 // and prints them as one screen or one JSON object.
 func runTopOnce(ctx context.Context, opts *globalOptions, top *topOptions, options topview.TableOptions,
@@ -161,7 +166,7 @@ func runTopOnce(ctx context.Context, opts *globalOptions, top *topOptions, optio
 		select {
 		case <-time.After(top.interval):
 		case <-ctx.Done():
-			return exitErrorf(exitInternal, "interrupted: %w", ctx.Err())
+			return nil // interrupted (SIGINT, SIGTERM): leaving, as from the screen
 		}
 		second, err := fetch(ctx)
 		if err != nil {

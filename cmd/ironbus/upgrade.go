@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
 
 	"github.com/spf13/cobra"
 
@@ -85,6 +88,15 @@ func runUpgrade(opts *globalOptions, options *upgradeOptions) error {
 	if options.newBinary == "" || options.dest == "" {
 		return exitErrorf(exitUsage, "--new-binary and --dest are required: the binary to install and where it goes")
 	}
+	newBinary, err := resolveNewBinary(options.newBinary)
+	if err != nil {
+		return err
+	}
+	options.newBinary = newBinary
+	if info, err := os.Stat(options.dest); err == nil && info.IsDir() {
+		return exitErrorf(exitUsage, "--dest %s is a directory; name the installed binary itself, such as %s",
+			options.dest, filepath.Join(options.dest, "ironbus"))
+	}
 	identity, err := upgrade.Probe(context.Background(), options.newBinary)
 	if err != nil {
 		return upgradeError(err)
@@ -105,6 +117,31 @@ func runUpgrade(opts *globalOptions, options *upgradeOptions) error {
 		return upgradeError(err)
 	}
 	return printInstalled(opts, output, result, "ironbus rollback --dest "+options.dest+" puts the previous binary back")
+}
+
+// resolveNewBinary makes --new-binary an absolute path: it names a file,
+// never a command to look up in PATH, so "ironbus-new" is the file in the
+// current directory. A missing, non-regular or non-executable file is
+// refused here with what to do, before anything runs it.
+func resolveNewBinary(name string) (string, error) {
+	path, err := filepath.Abs(name)
+	if err != nil {
+		return "", exitErrorf(exitUsage, "--new-binary %q: %w", name, err)
+	}
+	info, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", exitErrorf(exitNotFound, "--new-binary %s: no such file; name the downloaded ironbus binary (a path, not a command in PATH)", path)
+	case err != nil:
+		return "", exitErrorf(exitUnreadable, "--new-binary %s: %w", path, err)
+	case info.IsDir():
+		return "", exitErrorf(exitUsage, "--new-binary %s is a directory; name the ironbus binary inside it", path)
+	case !info.Mode().IsRegular():
+		return "", exitErrorf(exitUsage, "--new-binary %s is not a regular file; name the downloaded ironbus binary", path)
+	case runtime.GOOS != "windows" && info.Mode().Perm()&0o111 == 0: // Windows has no execute bit
+		return "", exitErrorf(exitUsage, "--new-binary %s is not executable; run chmod +x %s first", path, path)
+	}
+	return path, nil
 }
 
 // checkDataDirFormat refuses a binary older than the data directory: it

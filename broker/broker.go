@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ironbus/ironbus/broker/catalog"
 	"github.com/ironbus/ironbus/consumer"
+	"github.com/ironbus/ironbus/datadir"
 	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/subject"
@@ -24,7 +24,7 @@ type Broker struct {
 	// Streams (streams.go): the catalog on disk and, in memory, each
 	// stream's partitions; openLogs counts the partitions against
 	// MaxStreams. logsMu guards streams and openLogs.
-	catalog  *catalog.Store
+	catalog  *datadir.Streams
 	router   *subject.Router // bindings, in step with the catalog (route.go)
 	bindMu   sync.Mutex      // serializes catalog changes to bindings with router updates
 	logsMu   sync.RWMutex

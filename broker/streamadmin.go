@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"time"
 
 	"github.com/ironbus/ironbus/broker/catalog"
 	"github.com/ironbus/ironbus/consumer"
+	"github.com/ironbus/ironbus/datadir"
 	"github.com/ironbus/ironbus/security"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/subject"
@@ -179,27 +179,30 @@ func (b *Broker) purgeStream(ctx context.Context, name string) (*wire.StreamList
 
 // removeStream deletes a stream: its partitions with their groups and
 // checkpoints, its dead-letter queue and its bindings. Refused while a
-// group has live members. The catalog forgets the stream (durably)
-// before the files go, and the files are first renamed out of the scan,
-// so a crash never brings a removed stream back.
+// group has live members. It follows the crash protocol of package
+// datadir: the files are renamed out of the scan (the commit point)
+// before the catalog forgets the stream, and deleted last, so a crash
+// never brings a removed stream back.
 func (b *Broker) removeStream(name string) (*wire.StreamList, *wire.Error) {
 	before, partitions, aside, werr := b.forgetStream(name)
 	if werr != nil {
 		return nil, werr
 	}
-	if err := catalog.DeleteMoved(b.cfg.FS, aside); err != nil {
+	b.removeDeadLetters(name)
+	if err := b.catalog.FinishRemoval(name, aside); err != nil {
 		b.cfg.Logger.Error("the files of a removed stream were not all deleted; the next boot retries", "stream", name, "error", err.Error())
 	}
-	b.removeDeadLetters(name)
 	b.cfg.Logger.Warn("stream removed", "stream", name, "partitions", partitions)
 	return before, nil
 }
 
-// forgetStream closes a stream's groups and logs, drops it from the
-// catalog and the router, and moves its files out of the scan, all under
-// logsMu: a publish that recreates the name meanwhile waits, then starts
-// an empty stream in a fresh directory. It returns the stream as it was
-// and where its files went.
+// forgetStream closes a stream's groups and logs, commits its removal
+// (datadir.Streams.Remove: files out of the scan, then the catalog) and
+// drops it from the router, all under logsMu: a publish that recreates
+// the name meanwhile waits, then starts an empty stream in a fresh
+// directory. It returns the stream as it was and where its files went.
+// When the removal does not commit, the stream's logs are reopened and it
+// stays.
 func (b *Broker) forgetStream(name string) (*wire.StreamList, int, string, *wire.Error) {
 	b.bindMu.Lock()
 	defer b.bindMu.Unlock()
@@ -214,8 +217,23 @@ func (b *Broker) forgetStream(name string) (*wire.StreamList, int, string, *wire
 	}
 	before := &wire.StreamList{Streams: []wire.StreamState{b.streamState(served)},
 		Bindings: wireBindings(b.catalog.Catalog().BindingsOf(name))}
-	if err := b.catalog.Update(func(c *catalog.Catalog) error { c.Remove(name); return nil }); err != nil {
+	// The logs close before their directory is renamed.
+	for _, l := range served.logs {
+		if l != nil {
+			_ = l.Close()
+		}
+	}
+	aside, err := b.catalog.Remove(name)
+	if err != nil && aside == "" {
+		reopened := &servedStream{settings: served.settings, logs: make([]*segment.Log, len(served.logs))}
+		for p := range reopened.logs {
+			reopened.logs[p], _ = b.dir.OpenLog(segment.LogID{Stream: name, Partition: uint32(p)})
+		}
+		b.streams[name] = reopened
 		return nil, 0, "", storageError(err)
+	}
+	if err != nil {
+		b.cfg.Logger.Error("a removed stream is still in the catalog; the next boot forgets it", "stream", name, "error", err.Error())
 	}
 	_ = b.router.Update(func(t *subject.Table) (*subject.Table, error) {
 		for _, binding := range t.Bindings() {
@@ -227,16 +245,6 @@ func (b *Broker) forgetStream(name string) (*wire.StreamList, int, string, *wire
 	})
 	delete(b.streams, name)
 	b.openLogs -= len(served.logs)
-	for _, l := range served.logs {
-		if l != nil {
-			_ = l.Close()
-		}
-	}
-	aside, err := catalog.MoveStreamAside(b.cfg.FS, b.cfg.DataDir, name)
-	if err != nil {
-		b.cfg.Logger.Error("the files of a removed stream were not moved aside; the next boot would adopt them again: delete the directory by hand",
-			"stream", name, "error", err.Error())
-	}
 	return before, len(served.logs), aside, nil
 }
 
@@ -263,7 +271,8 @@ func (b *Broker) closeStreamGroups(name string) *wire.Error {
 	return nil
 }
 
-// removeDeadLetters closes and deletes a stream's dead-letter queue.
+// removeDeadLetters closes a stream's dead-letter queue, whose files
+// datadir.Streams.FinishRemoval deletes.
 func (b *Broker) removeDeadLetters(name string) {
 	store := &b.deadLetters
 	store.mu.Lock()
@@ -272,9 +281,6 @@ func (b *Broker) removeDeadLetters(name string) {
 		_ = l.Close()
 		delete(store.logs, name)
 		b.openDeadLetters.Add(-1)
-	}
-	if err := catalog.RemoveStreamFiles(b.cfg.FS, path.Join(b.cfg.DataDir, deadLetterDirName), name); err != nil {
-		b.cfg.Logger.Error("the dead-letter queue of a removed stream was not deleted; the next boot retries", "stream", name, "error", err.Error())
 	}
 }
 
@@ -300,11 +306,8 @@ func (b *Broker) bind(pattern, stream string) (*wire.StreamList, *wire.Error) {
 	case err != nil:
 		return nil, wire.NewError(wire.CodeInvalidRequest, "%v", err)
 	}
-	err = b.catalog.Update(func(c *catalog.Catalog) error {
-		c.Bind(catalog.Binding{Pattern: pattern, Stream: stream})
-		return nil
-	})
-	if errors.Is(err, catalog.ErrInvalid) {
+	err = b.catalog.Bind(pattern, stream)
+	if errors.Is(err, datadir.ErrNoSuchStream) {
 		return nil, streamNotFound(stream) // removed meanwhile
 	}
 	if err != nil {
@@ -323,7 +326,7 @@ func (b *Broker) unbind(pattern string) (*wire.StreamList, *wire.Error) {
 	if err != nil {
 		return nil, wire.NewError(wire.CodeNotFound, "no binding has pattern %q (ironbus stream ls)", pattern)
 	}
-	if err := b.catalog.Update(func(c *catalog.Catalog) error { c.Unbind(pattern); return nil }); err != nil {
+	if err := b.catalog.Unbind(pattern); err != nil {
 		return nil, storageError(err)
 	}
 	_ = b.router.Update(func(*subject.Table) (*subject.Table, error) { return next, nil })

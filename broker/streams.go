@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ironbus/ironbus/broker/catalog"
+	"github.com/ironbus/ironbus/datadir"
 	"github.com/ironbus/ironbus/security"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/wire"
@@ -23,41 +24,29 @@ type servedStream struct {
 }
 
 // openStreams loads the catalog and opens every partition of every
-// stream in it. Logs on disk without a catalog entry (a data directory
-// from before named streams) are adopted: partitions = highest partition
-// found + 1, default retention, and written to the catalog.
+// stream in it. Opening the catalog finishes what a crash interrupted and
+// adopts logs on disk without a catalog entry (a data directory from
+// before named streams): partitions = highest partition found + 1,
+// default retention (package datadir).
 func (b *Broker) openStreams() error {
-	store, rec, err := catalog.Open(b.cfg.FS, b.cfg.DataDir, catalog.Options{})
+	store, rec, err := datadir.OpenStreams(b.cfg.FS, b.dir, datadir.StreamsOptions{})
 	if err != nil {
 		return err
 	}
-	if rec.Damaged() {
-		b.cfg.Logger.Error("the stream catalog was damaged", "damage", rec.Damage, "used", rec.Source, "kept", rec.Kept,
+	if rec.Catalog.Damaged() {
+		b.cfg.Logger.Error("the stream catalog was damaged", "damage", rec.Catalog.Damage, "used", rec.Catalog.Source, "kept", rec.Catalog.Kept,
 			"effect", "streams missing from the copy used are adopted from disk with one partition per directory found and default retention; bindings missing from it are lost")
 	}
+	for _, name := range rec.Removed {
+		b.cfg.Logger.Warn("a stream removal interrupted by a crash was finished", "stream", name)
+	}
+	if rec.Leftovers != nil {
+		b.cfg.Logger.Warn("the files of a removed stream were not all deleted", "error", rec.Leftovers.Error())
+	}
+	for _, s := range rec.Adopted {
+		b.cfg.Logger.Info("stream adopted into the catalog", "stream", s.Name, "partitions", s.Partitions)
+	}
 	b.catalog = store
-	if err := catalog.FinishRemovals(b.cfg.FS, b.cfg.DataDir); err != nil {
-		b.cfg.Logger.Warn("the files of a removed stream were not all deleted", "error", err.Error())
-	}
-	ids, err := b.dir.Logs()
-	if err != nil {
-		return err
-	}
-	adopt := catalog.Adoptable(store.Catalog(), ids)
-	if len(adopt) > 0 {
-		err := store.Update(func(c *catalog.Catalog) error {
-			for _, s := range adopt {
-				c.Put(s)
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("broker: recording adopted streams in the catalog: %w", err)
-		}
-		for _, s := range adopt {
-			b.cfg.Logger.Info("stream adopted into the catalog", "stream", s.Name, "partitions", s.Partitions)
-		}
-	}
 	b.router = b.newRouter(store.Catalog())
 	for _, settings := range store.Catalog().Streams {
 		served := &servedStream{settings: settings, logs: make([]*segment.Log, settings.Partitions)}
@@ -183,8 +172,9 @@ func (b *Broker) createStream(settings catalog.Stream, explicit bool) (*servedSt
 	if explicit {
 		settings.Created = b.wallNow()
 	}
-	err := b.catalog.Update(func(c *catalog.Catalog) error { c.Put(settings); return nil })
-	if err != nil {
+	if _, err := b.catalog.Create(settings); errors.Is(err, datadir.ErrStreamExists) {
+		return nil, wire.NewError(wire.CodeConflict, "%v", err)
+	} else if err != nil {
 		return nil, storageError(err)
 	}
 	served := &servedStream{settings: settings, logs: make([]*segment.Log, settings.Partitions)}

@@ -1,8 +1,8 @@
 // Package catalog owns the broker's stream metadata: every named stream
 // (its partition count, its retention bounds, when it was created) and
 // every subject binding (pattern → stream). It is one small file,
-// <data-dir>/streams.json, read by the broker at boot and by offline tools
-// (ironbus stream --data-dir) alike.
+// <data-dir>/streams.json. Package datadir opens it for the broker and the
+// offline tools alike, and keeps it in step with the log directories.
 //
 // Invariants:
 //   - A change is durable before Store.Update returns: the new image is

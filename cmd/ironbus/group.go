@@ -10,7 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ironbus/ironbus/consumer"
+	"github.com/ironbus/ironbus/datadir"
 	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/segment/vfs"
 )
 
 // groupRow is one group in the --json output of group ls and group info.
@@ -150,11 +152,11 @@ func runGroups(ctx context.Context, opts *globalOptions, group *groupOptions) er
 }
 
 // offlineRows reads the groups from the checkpoints of a stopped
-// broker's directory.
+// broker's directory, opened shared.
 func offlineRows(opts *globalOptions, group *groupOptions) ([]groupRow, error) {
-	dir, err := openDataDir(opts, group.dataDir)
+	dir, rec, err := datadir.Open(vfs.OS{}, group.dataDir, datadir.Options{Logger: opts.logger()})
 	if err != nil {
-		return nil, err
+		return nil, openOfflineError(group.dataDir, rec, err)
 	}
 	defer func() { _ = dir.Close() }()
 	ids := []segment.LogID{group.logID()}
@@ -175,30 +177,31 @@ func offlineRows(opts *globalOptions, group *groupOptions) ([]groupRow, error) {
 }
 
 // groupRows reads the groups of one log (or the one asked for).
-func groupRows(dir *segment.Dir, group *groupOptions, id segment.LogID) ([]groupRow, error) {
-	log, err := dir.OpenLog(id)
-	if err != nil {
-		return nil, openLogError(group.dataDir, id, err)
-	}
+func groupRows(dir *datadir.Dir, group *groupOptions, id segment.LogID) ([]groupRow, error) {
 	var summaries []consumer.Summary
+	var end uint64
+	var err error
 	if group.group != "" {
-		summary, err := consumer.InspectGroup(log, group.group)
-		if errors.Is(err, consumer.ErrNoGroup) {
-			return nil, exitErrorf(exitNotFound, "log %s has no group %q; `ironbus group ls --data-dir %s` lists them (%w)",
-				id.String(), group.group, group.dataDir, err)
-		}
-		if err != nil {
-			return nil, exitErrorf(exitUnreadable, "%w", err)
-		}
+		var summary consumer.Summary
+		summary, end, err = dir.Group(id, group.group)
 		summaries = []consumer.Summary{summary}
-	} else if summaries, err = consumer.Inspect(log); err != nil {
+	} else {
+		summaries, end, err = dir.Groups(id)
+	}
+	switch {
+	case errors.Is(err, segment.ErrNotFound):
+		return nil, openLogError(group.dataDir, id, err)
+	case errors.Is(err, datadir.ErrNoSuchGroup):
+		return nil, exitErrorf(exitNotFound, "log %s has no group %q; `ironbus group ls --data-dir %s` lists them (%w)",
+			id.String(), group.group, group.dataDir, consumer.ErrNoGroup)
+	case err != nil:
 		return nil, exitErrorf(exitUnreadable, "%w", err)
 	}
 	rows := make([]groupRow, 0, len(summaries))
 	for _, s := range summaries {
 		rows = append(rows, groupRow{Stream: id.Stream, Partition: id.Partition, Group: s.Name, Type: s.Type.String(),
 			Committed: s.Committed, AckedAhead: s.AckedAhead, Unsettled: s.Unsettled, MostDeliveries: s.MostDeliveries,
-			PendingMoves: s.PendingMoves, LogEnd: log.Committed()})
+			PendingMoves: s.PendingMoves, LogEnd: end})
 	}
 	return rows, nil
 }

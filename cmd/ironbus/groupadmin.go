@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 
 	"github.com/ironbus/ironbus/client"
 	"github.com/ironbus/ironbus/consumer"
+	"github.com/ironbus/ironbus/datadir"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
@@ -200,63 +200,48 @@ func liveGroupChange(ctx context.Context, opts *globalOptions, change *groupChan
 }
 
 // offlineGroupChange changes a group in a stopped broker's directory. It
-// opens the directory for writing, which takes its lock exclusively: a
-// running broker makes it fail with exit 5, and no broker can start
-// meanwhile.
+// opens the directory exclusive, which takes its lock: a running broker
+// makes it fail with exit 5, and no broker can start meanwhile.
 func offlineGroupChange(opts *globalOptions, change *groupChangeOptions, reset bool, target client.StartPosition) (groupRow, error) {
 	if err := requireExistingDataDir(change.dataDir); err != nil {
 		return groupRow{}, err
 	}
-	dir, err := segment.Open(vfs.OS{}, change.dataDir, segment.Options{Logger: opts.logger()})
+	dir, rec, err := datadir.Open(vfs.OS{}, change.dataDir, datadir.Options{Exclusive: true, Logger: opts.logger()})
 	if err != nil {
-		return groupRow{}, openDirError(change.dataDir, err)
+		return groupRow{}, openOfflineError(change.dataDir, rec, err)
 	}
 	defer func() { _ = dir.Close() }()
 	id := change.logID()
-	ids, err := dir.Logs()
-	if err != nil {
-		return groupRow{}, exitErrorf(exitUnreadable, "listing the logs of %s: %w", change.dataDir, err)
-	}
-	if !slices.Contains(ids, id) {
-		return groupRow{}, openLogError(change.dataDir, id, segment.ErrNotFound)
-	}
-	log, err := dir.OpenLog(id)
-	if err != nil {
-		return groupRow{}, openLogError(change.dataDir, id, err)
-	}
-	summary, err := consumer.InspectGroup(log, change.group)
-	if errors.Is(err, consumer.ErrNoGroup) {
-		return groupRow{}, exitErrorf(exitNotFound, "log %s has no group %q (%w)", id.String(), change.group, err)
-	}
-	if err != nil {
-		return groupRow{}, exitErrorf(exitUnreadable, "%w", err)
-	}
+	var summary consumer.Summary
+	var end uint64
 	if reset {
-		summary, err = offlineReset(log, summary, target)
+		summary, end, err = dir.ResetGroup(id, change.group, startPosition(target))
 	} else {
-		err = consumer.DeleteGroup(log, change.group)
+		summary, end, err = dir.RemoveGroup(id, change.group)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, segment.ErrNotFound):
+		return groupRow{}, openLogError(change.dataDir, id, err)
+	case errors.Is(err, datadir.ErrNoSuchGroup):
+		return groupRow{}, exitErrorf(exitNotFound, "log %s has no group %q (%w)", id.String(), change.group, consumer.ErrNoGroup)
+	case err != nil:
 		return groupRow{}, exitErrorf(exitUnreadable, "%w", err)
 	}
 	return groupRow{Stream: id.Stream, Partition: id.Partition, Group: summary.Name, Type: summary.Type.String(),
 		Committed: summary.Committed, AckedAhead: summary.AckedAhead, Unsettled: summary.Unsettled,
-		MostDeliveries: summary.MostDeliveries, PendingMoves: summary.PendingMoves, LogEnd: log.Committed()}, nil
+		MostDeliveries: summary.MostDeliveries, PendingMoves: summary.PendingMoves, LogEnd: end}, nil
 }
 
+// offlineReset moves a group's cursor in a log opened writable
+// (datadir.ResetLogGroup).
 func offlineReset(log *segment.Log, summary consumer.Summary, target client.StartPosition) (consumer.Summary, error) {
-	g, err := consumer.Open(log, summary.Name, consumer.Options{Type: summary.Type})
-	if err != nil {
-		return summary, err
-	}
+	return datadir.ResetLogGroup(log, summary, startPosition(target))
+}
+
+func startPosition(target client.StartPosition) consumer.StartPosition {
 	start := consumer.StartPosition{Kind: consumer.StartKind(target.Kind), Offset: target.Offset}
 	if target.Kind == client.StartTime {
 		start.Time = target.Time.UnixNano()
 	}
-	if err := g.Reset(start); err != nil {
-		_ = g.Close()
-		return summary, err
-	}
-	summary = g.Summary()
-	return summary, g.Close()
+	return start
 }

@@ -3,122 +3,76 @@ package main
 import (
 	"context"
 	"errors"
-	"path"
 	"time"
 
 	"github.com/ironbus/ironbus/broker/catalog"
 	"github.com/ironbus/ironbus/client"
-	"github.com/ironbus/ironbus/consumer"
+	"github.com/ironbus/ironbus/datadir"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/vfs"
 	"github.com/ironbus/ironbus/subject"
 )
 
 // The offline stream verbs: the catalog (<data-dir>/streams.json) and
-// the logs of a stopped broker's data directory. Opening the directory
-// takes its lock (exclusive to change it, shared to read it), so a
-// running broker makes them exit 5 and no broker starts meanwhile.
+// the logs of a stopped broker's data directory, through package datadir
+// and its crash protocol. Opening the directory takes its lock (exclusive
+// to change it, shared to read it), so a running broker makes them exit 5
+// and no broker starts meanwhile.
 
-// offlineDir is an open data directory with its catalog.
+// offlineDir is an open data directory.
 type offlineDir struct {
-	path    string
-	dir     *segment.Dir
-	catalog *catalog.Store
-	// streams is the catalog with the streams found on disk and missing
-	// from it adopted, as the broker would at boot (and, when writable,
-	// written back).
-	streams catalog.Catalog
+	path string
+	dir  *datadir.Dir
 }
 
 func openOffline(opts *globalOptions, dataDir string, write bool) (*offlineDir, error) {
-	dir, err := segment.Open(vfs.OS{}, dataDir, segment.Options{Logger: opts.logger(), ReadOnly: !write})
+	dir, rec, err := datadir.Open(vfs.OS{}, dataDir, datadir.Options{Exclusive: write, RefuseDamage: true, Logger: opts.logger()})
 	if err != nil {
-		return nil, openDirError(dataDir, err)
+		return nil, openOfflineError(dataDir, rec, err)
 	}
-	d := &offlineDir{path: dataDir, dir: dir}
-	if err := d.load(write); err != nil {
+	if write && rec.Leftovers != nil {
 		_ = dir.Close()
-		return nil, err
+		return nil, exitErrorf(exitUnreadable, "finishing an interrupted stream removal: %w", rec.Leftovers)
 	}
-	return d, nil
+	return &offlineDir{path: dataDir, dir: dir}, nil
 }
 
-func (d *offlineDir) load(write bool) error {
-	store, rec, err := catalog.Open(vfs.OS{}, d.path, catalog.Options{ReadOnly: !write})
-	if err != nil {
-		return exitErrorf(exitUnreadable, "%w", err)
+// openOfflineError classifies a failure of datadir.Open: the directory
+// itself (lock, missing, too new), a damaged catalog, or unreadable data.
+func openOfflineError(dataDir string, rec datadir.Recovery, err error) error {
+	switch {
+	case errors.Is(err, segment.ErrLocked), errors.Is(err, segment.ErrNotFound), errors.Is(err, segment.ErrTooNew),
+		errors.Is(err, segment.ErrInvalidOptions):
+		return openDirError(dataDir, err)
+	case errors.Is(err, datadir.ErrDamaged):
+		return exitErrorf(exitDamage, "the stream catalog of %s is damaged (%s); start the broker once to fall back to its previous copy and record the fallback",
+			dataDir, rec.Catalog.Damage)
 	}
-	if rec.Damaged() {
-		return exitErrorf(exitDamage, "the stream catalog of %s is damaged (%s); start the broker once to fall back to its previous copy and record the fallback", d.path, rec.Damage)
-	}
-	if write {
-		if err := catalog.FinishRemovals(vfs.OS{}, d.path); err != nil {
-			return exitErrorf(exitUnreadable, "finishing an interrupted stream removal: %w", err)
-		}
-	}
-	ids, err := d.dir.Logs()
-	if err != nil {
-		return exitErrorf(exitUnreadable, "listing the logs of %s: %w", d.path, err)
-	}
-	d.catalog, d.streams = store, store.Catalog()
-	adopt := catalog.Adoptable(d.streams, ids)
-	for _, s := range adopt {
-		d.streams.Put(s)
-	}
-	if write && len(adopt) > 0 {
-		return d.update(func(c *catalog.Catalog) error {
-			for _, s := range adopt {
-				c.Put(s)
-			}
-			return nil
-		})
-	}
-	return nil
+	return exitErrorf(exitUnreadable, "%w", err)
 }
 
 func (d *offlineDir) close() { _ = d.dir.Close() }
 
-func (d *offlineDir) update(change func(*catalog.Catalog) error) error {
-	if err := d.catalog.Update(change); err != nil {
-		var exit *exitError
-		if errors.As(err, &exit) {
-			return exit
-		}
-		return exitErrorf(exitUnreadable, "writing the stream catalog: %w", err)
-	}
-	d.streams = d.catalog.Catalog()
-	return nil
-}
-
 func (d *offlineDir) stream(name string) (catalog.Stream, error) {
-	s, ok := d.streams.Stream(name)
-	if !ok {
+	s, err := d.dir.Stream(name)
+	if err != nil {
 		return s, exitErrorf(exitNotFound, "stream %q does not exist in %s (ironbus stream ls --data-dir %s)", name, d.path, d.path)
 	}
 	return s, nil
 }
 
-// row describes a stream from its logs; a partition with no directory
-// yet (never written) is empty.
+// row describes a stream from its logs; a partition with no log yet
+// (never written) is empty.
 func (d *offlineDir) row(s catalog.Stream) streamRow {
 	row := streamRow{Name: s.Name, Partitions: int(s.Partitions), MaxBytes: s.MaxBytes, MaxAge: ageText(s.MaxAge), MaxRecords: s.MaxRecords}
 	if !s.Created.IsZero() {
 		row.Created = s.Created.Format(time.RFC3339)
 	}
-	for p := range int(s.Partitions) {
-		l, err := d.dir.OpenLog(segment.LogID{Stream: s.Name, Partition: uint32(p)})
-		if err != nil {
-			row.addPartition(p, 0, 0, 0)
-			continue
-		}
-		var bytes uint64
-		for _, seg := range l.Segments() {
-			bytes += uint64(seg.Bytes)
-		}
-		row.addPartition(p, l.FirstOffset(), l.Committed(), bytes)
-		summaries, _ := consumer.Inspect(l)
-		row.Groups += len(summaries)
+	state := d.dir.Describe(s)
+	for p, part := range state.Partitions {
+		row.addPartition(p, part.First, part.End, part.Bytes)
 	}
+	row.Groups = state.Groups
 	return row
 }
 
@@ -140,14 +94,15 @@ func offlineList(opts *globalOptions, dataDir, name string) (streamsOutput, erro
 		return streamsOutput{}, err
 	}
 	defer d.close()
+	c := d.dir.Catalog()
 	if name == "" {
-		return d.output(d.streams.Streams, d.streams.Bindings), nil
+		return d.output(c.Streams, c.Bindings), nil
 	}
 	s, err := d.stream(name)
 	if err != nil {
 		return streamsOutput{}, err
 	}
-	return d.output([]catalog.Stream{s}, d.streams.BindingsOf(name)), nil
+	return d.output([]catalog.Stream{s}, c.BindingsOf(name)), nil
 }
 
 func offlineCreate(opts *globalOptions, dataDir, name string, settings client.StreamSettings) (streamsOutput, error) {
@@ -158,21 +113,17 @@ func offlineCreate(opts *globalOptions, dataDir, name string, settings client.St
 	defer d.close()
 	want := catalog.Stream{Name: name, Partitions: max(settings.Partitions, 1), MaxBytes: settings.MaxBytes,
 		MaxAge: settings.MaxAge.Truncate(time.Millisecond), MaxRecords: settings.MaxRecords, Created: time.Now().UTC()}
-	if existing, ok := d.streams.Stream(name); ok {
-		if !existing.SameSettings(want) {
-			return streamsOutput{}, exitErrorf(exitDamage, "stream %q exists with other settings (%d partitions, max bytes %d, max age %v, max records %d)",
-				name, existing.Partitions, existing.MaxBytes, existing.MaxAge, existing.MaxRecords)
-		}
-		want = existing
-	} else if err := d.update(func(c *catalog.Catalog) error { c.Put(want); return nil }); err != nil {
-		return streamsOutput{}, err
+	s, err := d.dir.CreateStream(want)
+	switch {
+	case errors.Is(err, datadir.ErrStreamExists):
+		return streamsOutput{}, exitErrorf(exitDamage, "stream %q exists with other settings (%d partitions, max bytes %d, max age %v, max records %d)",
+			name, s.Partitions, s.MaxBytes, s.MaxAge, s.MaxRecords)
+	case errors.Is(err, datadir.ErrInvalid):
+		return streamsOutput{}, exitErrorf(exitUsage, "%w", cause(err))
+	case err != nil:
+		return streamsOutput{}, exitErrorf(exitUnreadable, "creating stream %s: %w", name, err)
 	}
-	for p := range want.Partitions {
-		if _, err := d.dir.OpenLog(segment.LogID{Stream: name, Partition: p}); err != nil {
-			return streamsOutput{}, exitErrorf(exitUnreadable, "creating partition %d of %s: %w", p, name, err)
-		}
-	}
-	return d.output([]catalog.Stream{want}, d.streams.BindingsOf(name)), nil
+	return d.output([]catalog.Stream{s}, d.dir.Catalog().BindingsOf(name)), nil
 }
 
 // offlineDestroy purges a stream (every record) or removes it (its
@@ -191,32 +142,14 @@ func offlineDestroy(opts *globalOptions, dataDir, name string, purge bool) (stre
 		return streamsOutput{}, err
 	}
 	if purge {
-		for p := range s.Partitions {
-			l, err := d.dir.OpenLog(segment.LogID{Stream: name, Partition: p})
-			if err != nil {
-				return streamsOutput{}, openLogError(dataDir, segment.LogID{Stream: name, Partition: p}, err)
-			}
-			end, err := l.SealActive(context.Background())
-			if err == nil {
-				_, err = l.DeleteBefore(end)
-			}
-			if err != nil {
-				return streamsOutput{}, exitErrorf(exitUnreadable, "purging %s/%d: %w", name, p, err)
-			}
+		if err := d.dir.PurgeStream(context.Background(), name); err != nil {
+			return streamsOutput{}, exitErrorf(exitUnreadable, "%w", err)
 		}
-		return d.output([]catalog.Stream{s}, d.streams.BindingsOf(name)), nil
+		return d.output([]catalog.Stream{s}, d.dir.Catalog().BindingsOf(name)), nil
 	}
-	before := d.output([]catalog.Stream{s}, d.streams.BindingsOf(name))
-	if err := d.update(func(c *catalog.Catalog) error { c.Remove(name); return nil }); err != nil {
-		return streamsOutput{}, err
-	}
-	// The logs must be closed before their files go.
-	_ = d.dir.Close()
-	if err := catalog.RemoveStreamFiles(vfs.OS{}, dataDir, name); err != nil {
-		return streamsOutput{}, exitErrorf(exitUnreadable, "deleting the files of %s (the next open finishes it): %w", name, err)
-	}
-	if err := catalog.RemoveStreamFiles(vfs.OS{}, path.Join(dataDir, "deadletters"), name); err != nil {
-		return streamsOutput{}, exitErrorf(exitUnreadable, "deleting the dead-letter queue of %s: %w", name, err)
+	before := d.output([]catalog.Stream{s}, d.dir.Catalog().BindingsOf(name))
+	if err := d.dir.RemoveStream(name); err != nil {
+		return streamsOutput{}, exitErrorf(exitUnreadable, "removing %s (the next open finishes what was committed): %w", name, err)
 	}
 	return before, nil
 }
@@ -230,27 +163,23 @@ func offlineBind(opts *globalOptions, dataDir, pattern, name string) (streamsOut
 		return streamsOutput{}, err
 	}
 	defer d.close()
-	if err := subject.ValidatePattern([]byte(pattern)); err != nil {
-		return streamsOutput{}, exitErrorf(exitUsage, "%w", err)
-	}
-	if _, err := d.stream(name); err != nil {
-		return streamsOutput{}, err
-	}
-	table, err := bindingTable(d.streams)
-	if err != nil {
-		return streamsOutput{}, err
-	}
+	err = d.dir.Bind(pattern, name)
 	var ambiguous *subject.AmbiguousError
-	if _, err := table.Bind(pattern, name); errors.As(err, &ambiguous) {
+	switch {
+	case errors.Is(err, datadir.ErrNoSuchStream):
+		_, err = d.stream(name)
+		return streamsOutput{}, err
+	case errors.As(err, &ambiguous):
 		return streamsOutput{}, exitErrorf(exitDamage, "pattern %q overlaps the binding of %q to stream %q: some subject would match both (unbind it first, or pick a narrower pattern)",
 			pattern, ambiguous.Existing.Pattern, ambiguous.Existing.Stream)
-	} else if err != nil {
-		return streamsOutput{}, exitErrorf(exitUsage, "%w", err)
+	case errors.Is(err, datadir.ErrInvalid):
+		return streamsOutput{}, exitErrorf(exitUsage, "%w", cause(err))
+	case errors.Is(err, datadir.ErrDamaged):
+		return streamsOutput{}, exitErrorf(exitDamage, "%w", err)
+	case err != nil:
+		return streamsOutput{}, exitErrorf(exitUnreadable, "writing the stream catalog: %w", err)
 	}
-	if err := d.update(func(c *catalog.Catalog) error { c.Bind(catalog.Binding{Pattern: pattern, Stream: name}); return nil }); err != nil {
-		return streamsOutput{}, err
-	}
-	return d.output(nil, d.streams.Bindings), nil
+	return d.output(nil, d.dir.Catalog().Bindings), nil
 }
 
 func offlineUnbind(opts *globalOptions, dataDir, pattern string) (streamsOutput, error) {
@@ -262,25 +191,23 @@ func offlineUnbind(opts *globalOptions, dataDir, pattern string) (streamsOutput,
 		return streamsOutput{}, err
 	}
 	defer d.close()
-	found := false
-	if err := d.update(func(c *catalog.Catalog) error { found = c.Unbind(pattern); return nil }); err != nil {
-		return streamsOutput{}, err
-	}
-	if !found {
+	err = d.dir.Unbind(pattern)
+	switch {
+	case errors.Is(err, datadir.ErrNoSuchBinding):
 		return streamsOutput{}, exitErrorf(exitNotFound, "no binding has pattern %q (ironbus stream ls --data-dir %s)", pattern, dataDir)
+	case err != nil:
+		return streamsOutput{}, exitErrorf(exitUnreadable, "writing the stream catalog: %w", err)
 	}
-	return d.output(nil, d.streams.Bindings), nil
+	return d.output(nil, d.dir.Catalog().Bindings), nil
 }
 
-// bindingTable builds the routing table of a catalog's bindings.
-func bindingTable(c catalog.Catalog) (*subject.Table, error) {
-	bindings := make([]subject.Binding, 0, len(c.Bindings))
-	for _, b := range c.Bindings {
-		bindings = append(bindings, subject.Binding(b))
+// cause is the reason a datadir error wraps beside its sentinel
+// ("datadir: invalid: <cause>"), for messages that name the cause alone.
+func cause(err error) error {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		if causes := joined.Unwrap(); len(causes) == 2 {
+			return causes[1]
+		}
 	}
-	table, err := subject.NewTable(bindings...)
-	if err != nil {
-		return nil, exitErrorf(exitDamage, "the catalog's bindings do not form a routing table: %w", err)
-	}
-	return table, nil
+	return err
 }

@@ -359,7 +359,7 @@ func (b *Broker) groupFloors(rc *RetentionConfig, logs []logRef, now time.Durati
 // warning (log and counter) at half of it and again at it. A group not
 // loaded since the broker started has been inactive since the start: the
 // monotonic clock knows nothing earlier. REQUIRES: passMu held.
-func (b *Broker) groupExpired(rc *RetentionConfig, key groupKey, served *servedGroup, now time.Duration) bool {
+func (b *Broker) groupExpired(rc *RetentionConfig, key groupKey, served *Group, now time.Duration) bool {
 	r := &b.retention
 	if rc.GroupExpiry <= 0 {
 		delete(r.expiryStage, key)
@@ -542,4 +542,4 @@ func (b *Broker) admissionLimit(rc *RetentionConfig) int64 {
 }
 
 // touch records activity on a group (monotonic time).
-func (s *servedGroup) touch(now time.Duration) { s.lastActive.Store(int64(now)) }
+func (s *Group) touch(now time.Duration) { s.lastActive.Store(int64(now)) }

@@ -288,6 +288,45 @@ func (b *Broker) Bind(pattern, stream string) ([]Binding, error) {
 	return b.Bindings(), nil
 }
 
+// BindMany adds many bindings with one catalog write and one router
+// change, all or none (an import of a routing table): each is checked as
+// Bind checks it, against the others too.
+func (b *Broker) BindMany(bindings []Binding) ([]Binding, error) {
+	b.bindMu.Lock()
+	defer b.bindMu.Unlock()
+	all := b.router.Table().Bindings()
+	for _, binding := range bindings {
+		if err := subject.ValidatePattern([]byte(binding.Pattern)); err != nil {
+			return nil, withKind(ErrInvalidName, err)
+		}
+		if _, ok := b.existingStream(binding.Stream); !ok {
+			return nil, noSuchStream(binding.Stream)
+		}
+		all = append(all, subject.Binding{Pattern: binding.Pattern, Stream: binding.Stream})
+	}
+	next, err := subject.NewTable(all...)
+	var ambiguous *subject.AmbiguousError
+	switch {
+	case errors.As(err, &ambiguous):
+		return nil, fmt.Errorf("%w: pattern %q overlaps the binding of %q to stream %q: some subject would match both",
+			ErrConflict, ambiguous.New.Pattern, ambiguous.Existing.Pattern, ambiguous.Existing.Stream)
+	case err != nil:
+		return nil, withKind(ErrInvalidArgument, err)
+	}
+	err = b.catalog.Update(func(c *catalog.Catalog) error {
+		for _, binding := range bindings {
+			c.Bind(catalog.Binding{Pattern: binding.Pattern, Stream: binding.Stream})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, storageError(err)
+	}
+	_ = b.router.Update(func(*subject.Table) (*subject.Table, error) { return next, nil })
+	b.cfg.Logger.Info("subjects bound", "bindings", len(bindings))
+	return b.Bindings(), nil
+}
+
 // Unbind removes the binding of pattern (ErrNoSuchBinding when there is
 // none) and returns every binding left.
 func (b *Broker) Unbind(pattern string) ([]Binding, error) {

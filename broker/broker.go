@@ -22,13 +22,15 @@ type Broker struct {
 
 	// Streams (streams.go): the catalog on disk and, in memory, each
 	// stream's partitions; openLogs counts the partitions against
-	// MaxStreams. logsMu guards streams and openLogs.
+	// MaxStreams. logsMu guards streams and every change to openLogs,
+	// which is read without it (deadLetterLog runs under group locks,
+	// below logsMu in the lock order).
 	catalog  *catalog.Store
 	router   *subject.Router // bindings, in step with the catalog (route.go)
 	bindMu   sync.Mutex      // serializes catalog changes to bindings with router updates
 	logsMu   sync.RWMutex
 	streams  map[string]*Stream
-	openLogs int
+	openLogs atomic.Int64
 	// connectionSeq numbers connections (connections.go).
 	connectionSeq atomic.Uint64
 
@@ -123,8 +125,8 @@ func (b *Broker) StagingBytes() int { return b.cfg.Storage.StagingBytes }
 // Draining reports whether Drain was called.
 func (b *Broker) Draining() bool { return b.draining.Load() }
 
-// Drain stops accepting new streams and connections; the loop backend
-// stops reading and sessions finish their in-flight work.
+// Drain stops accepting new streams and connections (ErrShuttingDown);
+// adapters then finish their in-flight work before Close.
 func (b *Broker) Drain() { b.draining.Store(true) }
 
 // Close checkpoints every group and closes the data directory (a final

@@ -21,7 +21,7 @@ type Connection struct {
 func (b *Broker) Connect() (*Connection, error) {
 	if b.draining.Load() {
 		b.rejected[rejectDraining].Add(1)
-		return nil, fmt.Errorf("%w: the broker is shutting down", ErrShuttingDown)
+		return nil, ErrShuttingDown
 	}
 	if n := b.connections.Add(1); n > int64(b.cfg.MaxConnections) {
 		b.connections.Add(-1)

@@ -22,8 +22,8 @@ const (
 	deadLetterPrefix  = ".dlq."
 )
 
-// deadLetterSource returns the source stream of a wire name that
-// addresses a dead-letter queue.
+// deadLetterSource returns the source stream of a name that addresses a
+// dead-letter queue.
 func deadLetterSource(stream string) (string, bool) {
 	return strings.CutPrefix(stream, deadLetterPrefix)
 }
@@ -53,10 +53,7 @@ func (b *Broker) deadLetterLog(stream string) (*segment.Log, error) {
 	if store.closed {
 		return nil, segment.ErrClosed
 	}
-	b.logsMu.RLock()
-	streams := b.openLogs
-	b.logsMu.RUnlock()
-	if streams+len(store.logs) >= b.cfg.MaxStreams {
+	if int(b.openLogs.Load())+len(store.logs) >= b.cfg.MaxStreams {
 		return nil, fmt.Errorf("%w: the dead-letter queue of stream %s was not opened: the broker serves at most %d streams, queues included (serve --max-streams)",
 			ErrBusy, stream, b.cfg.MaxStreams)
 	}
@@ -102,7 +99,7 @@ func (b *Broker) deadLetterReadLog(source string, partition uint32) (*segment.Lo
 		return nil, fmt.Errorf("%w: dead-letter queue %s%s has one partition (0); partition %d does not exist", ErrNoSuchPartition, deadLetterPrefix, source, partition)
 	}
 	if b.draining.Load() {
-		return nil, fmt.Errorf("%w: the broker is shutting down", ErrShuttingDown)
+		return nil, ErrShuttingDown
 	}
 	l, err := b.deadLetterLog(source)
 	if err != nil {

@@ -503,9 +503,10 @@ func (b *Broker) budgetVictim(rc *RetentionConfig, logs []logRef, floors map[seg
 }
 
 // admitRecords checks bytes of new records against the disk budget. Over
-// it, the write is refused with an error wrapping segment.ErrNoSpace (a
-// retryable no-space answer on the wire) and a pass is started, which
-// frees space if the policy allows; reads and acks are never refused.
+// it, the write is refused with an error wrapping segment.ErrNoSpace
+// (callers give it its kind: a retryable ErrNoSpace) and a pass is
+// started, which frees space if the policy allows; reads and acks are
+// never refused.
 // Dead-letter moves (deadLetter) may use the headroom: a group cannot
 // commit past a poison record until it moved, so refusing the move at the
 // same limit as producers could keep a full budget full for good.

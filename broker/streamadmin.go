@@ -198,7 +198,7 @@ func (b *Broker) forgetStream(name string) (StreamInfo, []Binding, int, string, 
 		return t, nil
 	})
 	delete(b.streams, name)
-	b.openLogs -= len(served.logs)
+	b.openLogs.Add(-int64(len(served.logs)))
 	for _, l := range served.logs {
 		if l != nil {
 			_ = l.Close()

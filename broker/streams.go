@@ -102,7 +102,7 @@ func (b *Broker) openStreams() error {
 			logs[p] = l
 		}
 		b.streams[settings.Name] = b.newStream(settings, logs)
-		b.openLogs += int(settings.Partitions)
+		b.openLogs.Add(int64(settings.Partitions))
 	}
 	return nil
 }
@@ -219,9 +219,9 @@ func (b *Broker) createStream(settings catalog.Stream, explicit bool) (*Stream, 
 		return served, nil
 	}
 	if b.draining.Load() {
-		return nil, fmt.Errorf("%w: the broker is shutting down", ErrShuttingDown)
+		return nil, ErrShuttingDown
 	}
-	if b.openLogs+int(settings.Partitions)+int(b.openDeadLetters.Load()) > b.cfg.MaxStreams {
+	if int(b.openLogs.Load())+int(settings.Partitions)+int(b.openDeadLetters.Load()) > b.cfg.MaxStreams {
 		return nil, fmt.Errorf("%w: the broker serves at most %d logs (one per stream partition; serve --max-streams); stream %q with %d partition(s) was not created",
 			ErrBusy, b.cfg.MaxStreams, settings.Name, settings.Partitions)
 	}
@@ -248,7 +248,7 @@ func (b *Broker) createStream(settings catalog.Stream, explicit bool) (*Stream, 
 	}
 	served := b.newStream(settings, logs)
 	b.streams[settings.Name] = served
-	b.openLogs += int(settings.Partitions)
+	b.openLogs.Add(int64(settings.Partitions))
 	b.cfg.Logger.Info("stream created", "stream", settings.Name, "partitions", settings.Partitions)
 	return served, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/ironbus/ironbus/client"
+	"github.com/ironbus/ironbus/wire"
 )
 
 // benchResult is the --json object of bench: flat, one number per field.
@@ -357,6 +358,11 @@ func runConsumer(ctx context.Context, plan *benchPlan, addr string, index int, t
 		}
 		batch, err := c.Fetch(ctx, plan.stream, group, client.FetchOptions{Type: kind, MaxRecords: 1000, Wait: 100 * time.Millisecond,
 			Filter: plan.subjectOptions.consumerFilter()})
+		var refused *wire.Error
+		if errors.As(err, &refused) && refused.Code == wire.CodeNotFound && stored != nil {
+			time.Sleep(10 * time.Millisecond) // beside the producers: their first record creates the stream
+			continue
+		}
 		if err != nil {
 			return err
 		}

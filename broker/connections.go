@@ -41,7 +41,7 @@ func (c *Connection) ID() uint64 { return c.id }
 func (c *Connection) Sticky() uint32 { return uint32(c.id - 1) }
 
 // Close detaches the client; a second Close does nothing. The groups it
-// consumed are left by the adapter (Group.Leave) before.
+// consumed are released by the adapter (Group.Release) before.
 func (c *Connection) Close() {
 	if c.closed.CompareAndSwap(false, true) {
 		c.broker.connections.Add(-1)

@@ -235,10 +235,10 @@ func (g *Group) Notify() { g.wake.notify() }
 // a "latest" start resolved to).
 func (g *Group) Created() <-chan struct{} { return g.group.Created() }
 
-// Leave removes a connection from the group: its leases and keys go to
-// the other members at once, a streaming group keeps its last commit, and
-// waiters are woken.
-func (g *Group) Leave(member uint64) {
+// Release removes a connection from the group's members: its leases and
+// keys go to the other members at once, a streaming group keeps its last
+// commit, and waiters are woken.
+func (g *Group) Release(member uint64) {
 	g.group.Release(member)
 	if g.group.Type() == consumer.TypeStreaming {
 		_ = g.group.Checkpoint() // a clean disconnect keeps its last commit
@@ -251,13 +251,14 @@ func (g *Group) Leave(member uint64) {
 // starve the others. Kept on partition 0's Group.
 func (g *Group) Rotation(count int) int { return g.span.start(count) }
 
-// Join adds member to the streaming members reading every partition
-// (kept on partition 0's Group); it reports whether the member is new.
-func (g *Group) Join(member uint64) bool { return g.span.join(member) }
+// JoinAssignment adds member to the streaming members sharing every
+// partition (kept on partition 0's Group); it reports whether the member
+// is new.
+func (g *Group) JoinAssignment(member uint64) bool { return g.span.join(member) }
 
-// Part removes member from the streaming members: its partitions go to
-// the others.
-func (g *Group) Part(member uint64) { g.span.leave(member) }
+// LeaveAssignment removes member from the streaming members: its
+// partitions go to the others.
+func (g *Group) LeaveAssignment(member uint64) { g.span.leave(member) }
 
 // Assigned returns the partitions out of count that member reads now,
 // ascending, and those it gained since it last asked (read them from the

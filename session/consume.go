@@ -141,11 +141,11 @@ type consumeRequest struct {
 // its last commit are read again, so nothing is lost in a rebalance.
 func (s *session) assignedGroups(anchor *broker.Group, groups []*broker.Group) []*broker.Group {
 	member := s.client.ID()
-	if anchor.Join(member) {
+	if anchor.JoinAssignment(member) {
 		anchor.Notify() // the other members' waits pick up the new assignment
 		go func() {
 			<-s.ctx.Done()
-			anchor.Part(member)
+			anchor.LeaveAssignment(member)
 			anchor.Notify()
 		}()
 	}

@@ -559,7 +559,7 @@ func (s *session) ReadStopped(cause error) {
 	s.releaseReserved()
 	s.groupsMu.Lock()
 	for served := range s.groups {
-		served.Leave(s.client.ID()) // its leases and keys go to the others at once
+		served.Release(s.client.ID()) // its leases and keys go to the others at once
 	}
 	s.groupsMu.Unlock()
 	var timeout interface{ Timeout() bool }

@@ -28,7 +28,7 @@ lint:
 # test: lint first, then every test with the race detector. This includes
 # the crash sweeps (power cut at every write), 200 seeded power cuts and the
 # bit-flip sweep; longer versions are `make soak` and `make fuzz`. Then the
-# broker and end-to-end suites again on every network backend this system
+# session (wire) and end-to-end suites again on every network backend this system
 # runs (the first pass took auto), so each backend passes the same tests.
 # The size budget is checked first (`make size`, one build).
 test: lint
@@ -41,8 +41,8 @@ BACKENDS ?= std epoll uring
 backends:
 	@$(GO) run ./cmd/ironbus version | sed -n '/network backends/,$$p'
 	@set -e; for backend in $(BACKENDS); do \
-	  echo "== broker and end-to-end suites on the $$backend backend (skipped if unavailable above)"; \
-	  IRONBUS_TEST_LOOP=$$backend $(GO) test -race -count=1 -timeout 10m ./broker/ ./cmd/ironbus/; \
+	  echo "== session and end-to-end suites on the $$backend backend (skipped if unavailable above)"; \
+	  IRONBUS_TEST_LOOP=$$backend $(GO) test -race -count=1 -timeout 10m ./session/ ./cmd/ironbus/; \
 	done
 
 # rig: the head-to-head rig (benchrig/peers) is a module of its own, so that

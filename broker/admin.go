@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,128 +10,80 @@ import (
 	"strings"
 
 	"github.com/ironbus/ironbus/consumer"
-	"github.com/ironbus/ironbus/security"
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/wire"
 )
 
-// The admin verbs (GroupAdmin, DeadLetterAdmin). They touch checkpoint
-// files and wait for durable appends, so each runs on a goroutine of its
-// own rather than on the connection's reader, like a rejection does.
+// Group and dead-letter administration. These touch checkpoint files and
+// wait for durable appends: an adapter calls them off its connection's
+// reader. None of them creates a stream.
 
-// adminRequest runs one admin request off the reader and sends its answer.
-func (s *session) adminRequest(frame wire.Frame) error {
-	if s.capabilities&wire.CapAdmin == 0 {
-		s.reply(frame.RequestID, wire.NewError(wire.CodeInvalidRequest, "%v is served only on connections with the admin capability", frame.Type))
-		return nil
-	}
-	var serve func() wire.Message
-	switch frame.Type {
-	case wire.TypeGroupAdmin:
-		m, err := wire.DecodeGroupAdmin(frame.Body)
-		if err != nil {
-			return s.malformed(frame, err)
-		}
-		if refused, err := s.refused(security.ScopeAdmin, m.Stream, frame.RequestID); refused {
-			return err
-		}
-		s.auditAdmin("admin.group", fmt.Sprintf("op %d stream %q group %q", m.Op, m.Stream, m.Group))
-		m.Stream, m.Group = clone(m.Stream), clone(m.Group) // the body goes back to the reader
-		serve = func() wire.Message { return adminAnswer(s.broker.groupAdmin(m)) }
-	default:
-		m, err := wire.DecodeDeadLetterAdmin(frame.Body)
-		if err != nil {
-			return s.malformed(frame, err)
-		}
-		if refused, err := s.refused(security.ScopeAdmin, m.Stream, frame.RequestID); refused {
-			return err
-		}
-		s.auditAdmin("admin.dlq", fmt.Sprintf("op %d stream %q", m.Op, m.Stream))
-		m.Stream = clone(m.Stream)
-		serve = func() wire.Message { return adminAnswer(s.broker.deadLetterAdmin(s, m)) }
-	}
-	s.consumers.Add(1)
-	go func() {
-		defer s.consumers.Done()
-		s.out.frame(wire.Append(nil, frame.RequestID, serve()))
-	}()
-	return nil
+// GroupState is one partition's group as administration shows it: its
+// summary (live when the broker has it open, else its checkpoint's) and
+// the partition's committed end.
+type GroupState struct {
+	Stream    string
+	Partition uint32
+	Summary   consumer.Summary
+	LogEnd    uint64
 }
 
-func clone(b []byte) []byte { return append([]byte(nil), b...) }
-
-// adminAnswer returns the reply, or the error in its place.
-func adminAnswer[M wire.Message](reply M, werr *wire.Error) wire.Message {
-	if werr != nil {
-		return werr
-	}
-	return reply
+// GroupInfo describes one group of a stream partition.
+func (b *Broker) GroupInfo(stream string, partition uint32, group string) (GroupState, error) {
+	return b.adminGroup(stream, partition, group, b.groupSummary)
 }
 
-// groupAdmin serves one GroupAdmin request.
-func (b *Broker) groupAdmin(m wire.GroupAdmin) (*wire.GroupList, *wire.Error) {
-	if m.Op == wire.GroupOpList {
-		return b.listGroups(m.Stream, m.Partition)
-	}
-	if m.Op > wire.GroupOpDelete {
-		return nil, wire.NewError(wire.CodeInvalidRequest, "group admin op %d: the ops are list (0), info (1), reset (2) and delete (3)", m.Op)
-	}
-	l, werr := b.existingLog(m.Stream, m.Partition)
-	if werr != nil {
-		return nil, werr
-	}
-	key := groupKey{stream: string(m.Stream), partition: m.Partition, group: string(m.Group)}
-	var summary consumer.Summary
-	var err error
-	switch m.Op {
-	case wire.GroupOpInfo:
-		summary, err = b.groupSummary(l, key)
-	case wire.GroupOpReset:
-		summary, err = b.resetGroup(l, key, startPosition(m.TargetKind, m.TargetValue))
-	case wire.GroupOpDelete:
-		summary, err = b.deleteGroup(l, key)
-	}
+// ResetGroup moves a group's cursor to start, loading the group first
+// (with the type its checkpoint records) when the broker does not have it
+// open. ErrGroupActive while it has live members.
+func (b *Broker) ResetGroup(stream string, partition uint32, group string, start consumer.StartPosition) (GroupState, error) {
+	return b.adminGroup(stream, partition, group, func(l *segment.Log, key groupKey) (consumer.Summary, error) {
+		return b.resetGroup(l, key, start)
+	})
+}
+
+// DeleteGroup removes a group and its checkpoint. ErrGroupActive while it
+// has live members.
+func (b *Broker) DeleteGroup(stream string, partition uint32, group string) (GroupState, error) {
+	return b.adminGroup(stream, partition, group, b.deleteGroup)
+}
+
+// adminGroup runs one operation on a group of an existing stream partition.
+func (b *Broker) adminGroup(stream string, partition uint32, group string,
+	operate func(*segment.Log, groupKey) (consumer.Summary, error)) (GroupState, error) {
+	l, err := b.readLog([]byte(stream), partition)
 	if err != nil {
-		return nil, adminError(key, err)
+		return GroupState{}, err
 	}
-	return &wire.GroupList{Groups: []wire.GroupState{groupState(key.stream, key.partition, l, summary)}}, nil
+	key := groupKey{stream: stream, partition: partition, group: group}
+	summary, err := operate(l, key)
+	if err != nil {
+		return GroupState{}, adminError(key, err)
+	}
+	return GroupState{Stream: stream, Partition: partition, Summary: summary, LogEnd: l.Committed()}, nil
 }
 
-// existingLog returns a stream partition's log without creating it: an
-// admin request about a stream that does not exist is not_found.
-func (b *Broker) existingLog(stream []byte, partition uint32) (*segment.Log, *wire.Error) {
-	if source, ok := deadLetterSource(string(stream)); ok {
-		return b.deadLetterReadLog(source, partition)
-	}
-	served, ok := b.existingStream(string(stream))
-	if !ok {
-		return nil, wire.NewError(wire.CodeNotFound, "stream %q does not exist", stream)
-	}
-	return served.log(stream, partition)
-}
-
-// listGroups lists the groups of one log, or of every stream's log when
-// stream is empty.
-func (b *Broker) listGroups(stream []byte, partition uint32) (*wire.GroupList, *wire.Error) {
-	streams := []string{string(stream)}
-	if len(stream) == 0 {
+// ListGroups lists the groups of one stream partition, or of that
+// partition of every stream when stream is empty, sorted by name.
+func (b *Broker) ListGroups(stream string, partition uint32) ([]GroupState, error) {
+	streams := []string{stream}
+	if stream == "" {
 		streams = streams[:0]
 		for _, served := range b.streamList() {
 			streams = append(streams, served.settings.Name)
 		}
 	}
-	list := &wire.GroupList{Groups: []wire.GroupState{}}
+	list := []GroupState{}
 	for _, name := range streams {
-		l, werr := b.existingLog([]byte(name), partition)
-		if werr != nil {
-			return nil, werr
+		l, err := b.readLog([]byte(name), partition)
+		if err != nil {
+			return nil, err
 		}
 		summaries, err := consumer.Inspect(l)
 		if err != nil {
 			return nil, storageError(err)
 		}
 		for _, summary := range b.liveSummaries(name, partition, summaries) {
-			list.Groups = append(list.Groups, groupState(name, partition, l, summary))
+			list = append(list, GroupState{Stream: name, Partition: partition, Summary: summary, LogEnd: l.Committed()})
 		}
 	}
 	return list, nil
@@ -177,9 +130,8 @@ func (b *Broker) resetGroup(l *segment.Log, key groupKey, start consumer.StartPo
 		if err != nil {
 			return summary, err
 		}
-		var werr *wire.Error
-		if served, werr = b.openGroup([]byte(key.stream), key.partition, []byte(key.group), groupSpec{kind: summary.Type}); werr != nil {
-			return summary, werr
+		if served, err = b.OpenGroup([]byte(key.stream), key.partition, []byte(key.group), GroupSpec{Type: summary.Type}); err != nil {
+			return summary, err
 		}
 	}
 	if err := served.group.Reset(start); err != nil {
@@ -212,52 +164,35 @@ func (b *Broker) deleteGroup(l *segment.Log, key groupKey) (consumer.Summary, er
 	return summary, nil
 }
 
-// adminError maps what a group admin operation failed with.
-func adminError(key groupKey, err error) *wire.Error {
-	var werr *wire.Error
-	switch {
-	case errors.As(err, &werr):
-		return werr
-	case errors.Is(err, consumer.ErrNoGroup):
-		return wire.NewError(wire.CodeNotFound, "stream %q partition %d has no group %q", key.stream, key.partition, key.group)
-	case errors.Is(err, consumer.ErrGroupActive):
-		return wire.NewError(wire.CodeGroupActive, "%v", err)
-	case errors.Is(err, consumer.ErrInvalidName):
-		return wire.NewError(wire.CodeInvalidName, "%v", err)
+// adminError gives what a group admin operation failed with its kind.
+func adminError(key groupKey, err error) error {
+	if errors.Is(err, consumer.ErrNoGroup) {
+		return fmt.Errorf("%w: stream %q partition %d has no group %q", ErrNoSuchGroup, key.stream, key.partition, key.group)
 	}
 	return consumerError(err)
 }
 
-func groupState(stream string, partition uint32, l *segment.Log, s consumer.Summary) wire.GroupState {
-	return wire.GroupState{Stream: []byte(stream), Partition: partition, Group: []byte(s.Name), Mode: typeMode(s.Type),
-		Committed: s.Committed, AckedAhead: s.AckedAhead, Unsettled: uint32(s.Unsettled), MostDeliveries: s.MostDeliveries,
-		PendingMoves: uint32(s.PendingMoves), LogEnd: l.Committed(), Members: uint32(s.Members), Leased: uint32(s.Leased)}
+// DeadLetterQueue is one stream's dead-letter queue.
+type DeadLetterQueue struct {
+	Stream   string // the source stream (the queue reads as ".dlq.<stream>")
+	First    uint64 // the first offset the queue still holds
+	End      uint64 // the queue's committed end
+	Redriven uint64 // every dead letter below it has been redriven
 }
 
-// deadLetterAdmin serves one DeadLetterAdmin request.
-func (b *Broker) deadLetterAdmin(s *session, m wire.DeadLetterAdmin) (*wire.DeadLetterState, *wire.Error) {
-	switch m.Op {
-	case wire.DeadLetterOpList:
-		return b.listDeadLetters(string(m.Stream))
-	case wire.DeadLetterOpRedrive:
-		return b.redrive(s, string(m.Stream), int(m.Max))
-	}
-	return nil, wire.NewError(wire.CodeInvalidRequest, "dead-letter admin op %d: the ops are list (0) and redrive (1)", m.Op)
-}
-
-// listDeadLetters describes one stream's queue, or every queue the
+// DeadLetterQueues describes one stream's queue, or every queue the
 // dead-letter directory holds when stream is empty.
-func (b *Broker) listDeadLetters(stream string) (*wire.DeadLetterState, *wire.Error) {
+func (b *Broker) DeadLetterQueues(stream string) ([]DeadLetterQueue, error) {
 	streams := []string{stream}
 	if stream == "" {
 		var err error
 		if streams, err = b.deadLetterStreams(); err != nil {
 			return nil, storageError(err)
 		}
-	} else if _, werr := b.existingLog([]byte(stream), 0); werr != nil {
-		return nil, werr
+	} else if _, err := b.readLog([]byte(stream), 0); err != nil {
+		return nil, err
 	}
-	state := &wire.DeadLetterState{Queues: []wire.DeadLetterQueue{}}
+	queues := []DeadLetterQueue{}
 	for _, name := range streams {
 		queue, err := b.deadLetterLog(name)
 		if err != nil {
@@ -267,10 +202,9 @@ func (b *Broker) listDeadLetters(stream string) (*wire.DeadLetterState, *wire.Er
 		if err != nil {
 			return nil, storageError(err)
 		}
-		state.Queues = append(state.Queues, wire.DeadLetterQueue{Stream: []byte(name), First: queue.FirstOffset(),
-			End: queue.Committed(), Redriven: mark})
+		queues = append(queues, DeadLetterQueue{Stream: name, First: queue.FirstOffset(), End: queue.Committed(), Redriven: mark})
 	}
-	return state, nil
+	return queues, nil
 }
 
 // deadLetterStreams lists the streams with a queue on disk, without
@@ -308,43 +242,33 @@ func (b *Broker) deadLetterStreamsOnDisk() ([]string, error) {
 	return names, err
 }
 
-// redrive republishes a stream's dead letters (consumer.Redrive). Redrives
-// run one at a time: two at once would read the same mark and both
-// republish.
-func (b *Broker) redrive(s *session, stream string, maxLetters int) (*wire.DeadLetterState, *wire.Error) {
+// Redrive republishes up to maxLetters of a stream's dead letters
+// (consumer.Redrive) and returns what it did and the queue after it.
+// Redrives run one at a time: two at once would read the same mark and
+// both republish.
+func (b *Broker) Redrive(ctx context.Context, stream string, maxLetters int) (consumer.RedriveResult, DeadLetterQueue, error) {
 	if stream == "" {
-		return nil, wire.NewError(wire.CodeInvalidRequest, "a redrive names its stream")
+		return consumer.RedriveResult{}, DeadLetterQueue{}, fmt.Errorf("%w: a redrive names its stream", ErrInvalidArgument)
 	}
-	if _, werr := b.existingLog([]byte(stream), 0); werr != nil || strings.HasPrefix(stream, ".") {
-		return nil, wire.NewError(wire.CodeNotFound, "stream %q does not exist, so it has no dead letters to redrive", stream)
+	if _, err := b.readLog([]byte(stream), 0); err != nil || strings.HasPrefix(stream, ".") {
+		return consumer.RedriveResult{}, DeadLetterQueue{}, fmt.Errorf("%w %q, so it has no dead letters to redrive", ErrNoSuchStream, stream)
 	}
 	queue, err := b.deadLetterLog(stream)
 	if err != nil {
-		return nil, storageError(err)
+		return consumer.RedriveResult{}, DeadLetterQueue{}, storageError(err)
 	}
-	target := func(partition uint32) (*segment.Log, error) {
-		l, werr := b.logFor([]byte(stream), partition)
-		if werr != nil {
-			return nil, werr
-		}
-		return l, nil
-	}
+	target := func(partition uint32) (*segment.Log, error) { return b.readLog([]byte(stream), partition) }
 	// Republished letters are new records: a used-up budget refuses the
 	// redrive before it starts (what one redrive adds is not known ahead).
 	if err := b.admitRecords(0, false); err != nil {
-		return nil, storageError(err)
+		return consumer.RedriveResult{}, DeadLetterQueue{}, storageError(err)
 	}
 	b.redriveMu.Lock()
-	result, err := consumer.Redrive(s.ctx, queue, target, maxLetters)
+	result, err := consumer.Redrive(ctx, queue, target, maxLetters)
 	b.redriveMu.Unlock()
 	if err != nil {
-		var werr *wire.Error
-		if errors.As(err, &werr) {
-			return nil, werr
-		}
-		return nil, storageError(err)
+		return consumer.RedriveResult{}, DeadLetterQueue{}, consumerError(err)
 	}
 	b.cfg.Logger.Info("dead letters redriven", "stream", stream, "republished", result.Republished, "skipped", result.Skipped, "mark", result.Mark)
-	return &wire.DeadLetterState{Republished: result.Republished, Skipped: result.Skipped,
-		Queues: []wire.DeadLetterQueue{{Stream: []byte(stream), First: queue.FirstOffset(), End: queue.Committed(), Redriven: result.Mark}}}, nil
+	return result, DeadLetterQueue{Stream: stream, First: queue.FirstOffset(), End: queue.Committed(), Redriven: result.Mark}, nil
 }

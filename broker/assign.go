@@ -10,7 +10,7 @@ import (
 // fetch starts, and which streaming member reads which partitions.
 //
 // Streaming assignment: the members are the connections consuming the
-// group with wire.PartitionAll. Partition p belongs to the member at
+// group over all its partitions (AllPartitions). Partition p belongs to the member at
 // index p mod n in join order, so the assignment is disjoint and balanced
 // (member counts differ by at most one partition), and every join or
 // leave rebalances it at once. A member reads only its partitions; one

@@ -1,41 +1,41 @@
 package broker
 
 import (
-	"errors"
-	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/datadir"
-	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/subject"
-	"github.com/ironbus/ironbus/wire"
 )
 
-// Broker owns the data directory, its logs and consumer groups, and serves
-// connections handed to it by a loop backend.
+// Broker is the engine: it owns the data directory, its streams and their
+// partitions' logs, consumer groups, dead-letter queues and retention.
+// Adapters (the wire session, later MQTT and replication) drive it through
+// its Go API; it knows no protocol.
 type Broker struct {
 	cfg Config
 	dir *segment.Dir
 
 	// Streams (streams.go): the catalog on disk and, in memory, each
 	// stream's partitions; openLogs counts the partitions against
-	// MaxStreams. logsMu guards streams and openLogs.
+	// MaxStreams. logsMu guards streams and every change to openLogs,
+	// which is read without it (deadLetterLog runs under group locks,
+	// below logsMu in the lock order).
 	catalog  *datadir.Streams
 	router   *subject.Router // bindings, in step with the catalog (route.go)
 	bindMu   sync.Mutex      // serializes catalog changes to bindings with router updates
 	logsMu   sync.RWMutex
-	streams  map[string]*servedStream
-	openLogs int
-	// connectionSeq numbers connections: a connection's keyless records
-	// to PartitionAny go to partition seq % count (streams.go).
-	connectionSeq atomic.Uint32
+	streams  map[string]*Stream
+	openLogs atomic.Int64
+	// connectionSeq numbers connections (connections.go).
+	connectionSeq atomic.Uint64
 
 	groupsMu sync.Mutex
-	groups   map[groupKey]*servedGroup
+	groups   map[groupKey]*Group
 
 	deadLetters     deadLetterStore
 	redriveMu       sync.Mutex   // one dead-letter redrive at a time (admin.go)
@@ -67,8 +67,6 @@ type groupKey struct {
 	group     string
 }
 
-var _ loop.Handler = (*Broker)(nil)
-
 // Open opens the data directory (recovering every log in it) and starts
 // the checkpoint flusher.
 func Open(cfg Config) (*Broker, error) {
@@ -88,7 +86,7 @@ func Open(cfg Config) (*Broker, error) {
 		default:
 		}
 	}
-	b := &Broker{streams: map[string]*servedStream{}, groups: map[groupKey]*servedGroup{}, started: time.Now(),
+	b := &Broker{streams: map[string]*Stream{}, groups: map[groupKey]*Group{}, started: time.Now(),
 		stop: make(chan struct{}), flushed: make(chan struct{}), checkpointDue: make(chan struct{}, 1)}
 	b.metrics = newMetrics(b)
 	cfg.Storage.Observer = storageObserver(b.metrics, cfg.Storage.Observer)
@@ -111,61 +109,24 @@ func Open(cfg Config) (*Broker, error) {
 // Dir returns the data directory (for reports).
 func (b *Broker) Dir() *segment.Dir { return b.dir }
 
-// MaxFrame is the largest frame a client may send; a loop backend sizes
-// its read buffers from it.
-func (b *Broker) MaxFrame() uint32 { return b.cfg.MaxFrame }
+// Version is the version the broker reports (Welcome, /admin).
+func (b *Broker) Version() string { return b.cfg.Version }
 
-// storageError maps an engine error to a structured wire error.
-func storageError(err error) *wire.Error {
-	switch {
-	case errors.Is(err, segment.ErrFrozen):
-		return wire.NewError(wire.CodeFrozen, "%v", err)
-	case errors.Is(err, segment.ErrNoSpace):
-		e := wire.NewError(wire.CodeNoSpace, "%v", err)
-		e.RetryAfter = time.Second
-		return e
-	case errors.Is(err, segment.ErrRecordTooLarge):
-		return wire.NewError(wire.CodeRecordTooLarge, "%v", err)
-	case errors.Is(err, segment.ErrClosed):
-		return wire.NewError(wire.CodeShuttingDown, "the broker is shutting down")
-	case errors.Is(err, segment.ErrInvalidName):
-		return wire.NewError(wire.CodeInvalidName, "%v", err)
-	}
-	return wire.NewError(wire.CodeInternal, "%v", err)
-}
+// Logger is the broker's logger; adapters log through it by default.
+func (b *Broker) Logger() *slog.Logger { return b.cfg.Logger }
 
-// Open implements loop.Handler.
-func (b *Broker) Open(conn loop.Conn) (loop.Session, error) {
-	if b.draining.Load() {
-		b.rejected[rejectDraining].Add(1)
-		refuse(conn, wire.NewError(wire.CodeShuttingDown, "the broker is shutting down"))
-		return nil, errors.New("broker: draining")
-	}
-	if n := b.connections.Add(1); n > int64(b.cfg.MaxConnections) {
-		b.connections.Add(-1)
-		b.rejected[rejectLimit].Add(1)
-		refuse(conn, wire.NewError(wire.CodeTooManyConns, "the broker serves at most %d connections", b.cfg.MaxConnections))
-		return nil, fmt.Errorf("broker: connection limit %d reached", b.cfg.MaxConnections)
-	}
-	b.accepted.Add(1)
-	if !b.admit(conn) {
-		b.connections.Add(-1)
-		return nil, errors.New("broker: refused by the pre-authentication gate")
-	}
-	// No read timeout until Hello: the session's handshake deadline
-	// covers the whole handshake (a per-read timeout would let a peer
-	// dribbling a byte at a time stay for ever).
-	session := newSession(b, conn)
-	session.gated = b.cfg.Gate != nil
-	return session, nil
-}
+// MaxRecordBytes is the largest record body the engine stores.
+func (b *Broker) MaxRecordBytes() uint32 { return b.cfg.Storage.MaxRecordBytes }
 
-func refuse(conn loop.Conn, e *wire.Error) {
-	_ = conn.Write(wire.Append(nil, 0, e))
-}
+// StagingBytes is the size of a partition's staging buffer: a batch of
+// records larger than it is appended alone (Partition.TryAppend).
+func (b *Broker) StagingBytes() int { return b.cfg.Storage.StagingBytes }
 
-// Drain stops accepting new streams and connections; the loop backend
-// stops reading and sessions finish their in-flight work.
+// Draining reports whether Drain was called.
+func (b *Broker) Draining() bool { return b.draining.Load() }
+
+// Drain stops accepting new streams and connections (ErrShuttingDown);
+// adapters then finish their in-flight work before Close.
 func (b *Broker) Drain() { b.draining.Store(true) }
 
 // Close checkpoints every group and closes the data directory (a final

@@ -5,38 +5,31 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/ironbus/ironbus/arena"
 	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/record"
-	"github.com/ironbus/ironbus/security"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/vfs"
-	"github.com/ironbus/ironbus/wire"
 )
 
-// Config configures a broker. The zero value of each field is its default.
+// Config configures the engine. The zero value of each field is its
+// default. What a protocol adapter needs (frame sizes, windows, timeouts,
+// authentication) is the adapter's own configuration.
 type Config struct {
 	DataDir string
+	// DisableAutoCreateStreams stops a publish to an unknown stream from
+	// creating it (with one partition); such a publish is then
+	// ErrNoSuchStream. Consuming, opening a group, acknowledging and
+	// administration never create a stream either way.
+	DisableAutoCreateStreams bool
 	// FS is the file system (the OS by default; tests inject others).
 	FS vfs.FS
 	// Storage configures the log engine.
 	Storage segment.Options
-	// MaxConnections bounds concurrent connections (256).
+	// MaxConnections bounds the clients attached at once through every
+	// adapter (256; Connect).
 	MaxConnections int
-	// MaxFrame bounds a frame a client may send (16 MiB + 64 KiB).
-	MaxFrame uint32
-	// Window is how many produce requests a connection may have read but
-	// not acknowledged (4096).
-	Window uint32
-	// HandshakeTimeout closes a connection that does not send Hello in
-	// time (10 s): slowloris.
-	HandshakeTimeout time.Duration
-	// IdleTimeout closes a connection silent this long (5 min).
-	IdleTimeout time.Duration
 	// Visibility is the default lease of a delivery (30 s).
 	Visibility time.Duration
-	// MaxConsumeWait caps how long a Consume may wait (30 s).
-	MaxConsumeWait time.Duration
 	// CheckpointInterval is how often group cursors are persisted (200 ms).
 	CheckpointInterval time.Duration
 	// MaxStreams bounds the streams the broker serves (256): each holds
@@ -60,34 +53,16 @@ type Config struct {
 	// queue whose records are all older than this (7 days; negative keeps
 	// them forever), by the monotonic-safe record timestamps rule
 	// (docs/RETENTION.md). It fills Retention.DeadLetters.MaxAge when that
-	// is zero. DeadLetterRetentionCheck is no longer used: the retention
-	// pass runs every RetentionCheck.
+	// is zero. DeadLetterRetentionCheck is unused: the retention pass runs
+	// every RetentionCheck.
 	DeadLetterRetention      time.Duration
 	DeadLetterRetentionCheck time.Duration
-	// ConnectionOutput bounds the reply bytes queued for one connection
-	// before its session stops reading (4 MiB).
-	ConnectionOutput int
-	// LargeRecords admits records larger than the staging buffer until
-	// they are written, against one shared capacity; nil: no bound beyond
-	// one such record per stream being staged and one being written.
-	LargeRecords *arena.SharedPool
-	// Version is reported in Welcome.
+	// Version is the broker's version, for adapters and /admin.
 	Version string
 	Logger  *slog.Logger
 
-	// ---- Security (docs/SECURITY.md); nil fields turn the feature off.
-
-	// Auth authenticates every connection's Hello and checks each request
-	// against the identity's scopes. nil: every peer is trusted (the
-	// loopback default).
-	Auth *security.Authorizer
-	// Gate applies the pre-authentication limits: half-open connections,
-	// per-source connection rate, failed-auth lockout and delay.
-	Gate *security.Gate
-	// Audit receives auth outcomes and admin actions.
-	Audit *security.AuditLog
-	// Observability (issue 8): figures the broker reports but does not
-	// own, and when liveness calls it stuck.
+	// ---- Observability: figures the broker reports but does not own,
+	// and when liveness calls it stuck.
 	//
 	// MemoryBudget and MemoryCeiling are the RAM budget's total and the
 	// ceiling it was checked against (0: none), for ironbus_memory_*.
@@ -147,15 +122,10 @@ func (c *Config) retentionConfig() (RetentionConfig, error) {
 // Defaults.
 const (
 	DefaultMaxConnections      = 256
-	DefaultWindow              = 4096
-	DefaultHandshakeTimeout    = 10 * time.Second
-	DefaultIdleTimeout         = 5 * time.Minute
-	DefaultMaxConsumeWait      = 30 * time.Second
 	DefaultDeadLetterRetention = 7 * 24 * time.Hour
 	DefaultCheckpointInterval  = 200 * time.Millisecond
 	DefaultMaxStreams          = 256
 	DefaultMaxGroups           = 256
-	DefaultConnectionOutput    = 4 << 20
 	DefaultStuckAfter          = 30 * time.Second
 )
 
@@ -165,21 +135,6 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = DefaultMaxConnections
-	}
-	if c.MaxFrame == 0 {
-		c.MaxFrame = wire.DefaultMaxFrame
-	}
-	if c.Window == 0 {
-		c.Window = DefaultWindow
-	}
-	if c.HandshakeTimeout <= 0 {
-		c.HandshakeTimeout = DefaultHandshakeTimeout
-	}
-	if c.IdleTimeout <= 0 {
-		c.IdleTimeout = DefaultIdleTimeout
-	}
-	if c.MaxConsumeWait <= 0 {
-		c.MaxConsumeWait = DefaultMaxConsumeWait
 	}
 	if c.CheckpointInterval <= 0 {
 		c.CheckpointInterval = DefaultCheckpointInterval
@@ -205,9 +160,6 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxDeliver <= 0 {
 		c.MaxDeliver = consumer.DefaultMaxDeliver
 	}
-	if c.ConnectionOutput <= 0 {
-		c.ConnectionOutput = DefaultConnectionOutput
-	}
 	if c.Storage.StagingBytes == 0 {
 		c.Storage.StagingBytes = segment.DefaultStagingBytes
 	}
@@ -226,16 +178,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Storage.MaxRecordBytes == 0 {
 		c.Storage.MaxRecordBytes = record.DefaultMaxBody
 	}
-	switch {
-	case c.DataDir == "":
-		return c, fmt.Errorf("broker: a data directory is required")
-	case c.MaxFrame < wire.MinMaxFrame:
-		return c, fmt.Errorf("broker: max frame %d below %d", c.MaxFrame, wire.MinMaxFrame)
-	case c.Window > 1<<20:
-		return c, fmt.Errorf("broker: window %d above %d", c.Window, 1<<20)
-	case c.LargeRecords != nil && c.LargeRecords.Capacity() < int64(c.MaxFrame):
-		return c, fmt.Errorf("broker: the large-record pool (%d bytes) cannot hold one largest frame (%d bytes)",
-			c.LargeRecords.Capacity(), c.MaxFrame)
+	if c.DataDir == "" {
+		return c, fmt.Errorf("%w: a data directory is required", ErrInvalidArgument)
 	}
 	return c, nil
 }

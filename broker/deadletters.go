@@ -9,13 +9,12 @@ import (
 
 	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/wire"
 )
 
 // Dead-letter queues. Each stream's queue is a log named like the stream
 // in a data directory of its own, <data-dir>/deadletters, so no user
 // stream name can ever collide with a queue and a queue needs no name
-// longer than its stream's. On the wire a queue is the stream
+// longer than its stream's. To readers a queue is the stream
 // ".dlq.<stream>": user stream names cannot start with '.', so that name
 // too is free, and it is read-only (only the broker appends to it).
 const (
@@ -23,8 +22,8 @@ const (
 	deadLetterPrefix  = ".dlq."
 )
 
-// deadLetterSource returns the source stream of a wire name that
-// addresses a dead-letter queue.
+// deadLetterSource returns the source stream of a name that addresses a
+// dead-letter queue.
 func deadLetterSource(stream string) (string, bool) {
 	return strings.CutPrefix(stream, deadLetterPrefix)
 }
@@ -54,12 +53,9 @@ func (b *Broker) deadLetterLog(stream string) (*segment.Log, error) {
 	if store.closed {
 		return nil, segment.ErrClosed
 	}
-	b.logsMu.RLock()
-	streams := b.openLogs
-	b.logsMu.RUnlock()
-	if streams+len(store.logs) >= b.cfg.MaxStreams {
-		return nil, fmt.Errorf("broker: the dead-letter queue of stream %s was not opened: the broker serves at most %d streams, queues included (serve --max-streams)",
-			stream, b.cfg.MaxStreams)
+	if int(b.openLogs.Load())+len(store.logs) >= b.cfg.MaxStreams {
+		return nil, fmt.Errorf("%w: the dead-letter queue of stream %s was not opened: the broker serves at most %d streams, queues included (serve --max-streams)",
+			ErrBusy, stream, b.cfg.MaxStreams)
 	}
 	if store.dir == nil {
 		dir, err := segment.Open(b.cfg.FS, path.Join(b.cfg.DataDir, deadLetterDirName), b.cfg.Storage)
@@ -89,13 +85,21 @@ func (s *deadLetterStore) close() error {
 	return s.dir.Close()
 }
 
-// deadLetterReadLog returns the log a wire name ".dlq.<stream>" reads.
-func (b *Broker) deadLetterReadLog(source string, partition uint32) (*segment.Log, *wire.Error) {
+// deadLetterReadLog returns the log a name ".dlq.<stream>" reads: the
+// queue exists while its stream does (ErrNoSuchStream otherwise), and has
+// one partition.
+func (b *Broker) deadLetterReadLog(source string, partition uint32) (*segment.Log, error) {
+	if _, ok := b.existingStream(source); !ok {
+		if err := segment.ValidateStreamName(source); err != nil {
+			return nil, withKind(ErrInvalidName, err)
+		}
+		return nil, fmt.Errorf("%w %q, so it has no dead-letter queue %s%s", ErrNoSuchStream, source, deadLetterPrefix, source)
+	}
 	if partition != 0 {
-		return nil, wire.NewError(wire.CodeNotFound, "dead-letter queue %s%s has one partition (0); partition %d does not exist", deadLetterPrefix, source, partition)
+		return nil, fmt.Errorf("%w: dead-letter queue %s%s has one partition (0); partition %d does not exist", ErrNoSuchPartition, deadLetterPrefix, source, partition)
 	}
 	if b.draining.Load() {
-		return nil, wire.NewError(wire.CodeShuttingDown, "the broker is shutting down")
+		return nil, ErrShuttingDown
 	}
 	l, err := b.deadLetterLog(source)
 	if err != nil {

@@ -1,52 +1,64 @@
-// Package broker ties logs, consumer groups and connections together: it
-// implements loop.Handler, so it sees frames, never sockets.
+// Package broker is the engine: it owns a data directory and serves its
+// streams, their partitions' logs, consumer groups, dead-letter queues and
+// retention through a Go API that takes Go values and returns Go errors.
+// It knows no protocol: adapters (package session for the wire protocol;
+// an MQTT door and a replication layer are further adapters) attach
+// clients, turn their requests into engine calls and the engine's errors
+// into their own codes.
 //
-// Built so far: named streams with partitions (streams.go), kept in the
-// crash-safe catalog of package broker/catalog (<data-dir>/streams.json)
-// and changed by StreamAdmin (streamadmin.go); a name first used by a
-// publish or consume is created with one partition. Produce may name the
-// partition or leave it to the broker (the key's wire.PartitionForKey, or
-// the connection's own partition for a keyless record), and may route by
-// the record's subject through the bindings (route.go: a subject.Router,
-// a subject.Cache per connection, no_route when nothing matches). The
-// produce path, connection limits and timeouts, and the consumer model of
-// package consumer served whole: groups of every type opened with their
-// start position (groups.go), consume with long polls woken by durable
-// records and by acks that free a credit or a key (consume.go), every ack
-// op (ack.go), connections as group members released when they close,
-// and a dead-letter queue per stream in <data-dir>/deadletters, read on
-// the wire as ".dlq.<stream>" (deadletters.go), and retention with the disk
-// budget (retention*.go, wallclock.go; docs/RETENTION.md): a pass deletes
-// whole sealed segments by bytes, age and records, never below the slowest
-// group's checkpointed position unless the policy is drop-oldest; ages use
-// the monotonic-safe record timestamps rule against a persisted wall-clock
-// high-water (I6); the budget refuses records with a retryable no-space
-// error before budget minus headroom. It also keeps what operators watch:
-// readiness, liveness and the /admin snapshot (observe.go), and the
-// Prometheus registry the broker owns (metrics.go), served over HTTP by
-// the subpackage health. Issue by issue it grows the rest of DESIGN.md's
-// broker.
+// What it owns:
 //
-// The produce path, per connection:
+//   - Streams (streams.go, streamadmin.go): named, with a fixed number of
+//     partitions, kept in the crash-safe catalog of package broker/catalog
+//     (<data-dir>/streams.json). A publish to an unknown name creates the
+//     stream with one partition unless Config.DisableAutoCreateStreams is
+//     set (ProduceStream); every other lookup (Stream, OpenGroups,
+//     LoadedGroup, the admin calls) never creates one and answers
+//     ErrNoSuchStream. Subject bindings route records to streams
+//     (route.go: a subject.Router, looked up through a subject.Cache per
+//     connection).
+//   - Appends (partition.go): a Partition takes a batch of record bodies
+//     with their CRC32C, copies it into the log's staging buffer and
+//     returns a Ticket that completes when the batch is durable. TryAppend
+//     never blocks: ErrFull means the staging buffer is full and RoomFor
+//     says when to retry, which is how an adapter applies backpressure to
+//     its connection. The disk budget is checked first (ErrNoSpace).
+//   - Consumer groups (groups.go, assign.go, admin.go): one
+//     consumer.Group per stream partition and group name, opened with its
+//     type and start position, with the wakeup long polls wait on and, on
+//     partition 0, what a group name shares across partitions (rotation,
+//     streaming assignment).
+//   - Dead-letter queues (deadletters.go): one log per stream in
+//     <data-dir>/deadletters, read as the stream ".dlq.<stream>", which
+//     exists while its stream does and is written by the engine only.
+//   - Retention and the disk budget (retention*.go, wallclock.go;
+//     docs/RETENTION.md): a pass deletes whole sealed segments by bytes,
+//     age and records, never below the slowest group's checkpointed
+//     position unless the policy is drop-oldest; ages use the
+//     monotonic-safe record timestamps rule against a persisted wall-clock
+//     high-water (I6).
+//   - Connections (connections.go): the clients attached through every
+//     adapter, counted against MaxConnections; a Connection's ID names it
+//     as a group member.
+//   - Observation (observe.go, metrics.go): readiness, liveness, the
+//     /admin document and the Prometheus registry, built when asked from
+//     counters the engine keeps anyway; package broker/health serves them.
 //
-//	read ──▶ parse frames ──▶ verify body CRC, validate ──▶ run of records
-//	for one log ──▶ one AppendBatch (copies into the log's staging batch;
-//	blocks, and so stops reading this connection, while the log's staging
-//	buffer is full) ──▶ ack group {ticket, request ids} queued to the
-//	connection's writer ──▶ the writer waits for the ticket (the covering
-//	fdatasync) and writes every ProduceAck that is ready in one write.
+// Errors: every error of the API wraps one kind (ErrNoSuchStream,
+// ErrConflict, ErrFrozen, ErrNoSpace, …; errors.go) and reads as a
+// sentence that names what failed; a retryable one is a RetryableError
+// with its hint. Errors of the consumer.Group and segment.Log an adapter
+// reaches through Group.Consumer and Partition.Log get their kind from
+// Classify.
 //
-// Credit: a connection has at most Window produce requests read and not yet
-// acknowledged; beyond that it is not read (backpressure, never a drop).
+// Locks are taken in one order (docs/ARCHITECTURE-sessions.md):
+// bindMu, logsMu, groupsMu, a group's own locks, then the dead-letter
+// locks; redriveMu and the retention pass's passMu come before logsMu.
+// A function that expects a lock held says so in a REQUIRES comment.
 //
-// Observation adds no work to the hot paths: metrics and /admin are built
-// when scraped, from atomic counters the engine and groups keep anyway;
-// only the fsync and append histograms are fed as events happen, through
-// segment.Observer, whose calls are lock-free and allocate nothing.
-//
-// Invariants: an acknowledgement means the record is durable (the ticket
-// completed after its fdatasync); the produce path does not allocate per
-// message in steady state; a bad frame gets a structured error and, when
-// the byte stream can no longer be trusted, the connection is closed —
-// never a panic, and other connections are unaffected.
+// Invariants: a Ticket completes without error only once its batch is
+// durable (its covering fdatasync returned); the append path (Partition,
+// Ticket, Stream.Partition on an existing stream) allocates nothing and
+// goes through no interface; a group delivers nothing before its creation
+// is on disk (Group.Created); a lookup never creates a stream.
 package broker

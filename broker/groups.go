@@ -1,22 +1,21 @@
 package broker
 
 import (
-	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/wire"
 )
 
-// servedGroup is a consumer group as the broker serves it: the group, the
-// log it reads, and the wakeup long polls wait on for what time alone
-// cannot predict (an ack freeing a credit or a key, a member leaving).
-type servedGroup struct {
+// Group is one partition's consumer group as the broker serves it: the
+// group (package consumer: leases, cursors, reads), the log it reads, and
+// the wakeup long polls wait on for what time alone cannot predict (an
+// ack freeing a credit or a key, a member leaving). A group name over a
+// stream of n partitions is n Groups; partition 0's holds what they share
+// (rotation, streaming assignment).
+type Group struct {
 	group *consumer.Group
 	log   *segment.Log
 	key   groupKey
@@ -59,56 +58,23 @@ func (w *wakeup) notify() {
 	}
 }
 
-// groupSpec is what a request says about the group it names: its type,
-// and where it starts should the request create it.
-type groupSpec struct {
-	kind  consumer.Type
-	start consumer.StartPosition
-	// filter is the subject pattern the request fixes for the group; ""
+// GroupSpec is what a request says about the group it names: its type,
+// where it starts should the request create it, and its subject filter.
+type GroupSpec struct {
+	Type  consumer.Type
+	Start consumer.StartPosition
+	// Filter is the subject pattern the request fixes for the group; ""
 	// asks for none and accepts whatever filter the group has.
-	filter string
+	Filter string
 }
 
-// modeType maps a wire consume mode to a group type.
-func modeType(mode uint8) (consumer.Type, bool) {
-	switch mode {
-	case wire.ModeWork:
-		return consumer.TypeWork, true
-	case wire.ModeKeyShared:
-		return consumer.TypeKeyShared, true
-	case wire.ModeBroadcast:
-		return consumer.TypeBroadcast, true
-	case wire.ModeStreaming:
-		return consumer.TypeStreaming, true
-	}
-	return 0, false
-}
-
-// typeMode maps a group type to its wire consume mode (the numbers agree).
-func typeMode(kind consumer.Type) uint8 { return uint8(kind) }
-
-// startPosition maps OpenGroup's start fields to a group start. A time
-// too far in the future for nanoseconds means "after every record".
-func startPosition(kind uint8, value uint64) consumer.StartPosition {
-	switch kind {
-	case wire.StartLatest:
-		return consumer.StartPosition{Kind: consumer.StartLatest}
-	case wire.StartOffset:
-		return consumer.StartPosition{Kind: consumer.StartOffset, Offset: value}
-	case wire.StartTime:
-		nanos := int64(math.MaxInt64)
-		if value <= math.MaxInt64/uint64(time.Millisecond) {
-			nanos = int64(value) * int64(time.Millisecond)
-		}
-		return consumer.StartPosition{Kind: consumer.StartTime, Time: nanos}
-	}
-	return consumer.StartPosition{Kind: consumer.StartEarliest}
-}
+// AllPartitions names every partition of a stream in OpenGroups.
+const AllPartitions = ^uint32(0)
 
 // loadedGroup returns a group this broker opened since it started, or
 // nil. Leases live only in open groups, so an operation on a lease of a
 // group that is not open has nothing to act on.
-func (b *Broker) loadedGroup(stream []byte, partition uint32, name []byte) *servedGroup {
+func (b *Broker) loadedGroup(stream []byte, partition uint32, name []byte) *Group {
 	b.groupsMu.Lock()
 	served := b.groups[groupKey{stream: string(stream), partition: partition, group: string(name)}]
 	b.groupsMu.Unlock()
@@ -118,43 +84,61 @@ func (b *Broker) loadedGroup(stream []byte, partition uint32, name []byte) *serv
 	return served
 }
 
-// openGroups returns the groups a request names: the one of its
-// partition, or with wire.PartitionAll one per partition of the stream, in
+// LoadedGroup returns a group the broker has open, without opening it:
+// nil when it is not open (then no lease of it exists). A name that is
+// no stream's (or a partition it does not have) is ErrNoSuchStream (or
+// ErrNoSuchPartition): nothing is created.
+func (b *Broker) LoadedGroup(stream []byte, partition uint32, name []byte) (*Group, error) {
+	if served := b.loadedGroup(stream, partition, name); served != nil {
+		return served, nil
+	}
+	if _, err := b.readLog(stream, partition); err != nil {
+		return nil, err
+	}
+	return nil, nil
+}
+
+// OpenGroups returns the groups a request names: the one of its
+// partition, or with AllPartitions one per partition of the stream, in
 // partition order (a group over a multi-partition stream is one group
-// name with one consumer.Group per partition).
-func (b *Broker) openGroups(stream []byte, partition uint32, name []byte, spec groupSpec) ([]*servedGroup, *wire.Error) {
-	if partition != wire.PartitionAll {
-		served, werr := b.openGroup(stream, partition, name, spec)
-		if werr != nil {
-			return nil, werr
+// name with one consumer.Group per partition). A group is loaded from its
+// checkpoint or created with spec; the stream must exist (ErrNoSuchStream:
+// opening a group never creates a stream). ".dlq.<stream>" reads the
+// stream's dead-letter queue. A group created here has its creation
+// written in the background: Group.Created says when it is on disk.
+func (b *Broker) OpenGroups(stream []byte, partition uint32, name []byte, spec GroupSpec) ([]*Group, error) {
+	if partition != AllPartitions {
+		served, err := b.OpenGroup(stream, partition, name, spec)
+		if err != nil {
+			return nil, err
 		}
-		return []*servedGroup{served}, nil
+		return []*Group{served}, nil
 	}
-	count, werr := b.partitionCount(stream)
-	if werr != nil {
-		return nil, werr
+	count, err := b.partitionCount(stream)
+	if err != nil {
+		return nil, err
 	}
-	groups := make([]*servedGroup, 0, count)
+	groups := make([]*Group, 0, count)
 	for p := range count {
-		served, werr := b.openGroup(stream, p, name, spec)
-		if werr != nil {
-			return nil, werr
+		served, err := b.OpenGroup(stream, p, name, spec)
+		if err != nil {
+			return nil, err
 		}
 		groups = append(groups, served)
 	}
 	return groups, nil
 }
 
-// openGroup returns a stream partition's group, loading it (from its
+// OpenGroup returns a stream partition's group, loading it (from its
 // checkpoint) or creating it with spec on first use. A group that exists
-// with another type is refused with both types named.
-func (b *Broker) openGroup(stream []byte, partition uint32, name []byte, spec groupSpec) (*servedGroup, *wire.Error) {
+// with another type or filter is ErrGroupMismatch with both named.
+func (b *Broker) OpenGroup(stream []byte, partition uint32, name []byte, spec GroupSpec) (*Group, error) {
 	if served := b.loadedGroup(stream, partition, name); served != nil {
 		return served, checkGroup(served, spec)
 	}
-	l, werr := b.logFor(stream, partition)
-	if werr != nil {
-		return nil, werr
+	l, err := b.readLog(stream, partition)
+	if err != nil {
+		return nil, err
 	}
 	key := groupKey{stream: string(stream), partition: partition, group: string(name)}
 	b.groupsMu.Lock()
@@ -163,9 +147,9 @@ func (b *Broker) openGroup(stream []byte, partition uint32, name []byte, spec gr
 		return served, checkGroup(served, spec)
 	}
 	if len(b.groups) >= b.cfg.MaxGroups {
-		return nil, wire.NewError(wire.CodeBusy, "the broker serves at most %d consumer groups (serve --max-groups); group %q was not opened", b.cfg.MaxGroups, key.group)
+		return nil, fmt.Errorf("%w: the broker serves at most %d consumer groups (serve --max-groups); group %q was not opened", ErrBusy, b.cfg.MaxGroups, key.group)
 	}
-	opts := consumer.Options{Type: spec.kind, Start: spec.start, Filter: spec.filter, Visibility: b.cfg.Visibility,
+	opts := consumer.Options{Type: spec.Type, Start: spec.Start, Filter: spec.Filter, Visibility: b.cfg.Visibility,
 		MaxInFlight: b.cfg.MaxInFlight, MaxUnsettled: b.cfg.MaxUnsettled, MaxDeliver: b.cfg.MaxDeliver,
 		CheckpointDue: b.nudgeCheckpoints, CreateInBackground: true}
 	// A dead-letter queue has no queue of its own: its records are never
@@ -174,17 +158,10 @@ func (b *Broker) openGroup(stream []byte, partition uint32, name []byte, spec gr
 		opts.DeadLetters = &streamQueue{broker: b, stream: key.stream}
 	}
 	g, err := consumer.Open(l, key.group, opts)
-	switch {
-	case errors.Is(err, consumer.ErrInvalidName):
-		return nil, wire.NewError(wire.CodeInvalidName, "%v", err)
-	case errors.Is(err, consumer.ErrInvalidFilter):
-		return nil, wire.NewError(wire.CodeInvalidRequest, "%v", err)
-	case errors.Is(err, consumer.ErrTypeMismatch), errors.Is(err, consumer.ErrFilterMismatch):
-		return nil, wire.NewError(wire.CodeGroupModeMismatch, "%v", err)
-	case err != nil:
-		return nil, storageError(err)
+	if err != nil {
+		return nil, consumerError(err)
 	}
-	served := &servedGroup{group: g, log: l, key: key}
+	served := &Group{group: g, log: l, key: key}
 	served.touch(b.retention.clock.Elapsed())
 	b.groups[key] = served
 	select {
@@ -200,14 +177,14 @@ func (b *Broker) openGroup(stream []byte, partition uint32, name []byte, spec gr
 // checkGroup refuses a request for another type, or another filter,
 // than the group's: both are fixed when the group is created. A request
 // without a filter accepts the group's.
-func checkGroup(served *servedGroup, spec groupSpec) *wire.Error {
-	if have := served.group.Type(); have != spec.kind {
-		return wire.NewError(wire.CodeGroupModeMismatch, "group %q of stream %q is a %s group; the request asked for %s (a group's type is fixed when it is created)",
-			served.key.group, served.key.stream, have, spec.kind)
+func checkGroup(served *Group, spec GroupSpec) error {
+	if have := served.group.Type(); have != spec.Type {
+		return fmt.Errorf("%w: group %q of stream %q is a %s group; the request asked for %s (a group's type is fixed when it is created)",
+			ErrGroupMismatch, served.key.group, served.key.stream, have, spec.Type)
 	}
-	if have := served.group.Filter(); spec.filter != "" && have != spec.filter {
-		return wire.NewError(wire.CodeGroupModeMismatch, "group %q of stream %q has subject filter %s; the request asked for filter %q (a group's filter is fixed when it is created)",
-			served.key.group, served.key.stream, describeFilter(have), spec.filter)
+	if have := served.group.Filter(); spec.Filter != "" && have != spec.Filter {
+		return fmt.Errorf("%w: group %q of stream %q has subject filter %s; the request asked for filter %q (a group's filter is fixed when it is created)",
+			ErrGroupMismatch, served.key.group, served.key.stream, describeFilter(have), spec.Filter)
 	}
 	return nil
 }
@@ -220,22 +197,72 @@ func describeFilter(pattern string) string {
 	return fmt.Sprintf("%q", pattern)
 }
 
-// consumerError maps a group error to a structured wire error.
-func consumerError(err error) *wire.Error {
-	switch {
-	case errors.Is(err, consumer.ErrBroadcastBusy):
-		e := wire.NewError(wire.CodeBusy, "%v", err)
-		e.RetryAfter = consumeRetryAfter
-		return e
-	case errors.Is(err, consumer.ErrWrongType):
-		return wire.NewError(wire.CodeGroupModeMismatch, "%v", err)
-	case errors.Is(err, consumer.ErrClosed):
-		return wire.NewError(wire.CodeShuttingDown, "the broker is shutting down")
-	case errors.Is(err, consumer.ErrNoDeadLetters):
-		return wire.NewError(wire.CodeInvalidRequest, "%v", err)
-	}
-	return storageError(err)
-}
-
 // String names a group for logs.
 func (k groupKey) String() string { return fmt.Sprintf("%s/%d/%s", k.stream, k.partition, k.group) }
+
+// Stream is the name of the group's stream (".dlq.<stream>" for a
+// dead-letter queue's).
+func (g *Group) Stream() string { return g.key.stream }
+
+// Partition is the partition the group reads.
+func (g *Group) Partition() uint32 { return g.key.partition }
+
+// Name is the group's name.
+func (g *Group) Name() string { return g.key.group }
+
+// Type is the group's type, fixed when it was created.
+func (g *Group) Type() consumer.Type { return g.group.Type() }
+
+// Consumer is the group itself: fetch and read records, settle leases,
+// move the cursor. Closing and deleting it are the engine's (DeleteGroup,
+// RemoveStream); an adapter never calls them.
+func (g *Group) Consumer() *consumer.Group { return g.group }
+
+// Log is the log the group reads: its committed end and the channel that
+// closes when it moves (CommittedChange), for long polls.
+func (g *Group) Log() *segment.Log { return g.log }
+
+// Changed returns a channel closed by the next Notify. Take it before
+// looking at the group, so a change in between is not missed.
+func (g *Group) Changed() <-chan struct{} { return g.wake.channel() }
+
+// Notify wakes every waiter on Changed: call it after an operation that
+// frees a credit or a key (an ack, a nack, a reset), or a member change.
+func (g *Group) Notify() { g.wake.notify() }
+
+// Created returns once the group's first checkpoint is on disk: a group
+// delivers nothing a power cut could leave it without (such as the offset
+// a "latest" start resolved to).
+func (g *Group) Created() <-chan struct{} { return g.group.Created() }
+
+// Release removes a connection from the group's members: its leases and
+// keys go to the other members at once, a streaming group keeps its last
+// commit, and waiters are woken.
+func (g *Group) Release(member uint64) {
+	g.group.Release(member)
+	if g.group.Type() == consumer.TypeStreaming {
+		_ = g.group.Checkpoint() // a clean disconnect keeps its last commit
+	}
+	g.wake.notify()
+}
+
+// Rotation returns where a fetch over all count partitions of the group
+// starts, a different partition each time, so a busy partition cannot
+// starve the others. Kept on partition 0's Group.
+func (g *Group) Rotation(count int) int { return g.span.start(count) }
+
+// JoinAssignment adds member to the streaming members sharing every
+// partition (kept on partition 0's Group); it reports whether the member
+// is new.
+func (g *Group) JoinAssignment(member uint64) bool { return g.span.join(member) }
+
+// LeaveAssignment removes member from the streaming members: its
+// partitions go to the others.
+func (g *Group) LeaveAssignment(member uint64) { g.span.leave(member) }
+
+// Assigned returns the partitions out of count that member reads now,
+// ascending, and those it gained since it last asked (read them from the
+// group's committed position there).
+func (g *Group) Assigned(member uint64, count uint32) (partitions, gained []uint32) {
+	return g.span.assigned(member, count)
+}

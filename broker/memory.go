@@ -2,11 +2,9 @@ package broker
 
 import (
 	"fmt"
-	"unsafe"
 
 	"github.com/ironbus/ironbus/arena"
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/wire"
 )
 
 // Per-item costs the budget counts that no pool holds. They are upper
@@ -19,9 +17,6 @@ const (
 	// behind it: 128 B). A group holds at most MaxInFlight leases and
 	// MaxUnsettled = 2 × MaxInFlight records in all, so this bounds both.
 	leaseCost = 384
-	// sessionStacks covers the goroutines a connection may run (the
-	// writer, a consume wait, the std backend's reader) at grown stacks.
-	sessionStacks = 64 << 10
 	// indexEntryCost is one sparse-index point of a segment (offset,
 	// position, prior timestamp).
 	indexEntryCost = 24
@@ -38,32 +33,21 @@ const (
 // It is the process's, so RegisterMemory leaves it to the caller.
 const RuntimeBaseline = 16 << 20
 
-// RegisterMemory adds the broker's memory to budget, line by line with the
-// knob that scales each: what the connections, streams and groups this
-// configuration allows can hold at most. The network backend's read
-// buffers and large-frame pool register themselves when they are built.
+// RegisterMemory adds the engine's memory to budget, line by line with
+// the knob that scales each: what the streams and groups this
+// configuration allows can hold at most. Each adapter registers what its
+// connections hold (session.Config.RegisterMemory); the network backend's
+// read buffers and large-frame pool register themselves when built.
 func (c Config) RegisterMemory(budget *arena.Budget) error {
 	c, err := c.withDefaults()
 	if err != nil {
 		return err
 	}
-	connections := int64(c.MaxConnections)
-	budget.Register("reply queues", "--max-connections × --connection-output", connections*int64(c.ConnectionOutput))
-	budget.Register("produce windows and session buffers", "--max-connections × --window",
-		connections*sessionBytes(int64(c.Window)))
-	budget.Register("goroutine stacks", "--max-connections × 64 KiB", connections*sessionStacks)
 	staging := int64(segment.StagingBufferSize(c.Storage))
 	if c.Storage.StagingBuffers == nil { // a slab registers itself
 		perLog := int64(segment.StagingBuffersPerLog(c.Storage.IOMode))
 		budget.Register("append staging", fmt.Sprintf("--max-streams × %d × --staging-bytes", perLog),
 			int64(c.MaxStreams)*perLog*staging)
-	}
-	// With a large-record pool, its capacity (registered when it was
-	// built) bounds records larger than staging; without one, every stream
-	// may stage one and write another.
-	if c.LargeRecords == nil && int64(c.MaxFrame) > staging {
-		budget.Register("large records being written (no shared pool)", "--max-streams × 2 × --max-frame",
-			int64(c.MaxStreams)*2*int64(c.MaxFrame))
 	}
 	budget.Register("segment indexes", "--max-streams × open segments × --segment-bytes / 64 KiB × 24 B",
 		int64(c.MaxStreams)*indexBytes(c.Storage.SegmentSize, c.Storage.MaxOpenSegments))
@@ -72,17 +56,6 @@ func (c Config) RegisterMemory(budget *arena.Budget) error {
 	budget.Register("consumer group leases", "--max-groups × --max-in-flight × 384 B",
 		int64(c.MaxGroups)*int64(c.MaxInFlight)*leaseCost)
 	return nil
-}
-
-// sessionBytes is what one session holds besides its reply queue: the ring
-// of produce request ids and the ack-group channel (window entries each),
-// the run slices and the write buffer.
-func sessionBytes(window int64) int64 {
-	var group ackGroup
-	perCredit := int64(unsafe.Sizeof(uint32(0))) + int64(unsafe.Sizeof(group))
-	run := int64(maxRun) * (int64(unsafe.Sizeof([]byte(nil))) + 8)
-	entries := int64(maxRun) * int64(unsafe.Sizeof(wire.AckEntry{}))
-	return window*perCredit + run + entries + 64<<10
 }
 
 // summaryBytes bounds the subject summaries of the segments a log keeps

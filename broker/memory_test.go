@@ -28,41 +28,18 @@ func budgetLines(t *testing.T, cfg Config) map[string]int64 {
 // promised.
 func TestRegisterMemoryScalesWithItsKnobs(t *testing.T) {
 	base := Config{DataDir: t.TempDir(), MaxConnections: 10, MaxStreams: 4, MaxGroups: 3, MaxInFlight: 100,
-		ConnectionOutput: 1 << 20, Storage: segment.Options{StagingBytes: 1 << 20}}
+		Storage: segment.Options{StagingBytes: 1 << 20}}
 	before := budgetLines(t, base)
 	doubled := base
-	doubled.MaxConnections, doubled.MaxStreams, doubled.MaxGroups = 20, 8, 6
+	doubled.MaxStreams, doubled.MaxGroups = 8, 6
 	after := budgetLines(t, doubled)
 	for name, bytes := range before {
 		if after[name] != 2*bytes {
-			t.Errorf("%q: %d bytes, then %d after doubling connections, streams and groups; want twice", name, bytes, after[name])
+			t.Errorf("%q: %d bytes, then %d after doubling streams and groups; want twice", name, bytes, after[name])
 		}
-	}
-	if got := before["reply queues"]; got != 10<<20 {
-		t.Errorf("reply queues: %d bytes, want 10 connections × 1 MiB", got)
 	}
 	if got := before["consumer group leases"]; got != 3*100*leaseCost {
 		t.Errorf("consumer group leases: %d bytes, want 3 groups × 100 × %d", got, leaseCost)
-	}
-}
-
-// TestRegisterMemoryLargeRecords checks that without a shared pool every
-// stream is charged for its own large records, and with one the pool's
-// capacity (registered by whoever built it) stands in for them.
-func TestRegisterMemoryLargeRecords(t *testing.T) {
-	cfg := Config{DataDir: t.TempDir(), MaxStreams: 2, MaxFrame: 8 << 20, Storage: segment.Options{StagingBytes: 1 << 20}}
-	const line = "large records being written (no shared pool)"
-	if got := budgetLines(t, cfg)[line]; got != 2*2*(8<<20) {
-		t.Errorf("without a pool: %d bytes for large records, want 2 streams × 2 × 8 MiB", got)
-	}
-	budget := arena.NewBudget()
-	pool, err := arena.NewAdmission(budget, "large records", "--large-frame-pool", 16<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.LargeRecords = pool
-	if got, found := budgetLines(t, cfg)[line]; found {
-		t.Errorf("with a pool: %d bytes still charged per stream", got)
 	}
 }
 

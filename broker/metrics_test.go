@@ -13,10 +13,9 @@ import (
 // blow up the scrape or a Prometheus server.
 func TestStreamLabelsAreCapped(t *testing.T) {
 	streams := MetricStreamLabels + 3
-	addr, b := testBroker(t, Config{MaxStreams: streams + 1, Storage: segment.Options{SegmentSize: segment.MinSegmentSize}})
-	c := connect(t, addr)
+	b := openTestBroker(t, Config{MaxStreams: streams + 1, Storage: segment.Options{SegmentSize: segment.MinSegmentSize}})
 	for i := range streams {
-		produceN(t, c, fmt.Sprintf("s%03d", i), 1)
+		produceN(t, b, fmt.Sprintf("s%03d", i), 1)
 	}
 	families, err := b.Registry().Gather()
 	if err != nil {
@@ -39,5 +38,23 @@ func TestStreamLabelsAreCapped(t *testing.T) {
 	}
 	if _, ok := labels[fmt.Sprintf("s%03d", streams-1)]; ok {
 		t.Fatal("a stream past the cap kept its own label")
+	}
+}
+
+// A multi-partition stream is one metrics label: its partitions are
+// folded, so no series repeats.
+func TestMetricsFoldPartitions(t *testing.T) {
+	b := openTestBroker(t, Config{})
+	if _, _, err := b.CreateStream(StreamSettings{Name: "wide", Partitions: 3}); err != nil {
+		t.Fatal(err)
+	}
+	for p := uint32(0); p < 3; p++ {
+		if _, err := appendRecord(t, partitionOf(t, b, "wide", p), []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	folded := perStream(b.Admin().Streams)
+	if len(folded) != 1 || folded[0].Records != 3 || folded[0].NextOffset != 3 {
+		t.Fatalf("folded %+v", folded)
 	}
 }

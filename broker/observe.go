@@ -157,7 +157,7 @@ func adminStream(l *segment.Log) health.Stream {
 // name. Group locks are taken one at a time, after groupsMu is released.
 func (b *Broker) adminGroups() []health.Group {
 	b.groupsMu.Lock()
-	served := make([]*servedGroup, 0, len(b.groups))
+	served := make([]*Group, 0, len(b.groups))
 	for _, group := range b.groups {
 		served = append(served, group)
 	}

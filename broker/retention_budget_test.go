@@ -8,26 +8,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/vfs"
-	"github.com/ironbus/ironbus/wire"
 )
 
-// produceSized sends one record of size payload bytes and returns the
-// broker's answer: nil for an ack, else the structured error.
-func produceSized(t *testing.T, c *rawClient, id uint32, stream string, size int) *wire.Error {
+// produceSized appends one record of size payload bytes and returns the
+// engine's answer: nil once it is durable, else the no-space error.
+func produceSized(t *testing.T, b *Broker, stream string, size int) error {
 	t.Helper()
-	body, err := record.AppendBody(nil, record.Body{Payload: make([]byte, size)})
-	if err != nil {
-		t.Fatal(err)
+	_, err := appendRecord(t, partitionOf(t, b, stream, 0), make([]byte, size))
+	if err != nil && !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("a write at the budget failed with %v; want no space", err)
 	}
-	c.send(id, &wire.Produce{Stream: []byte(stream), BodyCRC: record.Checksum(body), Body: body})
-	frame := c.read()
-	if frame.Type == wire.TypeProduceAck {
-		return nil
-	}
-	return expectError(t, frame, id, wire.CodeNoSpace)
+	return err
 }
 
 func budgetConfig(clocks retentionClocks, budget int64, policy DiskFullPolicy) Config {
@@ -42,18 +35,18 @@ func budgetConfig(clocks retentionClocks, budget int64, policy DiskFullPolicy) C
 // it committed, writes resume by themselves.
 func TestDiskBudgetDropNewResumes(t *testing.T) {
 	clocks := newClocks()
-	addr, b := testBroker(t, budgetConfig(clocks, 1<<20, DropNew))
+	b := openTestBroker(t, budgetConfig(clocks, 1<<20, DropNew))
 	group := streamingGroup(t, b, "orders", "readers", 0)
-	c := connect(t, addr)
-	var refused *wire.Error
+	var refused error
 	stored := 0
-	for id := uint32(1); id < 1000 && refused == nil; id++ {
-		if refused = produceSized(t, c, id, "orders", 4<<10); refused == nil {
+	for id := 1; id < 1000 && refused == nil; id++ {
+		if refused = produceSized(t, b, "orders", 4<<10); refused == nil {
 			stored++
 		}
 	}
-	if refused == nil || !refused.Retryable || refused.RetryAfter == 0 {
-		t.Fatalf("after %d records the budget answered %+v; want a retryable no-space error with a retry hint", stored, refused)
+	var retry *RetryableError
+	if !errors.As(refused, &retry) || retry.RetryAfter == 0 {
+		t.Fatalf("after %d records the budget answered %v; want a retryable no-space error with a retry hint", stored, refused)
 	}
 	used, err := b.measureDisk(b.cfg.DataDir)
 	if err != nil {
@@ -68,7 +61,7 @@ func TestDiskBudgetDropNewResumes(t *testing.T) {
 	}
 	commitGroup(t, group, streamLog(t, b, "orders").Committed())
 	b.retentionPass()
-	if err := produceSized(t, c, 5000, "orders", 4<<10); err != nil {
+	if err := produceSized(t, b, "orders", 4<<10); err != nil {
 		t.Fatalf("after the group committed and retention ran, a write still got %v", err)
 	}
 	if b.RetentionStats().SegmentsDeleted["budget"] == 0 {
@@ -82,11 +75,10 @@ func TestDiskBudgetDropNewResumes(t *testing.T) {
 func TestDiskBudgetDropOldest(t *testing.T) {
 	clocks := newClocks()
 	budget := int64(1 << 20)
-	addr, b := testBroker(t, budgetConfig(clocks, budget, DropOldestSegments))
-	c := connect(t, addr)
+	b := openTestBroker(t, budgetConfig(clocks, budget, DropOldestSegments))
 	refusals := 0
-	for id, stored := uint32(1), 0; stored < 600; id++ {
-		if err := produceSized(t, c, id, "logs", 4<<10); err != nil {
+	for stored := 0; stored < 600; {
+		if err := produceSized(t, b, "logs", 4<<10); err != nil {
 			refusals++
 			if refusals > 2000 {
 				t.Fatalf("writes refused %d times: drop-oldest is not making room", refusals)

@@ -99,25 +99,25 @@ func fillLog(t *testing.T, l *segment.Log, n int) {
 	}
 }
 
+// streamLog is partition 0's log of a stream, created by a first publish
+// when it does not exist.
 func streamLog(t *testing.T, b *Broker, stream string) *segment.Log {
 	t.Helper()
-	l, werr := b.logFor([]byte(stream), 0)
-	if werr != nil {
-		t.Fatal(werr)
-	}
-	return l
+	return partitionOf(t, b, stream, 0).Log()
 }
 
-// streamingGroup opens a streaming group at the earliest record and
-// commits (and checkpoints) it at offset.
+// streamingGroup opens a streaming group at the earliest record (creating
+// its stream as a first publish would) and commits (and checkpoints) it
+// at offset.
 func streamingGroup(t *testing.T, b *Broker, stream, name string, committed uint64) *consumer.Group {
 	t.Helper()
-	served, werr := b.openGroup([]byte(stream), 0, []byte(name), groupSpec{kind: consumer.TypeStreaming})
-	if werr != nil {
-		t.Fatal(werr)
+	partitionOf(t, b, stream, 0)
+	served, err := b.OpenGroup([]byte(stream), 0, []byte(name), GroupSpec{Type: consumer.TypeStreaming})
+	if err != nil {
+		t.Fatal(err)
 	}
-	commitGroup(t, served.group, committed)
-	return served.group
+	commitGroup(t, served.Consumer(), committed)
+	return served.Consumer()
 }
 
 func commitGroup(t *testing.T, g *consumer.Group, offset uint64) {

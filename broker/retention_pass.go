@@ -359,7 +359,7 @@ func (b *Broker) groupFloors(rc *RetentionConfig, logs []logRef, now time.Durati
 // warning (log and counter) at half of it and again at it. A group not
 // loaded since the broker started has been inactive since the start: the
 // monotonic clock knows nothing earlier. REQUIRES: passMu held.
-func (b *Broker) groupExpired(rc *RetentionConfig, key groupKey, served *servedGroup, now time.Duration) bool {
+func (b *Broker) groupExpired(rc *RetentionConfig, key groupKey, served *Group, now time.Duration) bool {
 	r := &b.retention
 	if rc.GroupExpiry <= 0 {
 		delete(r.expiryStage, key)
@@ -503,9 +503,10 @@ func (b *Broker) budgetVictim(rc *RetentionConfig, logs []logRef, floors map[seg
 }
 
 // admitRecords checks bytes of new records against the disk budget. Over
-// it, the write is refused with an error wrapping segment.ErrNoSpace (a
-// retryable no-space answer on the wire) and a pass is started, which
-// frees space if the policy allows; reads and acks are never refused.
+// it, the write is refused with an error wrapping segment.ErrNoSpace
+// (callers give it its kind: a retryable ErrNoSpace) and a pass is
+// started, which frees space if the policy allows; reads and acks are
+// never refused.
 // Dead-letter moves (deadLetter) may use the headroom: a group cannot
 // commit past a poison record until it moved, so refusing the move at the
 // same limit as producers could keep a full budget full for good.
@@ -542,4 +543,4 @@ func (b *Broker) admissionLimit(rc *RetentionConfig) int64 {
 }
 
 // touch records activity on a group (monotonic time).
-func (s *servedGroup) touch(now time.Duration) { s.lastActive.Store(int64(now)) }
+func (s *Group) touch(now time.Duration) { s.lastActive.Store(int64(now)) }

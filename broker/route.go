@@ -1,15 +1,16 @@
 package broker
 
 import (
+	"fmt"
+
 	"github.com/ironbus/ironbus/broker/catalog"
 	"github.com/ironbus/ironbus/subject"
-	"github.com/ironbus/ironbus/wire"
 )
 
 // Subject routing. The broker owns one subject.Router built from the
 // catalog's bindings; StreamAdmin bind and unbind change the catalog
 // first (durably) and then the router, under bindMu, so the two never
-// disagree for longer than one request. Each session looks subjects up
+// disagree for longer than one request. Each connection looks subjects up
 // through its own subject.Cache: a hit costs no lock and no allocation.
 
 // newRouter builds the router from the catalog's bindings. The catalog
@@ -29,34 +30,34 @@ func (b *Broker) newRouter(c catalog.Catalog) *subject.Router {
 	return subject.NewRouter(table)
 }
 
-// validateSubject checks a record's subject: an invalid one is refused
-// with invalid_name (a subject is a name, like a stream's), whatever path
-// the record came by.
-func validateSubject(s []byte) *wire.Error {
+// ValidateSubject checks a record's subject: an invalid one is
+// ErrInvalidName (a subject is a name, like a stream's), whatever path the
+// record came by.
+func ValidateSubject(s []byte) error {
 	if err := subject.Validate(s); err != nil {
-		return wire.NewError(wire.CodeInvalidName, "record subject: %v", err)
+		return fmt.Errorf("%w: record subject: %w", ErrInvalidName, err)
 	}
 	return nil
 }
 
-// routeSubject returns the stream whose binding matches a record's
-// subject: no_route when none does (nothing is stored), invalid_name for
-// an invalid subject, invalid_request for a record without one. The
-// answer aliases s.routed, valid until the next record.
-func (s *session) routeSubject(subj []byte) ([]byte, *wire.Error) {
+// Route returns the stream whose binding matches a record's subject,
+// looked up through the caller's cache (one per connection: a hit costs no
+// lock and no allocation). ErrNoRoute when no binding matches (nothing is
+// stored), ErrInvalidName for an invalid subject, ErrInvalidArgument for a
+// record without one.
+func (b *Broker) Route(cache *subject.Cache, subj []byte) (string, error) {
 	if len(subj) == 0 {
-		return nil, wire.NewError(wire.CodeInvalidRequest, "a record routed by subject carries no subject")
+		return "", fmt.Errorf("%w: a record routed by subject carries no subject", ErrInvalidArgument)
 	}
 	// The lookup validates what it routes (an invalid subject routes
 	// nowhere), so a routed subject is valid and validation runs again
 	// only to name the error of one that did not route.
-	stream, ok := s.subjects.Lookup(s.broker.router, subj)
+	stream, ok := cache.Lookup(b.router, subj)
 	if !ok {
-		if werr := validateSubject(subj); werr != nil {
-			return nil, werr
+		if err := ValidateSubject(subj); err != nil {
+			return "", err
 		}
-		return nil, wire.NewError(wire.CodeNoRoute, "no binding matches subject %q; nothing was stored (ironbus stream bind PATTERN STREAM)", subj)
+		return "", fmt.Errorf("%w: no binding matches subject %q; nothing was stored (ironbus stream bind PATTERN STREAM)", ErrNoRoute, subj)
 	}
-	s.routed = append(s.routed[:0], stream...)
-	return s.routed, nil
+	return stream, nil
 }

@@ -9,125 +9,99 @@ import (
 	"github.com/ironbus/ironbus/broker/catalog"
 	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/datadir"
-	"github.com/ironbus/ironbus/security"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/subject"
-	"github.com/ironbus/ironbus/wire"
 )
 
-// streamAdminRequest serves StreamAdmin (admin and streams capabilities,
-// admin scope). Changes are answered once durable, off the reading
-// goroutine.
-func (s *session) streamAdminRequest(frame wire.Frame) error {
-	if s.capabilities&wire.CapAdmin == 0 || s.capabilities&wire.CapStreams == 0 {
-		s.reply(frame.RequestID, wire.NewError(wire.CodeInvalidRequest, "StreamAdmin is served only on connections with the admin and streams capabilities"))
-		return nil
-	}
-	m, err := wire.DecodeStreamAdmin(frame.Body)
-	if err != nil {
-		return s.malformed(frame, err)
-	}
-	if refused, err := s.refused(security.ScopeAdmin, m.Stream, frame.RequestID); refused {
-		return err
-	}
-	s.auditAdmin("admin.stream", fmt.Sprintf("op %d stream %q pattern %q", m.Op, m.Stream, m.Pattern))
-	m.Stream, m.Pattern = clone(m.Stream), clone(m.Pattern) // the body goes back to the reader
-	s.consumers.Add(1)
-	go func() {
-		defer s.consumers.Done()
-		s.out.frame(wire.Append(nil, frame.RequestID, adminAnswer(s.broker.streamAdmin(s.ctx, m))))
-	}()
-	return nil
+// Stream administration: create, describe, purge and remove streams, and
+// bind subjects to them. Changes are durable when a call returns.
+
+// StreamSettings are what a stream is created with. Zero retention
+// bounds take the broker's default.
+type StreamSettings struct {
+	Name       string
+	Partitions uint32 // at least one
+	MaxBytes   uint64
+	MaxAge     time.Duration
+	MaxRecords uint64
 }
 
-// streamAdmin serves one StreamAdmin request.
-func (b *Broker) streamAdmin(ctx context.Context, m wire.StreamAdmin) (*wire.StreamList, *wire.Error) {
-	name := string(m.Stream)
-	force := m.Flags&wire.StreamForce != 0
-	switch m.Op {
-	case wire.StreamOpList:
-		return b.listStreams(), nil
-	case wire.StreamOpInfo:
-		return b.streamInfo(name)
-	case wire.StreamOpCreate:
-		settings := catalog.Stream{Name: name, Partitions: max(m.Partitions, 1), MaxBytes: m.MaxBytes,
-			MaxAge: time.Duration(min(m.MaxAgeMs, uint64(1<<62)/uint64(time.Millisecond))) * time.Millisecond, MaxRecords: m.MaxRecords}
-		if _, werr := b.createStream(settings, true); werr != nil {
-			return nil, werr
-		}
-		return b.streamInfo(name)
-	case wire.StreamOpPurge, wire.StreamOpRemove:
-		if !force {
-			return nil, wire.NewError(wire.CodeInvalidRequest, "%s drops every record of stream %q: it needs the force flag (ironbus stream %s --force)",
-				opName(m.Op), name, opName(m.Op))
-		}
-		if m.Op == wire.StreamOpPurge {
-			return b.purgeStream(ctx, name)
-		}
-		return b.removeStream(name)
-	case wire.StreamOpBind:
-		return b.bind(string(m.Pattern), name)
-	case wire.StreamOpUnbind:
-		return b.unbind(string(m.Pattern))
-	}
-	return nil, wire.NewError(wire.CodeInvalidRequest, "stream admin op %d: the ops are list (0), info (1), create (2), purge (3), remove (4), bind (5) and unbind (6)", m.Op)
+// StreamInfo describes a stream: its settings and, per partition, the
+// offsets it holds and its bytes on disk.
+type StreamInfo struct {
+	Name       string
+	Created    time.Time // zero for a stream made by its first publish
+	MaxBytes   uint64
+	MaxAge     time.Duration
+	MaxRecords uint64
+	Groups     int // consumer groups over all partitions
+	Partitions []PartitionInfo
 }
 
-func opName(op uint8) string {
-	if op == wire.StreamOpPurge {
-		return "purge"
-	}
-	return "rm"
+// PartitionInfo is one partition of a StreamInfo.
+type PartitionInfo struct {
+	First uint64 // the first offset it still holds
+	End   uint64 // its committed end
+	Bytes uint64 // bytes of its segments on disk
 }
 
-func (b *Broker) listStreams() *wire.StreamList {
-	list := &wire.StreamList{Streams: []wire.StreamState{}, Bindings: []wire.StreamBinding{}}
+// Binding routes subjects matching Pattern to Stream.
+type Binding struct {
+	Pattern string
+	Stream  string
+}
+
+// Streams describes every stream, sorted by name.
+func (b *Broker) Streams() []StreamInfo {
+	list := []StreamInfo{}
 	for _, served := range b.streamList() {
-		list.Streams = append(list.Streams, b.streamState(served))
+		list = append(list, b.streamState(served))
 	}
-	list.Bindings = wireBindings(b.catalog.Catalog().Bindings)
 	return list
 }
 
-func (b *Broker) streamInfo(name string) (*wire.StreamList, *wire.Error) {
+// Bindings lists every subject binding.
+func (b *Broker) Bindings() []Binding { return bindingsOf(b.catalog.Catalog().Bindings) }
+
+// DescribeStream describes one stream and its bindings.
+func (b *Broker) DescribeStream(name string) (StreamInfo, []Binding, error) {
 	served, ok := b.existingStream(name)
 	if !ok {
-		return nil, streamNotFound(name)
+		return StreamInfo{}, nil, noSuchStream(name)
 	}
-	return &wire.StreamList{Streams: []wire.StreamState{b.streamState(served)},
-		Bindings: wireBindings(b.catalog.Catalog().BindingsOf(name))}, nil
+	return b.streamState(served), bindingsOf(b.catalog.Catalog().BindingsOf(name)), nil
 }
 
-func streamNotFound(name string) *wire.Error {
-	if err := segment.ValidateStreamName(name); err != nil {
-		return wire.NewError(wire.CodeInvalidName, "%v", err)
+// CreateStream creates a stream (durably). The same settings again are
+// not an error; other settings are ErrConflict.
+func (b *Broker) CreateStream(settings StreamSettings) (StreamInfo, []Binding, error) {
+	entry := catalog.Stream{Name: settings.Name, Partitions: max(settings.Partitions, 1), MaxBytes: settings.MaxBytes,
+		MaxAge: settings.MaxAge, MaxRecords: settings.MaxRecords}
+	if _, err := b.createStream(entry, true); err != nil {
+		return StreamInfo{}, nil, err
 	}
-	return wire.NewError(wire.CodeNotFound, "stream %q does not exist (ironbus stream ls)", name)
+	return b.DescribeStream(settings.Name)
 }
 
-func wireBindings(bindings []catalog.Binding) []wire.StreamBinding {
-	out := make([]wire.StreamBinding, 0, len(bindings))
+func bindingsOf(bindings []catalog.Binding) []Binding {
+	out := make([]Binding, 0, len(bindings))
 	for _, binding := range bindings {
-		out = append(out, wire.StreamBinding{Pattern: []byte(binding.Pattern), Stream: []byte(binding.Stream)})
+		out = append(out, Binding{Pattern: binding.Pattern, Stream: binding.Stream})
 	}
 	return out
 }
 
-// streamState describes a stream: its settings and, per partition, the
-// offsets it holds and its bytes on disk.
-func (b *Broker) streamState(served *servedStream) wire.StreamState {
+// streamState describes a stream.
+func (b *Broker) streamState(served *Stream) StreamInfo {
 	s := served.settings
-	state := wire.StreamState{Name: []byte(s.Name), MaxBytes: s.MaxBytes, MaxAgeMs: uint64(s.MaxAge.Milliseconds()),
-		MaxRecords: s.MaxRecords, Partitions: make([]wire.StreamPartition, len(served.logs))}
-	if !s.Created.IsZero() {
-		state.CreatedMs = uint64(s.Created.UnixMilli())
-	}
+	state := StreamInfo{Name: s.Name, Created: s.Created, MaxBytes: s.MaxBytes, MaxAge: s.MaxAge,
+		MaxRecords: s.MaxRecords, Partitions: make([]PartitionInfo, len(served.logs))}
 	groups := map[string]bool{}
 	for p, l := range served.logs {
 		if l == nil {
 			continue
 		}
-		part := wire.StreamPartition{First: l.FirstOffset(), End: l.Committed()}
+		part := PartitionInfo{First: l.FirstOffset(), End: l.Committed()}
 		for _, seg := range l.Segments() {
 			part.Bytes += uint64(seg.Bytes)
 		}
@@ -144,19 +118,19 @@ func (b *Broker) streamState(served *servedStream) wire.StreamState {
 		}
 	}
 	b.groupsMu.Unlock()
-	state.Groups = uint32(len(groups))
+	state.Groups = len(groups)
 	return state
 }
 
-// purgeStream drops every record of every partition: the active segment
+// PurgeStream drops every record of every partition: the active segment
 // is sealed, then every segment below the seal point is deleted, so the
 // first offset becomes the committed end. Offsets keep rising; groups
 // below it see a retention gap. Records published during the purge may
 // stay.
-func (b *Broker) purgeStream(ctx context.Context, name string) (*wire.StreamList, *wire.Error) {
+func (b *Broker) PurgeStream(ctx context.Context, name string) (StreamInfo, []Binding, error) {
 	served, ok := b.existingStream(name)
 	if !ok {
-		return nil, streamNotFound(name)
+		return StreamInfo{}, nil, noSuchStream(name)
 	}
 	// Retention must not date or delete segments of this stream halfway.
 	b.retention.passMu.Lock()
@@ -170,53 +144,52 @@ func (b *Broker) purgeStream(ctx context.Context, name string) (*wire.StreamList
 			_, err = l.DeleteBefore(end)
 		}
 		if err != nil {
-			return nil, storageError(fmt.Errorf("purging %s/%d: %w", name, p, err))
+			return StreamInfo{}, nil, storageError(fmt.Errorf("purging %s/%d: %w", name, p, err))
 		}
 	}
 	b.cfg.Logger.Warn("stream purged", "stream", name, "partitions", len(served.logs))
-	return b.streamInfo(name)
+	return b.DescribeStream(name)
 }
 
-// removeStream deletes a stream: its partitions with their groups and
-// checkpoints, its dead-letter queue and its bindings. Refused while a
-// group has live members. It follows the crash protocol of package
-// datadir: the files are renamed out of the scan (the commit point)
-// before the catalog forgets the stream, and deleted last, so a crash
-// never brings a removed stream back.
-func (b *Broker) removeStream(name string) (*wire.StreamList, *wire.Error) {
-	before, partitions, aside, werr := b.forgetStream(name)
-	if werr != nil {
-		return nil, werr
+// RemoveStream deletes a stream: its partitions with their groups and
+// checkpoints, its dead-letter queue and its bindings, and returns what it
+// was. ErrGroupActive while a group has live members. It follows the
+// crash protocol of package datadir: the files are renamed out of the
+// scan (the commit point) before the catalog forgets the stream, and
+// deleted last, so a crash never brings a removed stream back.
+func (b *Broker) RemoveStream(name string) (StreamInfo, []Binding, error) {
+	before, bindings, partitions, aside, err := b.forgetStream(name)
+	if err != nil {
+		return StreamInfo{}, nil, err
 	}
 	b.removeDeadLetters(name)
 	if err := b.catalog.FinishRemoval(name, aside); err != nil {
 		b.cfg.Logger.Error("the files of a removed stream were not all deleted; the next boot retries", "stream", name, "error", err.Error())
 	}
 	b.cfg.Logger.Warn("stream removed", "stream", name, "partitions", partitions)
-	return before, nil
+	return before, bindings, nil
 }
 
 // forgetStream closes a stream's groups and logs, commits its removal
 // (datadir.Streams.Remove: files out of the scan, then the catalog) and
 // drops it from the router, all under logsMu: a publish that recreates
 // the name meanwhile waits, then starts an empty stream in a fresh
-// directory. It returns the stream as it was and where its files went.
-// When the removal does not commit, the stream's logs are reopened and it
-// stays.
-func (b *Broker) forgetStream(name string) (*wire.StreamList, int, string, *wire.Error) {
+// directory. It returns the stream as it was, its bindings and where its
+// files went. When the removal does not commit, the stream's logs are
+// reopened and it stays.
+func (b *Broker) forgetStream(name string) (StreamInfo, []Binding, int, string, error) {
 	b.bindMu.Lock()
 	defer b.bindMu.Unlock()
 	b.logsMu.Lock()
 	defer b.logsMu.Unlock()
 	served, ok := b.streams[name]
 	if !ok {
-		return nil, 0, "", streamNotFound(name)
+		return StreamInfo{}, nil, 0, "", noSuchStream(name)
 	}
-	if werr := b.closeStreamGroups(name); werr != nil {
-		return nil, 0, "", werr
+	if err := b.closeStreamGroups(name); err != nil {
+		return StreamInfo{}, nil, 0, "", err
 	}
-	before := &wire.StreamList{Streams: []wire.StreamState{b.streamState(served)},
-		Bindings: wireBindings(b.catalog.Catalog().BindingsOf(name))}
+	before, bindings := b.streamState(served), bindingsOf(b.catalog.Catalog().BindingsOf(name))
 	// The logs close before their directory is renamed.
 	for _, l := range served.logs {
 		if l != nil {
@@ -225,12 +198,12 @@ func (b *Broker) forgetStream(name string) (*wire.StreamList, int, string, *wire
 	}
 	aside, err := b.catalog.Remove(name)
 	if err != nil && aside == "" {
-		reopened := &servedStream{settings: served.settings, logs: make([]*segment.Log, len(served.logs))}
-		for p := range reopened.logs {
-			reopened.logs[p], _ = b.dir.OpenLog(segment.LogID{Stream: name, Partition: uint32(p)})
+		logs := make([]*segment.Log, len(served.logs))
+		for p := range logs {
+			logs[p], _ = b.dir.OpenLog(segment.LogID{Stream: name, Partition: uint32(p)})
 		}
-		b.streams[name] = reopened
-		return nil, 0, "", storageError(err)
+		b.streams[name] = b.newStream(served.settings, logs)
+		return StreamInfo{}, nil, 0, "", storageError(err)
 	}
 	if err != nil {
 		b.cfg.Logger.Error("a removed stream is still in the catalog; the next boot forgets it", "stream", name, "error", err.Error())
@@ -244,21 +217,21 @@ func (b *Broker) forgetStream(name string) (*wire.StreamList, int, string, *wire
 		return t, nil
 	})
 	delete(b.streams, name)
-	b.openLogs -= len(served.logs)
-	return before, len(served.logs), aside, nil
+	b.openLogs.Add(-int64(len(served.logs)))
+	return before, bindings, len(served.logs), aside, nil
 }
 
 // closeStreamGroups refuses while a group of the stream (or of its
 // dead-letter queue) has live members, and otherwise closes them all.
 // REQUIRES: logsMu held.
-func (b *Broker) closeStreamGroups(name string) *wire.Error {
+func (b *Broker) closeStreamGroups(name string) error {
 	b.groupsMu.Lock()
 	defer b.groupsMu.Unlock()
 	dlq := deadLetterPrefix + name
 	for key, served := range b.groups {
 		if (key.stream == name || key.stream == dlq) && served.group.Stats().Members > 0 {
-			return wire.NewError(wire.CodeGroupActive, "stream %q partition %d group %q has %d live member(s); stop its consumers first",
-				name, key.partition, key.group, served.group.Stats().Members)
+			return fmt.Errorf("%w: stream %q partition %d group %q has %d live member(s); stop its consumers first",
+				ErrGroupActive, name, key.partition, key.group, served.group.Stats().Members)
 		}
 	}
 	for key, served := range b.groups {
@@ -284,16 +257,17 @@ func (b *Broker) removeDeadLetters(name string) {
 	}
 }
 
-// bind routes subjects matching pattern to stream. The pattern is
-// checked, then the binding is refused with conflict when some subject
-// could match it and a binding to another stream; the catalog is written
-// before the router changes and before the answer.
-func (b *Broker) bind(pattern, stream string) (*wire.StreamList, *wire.Error) {
+// Bind routes subjects matching pattern to stream and returns every
+// binding. The pattern is checked, then the binding is refused with
+// ErrConflict when some subject could match it and a binding to another
+// stream; the catalog is written before the router changes and before
+// the answer.
+func (b *Broker) Bind(pattern, stream string) ([]Binding, error) {
 	if err := subject.ValidatePattern([]byte(pattern)); err != nil {
-		return nil, wire.NewError(wire.CodeInvalidName, "%v", err)
+		return nil, withKind(ErrInvalidName, err)
 	}
 	if _, ok := b.existingStream(stream); !ok {
-		return nil, streamNotFound(stream)
+		return nil, noSuchStream(stream)
 	}
 	b.bindMu.Lock()
 	defer b.bindMu.Unlock()
@@ -301,39 +275,77 @@ func (b *Broker) bind(pattern, stream string) (*wire.StreamList, *wire.Error) {
 	var ambiguous *subject.AmbiguousError
 	switch {
 	case errors.As(err, &ambiguous):
-		return nil, wire.NewError(wire.CodeConflict, "pattern %q overlaps the binding of %q to stream %q: some subject would match both (ironbus stream unbind %s first, or pick a narrower pattern)",
-			pattern, ambiguous.Existing.Pattern, ambiguous.Existing.Stream, ambiguous.Existing.Pattern)
+		return nil, fmt.Errorf("%w: pattern %q overlaps the binding of %q to stream %q: some subject would match both (ironbus stream unbind %s first, or pick a narrower pattern)",
+			ErrConflict, pattern, ambiguous.Existing.Pattern, ambiguous.Existing.Stream, ambiguous.Existing.Pattern)
 	case err != nil:
-		return nil, wire.NewError(wire.CodeInvalidRequest, "%v", err)
+		return nil, withKind(ErrInvalidArgument, err)
 	}
 	err = b.catalog.Bind(pattern, stream)
 	if errors.Is(err, datadir.ErrNoSuchStream) {
-		return nil, streamNotFound(stream) // removed meanwhile
+		return nil, noSuchStream(stream) // removed meanwhile
 	}
 	if err != nil {
 		return nil, storageError(err)
 	}
 	_ = b.router.Update(func(*subject.Table) (*subject.Table, error) { return next, nil })
 	b.cfg.Logger.Info("subject bound", "pattern", pattern, "stream", stream)
-	return b.listBindings(), nil
+	return b.Bindings(), nil
 }
 
-// unbind removes the binding of pattern: not_found when there is none.
-func (b *Broker) unbind(pattern string) (*wire.StreamList, *wire.Error) {
+// BindMany adds many bindings with one catalog write and one router
+// change, all or none (an import of a routing table): each is checked as
+// Bind checks it, against the others too.
+func (b *Broker) BindMany(bindings []Binding) ([]Binding, error) {
+	b.bindMu.Lock()
+	defer b.bindMu.Unlock()
+	all := b.router.Table().Bindings()
+	for _, binding := range bindings {
+		if err := subject.ValidatePattern([]byte(binding.Pattern)); err != nil {
+			return nil, withKind(ErrInvalidName, err)
+		}
+		if _, ok := b.existingStream(binding.Stream); !ok {
+			return nil, noSuchStream(binding.Stream)
+		}
+		all = append(all, subject.Binding{Pattern: binding.Pattern, Stream: binding.Stream})
+	}
+	next, err := subject.NewTable(all...)
+	var ambiguous *subject.AmbiguousError
+	switch {
+	case errors.As(err, &ambiguous):
+		return nil, fmt.Errorf("%w: pattern %q overlaps the binding of %q to stream %q: some subject would match both",
+			ErrConflict, ambiguous.New.Pattern, ambiguous.Existing.Pattern, ambiguous.Existing.Stream)
+	case err != nil:
+		return nil, withKind(ErrInvalidArgument, err)
+	}
+	entries := make([]catalog.Binding, 0, len(bindings))
+	for _, binding := range bindings {
+		entries = append(entries, catalog.Binding(binding))
+	}
+	err = b.catalog.BindMany(entries)
+	if errors.Is(err, datadir.ErrNoSuchStream) {
+		return nil, withKind(ErrNoSuchStream, err) // removed meanwhile
+	}
+	if err != nil {
+		return nil, storageError(err)
+	}
+	_ = b.router.Update(func(*subject.Table) (*subject.Table, error) { return next, nil })
+	b.cfg.Logger.Info("subjects bound", "bindings", len(bindings))
+	return b.Bindings(), nil
+}
+
+// Unbind removes the binding of pattern (ErrNoSuchBinding when there is
+// none) and returns every binding left.
+func (b *Broker) Unbind(pattern string) ([]Binding, error) {
 	b.bindMu.Lock()
 	defer b.bindMu.Unlock()
 	next, err := b.router.Table().Unbind(pattern)
 	if err != nil {
-		return nil, wire.NewError(wire.CodeNotFound, "no binding has pattern %q (ironbus stream ls)", pattern)
+		return nil, fmt.Errorf("%w: no binding has pattern %q (ironbus stream ls)", ErrNoSuchBinding, pattern)
 	}
 	if err := b.catalog.Unbind(pattern); err != nil {
 		return nil, storageError(err)
 	}
 	_ = b.router.Update(func(*subject.Table) (*subject.Table, error) { return next, nil })
 	b.cfg.Logger.Info("subject unbound", "pattern", pattern)
-	return b.listBindings(), nil
-}
-
-func (b *Broker) listBindings() *wire.StreamList {
-	return &wire.StreamList{Streams: []wire.StreamState{}, Bindings: wireBindings(b.catalog.Catalog().Bindings)}
+	return b.Bindings(), nil
 }

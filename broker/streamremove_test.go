@@ -11,7 +11,7 @@ import (
 // boot: the stream is gone, not adopted back, and nothing is left over.
 func TestBootFinishesAnInterruptedRemoval(t *testing.T) {
 	dir := t.TempDir()
-	_, b := testBroker(t, Config{DataDir: dir})
+	b := openOnce(t, dir)
 	createTestStream(t, b, "gone", 2)
 	createTestStream(t, b, "kept", 1)
 	b.Drain()
@@ -45,10 +45,10 @@ func TestBootFinishesAnInterruptedRemoval(t *testing.T) {
 // the files; a restart does not bring it back.
 func TestRemoveStreamSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
-	_, b := testBroker(t, Config{DataDir: dir})
+	b := openOnce(t, dir)
 	createTestStream(t, b, "gone", 3)
-	if _, werr := b.removeStream("gone"); werr != nil {
-		t.Fatal(werr)
+	if _, _, err := b.RemoveStream("gone"); err != nil {
+		t.Fatal(err)
 	}
 	entries, _ := os.ReadDir(filepath.Join(dir, "streams"))
 	if len(entries) != 0 {
@@ -65,5 +65,22 @@ func TestRemoveStreamSurvivesRestart(t *testing.T) {
 	defer reopened.Close()
 	if _, ok := reopened.existingStream("gone"); ok {
 		t.Fatal("the removed stream came back")
+	}
+}
+
+// openOnce opens an engine on dir for a test that closes it itself.
+func openOnce(t *testing.T, dir string) *Broker {
+	t.Helper()
+	b, err := Open(Config{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func createTestStream(t testing.TB, b *Broker, name string, partitions uint32) {
+	t.Helper()
+	if _, _, err := b.CreateStream(StreamSettings{Name: name, Partitions: partitions}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -9,18 +9,48 @@ import (
 
 	"github.com/ironbus/ironbus/broker/catalog"
 	"github.com/ironbus/ironbus/datadir"
-	"github.com/ironbus/ironbus/security"
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/wire"
 )
 
-// servedStream is one stream as the broker serves it: its catalog entry
-// and one open log per partition. The logs slice is never changed after
-// the stream is published in Broker.streams (a stream is replaced whole),
-// so a reader that found it under logsMu may index it without the lock.
-type servedStream struct {
-	settings catalog.Stream
-	logs     []*segment.Log
+// Stream is one stream as the broker serves it: its catalog entry and
+// one open log per partition. Neither slice changes after the stream is
+// published in Broker.streams (a stream is replaced whole), so a holder
+// may index them without a lock. A partition whose log did not open at
+// boot has a nil log and answers ErrFrozen.
+type Stream struct {
+	settings   catalog.Stream
+	logs       []*segment.Log
+	partitions []Partition
+}
+
+// newStream wraps the opened logs of a stream.
+func (b *Broker) newStream(settings catalog.Stream, logs []*segment.Log) *Stream {
+	s := &Stream{settings: settings, logs: logs, partitions: make([]Partition, len(logs))}
+	for p, l := range logs {
+		s.partitions[p] = Partition{broker: b, log: l, stream: settings.Name, index: uint32(p)}
+	}
+	return s
+}
+
+// Name is the stream's name.
+func (s *Stream) Name() string { return s.settings.Name }
+
+// Partitions is how many partitions the stream has (at least one).
+func (s *Stream) Partitions() uint32 { return uint32(len(s.logs)) }
+
+// Partition returns one partition: ErrNoSuchPartition past the count,
+// ErrFrozen for one whose log did not open at boot. Allocation-free when
+// it succeeds.
+func (s *Stream) Partition(partition uint32) (*Partition, error) {
+	if partition >= uint32(len(s.partitions)) {
+		return nil, fmt.Errorf("%w: stream %q has %d partition(s) (0..%d); partition %d does not exist",
+			ErrNoSuchPartition, s.settings.Name, len(s.logs), len(s.logs)-1, partition)
+	}
+	p := &s.partitions[partition]
+	if p.log == nil {
+		return nil, fmt.Errorf("%w: stream %q partition %d did not open at boot (see the broker log)", ErrFrozen, s.settings.Name, partition)
+	}
+	return p, nil
 }
 
 // openStreams loads the catalog and opens every partition of every
@@ -49,8 +79,8 @@ func (b *Broker) openStreams() error {
 	b.catalog = store
 	b.router = b.newRouter(store.Catalog())
 	for _, settings := range store.Catalog().Streams {
-		served := &servedStream{settings: settings, logs: make([]*segment.Log, settings.Partitions)}
-		for p := range served.logs {
+		logs := make([]*segment.Log, settings.Partitions)
+		for p := range logs {
 			l, err := b.dir.OpenLog(segment.LogID{Stream: settings.Name, Partition: uint32(p)})
 			if err != nil {
 				// One unreadable log must not keep the broker down: it is
@@ -58,10 +88,10 @@ func (b *Broker) openStreams() error {
 				b.cfg.Logger.Error("log did not open", "log", fmt.Sprintf("%s/%d", settings.Name, p), "error", err.Error())
 				continue
 			}
-			served.logs[p] = l
+			logs[p] = l
 		}
-		b.streams[settings.Name] = served
-		b.openLogs += int(settings.Partitions)
+		b.streams[settings.Name] = b.newStream(settings, logs)
+		b.openLogs.Add(int64(settings.Partitions))
 	}
 	return nil
 }
@@ -76,109 +106,124 @@ func cmpString(x, y string) int {
 	return 0
 }
 
-// servedStreamFor returns a stream, creating it with one partition on
-// first use (publishing to, or consuming from, an unknown name creates
-// it: see docs/STREAMS.md). The lookup does not allocate.
-func (b *Broker) servedStreamFor(stream []byte) (*servedStream, *wire.Error) {
-	b.logsMu.RLock()
-	served, ok := b.streams[string(stream)]
-	b.logsMu.RUnlock()
-	if ok {
+// Stream returns a stream without creating it: ErrNoSuchStream (or
+// ErrInvalidName for a name no stream can have). A dead-letter queue's
+// name (".dlq.<stream>") is not a stream: read it through OpenGroups. The
+// lookup does not allocate when the stream exists.
+func (b *Broker) Stream(name []byte) (*Stream, error) {
+	if served, ok := b.existingStream(string(name)); ok {
 		return served, nil
 	}
-	return b.createStream(catalog.Stream{Name: string(stream), Partitions: 1}, false)
+	return nil, noSuchStream(string(name))
 }
 
-// partitionCount returns the number of partitions of a stream, creating
-// the stream (one partition) on first use like logFor. A dead-letter
-// queue (".dlq.<stream>") has one partition.
-func (b *Broker) partitionCount(stream []byte) (uint32, *wire.Error) {
-	if len(stream) > 0 && stream[0] == '.' {
-		if _, ok := deadLetterSource(string(stream)); ok {
-			return 1, nil
+// ProduceStream returns the stream a record is published to. An unknown
+// name is created with one partition unless Config.DisableAutoCreateStreams
+// is set; an internal name (a dead-letter queue, starting with '.') is
+// ErrReadOnly. The lookup does not allocate when the stream exists.
+func (b *Broker) ProduceStream(name []byte) (*Stream, error) {
+	if served, ok := b.existingStream(string(name)); ok {
+		return served, nil
+	}
+	if len(name) > 0 && name[0] == '.' {
+		return nil, fmt.Errorf("%w: stream %q is internal and read-only; produce to a stream whose name does not start with '.'", ErrReadOnly, name)
+	}
+	if b.cfg.DisableAutoCreateStreams {
+		if err := segment.ValidateStreamName(string(name)); err != nil {
+			return nil, withKind(ErrInvalidName, err)
 		}
+		return nil, fmt.Errorf("%w %q: this broker creates streams only on request (ironbus stream create %s)", ErrNoSuchStream, name, name)
 	}
-	served, werr := b.servedStreamFor(stream)
-	if werr != nil {
-		return 0, werr
-	}
-	return uint32(len(served.logs)), nil
+	return b.createStream(catalog.Stream{Name: string(name), Partitions: 1}, false)
 }
 
-// logFor returns the log of a stream partition, creating the stream (one
-// partition) on first use; the name ".dlq.<stream>" reads a stream's
-// dead-letter queue. Any partition below the stream's count is served;
-// another is not_found naming the count. The lookup does not allocate.
-func (b *Broker) logFor(stream []byte, partition uint32) (*segment.Log, *wire.Error) {
-	if len(stream) > 0 && stream[0] == '.' {
-		if source, ok := deadLetterSource(string(stream)); ok {
-			return b.deadLetterReadLog(source, partition)
-		}
+// noSuchStream is the answer for a name that names no stream.
+func noSuchStream(name string) error {
+	if err := segment.ValidateStreamName(name); err != nil {
+		return withKind(ErrInvalidName, err)
 	}
-	served, werr := b.servedStreamFor(stream)
-	if werr != nil {
-		return nil, werr
-	}
-	return served.log(stream, partition)
-}
-
-func (s *servedStream) log(stream []byte, partition uint32) (*segment.Log, *wire.Error) {
-	if partition >= uint32(len(s.logs)) {
-		return nil, wire.NewError(wire.CodeNotFound, "stream %q has %d partition(s) (0..%d); partition %d does not exist",
-			stream, len(s.logs), len(s.logs)-1, partition)
-	}
-	if l := s.logs[partition]; l != nil {
-		return l, nil
-	}
-	return nil, wire.NewError(wire.CodeFrozen, "stream %q partition %d did not open at boot (see the broker log)", stream, partition)
+	return fmt.Errorf("%w %q (ironbus stream ls lists them)", ErrNoSuchStream, name)
 }
 
 // existingStream returns a stream without creating it.
-func (b *Broker) existingStream(stream string) (*servedStream, bool) {
+func (b *Broker) existingStream(stream string) (*Stream, bool) {
 	b.logsMu.RLock()
 	defer b.logsMu.RUnlock()
 	served, ok := b.streams[stream]
 	return served, ok
 }
 
-// createStream records a stream in the catalog (durably) and opens its
-// partitions. explicit is a StreamAdmin create: the same settings again
-// are not an error, other settings are a conflict; a first use (explicit
-// false) takes whatever exists.
-func (b *Broker) createStream(settings catalog.Stream, explicit bool) (*servedStream, *wire.Error) {
-	if err := catalog.ValidateStream(settings); err != nil {
-		var code = wire.CodeInvalidRequest
-		if errors.Is(err, segment.ErrInvalidName) {
-			code = wire.CodeInvalidName
+// readLog returns the log of an existing stream partition, or of the
+// dead-letter queue a name ".dlq.<stream>" reads (one partition; it exists
+// while its stream does). Nothing is created but the queue's log.
+func (b *Broker) readLog(stream []byte, partition uint32) (*segment.Log, error) {
+	if source, ok := deadLetterSource(string(stream)); ok {
+		return b.deadLetterReadLog(source, partition)
+	}
+	served, err := b.Stream(stream)
+	if err != nil {
+		return nil, err
+	}
+	p, err := served.Partition(partition)
+	if err != nil {
+		return nil, err
+	}
+	return p.log, nil
+}
+
+// partitionCount returns the number of partitions of an existing stream;
+// a dead-letter queue has one.
+func (b *Broker) partitionCount(stream []byte) (uint32, error) {
+	if source, ok := deadLetterSource(string(stream)); ok {
+		if _, err := b.Stream([]byte(source)); err != nil {
+			return 0, err
 		}
-		return nil, wire.NewError(code, "%v", err)
+		return 1, nil
+	}
+	served, err := b.Stream(stream)
+	if err != nil {
+		return 0, err
+	}
+	return served.Partitions(), nil
+}
+
+// createStream records a stream in the catalog (durably) and opens its
+// partitions. explicit is an admin create: the same settings again are not
+// an error, other settings are ErrConflict; a first publish (explicit
+// false) takes whatever exists.
+func (b *Broker) createStream(settings catalog.Stream, explicit bool) (*Stream, error) {
+	if err := catalog.ValidateStream(settings); err != nil {
+		if errors.Is(err, segment.ErrInvalidName) {
+			return nil, withKind(ErrInvalidName, err)
+		}
+		return nil, withKind(ErrInvalidArgument, err)
 	}
 	b.logsMu.Lock()
 	defer b.logsMu.Unlock()
 	if served, ok := b.streams[settings.Name]; ok {
 		if explicit && !served.settings.SameSettings(settings) {
-			return nil, wire.NewError(wire.CodeConflict, "stream %q exists with other settings (%s); asked for %s",
-				settings.Name, describeSettings(served.settings), describeSettings(settings))
+			return nil, fmt.Errorf("%w: stream %q exists with other settings (%s); asked for %s",
+				ErrConflict, settings.Name, describeSettings(served.settings), describeSettings(settings))
 		}
 		return served, nil
 	}
 	if b.draining.Load() {
-		return nil, wire.NewError(wire.CodeShuttingDown, "the broker is shutting down")
+		return nil, ErrShuttingDown
 	}
-	if b.openLogs+int(settings.Partitions)+int(b.openDeadLetters.Load()) > b.cfg.MaxStreams {
-		return nil, wire.NewError(wire.CodeBusy, "the broker serves at most %d logs (one per stream partition; serve --max-streams); stream %q with %d partition(s) was not created",
-			b.cfg.MaxStreams, settings.Name, settings.Partitions)
+	if int(b.openLogs.Load())+int(settings.Partitions)+int(b.openDeadLetters.Load()) > b.cfg.MaxStreams {
+		return nil, fmt.Errorf("%w: the broker serves at most %d logs (one per stream partition; serve --max-streams); stream %q with %d partition(s) was not created",
+			ErrBusy, b.cfg.MaxStreams, settings.Name, settings.Partitions)
 	}
 	if explicit {
 		settings.Created = b.wallNow()
 	}
 	if _, err := b.catalog.Create(settings); errors.Is(err, datadir.ErrStreamExists) {
-		return nil, wire.NewError(wire.CodeConflict, "%v", err)
+		return nil, withKind(ErrConflict, err)
 	} else if err != nil {
 		return nil, storageError(err)
 	}
-	served := &servedStream{settings: settings, logs: make([]*segment.Log, settings.Partitions)}
-	for p := range served.logs {
+	logs := make([]*segment.Log, settings.Partitions)
+	for p := range logs {
 		l, err := b.dir.OpenLog(segment.LogID{Stream: settings.Name, Partition: uint32(p)})
 		if err != nil {
 			// The catalog already names the stream: the partitions that
@@ -189,10 +234,11 @@ func (b *Broker) createStream(settings catalog.Stream, explicit bool) (*servedSt
 			}
 			continue
 		}
-		served.logs[p] = l
+		logs[p] = l
 	}
+	served := b.newStream(settings, logs)
 	b.streams[settings.Name] = served
-	b.openLogs += int(settings.Partitions)
+	b.openLogs.Add(int64(settings.Partitions))
 	b.cfg.Logger.Info("stream created", "stream", settings.Name, "partitions", settings.Partitions)
 	return served, nil
 }
@@ -208,14 +254,14 @@ func describeSettings(s catalog.Stream) string {
 }
 
 // streamList returns every served stream sorted by name.
-func (b *Broker) streamList() []*servedStream {
+func (b *Broker) streamList() []*Stream {
 	b.logsMu.RLock()
-	out := make([]*servedStream, 0, len(b.streams))
+	out := make([]*Stream, 0, len(b.streams))
 	for _, s := range b.streams {
 		out = append(out, s)
 	}
 	b.logsMu.RUnlock()
-	slices.SortFunc(out, func(x, y *servedStream) int { return cmpString(x.settings.Name, y.settings.Name) })
+	slices.SortFunc(out, func(x, y *Stream) int { return cmpString(x.settings.Name, y.settings.Name) })
 	return out
 }
 
@@ -232,60 +278,4 @@ func anyBounded(logs []logRef) bool {
 		}
 	}
 	return false
-}
-
-// placeRecord decides where a produced record goes: its stream (named, or
-// routed by its subject), the permission to publish there, and its
-// partition (named, or PartitionAny: the stable hash of its key, or this
-// connection's own partition for a keyless record). closes reports an
-// error that ends the connection (an identity removed). Allocation-free.
-func (s *session) placeRecord(p *wire.Produce) (l *segment.Log, partition uint32, werr *wire.Error, closes bool) {
-	stream := p.Stream
-	routed := p.Flags&wire.ProduceRouteBySubject != 0
-	if !routed {
-		// The permission check comes first, as it always has: a
-		// refused identity learns nothing about its records.
-		if werr, closes = s.authorize(security.ScopePublish, stream); werr != nil {
-			return nil, 0, werr, closes
-		}
-	}
-	view, werr := s.validateRecord(p)
-	if werr != nil {
-		return nil, 0, werr, false
-	}
-	if !routed && len(view.Subject) > 0 {
-		if werr = validateSubject(view.Subject); werr != nil {
-			return nil, 0, werr, false
-		}
-	}
-	if routed {
-		if len(stream) != 0 {
-			return nil, 0, wire.NewError(wire.CodeInvalidRequest, "a Produce routed by subject names no stream; it names %q", stream), false
-		}
-		if stream, werr = s.routeSubject(view.Subject); werr != nil {
-			return nil, 0, werr, false
-		}
-		if werr, closes = s.authorize(security.ScopePublish, stream); werr != nil {
-			return nil, 0, werr, closes
-		}
-	}
-	if len(stream) > 0 && stream[0] == '.' {
-		// Internal streams (dead-letter queues) are written by the broker only.
-		return nil, 0, wire.NewError(wire.CodeInvalidName, "stream %q is internal and read-only; produce to a stream whose name does not start with '.'", stream), false
-	}
-	served, werr := s.broker.servedStreamFor(stream)
-	if werr != nil {
-		return nil, 0, werr, false
-	}
-	partition = p.Partition
-	if partition == wire.PartitionAny {
-		count := uint32(len(served.logs))
-		if len(view.Key) > 0 {
-			partition = wire.PartitionForKey(view.Key, count)
-		} else {
-			partition = s.sticky % count
-		}
-	}
-	l, werr = served.log(stream, partition)
-	return l, partition, werr, false
 }

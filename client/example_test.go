@@ -11,6 +11,7 @@ import (
 	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/client"
 	"github.com/ironbus/ironbus/loop"
+	"github.com/ironbus/ironbus/session"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -153,7 +154,11 @@ func startServedBroker() (addr string, stop func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	server, _, err := loop.New(loop.BackendAuto, loop.Config{}, b)
+	handler, err := session.NewHandler(b, session.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	server, _, err := loop.New(loop.BackendAuto, loop.Config{}, handler)
 	if err != nil {
 		log.Fatal(err)
 	}

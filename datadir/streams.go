@@ -10,7 +10,6 @@ import (
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/vfs"
 	"github.com/ironbus/ironbus/subject"
-	"github.com/ironbus/ironbus/wire"
 )
 
 // Streams is the stream side of an open data directory: the catalog and
@@ -106,7 +105,7 @@ func OpenStreams(fsys vfs.FS, logs *segment.Dir, opts StreamsOptions) (*Streams,
 func adoptable(c catalog.Catalog, ids []segment.LogID) []catalog.Stream {
 	highest := map[string]uint32{}
 	for _, id := range ids {
-		if id.Partition >= wire.MaxPartitions {
+		if id.Partition >= catalog.MaxPartitions {
 			continue
 		}
 		if p, ok := highest[id.Stream]; !ok || id.Partition > p {
@@ -226,27 +225,39 @@ func (s *Streams) FinishRemoval(name, aside string) error {
 // *subject.AmbiguousError) when some subject could match the pattern and
 // a binding to another stream.
 func (s *Streams) Bind(pattern, stream string) error {
+	return s.BindMany([]catalog.Binding{{Pattern: pattern, Stream: stream}})
+}
+
+// BindMany adds many bindings with one catalog write, all or none, each
+// checked as Bind checks it, against the others too.
+func (s *Streams) BindMany(bindings []catalog.Binding) error {
 	if s.shared {
 		return ErrReadOnly
 	}
-	if err := subject.ValidatePattern([]byte(pattern)); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	for _, binding := range bindings {
+		if err := subject.ValidatePattern([]byte(binding.Pattern)); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
 	}
 	return s.store.Update(func(c *catalog.Catalog) error {
-		if _, ok := c.Stream(stream); !ok {
-			return fmt.Errorf("%w: %q", ErrNoSuchStream, stream)
-		}
 		table, err := BindingTable(*c)
 		if err != nil {
 			return err
 		}
-		var ambiguous *subject.AmbiguousError
-		if _, err := table.Bind(pattern, stream); errors.As(err, &ambiguous) {
-			return fmt.Errorf("%w: %w", ErrOverlap, err)
-		} else if err != nil {
-			return fmt.Errorf("%w: %w", ErrInvalid, err)
+		for _, binding := range bindings {
+			if _, ok := c.Stream(binding.Stream); !ok {
+				return fmt.Errorf("%w: %q", ErrNoSuchStream, binding.Stream)
+			}
+			var ambiguous *subject.AmbiguousError
+			if table, err = table.Bind(binding.Pattern, binding.Stream); errors.As(err, &ambiguous) {
+				return fmt.Errorf("%w: %w", ErrOverlap, err)
+			} else if err != nil {
+				return fmt.Errorf("%w: %w", ErrInvalid, err)
+			}
 		}
-		c.Bind(catalog.Binding{Pattern: pattern, Stream: stream})
+		for _, binding := range bindings {
+			c.Bind(binding)
+		}
 		return nil
 	})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ironbus/ironbus/benchrig"
 	"github.com/ironbus/ironbus/client"
+	"github.com/ironbus/ironbus/wire"
 )
 
 // Run loads the broker at addr as config says and returns the figures.
@@ -240,6 +241,11 @@ func runConsumer(ctx context.Context, config *Config, addr string, index int, to
 			return nil
 		}
 		batch, err := c.Fetch(ctx, config.Stream, group, options)
+		var refused *wire.Error
+		if errors.As(err, &refused) && refused.Code == wire.CodeNotFound && stored != nil {
+			time.Sleep(10 * time.Millisecond) // beside the producers: their first record creates the stream
+			continue
+		}
 		if err != nil {
 			return err
 		}

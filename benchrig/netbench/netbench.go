@@ -17,6 +17,7 @@ import (
 	"github.com/ironbus/ironbus/client"
 	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/session"
 )
 
 // Room for the idle-connection shape and its busy producers, and for the
@@ -57,8 +58,12 @@ func InProcess(dir string, storage segment.Options, backend string) (addr, serve
 	if err != nil {
 		return fail(err)
 	}
-	server, choice, err := loop.New(backend, loop.Config{MaxBuffer: int(b.MaxFrame()) + 64<<10,
-		Buffers: slabs.reads, OutputBuffers: slabs.output}, b)
+	handler, err := session.NewHandler(b, session.Config{})
+	if err != nil {
+		return fail(err, b.Close)
+	}
+	server, choice, err := loop.New(backend, loop.Config{MaxBuffer: int(handler.MaxFrame()) + 64<<10,
+		Buffers: slabs.reads, OutputBuffers: slabs.output}, handler)
 	if err != nil {
 		return fail(err, b.Close)
 	}

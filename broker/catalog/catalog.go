@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/wire"
 )
 
 // Sentinel errors; each is wrapped with the detail.
@@ -125,13 +124,18 @@ func (c Catalog) BindingsOf(stream string) []Binding {
 // enforces its own (smaller) bound on what the broker accepts.
 const MaxPatternLength = 4096
 
+// MaxPartitions bounds a stream's partition count. The wire protocol
+// carries the same bound (wire.MaxPartitions; package session checks they
+// agree) without the engine depending on the protocol.
+const MaxPartitions = 1024
+
 // ValidateStream checks one stream's settings.
 func ValidateStream(s Stream) error {
 	if err := segment.ValidateStreamName(s.Name); err != nil {
 		return fmt.Errorf("%w: stream name: %w", ErrInvalid, err)
 	}
-	if s.Partitions < 1 || s.Partitions > wire.MaxPartitions {
-		return fmt.Errorf("%w: stream %s: %d partitions (want 1..%d)", ErrInvalid, s.Name, s.Partitions, wire.MaxPartitions)
+	if s.Partitions < 1 || s.Partitions > MaxPartitions {
+		return fmt.Errorf("%w: stream %s: %d partitions (want 1..%d)", ErrInvalid, s.Name, s.Partitions, MaxPartitions)
 	}
 	if s.MaxAge < 0 {
 		return fmt.Errorf("%w: stream %s: negative max age %v", ErrInvalid, s.Name, s.MaxAge)

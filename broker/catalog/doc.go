@@ -16,7 +16,7 @@
 //     catalog (the broker then adopts the logs it finds on disk); either
 //     way the damage is reported in Recovery, never a failed boot.
 //   - What Validate accepts is what Store keeps: names pass
-//     segment.ValidateStreamName, partitions are 1..wire.MaxPartitions,
+//     segment.ValidateStreamName, partitions are 1..MaxPartitions,
 //     every binding names a stream of the catalog, no name or pattern
 //     appears twice.
 //

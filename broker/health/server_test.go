@@ -15,6 +15,7 @@ import (
 	"github.com/ironbus/ironbus/client"
 	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/segment/vfs"
+	"github.com/ironbus/ironbus/session"
 )
 
 // get fetches one endpoint over real HTTP and returns the status and body.
@@ -130,7 +131,11 @@ func TestFsyncFailureFreezesReadiness(t *testing.T) {
 // dial serves b on a real loopback listener and connects a client.
 func dial(t *testing.T, b *broker.Broker) *client.Client {
 	t.Helper()
-	server, _, err := loop.New(loop.BackendAuto, loop.Config{}, b)
+	handler, err := session.NewHandler(b, session.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, _, err := loop.New(loop.BackendAuto, loop.Config{}, handler)
 	if err != nil {
 		t.Fatal(err)
 	}

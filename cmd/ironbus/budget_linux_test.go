@@ -66,6 +66,9 @@ func TestDiskBudgetDropNewOnTmpfs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c := dialConsumer(t, broker.addr)
+	if _, err := c.CreateStream(ctx, "orders", client.StreamSettings{}); err != nil {
+		t.Fatal(err) // a consumer never creates its stream
+	}
 	if _, err := c.Fetch(ctx, "orders", "readers", client.FetchOptions{MaxRecords: 1, Wait: 0}); err != nil {
 		t.Fatal(err) // the group exists before the records, so it pins them
 	}
@@ -126,6 +129,9 @@ func TestDiskBudgetDropOldestOnTmpfs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	c := dialConsumer(t, broker.addr)
+	if _, err := c.CreateStream(ctx, "logs", client.StreamSettings{}); err != nil {
+		t.Fatal(err) // a consumer never creates its stream
+	}
 	if _, err := c.Fetch(ctx, "logs", "late", client.FetchOptions{MaxRecords: 1, Wait: 0}); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ironbus/ironbus/client"
+	"github.com/ironbus/ironbus/wire"
 )
 
 // memoryCgroup is a memory cgroup made for one test: v2 (memory.max,
@@ -252,6 +254,11 @@ func consumeSlowly(ctx context.Context, addr, stream string, produced *atomic.In
 	consumed := 0
 	for stop := time.Now().Add(d); time.Now().Before(stop) && produced.Load() < total; {
 		result, err := c.Fetch(ctx, stream, "slow", client.FetchOptions{MaxRecords: 10, Wait: 100 * time.Millisecond})
+		var refused *wire.Error
+		if errors.As(err, &refused) && refused.Code == wire.CodeNotFound {
+			time.Sleep(50 * time.Millisecond) // the producers have not created the stream yet
+			continue
+		}
 		if err != nil {
 			return consumed, fmt.Errorf("slow consumer fetch: %w", err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/session"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -36,8 +37,8 @@ type memoryOptions struct {
 }
 
 func defaultMemoryOptions() memoryOptions {
-	return memoryOptions{maxFrame: wire.DefaultMaxFrame, window: broker.DefaultWindow,
-		connectionOutput: broker.DefaultConnectionOutput, maxStreams: broker.DefaultMaxStreams,
+	return memoryOptions{maxFrame: wire.DefaultMaxFrame, window: session.DefaultWindow,
+		connectionOutput: session.DefaultConnectionOutput, maxStreams: broker.DefaultMaxStreams,
 		maxGroups: broker.DefaultMaxGroups, maxInFlight: consumer.DefaultMaxInFlight,
 		stagingBytes: segment.DefaultStagingBytes}
 }
@@ -73,7 +74,7 @@ type memoryPlan struct {
 // planMemory builds the pools the configuration allows (their memory is
 // reserved, not touched) and registers every line of the budget; cfg gets
 // the large-record pool.
-func planMemory(serve *serveOptions, cfg *broker.Config) (*memoryPlan, error) {
+func planMemory(serve *serveOptions, cfg *brokerSettings) (*memoryPlan, error) {
 	memory := serve.memory
 	if memory.maxFrame < wire.MinMaxFrame || memory.maxFrame > 1<<30 {
 		return nil, exitErrorf(exitUsage, "--max-frame %s: want between %s and 1GiB", formatSize(memory.maxFrame), formatSize(wire.MinMaxFrame))
@@ -122,7 +123,7 @@ func planMemory(serve *serveOptions, cfg *broker.Config) (*memoryPlan, error) {
 		plan.close()
 		return nil, exitErrorf(exitUsage, "--large-frame-pool: %w", err)
 	}
-	cfg.LargeRecords = plan.largeRecords
+	cfg.Session.LargeRecords = plan.largeRecords
 	perLog := segment.StagingBuffersPerLog(cfg.Storage.IOMode)
 	if plan.staging, err = arena.NewLazySlab(plan.budget, "append staging",
 		fmt.Sprintf("--max-streams × %d × --staging-bytes", perLog),
@@ -132,6 +133,10 @@ func planMemory(serve *serveOptions, cfg *broker.Config) (*memoryPlan, error) {
 	}
 	cfg.Storage.StagingBuffers = plan.staging
 	if err := cfg.RegisterMemory(plan.budget); err != nil {
+		plan.close()
+		return nil, exitErrorf(exitUsage, "%w", err)
+	}
+	if err := cfg.Session.RegisterMemory(plan.budget, cfg.Config); err != nil {
 		plan.close()
 		return nil, exitErrorf(exitUsage, "%w", err)
 	}

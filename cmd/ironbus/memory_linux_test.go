@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ironbus/ironbus/client"
+	"github.com/ironbus/ironbus/wire"
 )
 
 // residentMemory is one sample of /proc/PID/status, in bytes.
@@ -174,6 +176,11 @@ func loadConsumer(ctx context.Context, addr, stream string) error {
 	defer c.Close()
 	for empty := 0; empty < 3; {
 		result, err := c.Fetch(ctx, stream, "readers", client.FetchOptions{MaxRecords: 500, Wait: 200 * time.Millisecond})
+		var refused *wire.Error
+		if errors.As(err, &refused) && refused.Code == wire.CodeNotFound {
+			time.Sleep(50 * time.Millisecond) // the producers have not created the stream yet
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("fetch %s: %w", stream, err)
 		}

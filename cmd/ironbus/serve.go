@@ -20,6 +20,7 @@ import (
 	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/session"
 )
 
 // defaultAddr is where the broker listens and clients connect unless told
@@ -143,7 +144,7 @@ func newServeCommand(opts *globalOptions) (*cobra.Command, *serveOptions) {
 	flags.StringVar(&serve.ioMode, "io-mode", "buffered", "how segments are written: buffered, direct (O_DIRECT) or auto (probe and pick)")
 	flags.Var(sizeValue{&serve.segmentBytes}, "segment-bytes", "segment size, with a unit (64MiB; 8MiB suits small devices)")
 	flags.IntVar(&serve.maxConnections, "max-connections", broker.DefaultMaxConnections, "connections served at once")
-	flags.IntVar(&serve.longPollMs, "consume-longpoll-ms", int(broker.DefaultMaxConsumeWait/time.Millisecond),
+	flags.IntVar(&serve.longPollMs, "consume-longpoll-ms", int(session.DefaultMaxConsumeWait/time.Millisecond),
 		"longest an idle fetch parks waiting for new durable records (ms)")
 	flags.DurationVar(&serve.visibility, "visibility-timeout", 30*time.Second, "default lease of a delivery to a work or key-shared group")
 	flags.IntVar(&serve.maxDeliver, "max-deliver", consumer.DefaultMaxDeliver, "deliveries of a record before it moves to the dead-letter queue")
@@ -191,67 +192,74 @@ func runServe(opts *globalOptions, serve *serveOptions) error {
 	return runBroker(cfg, serve, func(addr string) {})
 }
 
+// brokerSettings are the engine's configuration and its wire sessions'.
+type brokerSettings struct {
+	broker.Config
+	Session session.Config
+}
+
 // brokerConfig turns flags into a broker configuration, refusing unsafe or
 // inconsistent ones with a message that says what to do.
-func (serve *serveOptions) brokerConfig(opts *globalOptions) (broker.Config, error) {
+func (serve *serveOptions) brokerConfig(opts *globalOptions) (brokerSettings, error) {
 	durability, err := segment.ParseDurability(serve.durability)
 	if err != nil {
-		return broker.Config{}, exitErrorf(exitUsage, "--durability: %w", err)
+		return brokerSettings{}, exitErrorf(exitUsage, "--durability: %w", err)
 	}
 	if durability != segment.DurabilitySync && !serve.acceptRelaxed {
-		return broker.Config{}, exitErrorf(exitUsage, "--durability %s acknowledges records a power cut can lose; add --accept-relaxed-durability to accept that", serve.durability)
+		return brokerSettings{}, exitErrorf(exitUsage, "--durability %s acknowledges records a power cut can lose; add --accept-relaxed-durability to accept that", serve.durability)
 	}
 	ioMode, err := segment.ParseIOMode(serve.ioMode)
 	if err != nil {
-		return broker.Config{}, exitErrorf(exitUsage, "--io-mode: %w", err)
+		return brokerSettings{}, exitErrorf(exitUsage, "--io-mode: %w", err)
 	}
 	if serve.longPollMs < 0 || serve.maxDeliver < 0 || serve.visibility < 0 || serve.visibility > 5*time.Minute {
-		return broker.Config{}, exitErrorf(exitUsage,
+		return brokerSettings{}, exitErrorf(exitUsage,
 			"--consume-longpoll-ms and --max-deliver must not be negative, --visibility-timeout must be within 0 to 5m (the lease cap)")
 	}
 	if serve.exposedPlaintext, err = checkListenAddr(serve.addr, serve.insecurePlaintext, serve.security); err != nil {
-		return broker.Config{}, err
+		return brokerSettings{}, err
 	}
 	if err := serve.storage.check(serve); err != nil {
-		return broker.Config{}, err
+		return brokerSettings{}, err
 	}
 	logger, err := serve.config.newLogger(opts)
 	if err != nil {
-		return broker.Config{}, err
+		return brokerSettings{}, err
 	}
 	memory := serve.memory
 	retention, err := serve.retention.brokerRetention(deadLetterRetention(serve.dlqRetention))
 	if err != nil {
-		return broker.Config{}, err
+		return brokerSettings{}, err
 	}
-	cfg := broker.Config{
+	cfg := brokerSettings{Config: broker.Config{
 		Retention:           retention,
 		RetentionCheck:      serve.retention.interval,
 		DataDir:             serve.dataDir,
 		MaxConnections:      serve.maxConnections,
-		MaxConsumeWait:      time.Duration(serve.longPollMs) * time.Millisecond,
 		Visibility:          serve.visibility,
 		MaxDeliver:          serve.maxDeliver,
 		DeadLetterRetention: deadLetterRetention(serve.dlqRetention),
-		MaxFrame:            uint32(memory.maxFrame),
-		Window:              uint32(memory.window),
 		MaxStreams:          memory.maxStreams,
 		MaxGroups:           memory.maxGroups,
 		MaxInFlight:         memory.maxInFlight,
-		ConnectionOutput:    int(memory.connectionOutput),
 		Version:             mainModuleVersion(),
 		Logger:              logger,
 		Storage: segment.Options{Durability: durability, AcceptRelaxedDurability: serve.acceptRelaxed,
 			IOMode: ioMode, SegmentSize: serve.segmentBytes, StagingBytes: int(memory.stagingBytes), Logger: logger,
 			Owner: fmt.Sprintf("ironbus serve (pid %d, addr %s)", os.Getpid(), serve.addr)},
-	}
-	serve.storage.apply(&cfg)
+	}, Session: session.Config{
+		MaxConsumeWait:   time.Duration(serve.longPollMs) * time.Millisecond,
+		MaxFrame:         uint32(memory.maxFrame),
+		Window:           uint32(memory.window),
+		ConnectionOutput: int(memory.connectionOutput),
+	}}
+	serve.storage.apply(&cfg.Config)
 	return cfg, nil
 }
 
 // runBroker opens the broker, serves until a signal, then drains. ready is
 // called with the bound address once the broker accepts connections.
-func runBroker(cfg broker.Config, serve *serveOptions, ready func(addr string)) error {
+func runBroker(cfg brokerSettings, serve *serveOptions, ready func(addr string)) error {
 	logger, addr := cfg.Logger, serve.addr
 	logConfig(logger, serve)
 	plan, err := planMemory(serve, &cfg)
@@ -274,12 +282,17 @@ func runBroker(cfg broker.Config, serve *serveOptions, ready func(addr string)) 
 	}
 	defer secured.close()
 	loopConfig := plan.loopConfig(logger)
-	secured.apply(&cfg, &loopConfig)
-	b, err := broker.Open(cfg)
+	secured.apply(&cfg.Session, &loopConfig)
+	b, err := broker.Open(cfg.Config)
 	if err != nil {
 		return brokerOpenError(cfg.DataDir, err)
 	}
-	server, choice, err := loop.New(serve.loop, loopConfig, b)
+	handler, err := session.NewHandler(b, cfg.Session)
+	if err != nil {
+		_ = b.Close()
+		return exitErrorf(exitUsage, "%w", err)
+	}
+	server, choice, err := loop.New(serve.loop, loopConfig, handler)
 	if err != nil {
 		_ = b.Close()
 		if errors.Is(err, loop.ErrUnsupported) {

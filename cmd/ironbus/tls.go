@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ironbus/ironbus/arena"
-	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/security"
+	"github.com/ironbus/ironbus/session"
 )
 
 // serveSecurityOptions are serve's TLS, auth, pre-auth limit and audit
@@ -114,7 +114,7 @@ func openSecurity(o serveSecurityOptions, logger *slog.Logger) (*securityRuntime
 }
 
 // apply hands the security parts to the broker and the loop.
-func (r *securityRuntime) apply(cfg *broker.Config, loopConfig *loop.Config) {
+func (r *securityRuntime) apply(cfg *session.Config, loopConfig *loop.Config) {
 	cfg.Auth, cfg.Gate, cfg.Audit = r.auth, r.gate, r.audit
 	if r.tls != nil {
 		loopConfig.TLS = r.tls.Config()

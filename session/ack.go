@@ -1,8 +1,9 @@
-package broker
+package session
 
 import (
 	"time"
 
+	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/security"
 	"github.com/ironbus/ironbus/wire"
@@ -51,10 +52,10 @@ func (s *session) ack(frame wire.Frame) error {
 			defer s.consumers.Done()
 			statuses := make([]uint8, 0, len(entries))
 			for _, e := range entries {
-				status, _ := served.group.Reject(e.Offset, e.Lease, "")
+				status, _ := served.Consumer().Reject(e.Offset, e.Lease, "")
 				statuses = append(statuses, ackStatus(status))
 			}
-			served.wake.notify()
+			served.Notify()
 			s.out.frame(wire.Append(nil, frame.RequestID, &wire.AckResult{Statuses: statuses}))
 		}()
 		return nil
@@ -63,42 +64,50 @@ func (s *session) ack(frame wire.Frame) error {
 		s.statuses = append(s.statuses, s.applyAck(served, a, e))
 	}
 	if a.Op != wire.AckExtend && a.Op != wire.AckCommit {
-		served.wake.notify()
+		served.Notify()
 	}
 	s.send(wire.Append(nil, frame.RequestID, &wire.AckResult{Statuses: s.statuses}))
 	return nil
 }
 
 // ackGroup finds the group an Ack names. Lease operations act only on a
-// group this broker has open (nil otherwise: nothing is leased); a
-// cumulative ack or a commit opens its group, whose type it implies.
-func (s *session) ackGroup(a wire.Ack) (*servedGroup, *wire.Error) {
+// group the engine has open (nil otherwise: nothing is leased); a
+// cumulative ack or a commit opens its group, whose type it implies. The
+// stream must exist either way.
+func (s *session) ackGroup(a wire.Ack) (*broker.Group, *wire.Error) {
 	if a.Partition == wire.PartitionAll {
 		return nil, wire.NewError(wire.CodeInvalidRequest, "an Ack names the partition its records came from (the Deliver's partition), not partition all")
 	}
+	var served *broker.Group
+	var err error
 	switch a.Op {
 	case wire.AckCumulative:
-		return s.broker.openGroup(a.Stream, a.Partition, a.Group, groupSpec{kind: consumer.TypeBroadcast})
+		served, err = s.engine.OpenGroup(a.Stream, a.Partition, a.Group, broker.GroupSpec{Type: consumer.TypeBroadcast})
 	case wire.AckCommit:
-		return s.broker.openGroup(a.Stream, a.Partition, a.Group, groupSpec{kind: consumer.TypeStreaming})
+		served, err = s.engine.OpenGroup(a.Stream, a.Partition, a.Group, broker.GroupSpec{Type: consumer.TypeStreaming})
+	default:
+		served, err = s.engine.LoadedGroup(a.Stream, a.Partition, a.Group)
 	}
-	return s.broker.loadedGroup(a.Stream, a.Partition, a.Group), nil
+	if err != nil {
+		return nil, wireError(err)
+	}
+	return served, nil
 }
 
 // opAllowed refuses an operation the group's type does not have.
-func opAllowed(served *servedGroup, op uint8) *wire.Error {
-	kind := served.group.Type()
+func opAllowed(served *broker.Group, op uint8) *wire.Error {
+	kind := served.Type()
 	leased := kind == consumer.TypeWork || kind == consumer.TypeKeyShared
 	if op <= wire.AckRange && !leased {
 		return wire.NewError(wire.CodeGroupModeMismatch, "group %q of stream %q is a %s group: its records are not leased, so ack op %d does not apply (use cumulative or commit)",
-			served.key.group, served.key.stream, kind, op)
+			served.Name(), served.Stream(), kind, op)
 	}
 	return nil
 }
 
 // applyAck performs one entry's operation and returns its wire status.
-func (s *session) applyAck(served *servedGroup, a wire.Ack, e wire.AckEntry) uint8 {
-	g := served.group
+func (s *session) applyAck(served *broker.Group, a wire.Ack, e wire.AckEntry) uint8 {
+	g := served.Consumer()
 	switch a.Op {
 	case wire.AckNack:
 		delay := time.Duration(a.DelayMs) * time.Millisecond
@@ -111,7 +120,7 @@ func (s *session) applyAck(served *servedGroup, a wire.Ack, e wire.AckEntry) uin
 	case wire.AckTerm:
 		return ackStatus(g.Term(e.Offset, e.Lease))
 	case wire.AckRange:
-		if g.AckRange(s.conn.ID(), e.Offset, e.Lease) > 0 {
+		if g.AckRange(s.client.ID(), e.Offset, e.Lease) > 0 {
 			return wire.AckOK
 		}
 		return wire.AckUnknown
@@ -165,10 +174,10 @@ func (s *session) openGroupRequest(frame wire.Frame) error {
 		s.reply(frame.RequestID, werr)
 		return nil
 	}
-	spec := groupSpec{kind: kind, start: startPosition(m.StartKind, m.StartValue), filter: string(m.Filter)}
-	groups, werr := s.broker.openGroups(m.Stream, m.Partition, m.Group, spec)
-	if werr != nil {
-		s.reply(frame.RequestID, werr)
+	spec := broker.GroupSpec{Type: kind, Start: startPosition(m.StartKind, m.StartValue), Filter: string(m.Filter)}
+	groups, err := s.engine.OpenGroups(m.Stream, partitions(m.Partition), m.Group, spec)
+	if err != nil {
+		s.reply(frame.RequestID, wireError(err))
 		return nil
 	}
 	// Over every partition the cursor answered is the sum of theirs: how
@@ -176,9 +185,9 @@ func (s *session) openGroupRequest(frame wire.Frame) error {
 	// beginning. GroupAdmin gives each partition's own.
 	var committed uint64
 	for _, served := range groups {
-		committed += served.group.Committed()
+		committed += served.Consumer().Committed()
 	}
-	reply := wire.Append(nil, frame.RequestID, &wire.GroupInfo{Mode: typeMode(groups[0].group.Type()), Committed: committed})
+	reply := wire.Append(nil, frame.RequestID, &wire.GroupInfo{Mode: typeMode(groups[0].Type()), Committed: committed})
 	if allCreated(groups) {
 		s.send(reply)
 		return nil

@@ -1,4 +1,4 @@
-package broker
+package session
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/segment/vfs"
 	"github.com/ironbus/ironbus/wire"
 )
@@ -14,10 +15,10 @@ import (
 // backend: its fdatasync runs outside any committer cycle, and its ack
 // comes straight back.
 func TestAwaitedProduceCommitsInline(t *testing.T) {
-	addr, b := testBroker(t, Config{})
+	addr, b := testBroker(t, testConfig{})
 	c := dialRaw(t, addr)
 	c.handshake()
-	before := b.dir.Stats()
+	before := b.Dir().Stats()
 	const n = 100
 	for i := 1; i <= n; i++ {
 		body, crc := recordBody(fmt.Sprint("m", i))
@@ -34,7 +35,7 @@ func TestAwaitedProduceCommitsInline(t *testing.T) {
 			t.Fatalf("request %d acknowledged at offset %d, want %d", i, ack.Offset, i-1)
 		}
 	}
-	after := b.dir.Stats()
+	after := b.Dir().Stats()
 	inline := (after.Syncs - before.Syncs) - (after.Cycles - before.Cycles)
 	t.Logf("%s backend: %d of %d syncs outside committer cycles", testBackend(), inline, after.Syncs-before.Syncs)
 	if inline < n/2 {
@@ -54,7 +55,7 @@ func TestInlineAckNeverOvertakes(t *testing.T) {
 		}
 		return nil
 	}))
-	addr, _ := testBroker(t, Config{FS: slow})
+	addr, _ := testBroker(t, testConfig{engine: broker.Config{FS: slow}})
 	c := dialRaw(t, addr)
 	c.handshake()
 	id := uint32(0)

@@ -1,4 +1,4 @@
-package broker
+package session
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/client"
 	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/security"
@@ -70,11 +71,11 @@ func startSecured(t *testing.T, identities []security.IdentityEntry, gate securi
 		gate.FailureDelay = 5 * time.Millisecond
 	}
 	s.gate = security.NewGate(gate)
-	b, err := Open(Config{DataDir: t.TempDir(), Auth: s.auth, Gate: s.gate})
+	b, err := broker.Open(broker.Config{DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	server, choice, err := loop.New(testBackend(), loop.Config{TLS: s.tls.Config()}, b)
+	server, choice, err := loop.New(testBackend(), loop.Config{TLS: s.tls.Config()}, testHandler(t, b, Config{Auth: s.auth, Gate: s.gate}))
 	if err != nil || choice.Backend != loop.BackendStd {
 		t.Fatalf("a TLS listener: backend %q (%s), %v", choice.Backend, choice.Reason, err)
 	}
@@ -306,6 +307,10 @@ func TestRemovedIdentityIsCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer reader.Close()
+	// The stream exists before the reload, so the fetch below is answered.
+	if _, err := writer.Produce(ctx, "orders.eu", client.Record{Payload: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
 	if err := security.SaveAuthFile(s.authPath, security.AuthFile{Identities: matrixIdentities[1:]}); err != nil {
 		t.Fatal(err)
 	}
@@ -450,7 +455,7 @@ func TestAuthOnPlaintextReactors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, _ := testBroker(t, Config{Auth: auth, Gate: security.NewGate(security.GateOptions{FailureDelay: time.Millisecond})})
+	addr, _ := testBroker(t, testConfig{session: Config{Auth: auth, Gate: security.NewGate(security.GateOptions{FailureDelay: time.Millisecond})}})
 	ctx := context.Background()
 	for range 3 {
 		if _, err := client.Dial(ctx, addr, client.Options{Auth: client.TokenAuth("nope")}); code(err) != wire.CodeNotAuthorized {

@@ -1,4 +1,4 @@
-package broker
+package session
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/wire"
 )
@@ -75,7 +76,7 @@ func consumeAll(t *testing.T, c *rawClient, m wire.Consume) ([]wire.Deliver, []w
 }
 
 func TestFilteredWorkGroup(t *testing.T) {
-	addr, _ := testBroker(t, Config{})
+	addr, _ := testBroker(t, testConfig{})
 	c := connect(t, addr)
 	produceSubjects(t, c, "mixed", 41)
 	open := wire.OpenGroup{Stream: []byte("mixed"), Group: []byte("eu"), Mode: wire.ModeWork, Filter: []byte("orders.eu.*")}
@@ -90,7 +91,7 @@ func TestFilteredWorkGroup(t *testing.T) {
 }
 
 func TestFilterIsFixedAtCreation(t *testing.T) {
-	addr, _ := testBroker(t, Config{})
+	addr, _ := testBroker(t, testConfig{})
 	c := connect(t, addr)
 	produceSubjects(t, c, "mixed", 4)
 	if _, e := c.openGroup(1, wire.OpenGroup{Stream: []byte("mixed"), Group: []byte("eu"), Mode: wire.ModeWork, Filter: []byte("orders.eu.*")}); e != nil {
@@ -124,7 +125,7 @@ func TestFilterIsFixedAtCreation(t *testing.T) {
 
 func TestFilterSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
-	addr, b := testBroker(t, Config{DataDir: dir})
+	addr, b := testBroker(t, testConfig{engine: broker.Config{DataDir: dir}})
 	c := connect(t, addr)
 	produceSubjects(t, c, "mixed", 8)
 	if _, e := c.openGroup(1, wire.OpenGroup{Stream: []byte("mixed"), Group: []byte("eu"), Mode: wire.ModeBroadcast, Filter: []byte("orders.eu.*")}); e != nil {
@@ -135,7 +136,7 @@ func TestFilterSurvivesRestart(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	addr, _ = testBroker(t, Config{DataDir: dir})
+	addr, _ = testBroker(t, testConfig{engine: broker.Config{DataDir: dir}})
 	c = connect(t, addr)
 	deliveries, gaps := consumeAll(t, c, wire.Consume{Stream: []byte("mixed"), Group: []byte("eu"), Mode: wire.ModeBroadcast, MaxRecords: 100})
 	checkFilteredAccounting(t, 8, deliveries, gaps)
@@ -147,7 +148,7 @@ func TestFilterSurvivesRestart(t *testing.T) {
 // TestStreamingConsumeFilter: a streaming Consume's own filter applies to
 // that request only; gaps come coalesced; a group filter wins over it.
 func TestStreamingConsumeFilter(t *testing.T) {
-	addr, _ := testBroker(t, Config{})
+	addr, _ := testBroker(t, testConfig{})
 	c := connect(t, addr)
 	produceSubjects(t, c, "mixed", 40)
 	m := wire.Consume{Stream: []byte("mixed"), Group: []byte("s"), Mode: wire.ModeStreaming, MaxRecords: 5, Filter: []byte("orders.eu.*")}
@@ -171,7 +172,7 @@ func TestStreamingConsumeFilter(t *testing.T) {
 // TestFilterAcrossPartitions: a filtered group over four partitions,
 // work and streaming, accounts for every offset of every partition.
 func TestFilterAcrossPartitions(t *testing.T) {
-	addr, b := testBroker(t, Config{})
+	addr, b := testBroker(t, testConfig{})
 	c := connect(t, addr)
 	createStream(t, b, "mixed", 4)
 	for p := range uint32(4) {
@@ -209,7 +210,7 @@ func TestFilterAcrossPartitions(t *testing.T) {
 // (streamFlushParts); the client still sees one answer, every offset
 // accounted for once, in order.
 func TestStreamingFilteredAnswerInPieces(t *testing.T) {
-	addr, _ := testBroker(t, Config{})
+	addr, _ := testBroker(t, testConfig{})
 	c := connect(t, addr)
 	const n = 1200 // every other record matches: 600 runs and 600 gaps
 	produceSubjects(t, c, "pieces", n)

@@ -1,13 +1,13 @@
-package broker
+package session
 
 import (
 	"runtime"
 	"sync"
 	"sync/atomic"
 
+	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/ring"
-	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -15,7 +15,7 @@ import (
 // their offsets are ticket.First, ticket.First+1, … in request order, and
 // their request ids sit in the writer's id ring at [start, start+count).
 type ackGroup struct {
-	ticket    segment.Ticket
+	ticket    broker.Ticket
 	partition uint32
 	start     int
 	count     int
@@ -82,7 +82,7 @@ func newWriter(conn loop.Conn, window, limit int) *writer {
 // It does not wake a parked writer: there is nothing to send until the
 // ticket completes, and the completion wakes it (Ticket.OnDone). Waking it
 // now as well cost every awaited produce a second wake-up of its writer.
-func (w *writer) pushAcks(ticket segment.Ticket, partition uint32, ids []uint32) {
+func (w *writer) pushAcks(ticket broker.Ticket, partition uint32, ids []uint32) {
 	start := w.tail
 	for _, id := range ids {
 		w.ids[w.tail] = id
@@ -325,7 +325,7 @@ func (w *writer) encodeCompleted() int {
 	return n
 }
 
-func completed(t segment.Ticket) bool {
+func completed(t broker.Ticket) bool {
 	select {
 	case <-t.Done():
 		return true
@@ -350,10 +350,10 @@ func (w *writer) encodeGroup(g ackGroup) {
 // appendRunAnswers appends the answers to records skip, skip+1, … of a
 // completed run, whose request ids are ids: a ProduceAck per record, or
 // the append's error for each.
-func appendRunAnswers(buf []byte, ticket segment.Ticket, partition uint32, ids []uint32, skip uint64) []byte {
+func appendRunAnswers(buf []byte, ticket broker.Ticket, partition uint32, ids []uint32, skip uint64) []byte {
 	var failure *wire.Error
 	if err := ticket.Err(); err != nil {
-		failure = storageError(err)
+		failure = wireError(err)
 	}
 	for i, id := range ids {
 		if failure != nil {

@@ -1,4 +1,4 @@
-package broker
+package session
 
 import (
 	"errors"
@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/ironbus/ironbus/arena"
+	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/wire"
 )
 
 func TestConnectionLimit(t *testing.T) {
-	addr, _ := testBroker(t, Config{MaxConnections: 2})
+	addr, _ := testBroker(t, testConfig{engine: broker.Config{MaxConnections: 2}})
 	first, second := dialRaw(t, addr), dialRaw(t, addr)
 	first.handshake()
 	second.handshake()
@@ -38,7 +39,7 @@ func TestConnectionLimit(t *testing.T) {
 }
 
 func TestOversizeFrameCloses(t *testing.T) {
-	addr, _ := testBroker(t, Config{MaxFrame: wire.MinMaxFrame})
+	addr, _ := testBroker(t, testConfig{session: Config{MaxFrame: wire.MinMaxFrame}})
 	c := dialRaw(t, addr)
 	c.handshake()
 	body, crc := recordBody(string(make([]byte, wire.MinMaxFrame)))
@@ -50,7 +51,7 @@ func TestOversizeFrameCloses(t *testing.T) {
 }
 
 func TestHandshakeTimeoutCloses(t *testing.T) {
-	addr, _ := testBroker(t, Config{HandshakeTimeout: 100 * time.Millisecond})
+	addr, _ := testBroker(t, testConfig{session: Config{HandshakeTimeout: 100 * time.Millisecond}})
 	c := dialRaw(t, addr) // says nothing: slowloris
 	expectError(t, c.read(), 0, wire.CodeTimeout)
 	if _, err := c.in.ReadByte(); !errors.Is(err, io.EOF) {
@@ -62,7 +63,7 @@ func TestWindowStopsReadingNotDropping(t *testing.T) {
 	// A window of 8: a client that sends 200 produces without reading any
 	// ack still gets all 200 acks, in the end: the broker stops reading
 	// instead of dropping.
-	addr, _ := testBroker(t, Config{Window: 8})
+	addr, _ := testBroker(t, testConfig{session: Config{Window: 8}})
 	c := dialRaw(t, addr)
 	welcome := c.handshake()
 	if welcome.Window != 8 {
@@ -87,7 +88,7 @@ func TestProducePathAllocations(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates on its own")
 	}
-	addr, _ := testBroker(t, Config{})
+	addr, _ := testBroker(t, testConfig{})
 	c := dialRaw(t, addr)
 	c.handshake()
 	body, crc := recordBody("steady-state")
@@ -155,7 +156,7 @@ func TestAwaitedProducePathAllocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = chunks.Close() })
-	addr, _ := testBrokerOn(t, Config{}, loop.Config{OutputBuffers: chunks})
+	addr, _ := testBrokerOn(t, testConfig{}, loop.Config{OutputBuffers: chunks})
 	c := dialRaw(t, addr)
 	c.handshake()
 	body, crc := recordBody("awaited")
@@ -205,7 +206,7 @@ func TestBackpressureAcrossStreams(t *testing.T) {
 // times and each pause hands the run's bytes back. Every request must be
 // acknowledged exactly once, in order within its stream.
 func checkBackpressure(t *testing.T, streams []string) {
-	addr, b := testBroker(t, Config{Window: 16, Storage: segment.Options{StagingBytes: 4096}})
+	addr, b := testBroker(t, testConfig{engine: broker.Config{Storage: segment.Options{StagingBytes: 4096}}, session: Config{Window: 16}})
 	c := dialRaw(t, addr)
 	c.handshake()
 	const n = 3000
@@ -247,8 +248,8 @@ func checkBackpressure(t *testing.T, streams []string) {
 	}
 	total := uint64(0)
 	for _, stream := range []string{"bp", "bp-a", "bp-b", "bp-c"} {
-		if served, ok := b.existingStream(stream); ok {
-			total += served.logs[0].Committed()
+		if served, err := b.Stream([]byte(stream)); err == nil {
+			total += testLog(t, b, served.Name(), 0).Committed()
 		}
 	}
 	if total != n {

@@ -1,4 +1,4 @@
-package broker
+package session
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/client"
 	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/segment"
@@ -144,7 +145,7 @@ func slowSyncs(op vfs.Op) error {
 func servePowercut(t *testing.T, image *vfs.MemFS) (string, func()) {
 	t.Helper()
 	fsys := vfs.Inject(image, vfs.InjectorFunc(slowSyncs))
-	b, err := Open(Config{DataDir: "/data", FS: fsys, Storage: segment.Options{SegmentSize: 1 << 20}})
+	b, err := broker.Open(broker.Config{DataDir: "/data", FS: fsys, Storage: segment.Options{SegmentSize: 1 << 20}})
 	if err != nil {
 		t.Fatalf("a cut image did not open: %v", err)
 	}
@@ -153,7 +154,7 @@ func servePowercut(t *testing.T, image *vfs.MemFS) (string, func()) {
 			t.Fatalf("a power cut was reported as %s for %s/%d: %+v", log.Outcome, log.Stream, log.Partition, log)
 		}
 	}
-	server, _, err := loop.New(testBackend(), loop.Config{}, b)
+	server, _, err := loop.New(testBackend(), loop.Config{}, testHandler(t, b, Config{}))
 	if err != nil {
 		t.Fatal(err)
 	}

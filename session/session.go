@@ -1,4 +1,4 @@
-package broker
+package session
 
 import (
 	"context"
@@ -10,11 +10,10 @@ import (
 	"time"
 
 	"github.com/ironbus/ironbus/arena"
-	"github.com/ironbus/ironbus/consumer"
+	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/security"
-	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/subject"
 	"github.com/ironbus/ironbus/wire"
 )
@@ -26,7 +25,11 @@ const maxRun = 1024
 // consume requests that wait run on their own goroutines; replies go
 // through the writer.
 type session struct {
-	broker *Broker
+	cfg    *Config
+	engine *broker.Broker
+	// client is this connection as the engine knows it: its member id in
+	// groups and its own partition for keyless records.
+	client *broker.Connection
 	conn   loop.Conn
 	// inline is conn when its backend lets Data commit a lone record and
 	// answer it itself (flushRunLast); nil otherwise.
@@ -51,17 +54,16 @@ type session struct {
 	quota    *security.QuotaBucket
 	gated    bool
 
-	// The current produce run: records for one log, in request order,
-	// starting at runStart in the bytes Data was given.
-	runLog       *segment.Log
-	runPartition uint32
-	runStart     int
-	frameStart   int // where the frame being handled begins in Data's bytes
-	runBytes     int
-	bodies       [][]byte
-	crcs         []uint32
-	ids          []uint32
-	outputFull   bool
+	// The current produce run: records for one partition, in request
+	// order, starting at runStart in the bytes Data was given.
+	runPart    *broker.Partition
+	runStart   int
+	frameStart int // where the frame being handled begins in Data's bytes
+	runBytes   int
+	bodies     [][]byte
+	crcs       []uint32
+	ids        []uint32
+	outputFull bool
 	// runLease admits the run's one large record (see admitLarge); it is
 	// released when the record is written.
 	runLease arena.Lease
@@ -69,13 +71,13 @@ type session struct {
 	// kept for the record when its frame is handed back.
 	reserved arena.Lease
 
-	// sticky is this connection's number: its keyless records to
-	// PartitionAny go to partition sticky % count (streams.go).
+	// sticky is the engine's number for this connection: its keyless
+	// records to PartitionAny go to partition sticky % count (place.go).
 	sticky uint32
 	// routed holds the stream a subject routed to, as bytes for the
 	// permission check (reused: no allocation per record).
 	routed []byte
-	// subjects caches where this connection's subjects route (route.go).
+	// subjects caches where this connection's subjects route (place.go).
 	subjects subject.Cache
 
 	entries  []wire.AckEntry
@@ -87,7 +89,7 @@ type session struct {
 	groupsMu  sync.Mutex
 	// groups this connection consumed, each with its streaming read
 	// position (unused by the other types): released when it closes.
-	groups map[*servedGroup]uint64
+	groups map[*broker.Group]uint64
 }
 
 var (
@@ -102,13 +104,14 @@ const (
 	handshakeExpired
 )
 
-func newSession(b *Broker, conn loop.Conn) *session {
+func newSession(h *Handler, conn loop.Conn, client *broker.Connection) *session {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &session{broker: b, conn: conn, out: newWriter(conn, int(b.cfg.Window), b.cfg.ConnectionOutput), ctx: ctx, cancel: cancel,
-		bodies: make([][]byte, 0, maxRun), crcs: make([]uint32, 0, maxRun), ids: make([]uint32, 0, maxRun),
-		groups: map[*servedGroup]uint64{}, sticky: b.connectionSeq.Add(1) - 1}
+	cfg := &h.cfg
+	s := &session{cfg: cfg, engine: h.engine, client: client, conn: conn, out: newWriter(conn, int(cfg.Window), cfg.ConnectionOutput),
+		ctx: ctx, cancel: cancel, bodies: make([][]byte, 0, maxRun), crcs: make([]uint32, 0, maxRun), ids: make([]uint32, 0, maxRun),
+		groups: map[*broker.Group]uint64{}, sticky: client.Sticky()}
 	s.inline, _ = conn.(loop.InlineConn)
-	s.handshakeTimer = time.AfterFunc(b.cfg.HandshakeTimeout, s.handshakeDeadline)
+	s.handshakeTimer = time.AfterFunc(cfg.HandshakeTimeout, s.handshakeDeadline)
 	return s
 }
 
@@ -120,7 +123,7 @@ func (s *session) handshakeDeadline() {
 		return
 	}
 	_ = s.conn.Write(wire.Append(nil, 0, wire.NewError(wire.CodeTimeout,
-		"no complete Hello within %v; closing", s.broker.cfg.HandshakeTimeout)))
+		"no complete Hello within %v; closing", s.cfg.HandshakeTimeout)))
 	_ = s.conn.Close()
 }
 
@@ -134,7 +137,7 @@ func (s *session) Data(in []byte) (int, error) {
 	consumed := 0
 	s.runStart = 0
 	for {
-		frame, n, err := wire.ParseFrame(in[consumed:], s.broker.cfg.MaxFrame)
+		frame, n, err := wire.ParseFrame(in[consumed:], s.cfg.MaxFrame)
 		if errors.Is(err, wire.ErrIncomplete) {
 			break
 		}
@@ -182,7 +185,7 @@ func (s *session) Data(in []byte) (int, error) {
 // FrameSize implements loop.FrameSizer: the backend leases a large frame's
 // buffer at its exact size.
 func (s *session) FrameSize(head []byte) int {
-	_, total, err := wire.ParseFrame(head, s.broker.cfg.MaxFrame)
+	_, total, err := wire.ParseFrame(head, s.cfg.MaxFrame)
 	if errors.Is(err, wire.ErrIncomplete) && total > wire.HeaderSize {
 		return total
 	}
@@ -268,7 +271,7 @@ func (s *session) hello(frame wire.Frame) (outcome, error) {
 	}
 	s.handshakeTimer.Stop()
 	welcome := func() {
-		cfg := s.broker.cfg
+		cfg := s.cfg
 		s.handshook = true
 		s.releaseGate()
 		s.capabilities = hello.Capabilities & wire.Capabilities
@@ -276,10 +279,10 @@ func (s *session) hello(frame wire.Frame) (outcome, error) {
 		s.conn.SetReadTimeout(cfg.IdleTimeout)
 		s.send(wire.Append(nil, frame.RequestID, &wire.Welcome{Version: wire.ProtocolVersion,
 			Capabilities: hello.Capabilities & wire.Capabilities, MaxFrame: cfg.MaxFrame, Window: cfg.Window,
-			MaxRecordBytes: cfg.Storage.MaxRecordBytes, IdleTimeoutMs: uint32(cfg.IdleTimeout.Milliseconds()),
-			ServerVersion: cfg.Version}))
+			MaxRecordBytes: s.engine.MaxRecordBytes(), IdleTimeoutMs: uint32(cfg.IdleTimeout.Milliseconds()),
+			ServerVersion: s.engine.Version()}))
 	}
-	if s.broker.cfg.Auth != nil {
+	if s.cfg.Auth != nil {
 		s.authenticateHello(hello, frame.RequestID, welcome)
 		return outcomeStop, nil
 	}
@@ -311,7 +314,7 @@ func (s *session) malformed(frame wire.Frame, err error) error {
 func (s *session) fatal(requestID uint32, e *wire.Error) error {
 	e.Closes = true
 	s.reply(requestID, e)
-	s.broker.cfg.Logger.Warn("closing a connection after a protocol error", "remote", s.conn.RemoteAddr(),
+	s.cfg.Logger.Warn("closing a connection after a protocol error", "remote", s.conn.RemoteAddr(),
 		"code", e.Code.String(), "request", requestID, "error", e.Message)
 	return e
 }
@@ -326,7 +329,7 @@ func (s *session) produce(frame wire.Frame) (outcome, error) {
 		}
 		return outcomeDone, s.malformed(frame, err)
 	}
-	l, partition, werr, closes := s.placeRecord(&p)
+	part, werr, closes := s.placeRecord(&p)
 	if closes {
 		if !s.flushRun() {
 			return outcomePaused, nil
@@ -344,17 +347,17 @@ func (s *session) produce(frame wire.Frame) (outcome, error) {
 		return outcomeDone, nil
 	}
 	frameBytes := record.FrameSize(len(p.Body))
-	staging := s.broker.cfg.Storage.StagingBytes
+	staging := s.engine.StagingBytes()
 	// A run goes in whole, so one larger than the staging buffer would
 	// stage past it: such a run is cut, and a record that alone is larger
 	// goes in alone, admitted by the large-record pool.
-	if l != s.runLog || partition != s.runPartition || s.runBytes+frameBytes > staging {
+	if part != s.runPart || s.runBytes+frameBytes > staging {
 		if !s.flushRun() {
 			return outcomePaused, nil
 		}
 		// The new run begins at this frame: should it be handed back
 		// later, the run just appended must not be.
-		s.runLog, s.runPartition, s.runStart = l, partition, s.frameStart
+		s.runPart, s.runStart = part, s.frameStart
 	}
 	if frameBytes > staging && !s.admitLarge(frameBytes) {
 		return outcomePaused, nil
@@ -365,7 +368,7 @@ func (s *session) produce(frame wire.Frame) (outcome, error) {
 	s.runBytes += frameBytes
 	// A run never needs more credits than the window holds, or it could
 	// never have them; a full run goes in at once.
-	if (len(s.ids) == min(maxRun, int(s.broker.cfg.Window)) || frameBytes > staging) && !s.flushRun() {
+	if (len(s.ids) == min(maxRun, int(s.cfg.Window)) || frameBytes > staging) && !s.flushRun() {
 		return outcomePaused, nil
 	}
 	return outcomeDone, nil
@@ -376,7 +379,7 @@ func (s *session) produce(frame wire.Frame) (outcome, error) {
 // staging at once. Without room it pauses reading while a goroutine waits
 // in line, and reports false; the frame comes back after the resume.
 func (s *session) admitLarge(frameBytes int) bool {
-	pool := s.broker.cfg.LargeRecords
+	pool := s.cfg.LargeRecords
 	if pool == nil {
 		return true
 	}
@@ -412,37 +415,11 @@ func (s *session) releaseReserved() {
 // is committed (or failed): its staging memory is free then. A release is
 // a short lock and hands the bytes to waiters, so it runs on the
 // completing goroutine rather than on one of its own.
-func releaseWhenWritten(ticket segment.Ticket, lease arena.Lease) {
+func releaseWhenWritten(ticket broker.Ticket, lease arena.Lease) {
 	if lease.Size() == 0 {
 		return
 	}
 	ticket.OnDone(func() { _ = lease.Release() })
-}
-
-// validateRecord checks a record's body and returns its decoded view
-// (which aliases the body).
-func (s *session) validateRecord(p *wire.Produce) (record.View, *wire.Error) {
-	if max := s.broker.cfg.Storage.MaxRecordBytes; max > 0 && len(p.Body) > int(max) {
-		return record.View{}, wire.NewError(wire.CodeRecordTooLarge, "record body of %d bytes, maximum %d", len(p.Body), max)
-	}
-	if crc := record.Checksum(p.Body); crc != p.BodyCRC {
-		return record.View{}, wire.NewError(wire.CodeChecksum, "record body CRC32C is %08x, the frame says %08x: damaged in transit", crc, p.BodyCRC)
-	}
-	view, err := record.Parse(p.Body)
-	if err != nil {
-		return record.View{}, wire.NewError(wire.CodeInvalidRequest, "record body: %v", err)
-	}
-	// The broker never decompresses (consumers do, after their CRC
-	// check), but it refuses what no consumer could read: a codec no
-	// IronBus knows, or a payload declaring more raw bytes than a record
-	// may hold, which every consumer's default cap would refuse.
-	if !view.Codec.Known() {
-		return view, wire.NewError(wire.CodeInvalidRequest, "record body: payload codec %d is unknown (0 none, 1 lz4, 2 zstd)", uint8(view.Codec))
-	}
-	if max := s.broker.cfg.Storage.MaxRecordBytes; max > 0 && view.Codec != record.CodecNone && int64(view.RawLength) > int64(max) {
-		return view, wire.NewError(wire.CodeRecordTooLarge, "record payload of %d bytes decompressed, maximum %d", view.RawLength, max)
-	}
-	return view, nil
 }
 
 // Inline commits are for runs this small: a lone awaited record, or the
@@ -488,25 +465,24 @@ func (s *session) flushRunLast(last bool) bool {
 	}
 	inline := last && s.inline != nil && n <= inlineMaxRecords && s.runBytes <= inlineMaxBytes &&
 		s.out.unsent.Load() == 0 && s.inline.MayBlock()
-	var ticket segment.Ticket
-	err := s.broker.admitRecords(s.runBytes, false)
-	switch {
-	case err == nil && inline:
-		ticket, err = s.runLog.TryCommitBatch(s.bodies, s.crcs)
-	case err == nil:
-		ticket, err = s.runLog.TryAppendBatch(s.bodies, s.crcs)
+	var ticket broker.Ticket
+	var err error
+	if inline {
+		ticket, err = s.runPart.TryCommit(s.bodies, s.crcs, s.runBytes)
+	} else {
+		ticket, err = s.runPart.TryAppend(s.bodies, s.crcs, s.runBytes)
 	}
-	if errors.Is(err, segment.ErrFull) {
+	if err == broker.ErrFull { // returned unwrapped: the backpressure path
 		s.out.credits.release(n)
 		s.conn.PauseReading()
-		room := s.runLog.RoomFor(s.runBytes)
+		room := s.runPart.RoomFor(s.runBytes)
 		go s.resumeWhen(room)
 		s.dropRun()
 		return false
 	}
 	if err != nil {
 		s.out.credits.release(n)
-		failure := storageError(err)
+		failure := wireError(err)
 		for _, id := range s.ids {
 			s.reply(id, failure)
 		}
@@ -517,7 +493,7 @@ func (s *session) flushRunLast(last bool) bool {
 	releaseWhenWritten(ticket, s.runLease)
 	s.runLease = arena.Lease{}
 	if !inline || !completed(ticket) || !s.answerInline(ticket) {
-		s.out.pushAcks(ticket, s.runPartition, s.ids)
+		s.out.pushAcks(ticket, s.runPart.Index(), s.ids)
 	}
 	s.resetRun()
 	return true
@@ -526,8 +502,8 @@ func (s *session) flushRunLast(last bool) bool {
 // answerInline sends the acks of a run committed inline straight to the
 // connection, and reports false when the connection's output has no room
 // now (the writer then sends them, as for any run).
-func (s *session) answerInline(ticket segment.Ticket) bool {
-	s.answer = appendRunAnswers(s.answer[:0], ticket, s.runPartition, s.ids, 0)
+func (s *session) answerInline(ticket broker.Ticket) bool {
+	s.answer = appendRunAnswers(s.answer[:0], ticket, s.runPart.Index(), s.ids, 0)
 	if !s.inline.TryWrite(s.answer) {
 		return false
 	}
@@ -583,11 +559,7 @@ func (s *session) ReadStopped(cause error) {
 	s.releaseReserved()
 	s.groupsMu.Lock()
 	for served := range s.groups {
-		served.group.Release(s.conn.ID()) // its leases and keys go to the others at once
-		if served.group.Type() == consumer.TypeStreaming {
-			_ = served.group.Checkpoint() // a clean disconnect keeps its last commit
-		}
-		served.wake.notify()
+		served.Release(s.client.ID()) // its leases and keys go to the others at once
 	}
 	s.groupsMu.Unlock()
 	var timeout interface{ Timeout() bool }
@@ -599,14 +571,14 @@ func (s *session) ReadStopped(cause error) {
 		s.reply(0, wire.NewError(wire.CodeTimeout, "no frame within the timeout; closing"))
 	default:
 		s.auditUnauthenticatedEnd("failed", cause.Error())
-		s.broker.cfg.Logger.Warn("connection read failed", "remote", s.conn.RemoteAddr(), "error", cause.Error())
+		s.cfg.Logger.Warn("connection read failed", "remote", s.conn.RemoteAddr(), "error", cause.Error())
 	}
 	s.out.close()
-	s.broker.connections.Add(-1)
+	s.client.Close()
 }
 
 // waitDeadline bounds a consume's wait.
 func (s *session) waitDeadline(waitMs uint32) time.Time {
-	wait := min(time.Duration(waitMs)*time.Millisecond, s.broker.cfg.MaxConsumeWait)
+	wait := min(time.Duration(waitMs)*time.Millisecond, s.cfg.MaxConsumeWait)
 	return time.Now().Add(wait)
 }

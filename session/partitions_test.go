@@ -1,4 +1,4 @@
-package broker
+package session
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
@@ -34,7 +35,7 @@ var partitionCounts = []uint32{1, 4}
 // createStream makes stream with n partitions through the catalog (as
 // StreamAdmin create does). One partition needs no creation: a stream
 // exists on first use.
-func createStream(t *testing.T, b *Broker, stream string, n uint32) {
+func createStream(t *testing.T, b *broker.Broker, stream string, n uint32) {
 	t.Helper()
 	if n > 1 {
 		createTestStream(t, b, stream, n)
@@ -147,7 +148,7 @@ func checkExactlyOnce(t *testing.T, stored map[place]string, deliveries []wire.D
 func TestPartitionAllWork(t *testing.T) {
 	for _, n := range partitionCounts {
 		t.Run(fmt.Sprint(n, "-partitions"), func(t *testing.T) {
-			addr, b := testBroker(t, Config{})
+			addr, b := testBroker(t, testConfig{})
 			c := connect(t, addr)
 			createStream(t, b, "orders", n)
 			stored := spread(t, c, "orders", n, 40)
@@ -179,7 +180,7 @@ func TestPartitionAllWork(t *testing.T) {
 func TestPartitionAllRedeliveryAndMaxDeliver(t *testing.T) {
 	for _, n := range partitionCounts {
 		t.Run(fmt.Sprint(n, "-partitions"), func(t *testing.T) {
-			addr, b := testBroker(t, Config{MaxDeliver: 2})
+			addr, b := testBroker(t, testConfig{engine: broker.Config{MaxDeliver: 2}})
 			c := connect(t, addr)
 			createStream(t, b, "jobs", n)
 			poison := place{n - 1, produceAt(t, c, "jobs", n-1, "poison", "", "bad")}
@@ -236,7 +237,7 @@ func drainDeadLetters(t *testing.T, c *rawClient, stream string) []map[string]st
 func TestPartitionAllKeyShared(t *testing.T) {
 	for _, n := range partitionCounts {
 		t.Run(fmt.Sprint(n, "-partitions"), func(t *testing.T) {
-			addr, b := testBroker(t, Config{})
+			addr, b := testBroker(t, testConfig{})
 			producer := connect(t, addr)
 			createStream(t, b, "events", n)
 			stored := spread(t, producer, "events", n, 50)
@@ -270,7 +271,7 @@ func TestPartitionAllKeyShared(t *testing.T) {
 func TestPartitionAllBroadcast(t *testing.T) {
 	for _, n := range partitionCounts {
 		t.Run(fmt.Sprint(n, "-partitions"), func(t *testing.T) {
-			addr, b := testBroker(t, Config{})
+			addr, b := testBroker(t, testConfig{})
 			c := connect(t, addr)
 			createStream(t, b, "feed", n)
 			stored := spread(t, c, "feed", n, 20)
@@ -332,7 +333,7 @@ func TestPartitionAllBroadcast(t *testing.T) {
 func TestPartitionAllStreaming(t *testing.T) {
 	for _, n := range partitionCounts {
 		t.Run(fmt.Sprint(n, "-partitions"), func(t *testing.T) {
-			addr, b := testBroker(t, Config{})
+			addr, b := testBroker(t, testConfig{})
 			c := connect(t, addr)
 			createStream(t, b, "tape", n)
 			stored := spread(t, c, "tape", n, 40)
@@ -366,8 +367,8 @@ func TestPartitionAllStreaming(t *testing.T) {
 func TestPartitionAllRetentionGap(t *testing.T) {
 	for _, n := range partitionCounts {
 		t.Run(fmt.Sprint(n, "-partitions"), func(t *testing.T) {
-			cfg := Config{}
-			cfg.Storage.SegmentSize = segment.MinSegmentSize
+			cfg := testConfig{}
+			cfg.engine.Storage.SegmentSize = segment.MinSegmentSize
 			addr, b := testBroker(t, cfg)
 			c := connect(t, addr)
 			createStream(t, b, "tape", n)
@@ -381,10 +382,7 @@ func TestPartitionAllRetentionGap(t *testing.T) {
 					t.Fatal(e)
 				}
 			}
-			l, werr := b.logFor([]byte("tape"), last)
-			if werr != nil {
-				t.Fatal(werr)
-			}
+			l := testLog(t, b, "tape", last)
 			if deleted, err := l.DeleteBefore(l.Committed() - 1); err != nil || deleted == 0 {
 				t.Fatalf("DeleteBefore: %d %v", deleted, err)
 			}
@@ -404,7 +402,7 @@ func TestPartitionAllRetentionGap(t *testing.T) {
 }
 
 func TestAckNamesAPartition(t *testing.T) {
-	addr, _ := testBroker(t, Config{})
+	addr, _ := testBroker(t, testConfig{})
 	c := connect(t, addr)
 	produceN(t, c, "jobs", 1)
 	c.send(1, &wire.Ack{Stream: []byte("jobs"), Partition: wire.PartitionAll, Group: []byte("g"), Op: wire.AckDone, Entries: []wire.AckEntry{{}}})
@@ -416,7 +414,7 @@ func TestAckNamesAPartition(t *testing.T) {
 // it leaves the first gets them all back. No record is delivered outside
 // its reader's assignment, and none committed-past is lost.
 func TestStreamingAssignment(t *testing.T) {
-	addr, b := testBroker(t, Config{})
+	addr, b := testBroker(t, testConfig{})
 	producer := connect(t, addr)
 	createStream(t, b, "tape", 4)
 	fill := func(perPartition int) {
@@ -466,38 +464,10 @@ func TestStreamingAssignment(t *testing.T) {
 	}
 }
 
-// TestSpanAssignmentBalance: the assignment is disjoint, covers every
-// partition and is balanced for any member count.
-func TestSpanAssignmentBalance(t *testing.T) {
-	var st spanState
-	for members := uint64(1); members <= 6; members++ {
-		st.join(members)
-		owner := map[uint32]uint64{}
-		sizes := map[int]bool{}
-		for m := uint64(1); m <= members; m++ {
-			partitions, _ := st.assigned(m, 8)
-			sizes[len(partitions)] = true
-			for _, p := range partitions {
-				if _, taken := owner[p]; taken {
-					t.Fatalf("%d members: partition %d assigned twice", members, p)
-				}
-				owner[p] = m
-			}
-		}
-		if len(owner) != 8 || len(sizes) > 2 {
-			t.Fatalf("%d members: %d partitions assigned, sizes %v", members, len(owner), sizes)
-		}
-	}
-	st.leave(1)
-	if partitions, gained := st.assigned(2, 8); len(partitions) == 0 || len(gained) == 0 {
-		t.Fatalf("after a leave member 2 has %v, gained %v", partitions, gained)
-	}
-}
-
 // TestPartitionAllLongPollWakesOnAnyPartition: a waiting all-partition
 // Consume is answered when a record becomes durable in any partition.
 func TestPartitionAllLongPollWakesOnAnyPartition(t *testing.T) {
-	addr, b := testBroker(t, Config{})
+	addr, b := testBroker(t, testConfig{})
 	producer, c := connect(t, addr), connect(t, addr)
 	for _, mode := range []uint8{wire.ModeWork, wire.ModeStreaming} {
 		stream := fmt.Sprint("jobs", mode)
@@ -522,7 +492,7 @@ func TestPartitionAllLongPollWakesOnAnyPartition(t *testing.T) {
 // goroutine), not one or two per partition: memory is a function of
 // configuration, not of how many partitions a waiting consumer spans.
 func TestPartitionAllLongPollParksNoGoroutinePerPartition(t *testing.T) {
-	addr, b := testBroker(t, Config{})
+	addr, b := testBroker(t, testConfig{})
 	const partitions = 256
 	createStream(t, b, "wide", partitions)
 	producer, c := connect(t, addr), connect(t, addr)

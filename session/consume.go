@@ -1,9 +1,10 @@
-package broker
+package session
 
 import (
 	"reflect"
 	"time"
 
+	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/security"
 	"github.com/ironbus/ironbus/segment"
@@ -15,8 +16,6 @@ import (
 const (
 	maxConsumeRecords = 10_000
 	defaultMaxBytes   = 1 << 20
-	// consumeRetryAfter is the hint sent with a busy broadcast group.
-	consumeRetryAfter = time.Second
 )
 
 // consume starts answering a Consume on its own goroutine: it may wait for
@@ -55,7 +54,7 @@ func (s *session) consumeRequest(id uint32, c wire.Consume, kind consumer.Type) 
 	if werr := s.streamsFields(c.Partition, c.Filter); werr != nil {
 		return consumeRequest{}, werr
 	}
-	spec := groupSpec{kind: kind}
+	spec := broker.GroupSpec{Type: kind}
 	request := consumeRequest{id: id,
 		max: int(min(max(c.MaxRecords, 1), maxConsumeRecords)), maxBytes: int(c.MaxBytes),
 		lease: time.Duration(c.LeaseMs) * time.Millisecond, deadline: s.waitDeadline(c.WaitMs),
@@ -66,20 +65,20 @@ func (s *session) consumeRequest(id uint32, c wire.Consume, kind consumer.Type) 
 		if kind != consumer.TypeStreaming {
 			// Leased and broadcast records are the group's, not the
 			// request's: a filter on such a Consume is the group's filter.
-			spec.filter = string(c.Filter)
+			spec.Filter = string(c.Filter)
 		} else {
 			request.filter, _ = subject.Compile(c.Filter) // validated by streamsFields
 		}
 	}
-	groups, werr := s.broker.openGroups(c.Stream, c.Partition, c.Group, spec)
-	if werr != nil {
-		return consumeRequest{}, werr
+	groups, err := s.engine.OpenGroups(c.Stream, partitions(c.Partition), c.Group, spec)
+	if err != nil {
+		return consumeRequest{}, wireError(err)
 	}
 	request.anchor, request.all, request.parts = groups[0], groups, groups
 	s.groupsMu.Lock()
 	for _, served := range groups {
 		if _, ok := s.groups[served]; !ok {
-			s.groups[served] = served.group.Committed() // a streaming read starts at the committed position
+			s.groups[served] = served.Consumer().Committed() // a streaming read starts at the committed position
 		}
 	}
 	s.groupsMu.Unlock()
@@ -117,11 +116,11 @@ type consumeRequest struct {
 	// request names, every partition's for wire.PartitionAll, or a
 	// streaming member's assigned ones. Every frame names its group's
 	// partition.
-	parts []*servedGroup
+	parts []*broker.Group
 	// anchor is partition 0's group (or the one named): it holds what
 	// the partitions share, rotation and streaming assignment.
-	anchor *servedGroup
-	all    []*servedGroup // every group the request named
+	anchor *broker.Group
+	all    []*broker.Group // every group the request named
 	// assigned: a streaming PartitionAll member, whose parts follow the
 	// group's assignment.
 	assigned     bool
@@ -140,26 +139,26 @@ type consumeRequest struct {
 // the partitions assigned to it now. A partition it gained is read from
 // the group's committed position there: the previous owner's reads past
 // its last commit are read again, so nothing is lost in a rebalance.
-func (s *session) assignedGroups(anchor *servedGroup, groups []*servedGroup) []*servedGroup {
-	member := s.conn.ID()
-	if anchor.span.join(member) {
-		anchor.wake.notify() // the other members' waits pick up the new assignment
+func (s *session) assignedGroups(anchor *broker.Group, groups []*broker.Group) []*broker.Group {
+	member := s.client.ID()
+	if anchor.JoinAssignment(member) {
+		anchor.Notify() // the other members' waits pick up the new assignment
 		go func() {
 			<-s.ctx.Done()
-			anchor.span.leave(member)
-			anchor.wake.notify()
+			anchor.LeaveAssignment(member)
+			anchor.Notify()
 		}()
 	}
-	partitions, gained := anchor.span.assigned(member, uint32(len(groups)))
+	assigned, gained := anchor.Assigned(member, uint32(len(groups)))
 	if len(gained) > 0 {
 		s.groupsMu.Lock()
 		for _, p := range gained {
-			s.groups[groups[p]] = groups[p].group.Committed()
+			s.groups[groups[p]] = groups[p].Consumer().Committed()
 		}
 		s.groupsMu.Unlock()
 	}
-	parts := make([]*servedGroup, 0, len(partitions))
-	for _, p := range partitions {
+	parts := make([]*broker.Group, 0, len(assigned))
+	for _, p := range assigned {
 		parts = append(parts, groups[p])
 	}
 	return parts
@@ -167,26 +166,25 @@ func (s *session) assignedGroups(anchor *servedGroup, groups []*servedGroup) []*
 
 // partFetch is what one partition's group gave a fetch.
 type partFetch struct {
-	served     *servedGroup
+	served     *broker.Group
 	deliveries []consumer.Delivery
 	gaps       []consumer.Gap
 }
 
 // awaitCreated returns once every group has its first
-// checkpoint behind it (Broker.openGroup creates groups in the
-// background): a group delivers nothing that a power cut could leave it
+// checkpoint behind it (the engine creates groups in the background): a group delivers nothing that a power cut could leave it
 // without, such as the offset a "latest" start resolved to.
-func awaitCreated(groups []*servedGroup) {
+func awaitCreated(groups []*broker.Group) {
 	for _, served := range groups {
-		<-served.group.Created()
+		<-served.Created()
 	}
 }
 
 // allCreated reports whether every group's creation is on disk already.
-func allCreated(groups []*servedGroup) bool {
+func allCreated(groups []*broker.Group) bool {
 	for _, served := range groups {
 		select {
-		case <-served.group.Created():
+		case <-served.Created():
 		default:
 			return false
 		}
@@ -206,7 +204,7 @@ func (s *session) serveConsume(r consumeRequest) {
 		wakes, durable := s.beforeFetch(&r)
 		fetched, records, err := s.fetchAll(r)
 		if err != nil {
-			s.replyFromConsumer(r.id, consumerError(err))
+			s.replyFromConsumer(r.id, wireError(err))
 			return
 		}
 		if records > 0 || hasGaps(fetched) || !r.wait || !time.Now().Before(r.deadline) {
@@ -231,10 +229,10 @@ func (s *session) serveConsume(r consumeRequest) {
 func (s *session) beforeFetch(r *consumeRequest) ([]<-chan struct{}, []uint64) {
 	var wakes []<-chan struct{}
 	if r.wait {
-		wakes = append(wakes, r.anchor.wake.channel()) // an assignment change, partition 0's acks
+		wakes = append(wakes, r.anchor.Changed()) // an assignment change, partition 0's acks
 		for _, served := range r.parts {
 			if served != r.anchor {
-				wakes = append(wakes, served.wake.channel())
+				wakes = append(wakes, served.Changed())
 			}
 		}
 	}
@@ -243,7 +241,7 @@ func (s *session) beforeFetch(r *consumeRequest) ([]<-chan struct{}, []uint64) {
 	}
 	durable := make([]uint64, len(r.parts))
 	for i, served := range r.parts {
-		durable[i] = served.log.Committed()
+		durable[i] = served.Log().Committed()
 	}
 	return wakes, durable
 }
@@ -269,7 +267,7 @@ func (s *session) fetchAll(r consumeRequest) ([]partFetch, int, error) {
 	}
 	start := 0
 	if n > 1 {
-		start = r.anchor.span.start(n)
+		start = r.anchor.Rotation(n)
 	}
 	var fetched []partFetch
 	records, bytes := 0, 0
@@ -301,10 +299,11 @@ func (s *session) fetchAll(r consumeRequest) ([]partFetch, int, error) {
 // connection by the group's type: leased (work, key-shared), from the one
 // reader's position (broadcast), or from this connection's read position
 // (streaming).
-func (s *session) fetch(r consumeRequest, served *servedGroup, limit, maxBytes int) ([]consumer.Delivery, []consumer.Gap, error) {
-	g := served.group
+func (s *session) fetch(r consumeRequest, served *broker.Group, limit, maxBytes int) ([]consumer.Delivery, []consumer.Gap, error) {
+	g := served.Consumer()
 	if g.Type() != consumer.TypeStreaming {
-		return g.Fetch(s.conn.ID(), limit, maxBytes, r.lease)
+		deliveries, gaps, err := g.Fetch(s.client.ID(), limit, maxBytes, r.lease)
+		return deliveries, gaps, broker.Classify(err)
 	}
 	from := s.readPosition(served)
 	deliveries, gaps, err := g.Read(from, limit, maxBytes, r.filter)
@@ -318,11 +317,11 @@ func (s *session) fetch(r consumeRequest, served *servedGroup, limit, maxBytes i
 	s.groupsMu.Lock()
 	s.groups[served] = max(s.groups[served], next)
 	s.groupsMu.Unlock()
-	return deliveries, gaps, err
+	return deliveries, gaps, broker.Classify(err)
 }
 
 // readPosition is where this connection's next streaming read starts.
-func (s *session) readPosition(served *servedGroup) uint64 {
+func (s *session) readPosition(served *broker.Group) uint64 {
 	s.groupsMu.Lock()
 	defer s.groupsMu.Unlock()
 	return s.groups[served]
@@ -344,7 +343,7 @@ func (s *session) replyFromConsumer(requestID uint32, e *wire.Error) {
 func (s *session) waitForRecords(r consumeRequest, wakes []<-chan struct{}, durable []uint64) bool {
 	until := r.deadline
 	for _, served := range r.parts {
-		if due, ok := served.group.NextDue(); ok && due.Before(until) {
+		if due, ok := served.Consumer().NextDue(); ok && due.Before(until) {
 			until = due
 		}
 	}
@@ -359,20 +358,20 @@ func (s *session) waitForRecords(r consumeRequest, wakes []<-chan struct{}, dura
 	for _, wake := range wakes {
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(wake)})
 	}
-	watched := make([]*servedGroup, 0, len(r.parts))
+	watched := make([]*broker.Group, 0, len(r.parts))
 	for i, served := range r.parts {
 		if i >= len(durable) {
 			break
 		}
-		position := served.group.Next()
-		if served.group.Type() == consumer.TypeStreaming {
+		position := served.Consumer().Next()
+		if served.Type() == consumer.TypeStreaming {
 			position = s.readPosition(served)
 		}
 		if position < durable[i] {
 			continue // held back: a new record would not help
 		}
 		watched = append(watched, served)
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(served.log.CommittedChange(position))})
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(served.Log().CommittedChange(position))})
 	}
 	chosen, _, _ := reflect.Select(cases)
 	if s.ctx.Err() != nil {
@@ -380,7 +379,7 @@ func (s *session) waitForRecords(r consumeRequest, wakes []<-chan struct{}, dura
 	}
 	// A log that froze or closed closes its channel for good: waiting
 	// again would spin, so the answer ends.
-	if log := chosen - 2 - len(wakes); log >= 0 && watched[log].log.Halted() != nil {
+	if log := chosen - 2 - len(wakes); log >= 0 && watched[log].Log().Halted() != nil {
 		return false
 	}
 	return chosen != 0
@@ -417,13 +416,13 @@ func (s *session) dropUnsendable(r consumeRequest, fetched []partFetch) *wire.Er
 			for _, back := range fetched {
 				for _, leased := range back.deliveries {
 					if leased.Lease != 0 {
-						back.served.group.Nack(leased.Offset, leased.Lease, 0)
+						back.served.Consumer().Nack(leased.Offset, leased.Lease, 0)
 					}
 				}
-				back.served.wake.notify()
+				back.served.Notify()
 			}
 			return wire.NewError(wire.CodeRecordTooLarge, "the record at offset %d of partition %d has a %d-byte body; a frame you accept holds at most %d: raise Hello max_frame",
-				d.Offset, f.served.key.partition, len(d.Body), r.maxFrameBody)
+				d.Offset, f.served.Partition(), len(d.Body), r.maxFrameBody)
 		}
 	}
 	return nil
@@ -439,7 +438,7 @@ func encodeConsume(r consumeRequest, fetched []partFetch, reason uint8) []byte {
 	}
 	buf := make([]byte, 0, size)
 	for _, f := range fetched {
-		partition := f.served.key.partition
+		partition := f.served.Partition()
 		for _, g := range f.gaps {
 			if !r.gaps {
 				break // the client does not understand Gap; the offsets are simply skipped

@@ -1,11 +1,11 @@
-package broker
+package session
 
 import (
 	"fmt"
 	"testing"
 
+	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/record"
-	"github.com/ironbus/ironbus/subject"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -38,23 +38,22 @@ func BenchmarkRoutedProduce(b *testing.B) {
 // subjects, with that many literal bindings, or one wildcard binding
 // (orders.>) when bindings is 0.
 func benchmarkRoutedProduce(b *testing.B, bindings, subjects int) {
-	addr, broker := testBroker(b, Config{})
-	createTestStream(b, broker, "orders", 1)
-	// The bindings go straight into the router: binding 10,000 subjects
-	// one durable catalog write at a time would take minutes, and only
-	// the router is on the produce path.
+	addr, engine := testBroker(b, testConfig{})
+	createTestStream(b, engine, "orders", 1)
+	// The bindings go in with one catalog write: binding 10,000 subjects
+	// one durable catalog write at a time would take minutes.
 	names := make([]string, max(bindings, subjects))
 	for i := range names {
 		names[i] = fmt.Sprintf("orders.region%d.created", i)
 	}
-	table := []subject.Binding{{Pattern: "orders.>", Stream: "orders"}}
+	table := []broker.Binding{{Pattern: "orders.>", Stream: "orders"}}
 	if bindings > 0 {
 		table = table[:0]
 		for _, name := range names[:bindings] {
-			table = append(table, subject.Binding{Pattern: name, Stream: "orders"})
+			table = append(table, broker.Binding{Pattern: name, Stream: "orders"})
 		}
 	}
-	if err := broker.router.Update(func(*subject.Table) (*subject.Table, error) { return subject.NewTable(table...) }); err != nil {
+	if _, err := engine.BindMany(table); err != nil {
 		b.Fatal(err)
 	}
 	c := connect(b, addr)

@@ -1,4 +1,4 @@
-package broker
+package session
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/wire"
 )
@@ -155,7 +156,7 @@ func entriesOf(deliveries []wire.Deliver) []wire.AckEntry {
 }
 
 func TestGroupTypeMismatchNamesBothTypes(t *testing.T) {
-	addr, _ := testBroker(t, Config{})
+	addr, _ := testBroker(t, testConfig{})
 	c := connect(t, addr)
 	produceN(t, c, "jobs", 1)
 	if a := c.consume(10, wire.Consume{Stream: []byte("jobs"), Group: []byte("g"), Mode: wire.ModeWork, MaxRecords: 1}); a.err != nil {
@@ -180,7 +181,7 @@ func TestGroupTypeMismatchNamesBothTypes(t *testing.T) {
 }
 
 func TestExtendTermRangeAndExpired(t *testing.T) {
-	addr, _ := testBroker(t, Config{})
+	addr, _ := testBroker(t, testConfig{})
 	c := connect(t, addr)
 	produceN(t, c, "jobs", 8)
 	a := c.consume(10, wire.Consume{Stream: []byte("jobs"), Group: []byte("g"), Mode: wire.ModeWork, MaxRecords: 8, LeaseMs: 300})
@@ -220,7 +221,7 @@ func TestExtendTermRangeAndExpired(t *testing.T) {
 }
 
 func TestMaxDeliverMovesOneRecordToTheDeadLetterQueue(t *testing.T) {
-	addr, _ := testBroker(t, Config{MaxDeliver: 3})
+	addr, _ := testBroker(t, testConfig{engine: broker.Config{MaxDeliver: 3}})
 	c := connect(t, addr)
 	produceKeyed(t, c, "jobs", []string{"poison"}, []string{"bad"})
 	for attempt := uint32(1); attempt <= 3; attempt++ {
@@ -270,7 +271,7 @@ func TestMaxDeliverMovesOneRecordToTheDeadLetterQueue(t *testing.T) {
 }
 
 func TestRejectMovesAtOnce(t *testing.T) {
-	addr, _ := testBroker(t, Config{})
+	addr, _ := testBroker(t, testConfig{})
 	c := connect(t, addr)
 	produceN(t, c, "jobs", 2)
 	a := c.consume(10, wire.Consume{Stream: []byte("jobs"), Group: []byte("g"), Mode: wire.ModeWork, MaxRecords: 1})

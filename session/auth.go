@@ -1,4 +1,4 @@
-package broker
+package session
 
 import (
 	"time"
@@ -26,15 +26,15 @@ func notAuthorized() *wire.Error {
 
 // admit applies the pre-authentication gate to a new connection; a
 // refusal has been written to the connection when it returns false.
-func (b *Broker) admit(conn loop.Conn) bool {
-	if b.cfg.Gate == nil {
+func (h *Handler) admit(conn loop.Conn) bool {
+	if h.cfg.Gate == nil {
 		return true
 	}
-	if err := b.cfg.Gate.Admit(conn.RemoteAddr()); err != nil {
+	if err := h.cfg.Gate.Admit(conn.RemoteAddr()); err != nil {
 		e := wire.NewError(wire.CodeTooManyConns, "%v", err)
 		e.RetryAfter = time.Second
 		refuse(conn, e)
-		b.cfg.Audit.Record(security.AuditEvent{Peer: conn.RemoteAddr(), Action: "connect", Outcome: "refused", Detail: err.Error()})
+		h.cfg.Audit.Record(security.AuditEvent{Peer: conn.RemoteAddr(), Action: "connect", Outcome: "refused", Detail: err.Error()})
 		return false
 	}
 	return true
@@ -44,14 +44,14 @@ func (b *Broker) admit(conn loop.Conn) bool {
 func (s *session) releaseGate() {
 	if s.gated {
 		s.gated = false
-		s.broker.cfg.Gate.Release()
+		s.cfg.Gate.Release()
 	}
 }
 
 // authenticateHello checks Hello's credentials on a goroutine while
 // reading is paused; welcome runs there on success.
 func (s *session) authenticateHello(hello wire.Hello, requestID uint32, welcome func()) {
-	auth, gate := s.broker.cfg.Auth, s.broker.cfg.Gate
+	auth, gate := s.cfg.Auth, s.cfg.Gate
 	remote := s.conn.RemoteAddr()
 	material := append([]byte(nil), hello.AuthMaterial...) // the frame goes back to the reader
 	mechanism := hello.AuthMechanism
@@ -66,7 +66,7 @@ func (s *session) authenticateHello(hello wire.Hello, requestID uint32, welcome 
 			if gate != nil {
 				delay = gate.Failed(remote)
 			}
-			s.broker.cfg.Audit.Record(security.AuditEvent{Peer: remote, Action: "auth", Outcome: outcome, Detail: mechanismName(mechanism)})
+			s.cfg.Audit.Record(security.AuditEvent{Peer: remote, Action: "auth", Outcome: outcome, Detail: mechanismName(mechanism)})
 			time.Sleep(delay)
 			e := notAuthorized()
 			e.Closes = true
@@ -77,7 +77,7 @@ func (s *session) authenticateHello(hello wire.Hello, requestID uint32, welcome 
 		if gate != nil {
 			gate.Succeeded(remote)
 		}
-		s.broker.cfg.Audit.Record(security.AuditEvent{Peer: remote, Identity: identity.Name, Action: "auth", Outcome: "ok", Detail: identity.Mechanism})
+		s.cfg.Audit.Record(security.AuditEvent{Peer: remote, Identity: identity.Name, Action: "auth", Outcome: "ok", Detail: identity.Mechanism})
 		s.identity = identity
 		s.quota = auth.Quota(identity)
 		welcome()
@@ -134,13 +134,13 @@ func (s *session) peerIdentity() string {
 // identity was removed from the config, not_authorized with closes set:
 // the caller ends the connection with it (s.fatal).
 func (s *session) authorize(scope security.Scope, stream []byte) (deny *wire.Error, closes bool) {
-	auth := s.broker.cfg.Auth
+	auth := s.cfg.Auth
 	if auth == nil || s.identity == nil {
 		return nil, false
 	}
 	identity, ok := auth.Current(s.identity)
 	if !ok {
-		s.broker.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: s.identity.Name, Action: scope.String(), Outcome: "removed"})
+		s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: s.identity.Name, Action: scope.String(), Outcome: "removed"})
 		return notAuthorized(), true
 	}
 	if identity != s.identity {
@@ -150,7 +150,7 @@ func (s *session) authorize(scope security.Scope, stream []byte) (deny *wire.Err
 	if identity.Allowed(scope, string(stream)) {
 		return nil, false
 	}
-	s.broker.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: identity.Name, Action: scope.String(), Outcome: "denied", Detail: string(stream)})
+	s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: identity.Name, Action: scope.String(), Outcome: "denied", Detail: string(stream)})
 	return wire.NewError(wire.CodePermissionDenied, "identity %q has no %s permission on stream %q", identity.Name, scope, stream), false
 }
 
@@ -188,7 +188,7 @@ func (s *session) auditAdmin(action, detail string) {
 	if s.identity != nil {
 		name = s.identity.Name
 	}
-	s.broker.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: name, Action: action, Outcome: "requested", Detail: detail})
+	s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: name, Action: action, Outcome: "requested", Detail: detail})
 }
 
 // auditUnauthenticatedEnd records a connection that ended before its
@@ -198,5 +198,5 @@ func (s *session) auditUnauthenticatedEnd(outcome, detail string) {
 	if s.handshook || s.identity != nil {
 		return
 	}
-	s.broker.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Action: "handshake", Outcome: outcome, Detail: detail})
+	s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Action: "handshake", Outcome: outcome, Detail: detail})
 }

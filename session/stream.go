@@ -1,4 +1,4 @@
-package broker
+package session
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/wire"
 )
@@ -145,7 +146,7 @@ func (a *streamAnswer) readAll() error {
 	}
 	start := 0
 	if n > 1 {
-		start = r.anchor.span.start(n)
+		start = r.anchor.Rotation(n)
 	}
 	for i := range n {
 		if a.full() {
@@ -165,15 +166,15 @@ func (a *streamAnswer) readAll() error {
 // there up to the request's limits, and moves the position past them. A
 // single record too large for a frame the client accepts is an error the
 // client must fix (its max_frame); the position stays before it.
-func (a *streamAnswer) read(served *servedGroup) error {
+func (a *streamAnswer) read(served *broker.Group) error {
 	s, r := a.session, a.request
 	from := s.readPosition(served)
-	reader := served.log.NewReader(from)
+	reader := served.Log().NewReader(from)
 	defer reader.Close()
-	if filter := served.group.Matcher(r.filter); filter != nil {
+	if filter := served.Consumer().Matcher(r.filter); filter != nil {
 		reader.SetFilter(filter) // only matching records in the runs; the rest come back as filtered gaps
 	}
-	partition := served.key.partition
+	partition := served.Partition()
 	maxFrames := r.maxFrameBody + deliverFields - wire.DeliverBatchHeaderSize
 	next := from
 	defer func() {
@@ -224,7 +225,7 @@ func streamError(err error) *wire.Error {
 	if errors.As(err, &tooLarge) {
 		return wire.NewError(wire.CodeRecordTooLarge, "%v", tooLarge)
 	}
-	return storageError(err)
+	return wireError(broker.Classify(err))
 }
 
 // sendRuns queues parts of an answer, and end after them when set, as

@@ -1,4 +1,4 @@
-package broker
+package session
 
 import (
 	"bufio"
@@ -8,11 +8,14 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/record"
+	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -35,23 +38,39 @@ func testBackend() string {
 	return loop.BackendAuto
 }
 
+// testConfig configures a test broker: its engine and its sessions.
+type testConfig struct {
+	engine  broker.Config
+	session Config
+}
+
 // testBroker runs a broker on a loopback listener.
-func testBroker(t testing.TB, cfg Config) (string, *Broker) {
+func testBroker(t testing.TB, cfg testConfig) (string, *broker.Broker) {
 	t.Helper()
 	return testBrokerOn(t, cfg, loop.Config{})
 }
 
-// testBrokerOn is testBroker with the network backend configured.
-func testBrokerOn(t testing.TB, cfg Config, network loop.Config) (string, *Broker) {
+// testHandler is the wire handler over b.
+func testHandler(t testing.TB, b *broker.Broker, cfg Config) *Handler {
 	t.Helper()
-	if cfg.DataDir == "" {
-		cfg.DataDir = t.TempDir()
-	}
-	b, err := Open(cfg)
+	handler, err := NewHandler(b, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	server, _, err := loop.New(testBackend(), network, b)
+	return handler
+}
+
+// testBrokerOn is testBroker with the network backend configured.
+func testBrokerOn(t testing.TB, cfg testConfig, network loop.Config) (string, *broker.Broker) {
+	t.Helper()
+	if cfg.engine.DataDir == "" {
+		cfg.engine.DataDir = t.TempDir()
+	}
+	b, err := broker.Open(cfg.engine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, _, err := loop.New(testBackend(), network, testHandler(t, b, cfg.session))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +89,38 @@ func testBrokerOn(t testing.TB, cfg Config, network loop.Config) (string, *Broke
 		_ = b.Close()
 	})
 	return bound.String(), b
+}
+
+// testLog is a stream partition's log, which must exist.
+func testLog(t testing.TB, b *broker.Broker, stream string, partition uint32) *segment.Log {
+	t.Helper()
+	served, err := b.Stream([]byte(stream))
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, err := served.Partition(partition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return part.Log()
+}
+
+// allLogs is every open log of every stream.
+func allLogs(t testing.TB, b *broker.Broker) []*segment.Log {
+	t.Helper()
+	var logs []*segment.Log
+	for _, info := range b.Streams() {
+		served, err := b.Stream([]byte(info.Name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p := range served.Partitions() {
+			if part, err := served.Partition(p); err == nil {
+				logs = append(logs, part.Log())
+			}
+		}
+	}
+	return logs
 }
 
 // rawClient speaks frames directly, so tests control every byte.
@@ -136,7 +187,7 @@ func recordBody(payload string) ([]byte, uint32) {
 }
 
 func TestProduceAcksAreDurableOffsets(t *testing.T) {
-	addr, _ := testBroker(t, Config{})
+	addr, _ := testBroker(t, testConfig{})
 	c := dialRaw(t, addr)
 	c.handshake()
 	const n = 500
@@ -169,7 +220,7 @@ func TestProduceAcksAreDurableOffsets(t *testing.T) {
 }
 
 func TestBadInputGetsStructuredErrors(t *testing.T) {
-	addr, _ := testBroker(t, Config{})
+	addr, _ := testBroker(t, testConfig{})
 	c := dialRaw(t, addr)
 	c.handshake()
 	body, crc := recordBody("x")
@@ -201,7 +252,7 @@ func TestBadInputGetsStructuredErrors(t *testing.T) {
 }
 
 func TestFrameBeforeHelloCloses(t *testing.T) {
-	addr, _ := testBroker(t, Config{})
+	addr, _ := testBroker(t, testConfig{})
 	c := dialRaw(t, addr)
 	c.send(1, &wire.Ping{})
 	expectError(t, c.read(), 1, wire.CodeHandshake)
@@ -220,7 +271,7 @@ func expectError(t *testing.T, frame wire.Frame, id uint32, code wire.Code) *wir
 }
 
 func TestConsumeLeasesAckAndRelease(t *testing.T) {
-	addr, _ := testBroker(t, Config{})
+	addr, _ := testBroker(t, testConfig{})
 	producer := dialRaw(t, addr)
 	producer.handshake()
 	for i := 1; i <= 5; i++ {
@@ -269,5 +320,54 @@ func TestConsumeLeasesAckAndRelease(t *testing.T) {
 	}
 	if len(offsets) == 0 {
 		t.Fatal("nothing redelivered after the first worker disconnected")
+	}
+}
+
+// TestUnknownStreamIsNotFound: consume, open group, every ack op and the
+// admin verbs answer not_found naming the stream, and create nothing;
+// a publish creates the stream unless the engine is told not to.
+func TestUnknownStreamIsNotFound(t *testing.T) {
+	for _, disabled := range []bool{false, true} {
+		t.Run(fmt.Sprint("auto-create off=", disabled), func(t *testing.T) {
+			addr, b := testBroker(t, testConfig{engine: broker.Config{DisableAutoCreateStreams: disabled}})
+			c := dialRaw(t, addr)
+			c.handshake()
+			requests := []wire.Message{
+				&wire.Consume{Stream: []byte("typo"), Group: []byte("g"), Mode: wire.ModeWork, MaxRecords: 1},
+				&wire.Consume{Stream: []byte("typo"), Partition: wire.PartitionAll, Group: []byte("g"), Mode: wire.ModeStreaming, MaxRecords: 1},
+				&wire.Consume{Stream: []byte(".dlq.typo"), Group: []byte("g"), Mode: wire.ModeWork, MaxRecords: 1},
+				&wire.OpenGroup{Stream: []byte("typo"), Group: []byte("g"), Mode: wire.ModeBroadcast},
+				&wire.Ack{Stream: []byte("typo"), Group: []byte("g"), Op: wire.AckDone, Entries: []wire.AckEntry{{Offset: 0, Lease: 1}}},
+				&wire.Ack{Stream: []byte("typo"), Group: []byte("g"), Op: wire.AckCumulative, Entries: []wire.AckEntry{{Offset: 0}}},
+				&wire.Ack{Stream: []byte("typo"), Group: []byte("g"), Op: wire.AckCommit, Entries: []wire.AckEntry{{Offset: 0}}},
+				&wire.GroupAdmin{Op: wire.GroupOpList, Stream: []byte("typo")},
+				&wire.GroupAdmin{Op: wire.GroupOpReset, Stream: []byte("typo"), Group: []byte("g")},
+				&wire.DeadLetterAdmin{Op: wire.DeadLetterOpList, Stream: []byte("typo")},
+				&wire.DeadLetterAdmin{Op: wire.DeadLetterOpRedrive, Stream: []byte("typo"), Max: 1},
+				&wire.StreamAdmin{Op: wire.StreamOpInfo, Stream: []byte("typo")},
+				&wire.StreamAdmin{Op: wire.StreamOpRemove, Flags: wire.StreamForce, Stream: []byte("typo")},
+				&wire.StreamAdmin{Op: wire.StreamOpBind, Stream: []byte("typo"), Pattern: []byte("typo.>")},
+			}
+			for i, m := range requests {
+				id := uint32(i + 1)
+				c.send(id, m)
+				if e := expectError(t, c.read(), id, wire.CodeNotFound); !strings.Contains(e.Message, "typo") {
+					t.Fatalf("%T: %q does not name the stream", m, e.Message)
+				}
+			}
+			if streams := b.Streams(); len(streams) != 0 {
+				t.Fatalf("requests about an unknown stream created %+v", streams)
+			}
+			body, crc := recordBody("x")
+			c.send(100, &wire.Produce{Stream: []byte("typo"), BodyCRC: crc, Body: body})
+			frame := c.read()
+			if disabled {
+				expectError(t, frame, 100, wire.CodeNotFound)
+				return
+			}
+			if frame.Type != wire.TypeProduceAck {
+				t.Fatalf("a first publish answered %v", frame.Type)
+			}
+		})
 	}
 }

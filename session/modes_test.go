@@ -1,4 +1,4 @@
-package broker
+package session
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/wire"
 )
@@ -14,7 +15,7 @@ import (
 // dies holding leases. The survivor gets every record, each key's in
 // offset order, the dead one's first in line, with no wait for a lease.
 func TestKeySharedOrderWhenAMemberDies(t *testing.T) {
-	addr, _ := testBroker(t, Config{})
+	addr, _ := testBroker(t, testConfig{})
 	producer := connect(t, addr)
 	var keys, payloads []string
 	for i := range 50 {
@@ -57,7 +58,7 @@ func TestKeySharedOrderWhenAMemberDies(t *testing.T) {
 }
 
 func TestBroadcastCumulativeAck(t *testing.T) {
-	addr, _ := testBroker(t, Config{})
+	addr, _ := testBroker(t, testConfig{})
 	c := connect(t, addr)
 	produceN(t, c, "feed", 10)
 	consume := wire.Consume{Stream: []byte("feed"), Group: []byte("b"), Mode: wire.ModeBroadcast, MaxRecords: 100}
@@ -89,7 +90,7 @@ func TestBroadcastCumulativeAck(t *testing.T) {
 }
 
 func TestStreamingReadAndCommit(t *testing.T) {
-	addr, _ := testBroker(t, Config{})
+	addr, _ := testBroker(t, testConfig{})
 	c := connect(t, addr)
 	produceN(t, c, "log", 10)
 	consume := wire.Consume{Stream: []byte("log"), Group: []byte("s"), Mode: wire.ModeStreaming, MaxRecords: 4}
@@ -115,7 +116,7 @@ func TestStreamingReadAndCommit(t *testing.T) {
 }
 
 func TestStartPositions(t *testing.T) {
-	addr, _ := testBroker(t, Config{})
+	addr, _ := testBroker(t, testConfig{})
 	c := connect(t, addr)
 	produceN(t, c, "s", 5)
 	time.Sleep(30 * time.Millisecond)
@@ -162,7 +163,7 @@ func waitedAnswer(c *rawClient, id uint32, m wire.Consume) <-chan answer {
 }
 
 func TestLongPollWakesOnDurableRecord(t *testing.T) {
-	addr, _ := testBroker(t, Config{})
+	addr, _ := testBroker(t, testConfig{})
 	c, producer := connect(t, addr), connect(t, addr)
 	produceN(t, producer, "jobs", 1)
 	c.consume(1, wire.Consume{Stream: []byte("jobs"), Group: []byte("g"), Mode: wire.ModeWork, MaxRecords: 1})
@@ -185,7 +186,7 @@ func TestLongPollWakesOnDurableRecord(t *testing.T) {
 // the record at once when the holder nacks it, and the next one at once
 // when it is acked.
 func TestLongPollWakesOnNackAndAck(t *testing.T) {
-	addr, _ := testBroker(t, Config{MaxInFlight: 1})
+	addr, _ := testBroker(t, testConfig{engine: broker.Config{MaxInFlight: 1}})
 	holder, waiter := connect(t, addr), connect(t, addr)
 	produceN(t, holder, "jobs", 2)
 	consume := wire.Consume{Stream: []byte("jobs"), Group: []byte("g"), Mode: wire.ModeWork, MaxRecords: 1, LeaseMs: 60_000}

@@ -1,4 +1,4 @@
-package broker
+package session
 
 import (
 	"bufio"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -89,8 +90,8 @@ func (c *rawClient) alive(id uint32) bool {
 }
 
 // hostileConfig keeps waits short so that a random Consume parks briefly.
-func hostileConfig() Config {
-	return Config{MaxConsumeWait: 200 * time.Millisecond, HandshakeTimeout: 2 * time.Second, MaxStreams: 64}
+func hostileConfig() testConfig {
+	return testConfig{engine: broker.Config{MaxStreams: 64}, session: Config{MaxConsumeWait: 200 * time.Millisecond, HandshakeTimeout: 2 * time.Second}}
 }
 
 func TestHostileRandomBodiesOfEveryType(t *testing.T) {
@@ -199,7 +200,7 @@ func TestHostileHandshakes(t *testing.T) {
 func TestHostileLengthsAtTheLimits(t *testing.T) {
 	const maxFrame = wire.MinMaxFrame * 4
 	cfg := hostileConfig()
-	cfg.MaxFrame = maxFrame
+	cfg.session.MaxFrame = maxFrame
 	addr, b := testBroker(t, cfg)
 	c := dialRaw(t, addr)
 	welcome := c.handshake()
@@ -259,7 +260,7 @@ func TestHostileLengthsAtTheLimits(t *testing.T) {
 // the handshake timeout allows: the broker closes it with a timeout.
 func TestHostileSlowlorisWriter(t *testing.T) {
 	cfg := hostileConfig()
-	cfg.HandshakeTimeout = 300 * time.Millisecond
+	cfg.session.HandshakeTimeout = 300 * time.Millisecond
 	addr, b := testBroker(t, cfg)
 	c := dialRaw(t, addr)
 	hello := wire.Append(nil, 1, &wire.Hello{MinVersion: 1, MaxVersion: 1, MaxFrame: wire.DefaultMaxFrame, Window: 8})
@@ -289,8 +290,8 @@ func TestHostileSlowlorisWriter(t *testing.T) {
 // the while, and the broker's memory for the stalled one stays bounded.
 func TestHostileClientThatNeverReads(t *testing.T) {
 	cfg := hostileConfig()
-	cfg.Window = 64
-	cfg.ConnectionOutput = 64 << 10
+	cfg.session.Window = 64
+	cfg.session.ConnectionOutput = 64 << 10
 	addr, b := testBroker(t, cfg)
 	stalled := dialRaw(t, addr)
 	stalled.handshake()
@@ -311,7 +312,7 @@ func TestHostileClientThatNeverReads(t *testing.T) {
 
 // expectServing checks the broker still acknowledges a well-behaved
 // producer promptly after the abuse, and that nothing was frozen.
-func expectServing(t *testing.T, addr string, b *Broker) {
+func expectServing(t *testing.T, addr string, b *broker.Broker) {
 	t.Helper()
 	c := dialRaw(t, addr)
 	c.handshake()
@@ -326,7 +327,7 @@ func expectServing(t *testing.T, addr string, b *Broker) {
 			t.Fatalf("a healthy producer got %v after the abuse: %+v", frame.Type, e)
 		}
 	}
-	for _, l := range b.streamLogs() {
+	for _, l := range allLogs(t, b) {
 		if err := l.Err(); err != nil {
 			t.Fatalf("log %s froze: %v", l.ID(), err)
 		}

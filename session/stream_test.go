@@ -1,4 +1,4 @@
-package broker
+package session
 
 import (
 	"slices"
@@ -55,8 +55,8 @@ func offsetRange(from, to uint64) []uint64 {
 // across sealed and active segments, resumes from its commit on a new
 // connection, and an older client gets the same records as Deliver.
 func TestStreamingDeliverBatch(t *testing.T) {
-	cfg := Config{}
-	cfg.Storage.SegmentSize = segment.MinSegmentSize
+	cfg := testConfig{}
+	cfg.engine.Storage.SegmentSize = segment.MinSegmentSize
 	addr, _ := testBroker(t, cfg)
 	c := connect(t, addr)
 	produceN(t, c, "tape", 600) // several 64 KiB segments
@@ -97,8 +97,8 @@ func TestStreamingDeliverBatch(t *testing.T) {
 // TestStreamingDeliverBatchGap: records removed by retention under a
 // streaming reader come as one Gap advisory, then the run goes on.
 func TestStreamingDeliverBatchGap(t *testing.T) {
-	cfg := Config{}
-	cfg.Storage.SegmentSize = segment.MinSegmentSize
+	cfg := testConfig{}
+	cfg.engine.Storage.SegmentSize = segment.MinSegmentSize
 	addr, b := testBroker(t, cfg)
 	c := connect(t, addr)
 	produceN(t, c, "tape", 600)
@@ -106,10 +106,7 @@ func TestStreamingDeliverBatchGap(t *testing.T) {
 	if a := c.consume(9, consume); !slices.Equal(offsetsOf(a.deliveries), []uint64{0}) {
 		t.Fatalf("first read %v", offsetsOf(a.deliveries))
 	}
-	log, werr := b.logFor([]byte("tape"), 0)
-	if werr != nil {
-		t.Fatal(werr)
-	}
+	log := testLog(t, b, "tape", 0)
 	if deleted, err := log.DeleteBefore(log.Committed() - 1); err != nil || deleted == 0 {
 		t.Fatalf("DeleteBefore: %d %v", deleted, err)
 	}

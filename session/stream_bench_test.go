@@ -1,4 +1,4 @@
-package broker
+package session
 
 import (
 	"context"
@@ -24,7 +24,7 @@ func BenchmarkSparseStream(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = chunks.Close() })
-	addr, _ := testBrokerOn(b, Config{}, loop.Config{OutputBuffers: chunks})
+	addr, _ := testBrokerOn(b, testConfig{}, loop.Config{OutputBuffers: chunks})
 	ctx := context.Background()
 	c, err := client.Dial(ctx, addr, client.Options{ClientName: "bench", Window: 4096})
 	if err != nil {

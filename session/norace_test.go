@@ -1,5 +1,5 @@
 //go:build !race
 
-package broker
+package session
 
 const raceEnabled = false

@@ -1,0 +1,231 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ironbus/ironbus/broker"
+	"github.com/ironbus/ironbus/security"
+	"github.com/ironbus/ironbus/wire"
+)
+
+// The admin verbs (GroupAdmin, DeadLetterAdmin, StreamAdmin). They touch
+// checkpoint files and wait for durable appends, so each runs on a
+// goroutine of its own rather than on the connection's reader, like a
+// rejection does.
+
+// adminRequest runs one group or dead-letter admin request off the reader
+// and sends its answer.
+func (s *session) adminRequest(frame wire.Frame) error {
+	if s.capabilities&wire.CapAdmin == 0 {
+		s.reply(frame.RequestID, wire.NewError(wire.CodeInvalidRequest, "%v is served only on connections with the admin capability", frame.Type))
+		return nil
+	}
+	var serve func() wire.Message
+	switch frame.Type {
+	case wire.TypeGroupAdmin:
+		m, err := wire.DecodeGroupAdmin(frame.Body)
+		if err != nil {
+			return s.malformed(frame, err)
+		}
+		if refused, err := s.refused(security.ScopeAdmin, m.Stream, frame.RequestID); refused {
+			return err
+		}
+		s.auditAdmin("admin.group", fmt.Sprintf("op %d stream %q group %q", m.Op, m.Stream, m.Group))
+		m.Stream, m.Group = clone(m.Stream), clone(m.Group) // the body goes back to the reader
+		serve = func() wire.Message { return adminAnswer(s.groupAdmin(m)) }
+	default:
+		m, err := wire.DecodeDeadLetterAdmin(frame.Body)
+		if err != nil {
+			return s.malformed(frame, err)
+		}
+		if refused, err := s.refused(security.ScopeAdmin, m.Stream, frame.RequestID); refused {
+			return err
+		}
+		s.auditAdmin("admin.dlq", fmt.Sprintf("op %d stream %q", m.Op, m.Stream))
+		m.Stream = clone(m.Stream)
+		serve = func() wire.Message { return adminAnswer(s.deadLetterAdmin(m)) }
+	}
+	s.consumers.Add(1)
+	go func() {
+		defer s.consumers.Done()
+		s.out.frame(wire.Append(nil, frame.RequestID, serve()))
+	}()
+	return nil
+}
+
+func clone(b []byte) []byte { return append([]byte(nil), b...) }
+
+// adminAnswer returns the reply, or the error in its place.
+func adminAnswer[M wire.Message](reply M, err error) wire.Message {
+	if err != nil {
+		return wireError(err)
+	}
+	return reply
+}
+
+// groupAdmin serves one GroupAdmin request.
+func (s *session) groupAdmin(m wire.GroupAdmin) (*wire.GroupList, error) {
+	stream, group := string(m.Stream), string(m.Group)
+	var states []broker.GroupState
+	var state broker.GroupState
+	var err error
+	switch m.Op {
+	case wire.GroupOpList:
+		states, err = s.engine.ListGroups(stream, m.Partition)
+	case wire.GroupOpInfo:
+		state, err = s.engine.GroupInfo(stream, m.Partition, group)
+		states = []broker.GroupState{state}
+	case wire.GroupOpReset:
+		state, err = s.engine.ResetGroup(stream, m.Partition, group, startPosition(m.TargetKind, m.TargetValue))
+		states = []broker.GroupState{state}
+	case wire.GroupOpDelete:
+		state, err = s.engine.DeleteGroup(stream, m.Partition, group)
+		states = []broker.GroupState{state}
+	default:
+		return nil, wire.NewError(wire.CodeInvalidRequest, "group admin op %d: the ops are list (0), info (1), reset (2) and delete (3)", m.Op)
+	}
+	if err != nil {
+		return nil, err
+	}
+	list := &wire.GroupList{Groups: make([]wire.GroupState, 0, len(states))}
+	for _, state := range states {
+		list.Groups = append(list.Groups, groupState(state))
+	}
+	return list, nil
+}
+
+func groupState(g broker.GroupState) wire.GroupState {
+	s := g.Summary
+	return wire.GroupState{Stream: []byte(g.Stream), Partition: g.Partition, Group: []byte(s.Name), Mode: typeMode(s.Type),
+		Committed: s.Committed, AckedAhead: s.AckedAhead, Unsettled: uint32(s.Unsettled), MostDeliveries: s.MostDeliveries,
+		PendingMoves: uint32(s.PendingMoves), LogEnd: g.LogEnd, Members: uint32(s.Members), Leased: uint32(s.Leased)}
+}
+
+// deadLetterAdmin serves one DeadLetterAdmin request.
+func (s *session) deadLetterAdmin(m wire.DeadLetterAdmin) (*wire.DeadLetterState, error) {
+	switch m.Op {
+	case wire.DeadLetterOpList:
+		queues, err := s.engine.DeadLetterQueues(string(m.Stream))
+		if err != nil {
+			return nil, err
+		}
+		state := &wire.DeadLetterState{Queues: make([]wire.DeadLetterQueue, 0, len(queues))}
+		for _, queue := range queues {
+			state.Queues = append(state.Queues, deadLetterQueue(queue))
+		}
+		return state, nil
+	case wire.DeadLetterOpRedrive:
+		result, queue, err := s.engine.Redrive(s.ctx, string(m.Stream), int(m.Max))
+		if err != nil {
+			return nil, err
+		}
+		return &wire.DeadLetterState{Republished: result.Republished, Skipped: result.Skipped,
+			Queues: []wire.DeadLetterQueue{deadLetterQueue(queue)}}, nil
+	}
+	return nil, wire.NewError(wire.CodeInvalidRequest, "dead-letter admin op %d: the ops are list (0) and redrive (1)", m.Op)
+}
+
+func deadLetterQueue(q broker.DeadLetterQueue) wire.DeadLetterQueue {
+	return wire.DeadLetterQueue{Stream: []byte(q.Stream), First: q.First, End: q.End, Redriven: q.Redriven}
+}
+
+// streamAdminRequest serves StreamAdmin (admin and streams capabilities,
+// admin scope). Changes are answered once durable, off the reading
+// goroutine.
+func (s *session) streamAdminRequest(frame wire.Frame) error {
+	if s.capabilities&wire.CapAdmin == 0 || s.capabilities&wire.CapStreams == 0 {
+		s.reply(frame.RequestID, wire.NewError(wire.CodeInvalidRequest, "StreamAdmin is served only on connections with the admin and streams capabilities"))
+		return nil
+	}
+	m, err := wire.DecodeStreamAdmin(frame.Body)
+	if err != nil {
+		return s.malformed(frame, err)
+	}
+	if refused, err := s.refused(security.ScopeAdmin, m.Stream, frame.RequestID); refused {
+		return err
+	}
+	s.auditAdmin("admin.stream", fmt.Sprintf("op %d stream %q pattern %q", m.Op, m.Stream, m.Pattern))
+	m.Stream, m.Pattern = clone(m.Stream), clone(m.Pattern) // the body goes back to the reader
+	s.consumers.Add(1)
+	go func() {
+		defer s.consumers.Done()
+		s.out.frame(wire.Append(nil, frame.RequestID, adminAnswer(s.streamAdmin(s.ctx, m))))
+	}()
+	return nil
+}
+
+// streamAdmin serves one StreamAdmin request.
+func (s *session) streamAdmin(ctx context.Context, m wire.StreamAdmin) (*wire.StreamList, error) {
+	name := string(m.Stream)
+	force := m.Flags&wire.StreamForce != 0
+	switch m.Op {
+	case wire.StreamOpList:
+		return streamList(s.engine.Streams(), s.engine.Bindings()), nil
+	case wire.StreamOpInfo:
+		return describedStream(s.engine.DescribeStream(name))
+	case wire.StreamOpCreate:
+		settings := broker.StreamSettings{Name: name, Partitions: m.Partitions, MaxBytes: m.MaxBytes,
+			MaxAge: time.Duration(min(m.MaxAgeMs, uint64(1<<62)/uint64(time.Millisecond))) * time.Millisecond, MaxRecords: m.MaxRecords}
+		return describedStream(s.engine.CreateStream(settings))
+	case wire.StreamOpPurge, wire.StreamOpRemove:
+		if !force {
+			return nil, wire.NewError(wire.CodeInvalidRequest, "%s drops every record of stream %q: it needs the force flag (ironbus stream %s --force)",
+				opName(m.Op), name, opName(m.Op))
+		}
+		if m.Op == wire.StreamOpPurge {
+			return describedStream(s.engine.PurgeStream(ctx, name))
+		}
+		return describedStream(s.engine.RemoveStream(name))
+	case wire.StreamOpBind:
+		return boundList(s.engine.Bind(string(m.Pattern), name))
+	case wire.StreamOpUnbind:
+		return boundList(s.engine.Unbind(string(m.Pattern)))
+	}
+	return nil, wire.NewError(wire.CodeInvalidRequest, "stream admin op %d: the ops are list (0), info (1), create (2), purge (3), remove (4), bind (5) and unbind (6)", m.Op)
+}
+
+func opName(op uint8) string {
+	if op == wire.StreamOpPurge {
+		return "purge"
+	}
+	return "rm"
+}
+
+func describedStream(info broker.StreamInfo, bindings []broker.Binding, err error) (*wire.StreamList, error) {
+	if err != nil {
+		return nil, err
+	}
+	return streamList([]broker.StreamInfo{info}, bindings), nil
+}
+
+func boundList(bindings []broker.Binding, err error) (*wire.StreamList, error) {
+	if err != nil {
+		return nil, err
+	}
+	return streamList(nil, bindings), nil
+}
+
+func streamList(streams []broker.StreamInfo, bindings []broker.Binding) *wire.StreamList {
+	list := &wire.StreamList{Streams: make([]wire.StreamState, 0, len(streams)), Bindings: make([]wire.StreamBinding, 0, len(bindings))}
+	for _, info := range streams {
+		list.Streams = append(list.Streams, streamState(info))
+	}
+	for _, binding := range bindings {
+		list.Bindings = append(list.Bindings, wire.StreamBinding{Pattern: []byte(binding.Pattern), Stream: []byte(binding.Stream)})
+	}
+	return list
+}
+
+func streamState(info broker.StreamInfo) wire.StreamState {
+	state := wire.StreamState{Name: []byte(info.Name), MaxBytes: info.MaxBytes, MaxAgeMs: uint64(info.MaxAge.Milliseconds()),
+		MaxRecords: info.MaxRecords, Groups: uint32(info.Groups), Partitions: make([]wire.StreamPartition, len(info.Partitions))}
+	if !info.Created.IsZero() {
+		state.CreatedMs = uint64(info.Created.UnixMilli())
+	}
+	for p, part := range info.Partitions {
+		state.Partitions[p] = wire.StreamPartition{First: part.First, End: part.End, Bytes: part.Bytes}
+	}
+	return state
+}

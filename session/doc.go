@@ -1,0 +1,44 @@
+// Package session serves the IronBus wire protocol (package wire) over the
+// engine of package broker. Handler implements loop.Handler, so it sees
+// frames, never sockets: a loop backend hands each connection's bytes to
+// its session, and the session turns frames into engine calls and engine
+// results and errors into frames.
+//
+// What it owns, per connection:
+//
+//   - The handshake (Hello, Welcome) within HandshakeTimeout for the whole
+//     of it, authentication of Hello off the reader and authorization of
+//     every request against the identity in force (auth.go), with the
+//     pre-authentication gate and the audit log.
+//   - The produce path (session.go, place.go, writer.go): each Produce is
+//     placed (authorized, checked by the engine, routed, given a
+//     partition) and joins the current run of records for one partition;
+//     a run is appended with one Partition.TryAppend, and its ack group
+//     {ticket, request ids} goes to the connection's writer, which waits
+//     for the ticket and writes every ProduceAck that is ready in one
+//     write. A lone small run at the end of the input is committed inline
+//     where the backend allows it (Partition.TryCommit) and answered from
+//     the reader.
+//   - Backpressure, never a drop: a connection has at most Window produce
+//     requests read and not yet acknowledged (credits); a full window, a
+//     full staging buffer (broker.ErrFull), a large record waiting for the
+//     large-record pool, or a reply queue over ConnectionOutput pauses
+//     reading. A run that could not be appended is handed back unconsumed
+//     and read again after the resume, so nothing is done twice.
+//   - Consume long polls (consume.go, stream.go) on goroutines of their
+//     own, woken by durable records, by acks that free a credit or a key,
+//     and by membership changes; the ack ops (ack.go); group, dead-letter
+//     and stream administration off the reader (admin.go).
+//   - The mapping of engine error kinds to wire codes (handler.go,
+//     wireError): the message is the engine error's text.
+//
+// The produce-run state machine and the lock order are drawn in
+// docs/ARCHITECTURE-sessions.md.
+//
+// Invariants: an acknowledgement means the record is durable (its ticket
+// completed after its fdatasync); acks of one connection are written in
+// request order; the produce path does not allocate per message in steady
+// state; a bad frame gets a structured error and, when the byte stream can
+// no longer be trusted, the connection is closed: never a panic, and other
+// connections are unaffected.
+package session

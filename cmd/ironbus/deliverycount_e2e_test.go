@@ -20,6 +20,9 @@ func TestServeRestartKeepsAFirstDelivery(t *testing.T) {
 	// The group exists and is checkpointed before the record comes, so
 	// only the delivery itself can make its count durable.
 	consumer := dialConsumer(t, broker.addr)
+	if _, err := consumer.CreateStream(ctx, "orders", client.StreamSettings{Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := consumer.OpenGroup(ctx, "orders", "workers", client.GroupOptions{}); err != nil {
 		t.Fatal(err)
 	}

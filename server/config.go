@@ -175,7 +175,7 @@ type Config struct {
 	// 1 TiB.
 	AuditMaxBytes int64
 	// SecurityReloadInterval is how often the TLS and auth files are
-	// checked for changes [security_reload_interval]: 100 ms to 24 h.
+	// checked for changes [security_reload_interval]: 10 ms to 24 h.
 	SecurityReloadInterval time.Duration
 	// MaxHalfOpen bounds connections accepted but not through Hello
 	// [max_half_open]: 1 to 65,536.

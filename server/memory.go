@@ -43,6 +43,11 @@ func (cfg Config) Budget() (Budget, error) {
 	if err := cfg.Validate(); err != nil {
 		return Budget{}, err
 	}
+	if cfg.DataDir == "" && cfg.Storage == StorageDisk {
+		// The engine's share of the budget wants a directory name; nothing
+		// opens it.
+		cfg.DataDir = "unset"
+	}
 	engine, err := engineConfig(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return Budget{}, err
@@ -198,4 +203,18 @@ func ceilingText(ceiling int64) string {
 		return "none"
 	}
 	return arena.FormatBytes(ceiling)
+}
+
+// Check returns nil when the budget fits its ceiling; otherwise an error
+// wrapping ErrOverBudget that lists every line with the settings that
+// size it, so the refusal says what to change.
+func (b Budget) Check() error {
+	budget := arena.NewBudget()
+	for _, line := range b.Lines {
+		budget.Register(line.Name, line.Knob, line.Bytes)
+	}
+	if err := budget.Check(b.Ceiling); err != nil {
+		return fmt.Errorf("%w: %w", ErrOverBudget, err)
+	}
+	return nil
 }

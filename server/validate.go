@@ -122,9 +122,22 @@ func (b bound) format(value int64) string {
 	case unitBytes:
 		return arena.FormatBytes(value)
 	case unitDuration:
-		return time.Duration(value).String()
+		return formatDuration(time.Duration(value))
 	}
 	return strconv.FormatInt(value, 10)
+}
+
+// formatDuration writes d as time.ParseDuration reads it, without the
+// zero minutes and seconds of a whole hour or minute ("5m", "24h").
+func formatDuration(d time.Duration) string {
+	text := d.String()
+	if trimmed, ok := strings.CutSuffix(text, "m0s"); ok {
+		text = trimmed + "m"
+	}
+	if trimmed, ok := strings.CutSuffix(text, "h0m"); ok {
+		text = trimmed + "h"
+	}
+	return text
 }
 
 func formatRate(rate float64) string { return strconv.FormatFloat(rate, 'f', -1, 64) }

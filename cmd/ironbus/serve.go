@@ -72,12 +72,15 @@ not part of the budget.
 Configuration: every flag is also a key of the --config TOML file
 (--segment-bytes is segment_bytes) and an environment variable
 (IRONBUS_SEGMENT_BYTES). Precedence: flag > environment > file > profile >
-default. --profile edge-tiny (small devices, 64MiB ceiling), balanced (the
-defaults) or throughput sets every knob you do not set otherwise; --edge is
-the old name of edge-tiny. Unknown file keys are refused. SIGHUP re-reads the
-file and applies what can change while running (--log-level), logging every
-other change as needing a restart. "ironbus config print" shows each value
-and where it came from; docs/CONFIG.md has the details.
+default. Every number has bounds (docs/CONFIG.md): a value outside them
+exits 1 naming it, its range and where it came from. --profile edge-tiny
+(small devices, 64MiB ceiling), balanced (the defaults) or throughput sets
+every knob you do not set otherwise; --edge is the old name of edge-tiny.
+Unknown file keys are refused. SIGHUP re-reads the TLS and auth files and
+the config file, and applies what can change while running (--log-level,
+retention), logging every other change as needing a restart. "ironbus
+config print" shows each value and where it came from; docs/CONFIG.md has
+the details.
 
 --storage memory keeps everything in RAM and nothing survives the process; it
 needs --accept-memory-storage-loss and --memory-storage-cap.
@@ -132,7 +135,7 @@ func newServeCommand(opts *globalOptions) (*cobra.Command, *serveOptions) {
 	flags.DurationVar(&cfg.DLQRetention, "dlq-retention", cfg.DLQRetention,
 		"drop dead letters older than this (whole segments; 0 keeps them forever)")
 	flags.DurationVar(&cfg.CheckpointInterval, "checkpoint-interval", cfg.CheckpointInterval,
-		"how often consumer group cursors are persisted (a crash redelivers at most this much of acknowledged work)")
+		"how often consumer group cursors are persisted; after a crash, what was acknowledged since the last one is delivered again")
 	flags.BoolVar(&cfg.AutoCreateStreams, "auto-create-streams", cfg.AutoCreateStreams,
 		"create a stream on its first publish (consume and admin verbs never create one); false refuses publishes to unknown streams")
 	flags.StringVar(&cfg.Loop, "loop", cfg.Loop, "network backend: auto (fastest this system runs), uring, epoll or std; a named one that cannot run is an error")

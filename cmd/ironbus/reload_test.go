@@ -16,7 +16,7 @@ import (
 // env in process, as serve does at startup, starts a server on it (on a
 // temporary data directory and a free loopback port) and returns what a
 // reload acts on plus the log it writes.
-func startReloadable(t *testing.T, args []string, env map[string]string) (*serveOptions, *server.Server, *bytes.Buffer) {
+func startReloadable(t *testing.T, args []string, env map[string]string) (*serveOptions, *server.Server, *syncWriter) {
 	t.Helper()
 	cmd, serve := newServeCommand(&globalOptions{stdout: io.Discard, stderr: io.Discard})
 	args = append([]string{"--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--health-addr", "off"}, args...)
@@ -28,8 +28,8 @@ func startReloadable(t *testing.T, args []string, env map[string]string) (*serve
 		t.Fatal(err)
 	}
 	serve.config.resolved = resolved
-	var log bytes.Buffer
-	cfg := serve.serverConfig(&globalOptions{stdout: io.Discard, stderr: &syncWriter{w: &log}})
+	log := &syncWriter{}
+	cfg := serve.serverConfig(&globalOptions{stdout: io.Discard, stderr: log})
 	srv, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -38,19 +38,31 @@ func startReloadable(t *testing.T, args []string, env map[string]string) (*serve
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
-	return serve, srv, &log
+	return serve, srv, log
 }
 
-// syncWriter lets the server's goroutines log while the test reads.
+// syncWriter is a log the server's goroutines write while the test reads.
 type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu  sync.Mutex
+	buf bytes.Buffer
 }
 
 func (s *syncWriter) Write(b []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.w.Write(b)
+	return s.buf.Write(b)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+func (s *syncWriter) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf.Reset()
 }
 
 func lookupIn(env map[string]string) func(string) (string, bool) {

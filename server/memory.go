@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime"
 	"runtime/debug"
 
@@ -117,9 +118,13 @@ func (plan *memoryPlan) reserve(cfg Config, engine *broker.Config, pool int64) e
 	// slab is shared: the write that crosses a connection's limit takes
 	// a chunk another connection is not using (when every connection is
 	// full at once, that chunk comes from the heap).
-	chunksPerConnection := 2 * int((cfg.ConnectionOutput+loop.OutputChunkSize-1)/loop.OutputChunkSize)
+	chunks := int64(cfg.MaxConnections) * 2 * ((cfg.ConnectionOutput + loop.OutputChunkSize - 1) / loop.OutputChunkSize)
+	if chunks > math.MaxInt32 {
+		return fmt.Errorf("%w: --max-connections × 2 × --connection-output is %s: lower one of them", ErrOverBudget,
+			arena.FormatBytes(chunks*loop.OutputChunkSize))
+	}
 	if plan.outputChunks, err = arena.NewLazySlab(plan.budget, "socket output queues", "--max-connections × 2 × --connection-output",
-		loop.OutputChunkSize, cfg.MaxConnections*chunksPerConnection); err != nil {
+		loop.OutputChunkSize, int(chunks)); err != nil {
 		return overBudget("--max-connections, --connection-output", err)
 	}
 	if err := registerSecurityMemory(plan.budget, cfg); err != nil {

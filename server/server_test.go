@@ -286,11 +286,13 @@ func TestStartStopReloadAndRestart(t *testing.T) {
 	if addresses := srv.Addresses(); addresses["wire"].String() != srv.Addr() || addresses["health"] == nil {
 		t.Fatalf("addresses: %v", addresses)
 	}
-	response, err := http.Get("http://" + srv.HealthAddr() + "/readyz")
-	if err != nil || response.StatusCode != http.StatusOK {
-		t.Fatalf("/readyz of a started server: %v %v", response, err)
+	for _, endpoint := range []string{"/readyz", "/healthz"} { // /healthz probes through the wire listener
+		response, err := http.Get("http://" + srv.HealthAddr() + endpoint)
+		if err != nil || response.StatusCode != http.StatusOK {
+			t.Fatalf("%s of a started server: %v %v", endpoint, response, err)
+		}
+		_ = response.Body.Close()
 	}
-	_ = response.Body.Close()
 
 	next := srv.Config()
 	next.LogLevel, next.RetentionBytes, next.MaxConnections = "debug", 1<<30, 7

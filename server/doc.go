@@ -32,10 +32,11 @@
 //   - A Config that passes Validate never makes the engine, the storage or
 //     the network fail to open on its values: each lower bound is at least
 //     what they accept.
-//   - Every error of New, Validate and Budget wraps one sentinel of this
+//   - Every refusal of New, Validate and Budget wraps one sentinel of this
 //     package (errors.Is): a caller tells bad settings, a busy data
 //     directory, an unreadable one and a port in use apart without parsing
-//     messages. Messages name settings by their flag spelling
+//     messages. An error that wraps none is a failure of the engine itself,
+//     a bug (the CLI's exit 70). Messages name settings by their flag spelling
 //     (--segment-bytes; the TOML key is segment_bytes, the field
 //     SegmentBytes) and say what to do.
 //   - The bind rule holds for every listener: a non-loopback address needs

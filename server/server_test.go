@@ -233,6 +233,7 @@ func TestNewRefusesEachBootCheck(t *testing.T) {
 		{"RAM ceiling", func(c *Config) { c.RAMCeiling = 8 << 20 }, ErrOverBudget, "over the ceiling by"},
 		{"port in use", func(c *Config) { c.Addr = busy.Addr().String() }, ErrListen, "pick another with --addr"},
 		{"health port in use", func(c *Config) { c.HealthAddr = busy.Addr().String() }, ErrListen, "--health-addr off"},
+		{"disk budget", func(c *Config) { c.DiskBudget, c.SegmentBytes = 4<<20, 1<<20 }, ErrInvalidSetting, "raise the budget or lower the segment size"},
 		{"memory storage", func(c *Config) { c.Storage, c.DataDir = StorageMemory, "" }, ErrInvalidSetting, "--accept-memory-storage-loss"},
 	}
 	for _, c := range cases {

@@ -245,9 +245,25 @@ func (cfg Config) checkMemory() error {
 	return nil
 }
 
+// checkRetention refuses a headroom without a budget, and a budget that
+// cannot hold the segments the engine needs to write at all: the engine
+// refuses the same when it opens or swaps retention, and config check
+// must say so first.
 func (cfg Config) checkRetention() error {
 	if cfg.DiskHeadroom > 0 && cfg.DiskBudget == 0 {
 		return invalid("--disk-headroom needs --disk-budget: the headroom is a part of the budget")
+	}
+	if cfg.DiskBudget == 0 {
+		return nil
+	}
+	headroom := cfg.DiskHeadroom
+	if headroom == 0 {
+		headroom = max(cfg.DiskBudget/20, 2*cfg.SegmentBytes)
+	}
+	if cfg.DiskBudget-headroom < 8*cfg.SegmentBytes {
+		return invalid("--disk-budget %s minus %s of headroom holds fewer than eight segments of --segment-bytes %s "+
+			"(each log keeps an active and a prepared one, and the budget keeps two of margin); raise the budget or lower the segment size",
+			arena.FormatBytes(cfg.DiskBudget), arena.FormatBytes(headroom), arena.FormatBytes(cfg.SegmentBytes))
 	}
 	return nil
 }

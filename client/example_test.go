@@ -8,10 +8,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/client"
-	"github.com/ironbus/ironbus/loop"
-	"github.com/ironbus/ironbus/session"
+	"github.com/ironbus/ironbus/server"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -143,38 +141,27 @@ func ExampleClient_Fetch() {
 	// ack: [ok ok ok]
 }
 
-// startServedBroker runs a real in-process broker on a temporary data
-// directory, for the examples that need the whole consumer model.
+// startServedBroker runs a real broker in this process on a temporary
+// data directory, through package server as `ironbus serve` does, for the
+// examples that need the whole consumer model.
 func startServedBroker() (addr string, stop func()) {
 	dir, err := os.MkdirTemp("", "ironbus-example-")
 	if err != nil {
 		log.Fatal(err)
 	}
-	b, err := broker.Open(broker.Config{DataDir: dir})
+	cfg := server.DefaultConfig()
+	cfg.DataDir, cfg.Addr, cfg.HealthAddr = dir, "127.0.0.1:0", server.HealthOff
+	srv, err := server.New(cfg)
 	if err != nil {
 		log.Fatal(err)
 	}
-	handler, err := session.NewHandler(b, session.Config{})
-	if err != nil {
+	if err := srv.Start(context.Background()); err != nil {
 		log.Fatal(err)
 	}
-	server, _, err := loop.New(loop.BackendAuto, loop.Config{}, handler)
-	if err != nil {
-		log.Fatal(err)
-	}
-	bound, err := server.Listen("127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	go func() { _ = server.Serve() }()
-	return bound.String(), func() {
-		b.Drain()
+	return srv.Addr(), func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := server.Shutdown(ctx); err != nil {
-			server.CloseAll()
-		}
-		_ = b.Close()
+		_ = srv.Stop(ctx)
 		_ = os.RemoveAll(dir)
 	}
 }

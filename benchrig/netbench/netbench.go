@@ -13,111 +13,61 @@ import (
 	"time"
 
 	"github.com/ironbus/ironbus/arena"
-	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/client"
-	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/session"
+	"github.com/ironbus/ironbus/server"
 )
 
-// Room for the idle-connection shape and its busy producers, and for the
-// streams the rigs create.
-const (
-	maxConnections = 2048
-	maxLogs        = 64
-)
+// maxConnections is room for the idle-connection shape and its busy
+// producers.
+const maxConnections = 2048
 
 // InProcess runs a broker on a loopback port in this process, on a fresh
 // data directory under dir, served by the named network backend (see
 // loop.New; "" is auto); stop drains it and removes the directory. It
 // returns the backend that serves, which auto may have chosen.
 //
-// Connection read buffers, socket output queues and append staging come
-// from budgeted slabs, as under `ironbus serve`: without them every reply
-// a reactor queues takes a fresh 64 KiB chunk from the heap, which the
-// broker in production never does.
+// The broker is started through package server, exactly as `ironbus
+// serve` starts it (the same boot checks, budgeted pools and wiring), with
+// the defaults but for room for the rigs' connections and for the
+// storage's durability, I/O mode and sizes.
 func InProcess(dir string, storage segment.Options, backend string) (addr, served string, stop func(), err error) {
-	slabs, err := newSlabs(&storage)
-	if err != nil {
-		return "", "", nil, err
-	}
 	dataDir, err := os.MkdirTemp(dir, "netbench-")
 	if err != nil {
-		slabs.close()
 		return "", "", nil, err
 	}
-	fail := func(err error, closers ...func() error) (string, string, func(), error) {
-		for _, c := range closers {
-			_ = c()
+	cfg := server.DefaultConfig()
+	cfg.DataDir, cfg.Addr, cfg.HealthAddr, cfg.Owner = dataDir, "127.0.0.1:0", server.HealthOff, "netbench"
+	cfg.MaxConnections = maxConnections
+	cfg.Durability, cfg.IOMode = storage.Durability.String(), storage.IOMode.String()
+	cfg.AcceptRelaxedDurability = storage.AcceptRelaxedDurability
+	if storage.SegmentSize > 0 {
+		cfg.SegmentBytes = storage.SegmentSize
+	}
+	if storage.StagingBytes > 0 {
+		cfg.StagingBytes = int64(storage.StagingBytes)
+	}
+	if backend != "" {
+		cfg.Loop = backend
+	}
+	srv, err := server.New(cfg)
+	if err == nil {
+		err = srv.Start(context.Background())
+		if err != nil {
+			_ = srv.Stop(context.Background())
 		}
-		slabs.close()
+	}
+	if err != nil {
 		_ = os.RemoveAll(dataDir)
 		return "", "", nil, err
 	}
-	b, err := broker.Open(broker.Config{DataDir: dataDir, Storage: storage, MaxConnections: maxConnections})
-	if err != nil {
-		return fail(err)
-	}
-	handler, err := session.NewHandler(b, session.Config{})
-	if err != nil {
-		return fail(err, b.Close)
-	}
-	server, choice, err := loop.New(backend, loop.Config{MaxBuffer: int(handler.MaxFrame()) + 64<<10,
-		Buffers: slabs.reads, OutputBuffers: slabs.output}, handler)
-	if err != nil {
-		return fail(err, b.Close)
-	}
-	bound, err := server.Listen("127.0.0.1:0")
-	if err != nil {
-		return fail(err, b.Close)
-	}
-	go func() { _ = server.Serve() }()
 	stop = func() {
-		b.Drain()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if server.Shutdown(ctx) != nil {
-			server.CloseAll()
-		}
-		_ = b.Close()
-		slabs.close()
+		_ = srv.Stop(ctx)
 		_ = os.RemoveAll(dataDir)
 	}
-	return bound.String(), choice.Backend, stop, nil
-}
-
-// slabs are the in-process broker's budgeted pools, lazily mapped.
-type slabs struct {
-	reads, output, staging *arena.Slab
-}
-
-func newSlabs(storage *segment.Options) (*slabs, error) {
-	budget := arena.NewBudget()
-	var s slabs
-	var err error
-	if s.reads, err = arena.NewLazySlab(budget, "connection read buffers", "netbench", 64<<10, maxConnections); err != nil {
-		return nil, err
-	}
-	if s.output, err = arena.NewLazySlab(budget, "socket output queues", "netbench", loop.OutputChunkSize, 4*maxConnections); err != nil {
-		s.close()
-		return nil, err
-	}
-	perLog := segment.StagingBuffersPerLog(storage.IOMode)
-	if s.staging, err = arena.NewLazySlab(budget, "append staging", "netbench",
-		segment.StagingBufferSize(*storage), maxLogs*perLog); err != nil {
-		s.close()
-		return nil, err
-	}
-	storage.StagingBuffers = s.staging
-	return &s, nil
-}
-
-func (s *slabs) close() {
-	for _, slab := range []*arena.Slab{s.reads, s.output, s.staging} {
-		if slab != nil {
-			_ = slab.Close()
-		}
-	}
+	return srv.Addr(), srv.Backend(), stop, nil
 }
 
 // HoldIdle opens count connections that complete the handshake and then

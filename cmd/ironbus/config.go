@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ironbus/ironbus/broker/settings"
+	"github.com/ironbus/ironbus/server"
 )
 
 func newConfigCmd(opts *globalOptions) *cobra.Command {
@@ -89,28 +90,14 @@ func runConfigCheck(opts *globalOptions, path string) error {
 }
 
 // checkServeConfig runs every check serve runs before opening the data
-// directory: each knob alone, the coupled ones, and the RAM budget against
-// the ceiling.
+// directory: each setting alone, the coupled ones, and the RAM budget
+// against the ceiling.
 func checkServeConfig(serve *serveOptions) error {
-	cfg, err := serve.brokerConfig(&globalOptions{stdout: io.Discard, stderr: io.Discard})
+	budget, err := serve.cfg.Budget()
 	if err != nil {
-		return err
+		return serverError(err)
 	}
-	if cfg.DataDir == "" {
-		// Whether one is given is serve's own check; the budget needs a name.
-		cfg.DataDir = "unset"
-	}
-	plan, err := planMemory(serve, &cfg)
-	if err != nil {
-		return err
-	}
-	defer plan.close()
-	if serve.memory.ceiling > 0 {
-		if err := plan.budget.Check(serve.memory.ceiling); err != nil {
-			return exitErrorf(exitUsage, "%w", err)
-		}
-	}
-	return nil
+	return serverError(budget.Check())
 }
 
 func newConfigPrintCmd(opts *globalOptions) *cobra.Command {
@@ -167,11 +154,10 @@ func runConfigPrint(opts *globalOptions, flags *pflag.FlagSet, serve *serveOptio
 	}
 	out := configOutput{Schema: "ironbus.cli.config.v1", Profile: resolved.profile.Name,
 		ProfileSource: resolved.profileSource.String(), File: serve.config.file}
-	reloadable := reloadableKnobs()
 	for _, knob := range knobsOf(flags) {
-		_, canReload := reloadable[knob.Name]
-		out.Settings = append(out.Settings, settingLine{Key: settings.Key(knob.Name), Flag: "--" + knob.Name,
-			Env: settings.EnvName(knob.Name), Value: knob.Value.String(), Source: resolved.sources[knob.Name].String(), Reloadable: canReload})
+		key := settings.Key(knob.Name)
+		out.Settings = append(out.Settings, settingLine{Key: key, Flag: "--" + knob.Name,
+			Env: settings.EnvName(knob.Name), Value: knob.Value.String(), Source: resolved.sources[knob.Name].String(), Reloadable: server.Reloadable(key)})
 	}
 	if opts.json {
 		return writeJSON(opts.stdout, out)

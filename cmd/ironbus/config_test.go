@@ -154,7 +154,9 @@ func TestConfigCheckExitCodes(t *testing.T) {
 		{"profile = \"edge-tny\"\n", exitUsage, `did you mean "edge-tiny"`},
 		{"durability = \"none\"\n", exitUsage, "add --accept-relaxed-durability to accept that (--durability none came from file:"},
 		{"storage = \"memory\"\naccept_memory_storage_loss = true\n", exitUsage, "needs --memory-storage-cap"},
-		{"visibility_timeout = \"10m\"\n", exitUsage, "lease cap"},
+		{"visibility_timeout = \"10m\"\n", exitUsage, "--visibility-timeout 10m (visibility_timeout): out of bounds, want 100ms to 5m"},
+		{"segment_bytes = 12\n", exitUsage, "--segment-bytes 12 B (segment_bytes): out of bounds, want 64 KiB to 1 GiB (--segment-bytes 12B came from file:"},
+		{"checkpoint_interval = \"0s\"\n", exitUsage, "want 10ms to 1m"},
 		{"profile = \"edge-tiny\"\nmax_connections = 4096\n", exitUsage, "--max-connections"},
 		{"segment_bytes = \n", exitUsage, "not valid TOML"},
 	}

@@ -17,11 +17,8 @@ import (
 // configOptions are the flags that choose where settings come from, and
 // what the choice resolved to.
 type configOptions struct {
-	file     string
-	profile  string
-	logLevel string
-	// level is the running logger's level, which a reload may change.
-	level *slog.LevelVar
+	file    string
+	profile string
 	// resolved is set once the layers are applied (nil for `dev`, which
 	// takes no configuration).
 	resolved *resolvedConfig
@@ -41,13 +38,12 @@ type resolvedConfig struct {
 	commandLine map[string]string
 }
 
-func addConfigFlags(cmd *cobra.Command, config *configOptions) {
+func addConfigFlags(cmd *cobra.Command, config *configOptions, logLevel *string) {
 	flags := cmd.Flags()
 	flags.StringVar(&config.file, "config", "", "TOML file of settings (keys are flag names with _; see docs/CONFIG.md; also IRONBUS_CONFIG); unknown keys are refused")
 	flags.StringVar(&config.profile, settings.ProfileKnob, settings.DefaultProfile,
 		"named set of values for every knob not set otherwise: "+strings.Join(settings.ProfileNames(), ", "))
-	config.logLevel = "info"
-	flags.Var(choiceValue{&config.logLevel, []string{"debug", "info", "warn", "error"}}, "log-level",
+	flags.Var(choiceValue{logLevel, []string{"debug", "info", "warn", "error"}}, "log-level",
 		"debug, info, warn or error; SIGHUP reloads it from the file and environment")
 }
 
@@ -185,8 +181,8 @@ var otherVariables = []string{
 }
 
 // logConfig writes the materialized configuration in one line, then the
-// warnings an operator must not miss: unknown IRONBUS_* variables and a
-// broker that keeps nothing across a restart.
+// IRONBUS_* variables that name no setting: an operator must not miss a
+// misspelt one.
 func logConfig(logger *slog.Logger, serve *serveOptions) {
 	if resolved := serve.config.resolved; resolved != nil {
 		logger.Info("config", resolved.attrs()...)
@@ -194,41 +190,6 @@ func logConfig(logger *slog.Logger, serve *serveOptions) {
 			logger.Warn("ignoring an environment variable that names no setting", "variable", variable)
 		}
 	}
-	if serve.storage.inMemory() {
-		logger.Warn("STORAGE IS IN MEMORY: NOTHING IS DURABLE. Every record, cursor and stream is lost when this process stops, crashes or loses power; an acknowledgement only means the record is in RAM",
-			"memory_storage_cap", formatSize(serve.storage.capacity))
-	}
-}
-
-// newLogger builds the broker's logger with a level a reload can change.
-func (config *configOptions) newLogger(opts *globalOptions) (*slog.Logger, error) {
-	level, err := parseLogLevel(config.logLevel)
-	if err != nil {
-		return nil, exitErrorf(exitUsage, "--log-level: %w", err)
-	}
-	config.level = new(slog.LevelVar)
-	config.level.Set(level)
-	handlerOptions := &slog.HandlerOptions{Level: config.level}
-	if opts.json {
-		return slog.New(slog.NewJSONHandler(opts.stderr, handlerOptions)), nil
-	}
-	return slog.New(slog.NewTextHandler(opts.stderr, handlerOptions)), nil
-}
-
-// parseLogLevel reads debug, info, warn or error (empty is info, for
-// callers that build serveOptions without flags).
-func parseLogLevel(text string) (slog.Level, error) {
-	switch strings.ToLower(text) {
-	case "debug":
-		return slog.LevelDebug, nil
-	case "", "info":
-		return slog.LevelInfo, nil
-	case "warn", "warning":
-		return slog.LevelWarn, nil
-	case "error":
-		return slog.LevelError, nil
-	}
-	return 0, fmt.Errorf("level %q: want debug, info, warn or error", text)
 }
 
 // choiceValue is a pflag.Value taking one of a few words, so a bad value

@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/server"
 )
 
 type devOptions struct {
@@ -38,7 +38,7 @@ has something to read.`,
 	cmd.Flags().IntVar(&dev.seed, "seed", 0, "publish this many demo records to the default stream first")
 	cmd.Flags().StringVar(&dev.loop, "loop", loop.BackendAuto, "network backend: auto, uring, epoll or std")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "log one JSON object per line to stderr, and print where it serves as one JSON object (schema "+devSchema+")")
-	cmd.Flags().StringVar(&dev.addr, "addr", defaultAddr, "address to listen on; a busy port falls back to a free one")
+	cmd.Flags().StringVar(&dev.addr, "addr", server.DefaultAddr, "address to listen on; a busy port falls back to a free one")
 	cmd.RunE = classified(func() error { return runDev(opts, dev) })
 	return cmd
 }
@@ -49,17 +49,14 @@ func runDev(opts *globalOptions, dev *devOptions) error {
 		return exitErrorf(exitInternal, "creating a temporary data directory: %w", err)
 	}
 	defer os.RemoveAll(dataDir)
-	serve := &serveOptions{dataDir: dataDir, addr: dev.addr, durability: "sync", ioMode: "auto",
-		segmentBytes: segment.EdgeSegmentSize, loop: dev.loop, maxConnections: broker.DefaultMaxConnections,
-		memory: defaultMemoryOptions()}
+	cfg := server.DefaultConfig()
+	cfg.DataDir, cfg.Addr, cfg.Loop, cfg.HealthAddr = dataDir, dev.addr, dev.loop, server.HealthOff
+	cfg.IOMode, cfg.SegmentBytes = "auto", segment.EdgeSegmentSize
+	cfg.LogOutput, cfg.LogJSON, cfg.Version, cfg.Owner = opts.stderr, opts.json, mainModuleVersion(), "ironbus dev"
 	if !portFree(dev.addr) {
-		serve.addr = "127.0.0.1:0"
+		cfg.Addr = "127.0.0.1:0"
 	}
-	cfg, err := serve.brokerConfig(opts)
-	if err != nil {
-		return err
-	}
-	return runBroker(cfg, serve, func(addr string) {
+	return runBroker(opts, &serveOptions{cfg: cfg}, cfg, func(addr string) {
 		if dev.seed > 0 {
 			if err := seedRecords(addr, dev.seed); err != nil {
 				fmt.Fprintf(opts.stderr, "ironbus dev: seeding: %v\n", err)

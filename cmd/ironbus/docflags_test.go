@@ -25,21 +25,6 @@ import (
 // its subcommands), or with no such heading a flag of some command. The generated reference (docs/CLI.md from
 // its marker on, docs/man) is generated from the tree and not read.
 
-// pendingFlags are flags that other branches of the same change add to
-// their commands; the lead removes this list at merge, once they exist.
-var pendingFlags = map[string]string{
-	"ironbus serve --checkpoint-interval": "added to serve by the server branch",
-	"ironbus serve --auto-create-streams": "added to serve by the bad-input branch",
-	"ironbus sub --reconnect-wait":        "added to sub by the bad-input branch",
-}
-
-// pendingFixes are true findings in documents other branches of the same
-// change own (docs/CONFIG.md: the server branch); the lead fixes the text
-// and removes the entry at merge. Keyed "file --flag".
-var pendingFixes = map[string]string{
-	"docs/CONFIG.md --retention-max-bytes": "the [retention] table's example: serve's flag is --retention-bytes",
-}
-
 // docFlagFinding is one flag a document names that its command lacks.
 type docFlagFinding struct {
 	file     string
@@ -94,9 +79,7 @@ func TestDocFlagsExist(t *testing.T) {
 		findings, mentions := checker.check(name, document)
 		checked += mentions
 		for _, finding := range findings {
-			if _, pending := pendingFixes[filepath.ToSlash(name)+" --"+finding.flag]; !pending {
-				t.Error(finding)
-			}
+			t.Error(finding)
 		}
 	}
 	// A parser that silently stopped finding anything would pass; the docs
@@ -161,16 +144,12 @@ func TestDocFlagsScanner(t *testing.T) {
 }
 
 type docFlagChecker struct {
-	root    *cobra.Command
-	any     map[string]bool // every flag of every command
-	pending map[string]bool // the flags of pendingFlags, by name
+	root *cobra.Command
+	any  map[string]bool // every flag of every command
 }
 
 func newDocFlagChecker(root *cobra.Command) *docFlagChecker {
-	checker := &docFlagChecker{root: root, any: map[string]bool{"help": true}, pending: map[string]bool{}}
-	for usage := range pendingFlags {
-		checker.pending[usage[strings.LastIndex(usage, "--")+2:]] = true
-	}
+	checker := &docFlagChecker{root: root, any: map[string]bool{"help": true}}
 	var walk func(cmd *cobra.Command)
 	walk = func(cmd *cobra.Command) {
 		cmd.Flags().VisitAll(func(flag *pflag.Flag) { checker.any[flag.Name] = true })
@@ -231,7 +210,7 @@ func (c *docFlagChecker) judge(path *cobra.Command, section []*cobra.Command, fl
 		return docFlagFinding{commands: []string{path.CommandPath()}, flag: flag}, true
 	}
 	if len(section) == 0 {
-		return docFlagFinding{flag: flag}, !c.any[flag] && !c.pending[flag]
+		return docFlagFinding{flag: flag}, !c.any[flag]
 	}
 	var names []string
 	for _, command := range section {
@@ -244,11 +223,7 @@ func (c *docFlagChecker) judge(path *cobra.Command, section []*cobra.Command, fl
 }
 
 func (c *docFlagChecker) hasFlag(command *cobra.Command, flag string) bool {
-	if flag == "help" || command.Flags().Lookup(flag) != nil || command.InheritedFlags().Lookup(flag) != nil {
-		return true
-	}
-	_, pending := pendingFlags[command.CommandPath()+" --"+flag]
-	return pending
+	return flag == "help" || command.Flags().Lookup(flag) != nil || command.InheritedFlags().Lookup(flag) != nil
 }
 
 func (c *docFlagChecker) hasFlagBelow(command *cobra.Command, flag string) bool {

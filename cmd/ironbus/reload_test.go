@@ -2,21 +2,24 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
-	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/ironbus/ironbus/broker"
+	"github.com/ironbus/ironbus/server"
 )
 
 // startReloadable resolves serve's configuration from args, a file and
-// env in process, as serve does at startup, and returns what a reload
-// acts on plus the log it writes.
-func startReloadable(t *testing.T, args []string, env map[string]string) (*serveOptions, *runningBroker, *bytes.Buffer) {
+// env in process, as serve does at startup, starts a server on it (on a
+// temporary data directory and a free loopback port) and returns what a
+// reload acts on plus the log it writes.
+func startReloadable(t *testing.T, args []string, env map[string]string) (*serveOptions, *server.Server, *syncWriter) {
 	t.Helper()
 	cmd, serve := newServeCommand(&globalOptions{stdout: io.Discard, stderr: io.Discard})
+	args = append([]string{"--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--health-addr", "off"}, args...)
 	if err := cmd.Flags().Parse(args); err != nil {
 		t.Fatal(err)
 	}
@@ -25,12 +28,41 @@ func startReloadable(t *testing.T, args []string, env map[string]string) (*serve
 		t.Fatal(err)
 	}
 	serve.config.resolved = resolved
-	var log bytes.Buffer
-	logger, err := serve.config.newLogger(&globalOptions{stdout: io.Discard, stderr: &log})
+	log := &syncWriter{}
+	cfg := serve.serverConfig(&globalOptions{stdout: io.Discard, stderr: log})
+	srv, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return serve, &runningBroker{logger: logger, level: serve.config.level}, &log
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	return serve, srv, log
+}
+
+// syncWriter is a log the server's goroutines write while the test reads.
+type syncWriter struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(b)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+func (s *syncWriter) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf.Reset()
 }
 
 func lookupIn(env map[string]string) func(string) (string, bool) {
@@ -45,23 +77,23 @@ func lookupIn(env map[string]string) func(string) (string, bool) {
 // override a flag or a variable.
 func TestReloadKeepsCommandLineAndEnvironmentPrecedence(t *testing.T) {
 	file := writeConfig(t, "", "log_level = \"info\"\n")
-	serve, running, log := startReloadable(t, []string{"--config", file, "--log-level", "warn"}, nil)
+	serve, running, _ := startReloadable(t, []string{"--config", file, "--log-level", "warn"}, nil)
 	writeConfig(t, file, "log_level = \"debug\"\n")
 	reloadConfig(serve, running, lookupIn(nil))
-	if running.level.Level() != slog.LevelWarn {
-		t.Fatalf("the file overrode --log-level on reload: level %v", running.level.Level())
+	if level := running.Config().LogLevel; level != "warn" {
+		t.Fatalf("the file overrode --log-level on reload: level %v", level)
 	}
 
-	serve, running, log = startReloadable(t, []string{"--config", file}, map[string]string{"IRONBUS_LOG_LEVEL": "error"})
+	serve, running, log := startReloadable(t, []string{"--config", file}, map[string]string{"IRONBUS_LOG_LEVEL": "error"})
 	writeConfig(t, file, "log_level = \"info\"\n")
 	reloadConfig(serve, running, lookupIn(map[string]string{"IRONBUS_LOG_LEVEL": "error"}))
-	if running.level.Level() != slog.LevelError {
-		t.Fatalf("the file overrode IRONBUS_LOG_LEVEL on reload: level %v", running.level.Level())
+	if level := running.Config().LogLevel; level != "error" {
+		t.Fatalf("the file overrode IRONBUS_LOG_LEVEL on reload: level %v", level)
 	}
 	reloadConfig(serve, running, lookupIn(nil))
-	if running.level.Level() != slog.LevelInfo || serve.config.resolved.sources["log-level"].String() != "file:"+file {
+	if level := running.Config().LogLevel; level != "info" || serve.config.resolved.sources["log-level"].String() != "file:"+file {
 		t.Fatalf("without the variable the file's level should apply: %v from %v\n%s",
-			running.level.Level(), serve.config.resolved.sources["log-level"], log)
+			level, serve.config.resolved.sources["log-level"], log)
 	}
 }
 
@@ -70,7 +102,7 @@ func TestReloadKeepsCommandLineAndEnvironmentPrecedence(t *testing.T) {
 // changes nothing.
 func TestReloadRefusesAProfileChangeAndABadFile(t *testing.T) {
 	file := writeConfig(t, "", "log_level = \"info\"\n")
-	serve, running, log := startReloadable(t, []string{"--config", file, "--data-dir", t.TempDir()}, nil)
+	serve, running, log := startReloadable(t, []string{"--config", file}, nil)
 	writeConfig(t, file, "profile = \"edge-tiny\"\nlog_level = \"debug\"\n")
 	reloadConfig(serve, running, lookupIn(nil))
 	for _, want := range []string{"knob=max_connections running=256 new=32", "knob=profile running=balanced new=edge-tiny", "applied=[log-level]"} {
@@ -78,15 +110,15 @@ func TestReloadRefusesAProfileChangeAndABadFile(t *testing.T) {
 			t.Errorf("the reload log lacks %q:\n%s", want, log)
 		}
 	}
-	if serve.maxConnections != 256 {
-		t.Fatalf("a restart-only knob changed while running: %d", serve.maxConnections)
+	if serve.cfg.MaxConnections != 256 || running.Config().MaxConnections != 256 {
+		t.Fatalf("a restart-only knob changed while running: %d", serve.cfg.MaxConnections)
 	}
 	log.Reset()
 	writeConfig(t, file, "log_level = \"error\"\ndurability = \"none\"\n")
 	reloadConfig(serve, running, lookupIn(nil))
-	if running.level.Level() != slog.LevelDebug || !strings.Contains(log.String(), "config reload refused") ||
+	if running.Config().LogLevel != "debug" || !strings.Contains(log.String(), "config reload refused") ||
 		!strings.Contains(log.String(), "accept-relaxed-durability") {
-		t.Fatalf("a file failing a coupled check was applied (level %v):\n%s", running.level.Level(), log)
+		t.Fatalf("a file failing a coupled check was applied (level %v):\n%s", running.Config().LogLevel, log)
 	}
 }
 
@@ -95,18 +127,11 @@ func TestReloadRefusesAProfileChangeAndABadFile(t *testing.T) {
 // the broker refuses leaves the running config in force.
 func TestReloadSwapsRetention(t *testing.T) {
 	file := writeConfig(t, "", "retention_bytes = \"1GiB\"\n")
-	dataDir := t.TempDir()
-	serve, running, log := startReloadable(t, []string{"--config", file, "--data-dir", dataDir}, nil)
-	b, err := broker.Open(broker.Config{DataDir: dataDir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	running.broker = b
+	serve, running, log := startReloadable(t, []string{"--config", file}, nil)
 	writeConfig(t, file, "retention_bytes = \"2GiB\"\nretention_age = \"72h\"\ndisk_full_policy = \"drop-oldest\"\n")
 	reloadConfig(serve, running, lookupIn(nil))
-	got := b.Retention()
-	if got.Stream.MaxBytes != 2<<30 || got.Stream.MaxAge != 72*time.Hour || got.DiskFull != broker.DropOldestSegments {
+	got := running.Config()
+	if got.RetentionBytes != 2<<30 || got.RetentionAge != 72*time.Hour || got.DiskFullPolicy != "drop-oldest" {
 		t.Fatalf("the reload did not reach the broker: %+v\n%s", got, log)
 	}
 	if !strings.Contains(log.String(), "retention-bytes") {
@@ -114,7 +139,7 @@ func TestReloadSwapsRetention(t *testing.T) {
 	}
 	writeConfig(t, file, "retention_bytes = \"2GiB\"\nretention_policy = \"keep-everything\"\n")
 	reloadConfig(serve, running, lookupIn(nil))
-	if b.Retention().Stream.MaxAge != 72*time.Hour {
-		t.Fatalf("a refused retention config replaced the running one: %+v", b.Retention())
+	if running.Config().RetentionAge != 72*time.Hour {
+		t.Fatalf("a refused retention config replaced the running one: %+v", running.Config())
 	}
 }

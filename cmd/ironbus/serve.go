@@ -5,55 +5,36 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/ironbus/ironbus/arena"
-	"github.com/ironbus/ironbus/broker"
-	"github.com/ironbus/ironbus/consumer"
-	"github.com/ironbus/ironbus/loop"
-	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/session"
+	"github.com/ironbus/ironbus/server"
 )
 
 // defaultAddr is where the broker listens and clients connect unless told
 // otherwise: loopback, so a fresh install exposes nothing.
-const defaultAddr = "127.0.0.1:7777"
+const defaultAddr = server.DefaultAddr
 
 // drainTimeout bounds a graceful stop; a second signal cuts it short.
 const drainTimeout = 30 * time.Second
 
+// serveOptions are serve's settings (a server.Config its flags fill) and
+// the actions of one run that are not settings.
 type serveOptions struct {
-	dataDir           string
-	addr              string
-	durability        string
-	ioMode            string
-	segmentBytes      int64
-	maxConnections    int
-	longPollMs        int
-	visibility        time.Duration
-	maxDeliver        int
-	dlqRetention      time.Duration
-	insecurePlaintext bool
-	profileOut        string
-	acceptRelaxed     bool
-	loop              string
-	memory            memoryOptions
-
-	// Configuration layers and storage choice (configlayers.go, storage.go).
-	config           configOptions
-	storage          storageOptions
-	retention        retentionOptions
-	health           healthOptions        // health.go
-	security         serveSecurityOptions // tls.go
-	exposedPlaintext bool                 // a non-loopback bind without TLS (warned at start)
+	cfg         server.Config
+	config      configOptions
+	printBudget bool
+	edge        bool
+	profileOut  string
 }
 
 func newServeCmd(opts *globalOptions) *cobra.Command {
@@ -61,8 +42,6 @@ func newServeCmd(opts *globalOptions) *cobra.Command {
 	return cmd
 }
 
-// newServeCommand builds serve with the options its flags fill; a reload
-// builds a fresh one to parse the new configuration into.
 // serveLong is serve's --help text.
 const serveLong = `Run the IronBus broker.
 
@@ -93,12 +72,15 @@ not part of the budget.
 Configuration: every flag is also a key of the --config TOML file
 (--segment-bytes is segment_bytes) and an environment variable
 (IRONBUS_SEGMENT_BYTES). Precedence: flag > environment > file > profile >
-default. --profile edge-tiny (small devices, 64MiB ceiling), balanced (the
-defaults) or throughput sets every knob you do not set otherwise; --edge is
-the old name of edge-tiny. Unknown file keys are refused. SIGHUP re-reads the
-file and applies what can change while running (--log-level), logging every
-other change as needing a restart. "ironbus config print" shows each value
-and where it came from; docs/CONFIG.md has the details.
+default. Every number has bounds (docs/CONFIG.md): a value outside them
+exits 1 naming it, its range and where it came from. --profile edge-tiny
+(small devices, 64MiB ceiling), balanced (the defaults) or throughput sets
+every knob you do not set otherwise; --edge is the old name of edge-tiny.
+Unknown file keys are refused. SIGHUP re-reads the TLS and auth files and
+the config file, and applies what can change while running (--log-level,
+retention), logging every other change as needing a restart. "ironbus
+config print" shows each value and where it came from; docs/CONFIG.md has
+the details.
 
 --storage memory keeps everything in RAM and nothing survives the process; it
 needs --accept-memory-storage-loss and --memory-storage-cap.
@@ -127,8 +109,11 @@ const serveExample = `  ironbus serve --data-dir /var/lib/ironbus
   ironbus serve --data-dir /data --disk-budget 8GiB --disk-full-policy drop-oldest
   ironbus serve --data-dir /data --addr 0.0.0.0:7777 --tls-cert server.crt --tls-key server.key --auth-config auth.toml`
 
+// newServeCommand builds serve with the options its flags fill; a reload
+// builds a fresh one to parse the new configuration into.
 func newServeCommand(opts *globalOptions) (*cobra.Command, *serveOptions) {
-	serve := &serveOptions{segmentBytes: segment.DefaultSegmentSize, memory: defaultMemoryOptions()}
+	serve := &serveOptions{cfg: server.DefaultConfig()}
+	cfg := &serve.cfg
 	cmd := &cobra.Command{
 		Use:     "serve --data-dir DIR [--addr HOST:PORT] [--config FILE] [--profile NAME]",
 		Short:   "Run the broker on a data directory",
@@ -137,29 +122,32 @@ func newServeCommand(opts *globalOptions) (*cobra.Command, *serveOptions) {
 		Args:    cobra.NoArgs,
 	}
 	flags := cmd.Flags()
-	addDataDirFlag(cmd, &serve.dataDir)
-	flags.StringVar(&serve.addr, "addr", defaultAddr, "address to listen on (host:port; port 0 picks a free one)")
-	flags.StringVar(&serve.durability, "durability", "sync", "when a produce is acknowledged: sync (after fdatasync), interval or none (need --accept-relaxed-durability)")
-	flags.BoolVar(&serve.acceptRelaxed, "accept-relaxed-durability", false, "consent to --durability interval|none: a power cut loses acknowledged records")
-	flags.StringVar(&serve.ioMode, "io-mode", "buffered", "how segments are written: buffered, direct (O_DIRECT) or auto (probe and pick)")
-	flags.Var(sizeValue{&serve.segmentBytes}, "segment-bytes", "segment size, with a unit (64MiB; 8MiB suits small devices)")
-	flags.IntVar(&serve.maxConnections, "max-connections", broker.DefaultMaxConnections, "connections served at once")
-	flags.IntVar(&serve.longPollMs, "consume-longpoll-ms", int(session.DefaultMaxConsumeWait/time.Millisecond),
-		"longest an idle fetch parks waiting for new durable records (ms)")
-	flags.DurationVar(&serve.visibility, "visibility-timeout", 30*time.Second, "default lease of a delivery to a work or key-shared group")
-	flags.IntVar(&serve.maxDeliver, "max-deliver", consumer.DefaultMaxDeliver, "deliveries of a record before it moves to the dead-letter queue")
-	flags.DurationVar(&serve.dlqRetention, "dlq-retention", broker.DefaultDeadLetterRetention,
+	addDataDirFlag(cmd, &cfg.DataDir)
+	flags.StringVar(&cfg.Addr, "addr", cfg.Addr, "address to listen on (host:port; port 0 picks a free one)")
+	flags.StringVar(&cfg.Durability, "durability", cfg.Durability, "when a produce is acknowledged: sync (after fdatasync), interval or none (need --accept-relaxed-durability)")
+	flags.BoolVar(&cfg.AcceptRelaxedDurability, "accept-relaxed-durability", false, "consent to --durability interval|none: a power cut loses acknowledged records")
+	flags.StringVar(&cfg.IOMode, "io-mode", cfg.IOMode, "how segments are written: buffered, direct (O_DIRECT) or auto (probe and pick)")
+	flags.Var(sizeValue{&cfg.SegmentBytes}, "segment-bytes", "segment size, with a unit (64MiB; 8MiB suits small devices)")
+	flags.IntVar(&cfg.MaxConnections, "max-connections", cfg.MaxConnections, "connections served at once")
+	flags.Var(millisValue{&cfg.ConsumeLongPoll}, "consume-longpoll-ms", "longest an idle fetch parks waiting for new durable records (ms)")
+	flags.DurationVar(&cfg.VisibilityTimeout, "visibility-timeout", cfg.VisibilityTimeout, "default lease of a delivery to a work or key-shared group")
+	flags.IntVar(&cfg.MaxDeliver, "max-deliver", cfg.MaxDeliver, "deliveries of a record before it moves to the dead-letter queue")
+	flags.DurationVar(&cfg.DLQRetention, "dlq-retention", cfg.DLQRetention,
 		"drop dead letters older than this (whole segments; 0 keeps them forever)")
-	flags.StringVar(&serve.loop, "loop", loop.BackendAuto, "network backend: auto (fastest this system runs), uring, epoll or std; a named one that cannot run is an error")
-	flags.BoolVar(&serve.insecurePlaintext, "insecure-plaintext-wire", false, "allow a non-loopback --addr without TLS (still needs --auth-config; warned at every start)")
+	flags.DurationVar(&cfg.CheckpointInterval, "checkpoint-interval", cfg.CheckpointInterval,
+		"how often consumer group cursors are persisted; after a crash, what was acknowledged since the last one is delivered again")
+	flags.BoolVar(&cfg.AutoCreateStreams, "auto-create-streams", cfg.AutoCreateStreams,
+		"create a stream on its first publish (consume and admin verbs never create one); false refuses publishes to unknown streams")
+	flags.StringVar(&cfg.Loop, "loop", cfg.Loop, "network backend: auto (fastest this system runs), uring, epoll or std; a named one that cannot run is an error")
+	flags.BoolVar(&cfg.InsecurePlaintextWire, "insecure-plaintext-wire", false, "allow a non-loopback --addr without TLS (still needs --auth-config; warned at every start)")
 	flags.StringVar(&serve.profileOut, "profile-out", "", "write cpu.pprof (while serving) and heap.pprof (at stop) into this directory")
 	flags.BoolVar(&opts.json, "json", false, "log one JSON object per line; with --print-budget, print the budget as JSON (schema ironbus.cli.budget.v1)")
-	addMemoryFlags(cmd, &serve.memory)
-	addConfigFlags(cmd, &serve.config)
-	addStorageFlags(cmd, &serve.storage)
-	addRetentionFlags(cmd, &serve.retention)
-	addHealthFlags(cmd, &serve.health)
-	addSecurityFlags(cmd, &serve.security)
+	addMemoryFlags(cmd, serve)
+	addConfigFlags(cmd, &serve.config, &cfg.LogLevel)
+	addStorageFlags(cmd, cfg)
+	addRetentionFlags(cmd, cfg)
+	addHealthFlags(cmd, cfg)
+	addSecurityFlags(cmd, cfg)
 	cmd.RunE = classified(func() error {
 		resolved, err := resolveConfig(cmd.Flags(), &serve.config, os.LookupEnv)
 		if err != nil {
@@ -172,216 +160,96 @@ func newServeCommand(opts *globalOptions) (*cobra.Command, *serveOptions) {
 }
 
 func runServe(opts *globalOptions, serve *serveOptions) error {
-	if !serve.storage.inMemory() {
-		if err := requireDataDir(serve.dataDir); err != nil {
+	cfg := serve.serverConfig(opts)
+	if cfg.Storage != server.StorageMemory {
+		if err := requireDataDir(cfg.DataDir); err != nil {
 			return err
 		}
 	}
-	cfg, err := serve.brokerConfig(opts)
-	if err != nil {
-		return err
-	}
-	if serve.memory.printBudget {
-		plan, err := planMemory(serve, &cfg)
+	if serve.printBudget {
+		budget, err := cfg.Budget()
 		if err != nil {
-			return err
+			return serverError(err)
 		}
-		defer plan.close()
-		return printBudget(opts, plan.budget, serve.memory.ceiling)
+		return printBudget(opts, budget)
 	}
-	return runBroker(cfg, serve, func(addr string) {})
+	return runBroker(opts, serve, cfg, func(addr string) {})
 }
 
-// brokerSettings are the engine's configuration and its wire sessions'.
-type brokerSettings struct {
-	broker.Config
-	Session session.Config
+// serverConfig is the configuration serve runs: the settings, plus where
+// the log goes and what the lock names.
+func (serve *serveOptions) serverConfig(opts *globalOptions) server.Config {
+	cfg := serve.cfg
+	cfg.LogOutput, cfg.LogJSON = opts.stderr, opts.json
+	cfg.Version, cfg.Owner = mainModuleVersion(), "ironbus serve"
+	return cfg
 }
 
-// brokerConfig turns flags into a broker configuration, refusing unsafe or
-// inconsistent ones with a message that says what to do.
-func (serve *serveOptions) brokerConfig(opts *globalOptions) (brokerSettings, error) {
-	durability, err := segment.ParseDurability(serve.durability)
+// runBroker runs a server until a signal, then drains it. ready is called
+// with the bound address once the broker accepts connections.
+func runBroker(opts *globalOptions, serve *serveOptions, cfg server.Config, ready func(addr string)) error {
+	srv, err := server.New(cfg)
 	if err != nil {
-		return brokerSettings{}, exitErrorf(exitUsage, "--durability: %w", err)
+		return serverError(err)
 	}
-	if durability != segment.DurabilitySync && !serve.acceptRelaxed {
-		return brokerSettings{}, exitErrorf(exitUsage, "--durability %s acknowledges records a power cut can lose; add --accept-relaxed-durability to accept that", serve.durability)
-	}
-	ioMode, err := segment.ParseIOMode(serve.ioMode)
-	if err != nil {
-		return brokerSettings{}, exitErrorf(exitUsage, "--io-mode: %w", err)
-	}
-	if serve.longPollMs < 0 || serve.maxDeliver < 0 || serve.visibility < 0 || serve.visibility > 5*time.Minute {
-		return brokerSettings{}, exitErrorf(exitUsage,
-			"--consume-longpoll-ms and --max-deliver must not be negative, --visibility-timeout must be within 0 to 5m (the lease cap)")
-	}
-	if serve.exposedPlaintext, err = checkListenAddr(serve.addr, serve.insecurePlaintext, serve.security); err != nil {
-		return brokerSettings{}, err
-	}
-	if err := serve.storage.check(serve); err != nil {
-		return brokerSettings{}, err
-	}
-	logger, err := serve.config.newLogger(opts)
-	if err != nil {
-		return brokerSettings{}, err
-	}
-	memory := serve.memory
-	retention, err := serve.retention.brokerRetention(deadLetterRetention(serve.dlqRetention))
-	if err != nil {
-		return brokerSettings{}, err
-	}
-	cfg := brokerSettings{Config: broker.Config{
-		Retention:           retention,
-		RetentionCheck:      serve.retention.interval,
-		DataDir:             serve.dataDir,
-		MaxConnections:      serve.maxConnections,
-		Visibility:          serve.visibility,
-		MaxDeliver:          serve.maxDeliver,
-		DeadLetterRetention: deadLetterRetention(serve.dlqRetention),
-		MaxStreams:          memory.maxStreams,
-		MaxGroups:           memory.maxGroups,
-		MaxInFlight:         memory.maxInFlight,
-		Version:             mainModuleVersion(),
-		Logger:              logger,
-		Storage: segment.Options{Durability: durability, AcceptRelaxedDurability: serve.acceptRelaxed,
-			IOMode: ioMode, SegmentSize: serve.segmentBytes, StagingBytes: int(memory.stagingBytes), Logger: logger,
-			Owner: fmt.Sprintf("ironbus serve (pid %d, addr %s)", os.Getpid(), serve.addr)},
-	}, Session: session.Config{
-		MaxConsumeWait:   time.Duration(serve.longPollMs) * time.Millisecond,
-		MaxFrame:         uint32(memory.maxFrame),
-		Window:           uint32(memory.window),
-		ConnectionOutput: int(memory.connectionOutput),
-	}}
-	serve.storage.apply(&cfg.Config)
-	return cfg, nil
-}
-
-// runBroker opens the broker, serves until a signal, then drains. ready is
-// called with the bound address once the broker accepts connections.
-func runBroker(cfg brokerSettings, serve *serveOptions, ready func(addr string)) error {
-	logger, addr := cfg.Logger, serve.addr
+	logger := srv.Logger()
 	logConfig(logger, serve)
-	plan, err := planMemory(serve, &cfg)
-	if err != nil {
-		return err
-	}
-	defer plan.close()
-	if err := plan.enforce(serve.memory.ceiling); err != nil {
-		return err
-	}
-	cfg.MemoryBudget, cfg.MemoryCeiling = plan.budget.Total(), serve.memory.ceiling
-	endpoints, err := startHealth(serve.health, logger)
-	if err != nil {
-		return err
-	}
-	defer endpoints.close()
-	secured, err := openSecurity(serve.security, logger)
-	if err != nil {
-		return err
-	}
-	defer secured.close()
-	loopConfig := plan.loopConfig(logger)
-	secured.apply(&cfg.Session, &loopConfig)
-	b, err := broker.Open(cfg.Config)
-	if err != nil {
-		return brokerOpenError(cfg.DataDir, err)
-	}
-	handler, err := session.NewHandler(b, cfg.Session)
-	if err != nil {
-		_ = b.Close()
-		return exitErrorf(exitUsage, "%w", err)
-	}
-	server, choice, err := loop.New(serve.loop, loopConfig, handler)
-	if err != nil {
-		_ = b.Close()
-		if errors.Is(err, loop.ErrUnsupported) {
-			return exitErrorf(exitUsage, "--loop %s: %w; use --loop auto to take the best backend this system runs", serve.loop, err)
-		}
-		return exitErrorf(exitUsage, "--loop: %w", err)
-	}
-	bound, err := server.Listen(addr)
-	if err != nil {
-		_ = b.Close()
-		return exitErrorf(exitUsage, "listening on %s: %w (is another broker or program using the port? pick another with --addr)", addr, err)
-	}
 	stopProfiles, err := startProfiles(serve.profileOut, logger)
 	if err != nil {
-		_ = b.Close()
+		_ = srv.Stop(context.Background())
 		return err
 	}
 	defer stopProfiles()
-	defer watchReloads(serve, &runningBroker{broker: b, logger: logger, level: serve.config.level, security: secured})()
-	endpoints.attach(b, server, bound.String(), loopConfig.TLS != nil)
+	// Signals are caught before Start logs "serving": a supervisor that
+	// signals as soon as it reads that line must not kill the process.
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(signals)
-	started := time.Now()
-	served := make(chan error, 1)
-	go func() { served <- server.Serve() }()
-	logger.Info("serving", "version", cfg.Version, "data_dir", cfg.DataDir, "addr", bound.String(),
-		"backend", choice.Backend, "backend_reason", choice.Reason,
-		"ram_budget", arena.FormatBytes(plan.budget.Total()), "ram_ceiling", ceilingText(serve.memory.ceiling), "durability", cfg.Storage.Durability.String(), "io_mode", b.Dir().IOMode().String())
-	secured.logStart(bound.String(), serve.exposedPlaintext, serve.loop, choice)
-	secured.start(serve.security.reloadInterval)
-	ready(bound.String())
+	defer watchReloads(serve, srv)()
+	if err := srv.Start(context.Background()); err != nil {
+		_ = srv.Stop(context.Background())
+		return serverError(err)
+	}
+	ready(srv.Addr())
 	select {
 	case sig := <-signals:
 		logger.Info("draining", "signal", sig.String())
-	case err := <-served:
-		_ = b.Close()
-		return exitErrorf(exitInternal, "serving stopped: %w", err)
+	case err := <-srv.Failed():
+		_ = srv.Stop(context.Background())
+		return exitErrorf(exitInternal, "%w", err)
 	}
 	go func() {
 		sig := <-signals
 		logger.Warn("second signal: exiting now; recovery will truncate anything torn", "signal", sig.String())
 		os.Exit(1)
 	}()
-	return drain(b, server, logger, started)
-}
-
-// drain stops accepting, lets every connection finish what it read, then
-// closes the broker (a final sync of every log).
-func drain(b *broker.Broker, server loop.Server, logger *slog.Logger, started time.Time) error {
-	b.Drain()
 	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
-	if err := server.Shutdown(ctx); err != nil {
-		logger.Warn("connections still busy after the drain timeout; closing them", "timeout", drainTimeout.String())
-		server.CloseAll()
+	if err := srv.Stop(ctx); err != nil {
+		return exitErrorf(exitInternal, "%w", err)
 	}
-	if err := b.Close(); err != nil {
-		return exitErrorf(exitInternal, "closing the data directory: %w", err)
-	}
-	stats := b.Dir().Stats()
-	logger.Info("stopped cleanly", "reactor_busy", busyShares(server.Busy(), time.Since(started)),
-		"syncs", stats.Syncs, "sync_cycles", stats.Cycles)
 	return nil
 }
 
-func brokerOpenError(dataDir string, err error) error {
+// serverError gives a refusal of package server its exit code.
+func serverError(err error) error {
 	switch {
-	case errors.Is(err, segment.ErrLocked):
-		return exitErrorf(exitLocked, "%s is in use: %w; stop that broker first", dataDir, err)
-	case errors.Is(err, broker.ErrInvalidRetention):
-		return exitErrorf(exitUsage, "%w", err)
-	case errors.Is(err, segment.ErrTooNew), errors.Is(err, segment.ErrInconsistent):
+	case err == nil:
+		return nil
+	case errors.Is(err, server.ErrNotADirectory):
+		return exitErrorf(exitNotFound, "%w", err)
+	case errors.Is(err, server.ErrLocked):
+		return exitErrorf(exitLocked, "%w", err)
+	case errors.Is(err, server.ErrUnreadable):
 		return exitErrorf(exitUnreadable, "%w", err)
 	}
-	return exitErrorf(exitInternal, "opening %s: %w", dataDir, err)
-}
-
-// busyShares renders each reactor's busy time as a share of the uptime,
-// "12.5%,3.1%" ("none" for the std backend).
-func busyShares(busy []time.Duration, uptime time.Duration) string {
-	if len(busy) == 0 || uptime <= 0 {
-		return "none"
+	for _, usage := range []error{server.ErrOutOfBounds, server.ErrInvalidSetting, server.ErrUnprotectedAddress,
+		server.ErrExposedSecret, server.ErrSecurityFile, server.ErrOverBudget, server.ErrListen} {
+		if errors.Is(err, usage) {
+			return exitErrorf(exitUsage, "%w", err)
+		}
 	}
-	shares := make([]string, len(busy))
-	for i, d := range busy {
-		shares[i] = fmt.Sprintf("%.1f%%", 100*float64(d)/float64(uptime))
-	}
-	return strings.Join(shares, ",")
+	return exitErrorf(exitInternal, "%w", err)
 }
 
 // startProfiles starts a CPU profile into dir (when set) and returns what
@@ -414,11 +282,24 @@ func startProfiles(dir string, logger *slog.Logger) (stop func(), err error) {
 	}, nil
 }
 
-// deadLetterRetention maps the flag's "0 keeps forever" to the broker's
-// negative value (its zero means the default).
-func deadLetterRetention(flag time.Duration) time.Duration {
-	if flag == 0 {
-		return -1
+// millisValue is a pflag.Value holding a duration written as whole
+// milliseconds (--consume-longpoll-ms 30000).
+type millisValue struct{ target *time.Duration }
+
+func (v millisValue) String() string {
+	if v.target == nil {
+		return "0"
 	}
-	return flag
+	return strconv.FormatInt(int64(*v.target/time.Millisecond), 10)
 }
+
+func (v millisValue) Set(text string) error {
+	ms, err := strconv.ParseInt(strings.TrimSpace(text), 10, 64)
+	if err != nil || ms < 0 || ms > math.MaxInt64/int64(time.Millisecond) {
+		return fmt.Errorf("%q: want a whole number of milliseconds (for example 30000)", text)
+	}
+	*v.target = time.Duration(ms) * time.Millisecond
+	return nil
+}
+
+func (millisValue) Type() string { return "int" }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -384,5 +385,33 @@ func TestDevRunsAThrowawayBroker(t *testing.T) {
 	}
 	if _, err := os.Stat(dataDir[1]); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("dev left its data directory behind: %v", err)
+	}
+}
+
+// TestServeRefusesBadDataDirAndBounds: a --data-dir that is a file is a
+// clear "not a directory" (exit 2), and a setting out of its bounds is a
+// usage error naming the flag, the value and the range, from a flag or a
+// file alike, before anything is opened.
+func TestServeRefusesBadDataDirAndBounds(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "data")
+	if err := os.WriteFile(file, []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	result := runCLI(t, "serve", "--data-dir", file, "--addr", "127.0.0.1:0", "--health-addr", "off")
+	expectCode(t, result, exitNotFound)
+	if !strings.Contains(result.stderr, "is a file") {
+		t.Errorf("a data directory that is a file:\n%s", result.stderr)
+	}
+	config := writeConfig(t, "", "segment_bytes = 12\n")
+	for _, args := range [][]string{
+		{"serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--segment-bytes", "12"},
+		{"serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--config", config},
+		{"config", "check", config},
+	} {
+		result := runCLI(t, args...)
+		expectCode(t, result, exitUsage)
+		if !strings.Contains(result.stderr, "--segment-bytes 12 B (segment_bytes): out of bounds, want 64 KiB to 1 GiB") {
+			t.Errorf("%v:\n%s", args, result.stderr)
+		}
 	}
 }

@@ -6,7 +6,7 @@ FUZZTIME  ?= 30s
 BENCH_DIR ?= /var/tmp
 SOAK_SEEDS ?= 5000
 
-.PHONY: all build test backends rig lint unit fuzz-smoke fuzz fuzz-soak soak bench bench-consume testdata clean docs size
+.PHONY: all build test backends rig lint unit fuzz-smoke fuzz fuzz-soak soak bench bench-consume testdata clean docs size boundaries
 
 all: build
 
@@ -24,6 +24,20 @@ lint:
 	GOOS=darwin $(GO) vet ./...
 	GOOS=windows $(GO) vet ./...
 	CGO_ENABLED=0 GOARCH=arm GOARM=7 $(GO) vet ./...
+	$(MAKE) boundaries
+
+# boundaries: the package boundaries DESIGN.md draws, checked on the
+# dependency graph: the engine speaks no protocol (no wire, even through a
+# dependency), the SDK carries no storage engine, and the record codec
+# stands alone.
+boundaries:
+	@set -e; check() { if $(GO) list -deps "$$1" | grep -qx "github.com/ironbus/ironbus/$$2"; then \
+	  echo "boundaries: $$1 depends on $$2 ($$3)"; exit 1; fi; }; \
+	check ./broker wire "the engine imports no protocol: the wire protocol lives in session"; \
+	check ./client segment "the SDK shares the record codec (package record), not the storage engine"; \
+	check ./client broker "the SDK does not link the engine"; \
+	check ./record segment "record is the shared codec below segment"; \
+	echo "boundaries: broker without wire, client without segment or broker, record alone"
 
 # test: lint first, then every test with the race detector. This includes
 # the crash sweeps (power cut at every write), 200 seeded power cuts and the

@@ -51,7 +51,7 @@
 // reaches through Group.Consumer and Partition.Log get their kind from
 // Classify.
 //
-// Locks are taken in one order (docs/ARCHITECTURE-sessions.md):
+// Locks are taken in one order (docs/ARCHITECTURE.md):
 // bindMu, logsMu, groupsMu, a group's own locks, then the dead-letter
 // locks; redriveMu and the retention pass's passMu come before logsMu.
 // A function that expects a lock held says so in a REQUIRES comment.

@@ -48,5 +48,6 @@
 //     the first; the MQTT door, the cluster peer link and the console
 //     register beside it, bound in New, served by Start, drained by Stop.
 //   - The mapping from a Config to the engine's configuration is one
-//     function (engineConfig, engine.go).
+//     function (mapConfig, engine.go), for the engine and the wire
+//     sessions alike.
 package server

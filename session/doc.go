@@ -33,7 +33,7 @@
 //     wireError): the message is the engine error's text.
 //
 // The produce-run state machine and the lock order are drawn in
-// docs/ARCHITECTURE-sessions.md.
+// docs/ARCHITECTURE.md.
 //
 // Invariants: an acknowledgement means the record is durable (its ticket
 // completed after its fdatasync); acks of one connection are written in

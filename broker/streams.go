@@ -142,7 +142,7 @@ func noSuchStream(name string) error {
 	if err := segment.ValidateStreamName(name); err != nil {
 		return withKind(ErrInvalidName, err)
 	}
-	return fmt.Errorf("%w %q (ironbus stream ls lists them)", ErrNoSuchStream, name)
+	return fmt.Errorf("%w %q", ErrNoSuchStream, name)
 }
 
 // existingStream returns a stream without creating it.

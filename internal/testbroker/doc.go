@@ -22,8 +22,9 @@
 //     and inspect its logs, which a server does not expose, and they
 //     cannot import server (it imports session);
 //   - package loop's conformance tests, which serve handlers of their own;
-//   - broker/health's readiness test under a failing fdatasync, which
-//     needs the fault-injecting file system under the engine;
+//   - broker/health's tests, which attach the health endpoints to an
+//     engine on a fault-injecting file system and produce through the
+//     engine's Go API, no wire needed;
 //   - package client's unit tests, which use a fake broker to script
 //     faults frame by frame (its examples start a real one through
 //     server, without a *testing.T);

@@ -90,7 +90,7 @@ func TestServeRestartKeepsDeliveryCounts(t *testing.T) {
 	time.Sleep(600 * time.Millisecond) // past the checkpoint interval
 	broker.Kill()
 
-	restarted := ironbus.Serve(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
+	restarted := broker.Restart()
 	second := dialConsumer(t, restarted.Addr())
 	nackAttempt(second, 4)
 	nackAttempt(second, 5)

@@ -52,7 +52,7 @@ func TestCorruptionInLiveDataDirIsQuarantinedAndReported(t *testing.T) {
 	flipFileByte(t, deadLetters[0], 4096+60)
 
 	lost := verifiedLoss(t, dataDir)
-	restarted := ironbus.Serve(t, args...)
+	restarted := broker.Restart()
 	stored := readAllRecords(t, restarted.Addr())
 	present := map[uint64]string{}
 	for _, message := range stored {

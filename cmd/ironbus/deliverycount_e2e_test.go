@@ -41,7 +41,7 @@ func TestServeRestartKeepsAFirstDelivery(t *testing.T) {
 	time.Sleep(600 * time.Millisecond) // past the checkpoint interval (200 ms)
 	broker.Kill()
 
-	restarted := ironbus.Serve(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
+	restarted := broker.Restart()
 	if again := fetch(dialConsumer(t, restarted.Addr())); again.Attempt != 2 || !again.Redelivered {
 		t.Fatalf("after a restart the record came back as attempt %d (redelivered %v), want 2", again.Attempt, again.Redelivered)
 	}

@@ -108,7 +108,7 @@ func TestServeKill9LosesNothingAcknowledged(t *testing.T) {
 	if len(acked) < 3_000 {
 		t.Fatalf("only %d records acknowledged before the kill", len(acked))
 	}
-	restarted := ironbus.Serve(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
+	restarted := broker.Restart()
 	stored := readAllRecords(t, restarted.Addr())
 	checkAcknowledged(t, acked, stored)
 	t.Logf("%d acknowledged before kill -9, %d stored after restart", len(acked), len(stored))
@@ -149,7 +149,7 @@ func TestServeDrainUnderLoad(t *testing.T) {
 	if !strings.Contains(broker.Logs(), "stopped cleanly") {
 		t.Fatalf("no clean stop in the log:\n%s", broker.Logs())
 	}
-	restarted := ironbus.Serve(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
+	restarted := broker.Restart()
 	checkAcknowledged(t, acked, readAllRecords(t, restarted.Addr()))
 	t.Logf("%d acknowledged before the drain finished", len(acked))
 }

@@ -75,7 +75,7 @@ func TestMemoryStorageRoundTripAndCap(t *testing.T) {
 	}
 	expectCode(t, cliResult{code: broker.Stop(os.Interrupt)}, exitClean)
 
-	restarted := ironbus.Serve(t, args...)
+	restarted := broker.Restart()
 	reader := dialConsumer(t, restarted.Addr())
 	again, err := reader.Fetch(ctx, "orders", "readers", client.FetchOptions{MaxRecords: 10})
 	if err == nil && len(again.Messages) > 0 {

@@ -210,7 +210,7 @@ func TestSubReconnects(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // its ack is on the wire
 	broker.Stop(syscall.SIGTERM)
 	waitFor(t, "the reconnect notice", func() bool { return strings.Contains(stderr.String(), "reconnecting") })
-	restarted := ironbus.Serve(t, serve...)
+	restarted := broker.Restart()
 	pub := runCLI(t, "pub", "--addr", addr, "--stream", "events", "after-restart")
 	expectCode(t, pub, exitClean)
 	if err := sub.Wait(); err != nil {

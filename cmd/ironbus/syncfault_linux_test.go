@@ -57,7 +57,7 @@ func checkLiveSyncFailure(t *testing.T, fault lazyfs.Fault) {
 	if _, err := disk.CutPower(lazyfs.Cut{Mode: lazyfs.DropUnsynced}); err != nil {
 		t.Fatal(err)
 	}
-	restarted := ironbus.Serve(t, serveArgs...)
+	restarted := broker.Restart()
 	checkCutReport(t, filepath.Join(mount, "data"), 1, lazyfs.Cut{Mode: lazyfs.DropUnsynced}, &powercutTally{})
 	checkAcknowledged(t, acked, readAllRecords(t, restarted.Addr()))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -195,6 +195,23 @@ func (p *Process) Kill() {
 	p.Wait()
 }
 
+// Restart starts the same command line again (the same binary, data
+// directory and flags) once the process has exited, as an operator
+// restarts a broker that crashed or stopped, and returns once the new
+// process serves. A port of 0 gets a new free port; a fixed one is taken
+// again.
+func (p *Process) Restart() *Process {
+	p.t.Helper()
+	select {
+	case <-p.exited:
+	default:
+		p.t.Fatal("Restart of a broker that is still running: Stop or Kill it first")
+	}
+	command := exec.Command(p.cmd.Path, p.cmd.Args[1:]...)
+	command.Env, command.Dir = p.cmd.Env, p.cmd.Dir
+	return StartProcess(p.t, command)
+}
+
 type lockedWriter struct {
 	mu *sync.Mutex
 	w  io.Writer

@@ -2,11 +2,10 @@ package consumer
 
 import (
 	"maps"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/ironbus/ironbus/internal/crashtest"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
@@ -68,25 +67,11 @@ type deliveryRun struct {
 	durable   map[uint64]uint32 // deliveries as of the last checkpoint that returned
 }
 
-func crashDeliveries(t *testing.T, mem *vfs.MemFS, k int64) deliveryRun {
-	var ops atomic.Int64
-	var dead atomic.Bool
-	var mu sync.Mutex
-	run := deliveryRun{delivered: map[uint64]uint32{}, durable: map[uint64]uint32{}}
-	fsys := vfs.Inject(mem, vfs.InjectorFunc(func(op vfs.Op) error {
-		if dead.Load() {
-			return vfs.ErrInjected
-		}
-		if !op.Kind.IsMutation() || ops.Add(1)-1 != k {
-			return nil
-		}
-		mu.Lock()
-		run.image = mem.CrashClone(vfs.CrashOptions{})
-		mu.Unlock()
-		dead.Store(true)
-		return vfs.ErrInjected
-	}))
-	r, err := openRig(t, fsys)
+func crashDeliveries(t *testing.T, mem *vfs.MemFS, k int64) (run deliveryRun) {
+	cut := crashtest.CutAtWrite(mem, k)
+	run = deliveryRun{delivered: map[uint64]uint32{}, durable: map[uint64]uint32{}}
+	defer func() { run.image = cut.Image() }() // after the close below: a cut may come there too
+	r, err := openRig(t, cut.FS())
 	if err != nil {
 		return run
 	}
@@ -96,7 +81,7 @@ func crashDeliveries(t *testing.T, mem *vfs.MemFS, k int64) deliveryRun {
 	if err != nil {
 		return run
 	}
-	for round := 0; round < 4 && !dead.Load(); round++ {
+	for round := 0; round < 4 && !cut.Cut(); round++ {
 		got, _, _ := g.Fetch(1, 10, 1<<20, 0)
 		for _, d := range got {
 			run.delivered[d.Offset] = d.Attempt
@@ -106,8 +91,6 @@ func crashDeliveries(t *testing.T, mem *vfs.MemFS, k int64) deliveryRun {
 			run.durable = maps.Clone(run.delivered)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	return run
 }
 

@@ -1,11 +1,10 @@
 package consumer
 
 import (
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/ironbus/ironbus/internal/crashtest"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
@@ -140,30 +139,12 @@ func TestDeadLetterMoveSurvivesACrashAtEveryWrite(t *testing.T) {
 // runUntilCrash runs the poison workload on fsys and cuts the power at
 // the k-th mutation; it returns the image taken at the cut.
 func runUntilCrash(t *testing.T, mem *vfs.MemFS, k int64, poison uint64) (bool, *vfs.MemFS) {
-	var ops atomic.Int64
-	var dead atomic.Bool
-	var mu sync.Mutex // the cut may happen on a segment goroutine
-	var image *vfs.MemFS
-	fsys := vfs.Inject(mem, vfs.InjectorFunc(func(op vfs.Op) error {
-		if dead.Load() {
-			return vfs.ErrInjected
-		}
-		if !op.Kind.IsMutation() || ops.Add(1)-1 != k {
-			return nil
-		}
-		mu.Lock()
-		image = mem.CrashClone(vfs.CrashOptions{})
-		mu.Unlock()
-		dead.Store(true)
-		return vfs.ErrInjected
-	}))
-	if r, err := openRig(t, fsys); err == nil {
+	cut := crashtest.CutAtWrite(mem, k)
+	if r, err := openRig(t, cut.FS()); err == nil {
 		work(r, poison, 3)
 		r.dir.Close()
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	return image != nil, image
+	return cut.Cut(), cut.Image()
 }
 
 // work consumes until every record is settled: the poison record is

@@ -4,10 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 
+	"github.com/ironbus/ironbus/internal/crashtest"
 	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/vfs"
@@ -127,30 +126,12 @@ func TestRedriveSurvivesACrashAtEveryWrite(t *testing.T) {
 // mutation; it returns the image taken at the cut, nil when the redrive
 // finished first.
 func redriveUntilCrash(t *testing.T, mem *vfs.MemFS, k int64) *vfs.MemFS {
-	var ops atomic.Int64
-	var dead atomic.Bool
-	var mu sync.Mutex
-	var image *vfs.MemFS
-	armed := atomic.Bool{}
-	fsys := vfs.Inject(mem, vfs.InjectorFunc(func(op vfs.Op) error {
-		if dead.Load() {
-			return vfs.ErrInjected
-		}
-		if !armed.Load() || !op.Kind.IsMutation() || ops.Add(1)-1 != k {
-			return nil
-		}
-		mu.Lock()
-		image = mem.CrashClone(vfs.CrashOptions{})
-		mu.Unlock()
-		dead.Store(true)
-		return vfs.ErrInjected
-	}))
-	if r, err := openRig(t, fsys); err == nil {
-		armed.Store(true) // count the redrive's writes, not recovery's
+	cut := crashtest.CutAtWrite(mem, k)
+	cut.Pause() // count the redrive's writes, not recovery's
+	if r, err := openRig(t, cut.FS()); err == nil {
+		cut.Count()
 		_, _ = Redrive(context.Background(), r.dlq, r.target, 0)
 		r.dir.Close()
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	return image
+	return cut.Image()
 }

@@ -7,19 +7,17 @@ import (
 	"io/fs"
 	"path"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ironbus/ironbus/broker/catalog"
 	"github.com/ironbus/ironbus/consumer"
+	"github.com/ironbus/ironbus/internal/crashtest"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
 const root = "/data"
-
-var errPowerCut = fmt.Errorf("%w: power cut", vfs.ErrInjected)
 
 func storage() segment.Options {
 	return segment.Options{SegmentSize: segment.MinSegmentSize, StagingBytes: 16 << 10}
@@ -199,26 +197,17 @@ func sweep(t *testing.T, change func(*Dir) error) {
 	}
 	sawBefore, sawAfter := false, false
 	for cut := int64(0); ; cut++ {
-		mem := base.CrashClone(vfs.CrashOptions{})
-		var ops atomic.Int64
-		var images []*vfs.MemFS
-		fsys := vfs.Inject(mem, vfs.InjectorFunc(func(op vfs.Op) error {
-			if len(images) > 0 {
-				return errPowerCut
-			}
-			if !op.Kind.IsMutation() || ops.Add(1)-1 != cut {
-				return nil
-			}
-			for seed := range uint64(3) {
-				keep := float64(seed) / 2
-				images = append(images, mem.CrashClone(vfs.CrashOptions{Seed: seed, KeepUnsynced: keep, Reorder: keep > 0, Tear: keep > 0}))
-			}
-			return errPowerCut
-		}))
-		if d, _, err := Open(fsys, root, Options{Exclusive: true, Storage: storage()}); err == nil {
+		var options []vfs.CrashOptions
+		for seed := range uint64(3) {
+			keep := float64(seed) / 2
+			options = append(options, vfs.CrashOptions{Seed: seed, KeepUnsynced: keep, Reorder: keep > 0, Tear: keep > 0})
+		}
+		power := crashtest.CutAtWrite(base.CrashClone(vfs.CrashOptions{}), cut, options...)
+		if d, _, err := Open(power.FS(), root, Options{Exclusive: true, Storage: storage()}); err == nil {
 			_ = change(d)
 			_ = d.Close()
 		}
+		images := power.Images()
 		if len(images) == 0 {
 			if cut < 5 {
 				t.Fatalf("only %d mutations", cut)

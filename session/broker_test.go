@@ -44,7 +44,10 @@ type testConfig struct {
 	session Config
 }
 
-// testBroker runs a broker on a loopback listener.
+// testBroker runs a broker on a loopback listener: this package's handler
+// over an engine the test opens itself, not a server.Server (which
+// imports this package), so a test can inject file-system faults into the
+// engine and inspect its logs.
 func testBroker(t testing.TB, cfg testConfig) (string, *broker.Broker) {
 	t.Helper()
 	return testBrokerOn(t, cfg, loop.Config{})

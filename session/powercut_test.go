@@ -4,15 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ironbus/ironbus/broker"
-	"github.com/ironbus/ironbus/client"
+	"github.com/ironbus/ironbus/internal/crashtest"
 	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/vfs"
@@ -29,7 +27,8 @@ import (
 //
 // The seed fixes the cut (its moment, counted in acknowledgements, and what
 // survives); goroutine scheduling still varies, so a replay repeats the
-// cut, not every interleaving. IRONBUS_SEED replays one seed;
+// cut, not every interleaving. The workload and the checks are
+// internal/crashtest's, shared with the FUSE harness. IRONBUS_SEED replays one seed;
 // IRONBUS_BROKER_POWERCUT_SEEDS sets how many seeds run (8; -short and
 // the per-backend reruns 2).
 func TestPowerCutBrokerSeeded(t *testing.T) {
@@ -44,65 +43,37 @@ func TestPowerCutBrokerSeeded(t *testing.T) {
 }
 
 func powercutSeeds(t *testing.T) (int, uint64) {
-	if text := os.Getenv("IRONBUS_SEED"); text != "" {
-		seed, err := strconv.ParseUint(text, 10, 64)
-		if err != nil {
-			t.Fatalf("IRONBUS_SEED=%q", text)
-		}
-		return 1, seed
+	fallback := 8
+	if testing.Short() || crashtest.BackendRerun() {
+		fallback = 2 // the per-backend reruns of make test: the disk is the subject here
 	}
-	seeds := 8
-	if testing.Short() || os.Getenv("IRONBUS_TEST_LOOP") != "" {
-		seeds = 2 // the per-backend reruns of make test: the disk is the subject here
+	seeds := crashtest.Count(t, "IRONBUS_BROKER_POWERCUT_SEEDS", fallback)
+	if crashtest.Replaying() {
+		seeds = 1
 	}
-	if text := os.Getenv("IRONBUS_BROKER_POWERCUT_SEEDS"); text != "" {
-		n, err := strconv.Atoi(text)
-		if err != nil || n < 1 {
-			t.Fatalf("IRONBUS_BROKER_POWERCUT_SEEDS=%q", text)
-		}
-		seeds = n
-	}
-	return seeds, uint64(time.Now().UnixNano())
-}
-
-// cutLedger holds every record acknowledged before a cut.
-type cutLedger struct {
-	mu    sync.Mutex
-	acked map[uint64]string
-	// cut is set from the cut until the next broker serves: the old
-	// broker keeps acknowledging on its old image, and those acks are not
-	// the cut image's to keep.
-	cut bool
-}
-
-func (l *cutLedger) count() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.acked)
+	return seeds, crashtest.Seed(t)
 }
 
 func runPowercutSeed(t *testing.T, seed uint64) {
 	random := rand.New(rand.NewPCG(seed, seed^0xc07))
 	image := vfs.NewMemFS()
-	ledger := &cutLedger{acked: map[uint64]string{}}
+	ledger := crashtest.NewLedger()
 	unsyncedWrites := 0
 	for cut := range 3 {
 		addr, stop := servePowercut(t, image)
-		ledger.mu.Lock()
-		ledger.cut = false
-		ledger.mu.Unlock()
+		ledger.Resume()
 		if cut > 0 {
-			checkPowercutImage(t, addr, ledger, cut)
+			ledger.Check(t, addr, cut)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		var load sync.WaitGroup
 		for producer := range 2 {
 			prefix := fmt.Sprintf("c%d-p%d-", cut, producer)
-			load.Go(func() { powercutProducer(ctx, addr, ledger, prefix) })
+			load.Go(func() { crashtest.Produce(ctx, t, addr, ledger, prefix) })
 		}
-		load.Go(func() { powercutConsumer(ctx, addr) })
-		target := ledger.count() + random.IntN(3000)
-		for deadline := time.Now().Add(5 * time.Second); ledger.count() < target && time.Now().Before(deadline); {
+		load.Go(func() { crashtest.Consume(ctx, addr, ledger, "work") })
+		target := ledger.Acknowledged() + random.IntN(3000)
+		for deadline := time.Now().Add(5 * time.Second); ledger.Acknowledged() < target && time.Now().Before(deadline); {
 			time.Sleep(100 * time.Microsecond)
 		}
 		options := vfs.CrashOptions{Seed: random.Uint64(), SectorSize: 512}
@@ -110,22 +81,18 @@ func runPowercutSeed(t *testing.T, seed uint64) {
 			options.KeepUnsynced = 0.1 + 0.8*random.Float64()
 			options.Reorder, options.Tear = mode >= 2, mode == 3
 		}
-		// The ledger is held while the image is cut: every ack counted
-		// came back before the cut, so its sync finished before it too.
-		ledger.mu.Lock()
-		exposed := image.Unsynced()
-		unsyncedWrites += exposed.Writes
-		image = image.CrashClone(options)
-		ledger.cut = true
-		ledger.mu.Unlock()
+		ledger.Cut(func() {
+			unsyncedWrites += image.Unsynced().Writes
+			image = image.CrashClone(options)
+		})
 		cancel()
 		load.Wait()
 		stop() // the old broker lives on its old image; the cut one is next
 	}
 	addr, stop := servePowercut(t, image)
 	defer stop()
-	checkPowercutImage(t, addr, ledger, 3)
-	t.Logf("3 cuts: %d acknowledged records, 0 lost; the cuts hit %d unsynced writes", ledger.count(), unsyncedWrites)
+	ledger.Check(t, addr, 3)
+	t.Logf("3 cuts: %d acknowledged records, 0 lost; the cuts hit %d unsynced writes", ledger.Acknowledged(), unsyncedWrites)
 }
 
 // powercutSyncLatency mirrors the FUSE harness: syncs of MemFS take no
@@ -141,7 +108,9 @@ func slowSyncs(op vfs.Op) error {
 }
 
 // servePowercut runs a broker on image over loopback TCP, with slow syncs,
-// after checking that recovering the image found no data loss.
+// after checking that recovering the image found no data loss. It serves
+// the wire handler over an engine of its own rather than a server: the
+// engine runs on the crashable MemFS.
 func servePowercut(t *testing.T, image *vfs.MemFS) (string, func()) {
 	t.Helper()
 	fsys := vfs.Inject(image, vfs.InjectorFunc(slowSyncs))
@@ -149,11 +118,7 @@ func servePowercut(t *testing.T, image *vfs.MemFS) (string, func()) {
 	if err != nil {
 		t.Fatalf("a cut image did not open: %v", err)
 	}
-	for _, log := range b.Dir().Report().Logs {
-		if log.HasDataLoss() || log.Outcome == segment.OutcomeFrozen {
-			t.Fatalf("a power cut was reported as %s for %s/%d: %+v", log.Outcome, log.Stream, log.Partition, log)
-		}
-	}
+	crashtest.CheckReport(t, b.Dir().Report(), "after a power cut")
 	server, _, err := loop.New(testBackend(), loop.Config{}, testHandler(t, b, Config{}))
 	if err != nil {
 		t.Fatal(err)
@@ -166,94 +131,6 @@ func servePowercut(t *testing.T, image *vfs.MemFS) (string, func()) {
 	return bound.String(), func() {
 		server.CloseAll()
 		_ = b.Close()
-	}
-}
-
-func powercutProducer(ctx context.Context, addr string, ledger *cutLedger, prefix string) {
-	c, err := client.Dial(ctx, addr, client.Options{Window: 16})
-	if err != nil {
-		return
-	}
-	defer c.Close()
-	producer := c.NewProducer("orders", client.ProducerOptions{Window: 16})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for result := range producer.Results() {
-			if result.Err == nil {
-				ledger.mu.Lock()
-				if !ledger.cut {
-					ledger.acked[result.Ack.Offset] = prefix + strconv.FormatUint(result.Sequence, 10)
-				}
-				ledger.mu.Unlock()
-			}
-		}
-	}()
-	for i := 0; ctx.Err() == nil && i < 1500; i++ {
-		if producer.Send(ctx, client.Record{Payload: []byte(prefix + strconv.Itoa(i))}) != nil {
-			break
-		}
-	}
-	_ = producer.Close()
-	<-done
-}
-
-// powercutConsumer acknowledges in batches, so group checkpoints are
-// being written when the power goes.
-func powercutConsumer(ctx context.Context, addr string) {
-	c, err := client.Dial(ctx, addr, client.Options{})
-	if err != nil {
-		return
-	}
-	defer c.Close()
-	for ctx.Err() == nil {
-		batch, err := c.Fetch(ctx, "orders", "work", client.FetchOptions{MaxRecords: 200, Wait: 20 * time.Millisecond})
-		if err != nil {
-			return
-		}
-		if len(batch.Messages) > 0 {
-			if _, err := c.Ack(ctx, "orders", "work", batch.Messages...); err != nil {
-				return
-			}
-		}
-	}
-}
-
-// checkPowercutImage reads the whole log back through a new streaming
-// group and checks it against the ledger and the recovery report.
-func checkPowercutImage(t *testing.T, addr string, ledger *cutLedger, cut int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	c, err := client.Dial(ctx, addr, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	stored := map[uint64]string{}
-	last, first := uint64(0), true
-	for {
-		batch, err := c.Fetch(ctx, "orders", fmt.Sprint("check-", cut), client.FetchOptions{Type: client.GroupStreaming, MaxRecords: 5000})
-		if err != nil {
-			t.Fatalf("after cut %d: reading back: %v", cut, err)
-		}
-		if len(batch.Messages) == 0 {
-			break
-		}
-		for _, m := range batch.Messages {
-			if !first && m.Offset <= last {
-				t.Fatalf("after cut %d: offset %d after %d", cut, m.Offset, last)
-			}
-			first, last = false, m.Offset
-			stored[m.Offset] = string(m.Payload)
-		}
-	}
-	ledger.mu.Lock()
-	defer ledger.mu.Unlock()
-	for offset, payload := range ledger.acked {
-		if stored[offset] != payload {
-			t.Fatalf("after cut %d: acknowledged offset %d (%s) came back as %q", cut, offset, payload, stored[offset])
-		}
 	}
 }
 

@@ -12,10 +12,8 @@ import (
 
 	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/broker/health"
-	"github.com/ironbus/ironbus/client"
-	"github.com/ironbus/ironbus/loop"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment/vfs"
-	"github.com/ironbus/ironbus/session"
 )
 
 // get fetches one endpoint over real HTTP and returns the status and body.
@@ -108,14 +106,13 @@ func TestFsyncFailureFreezesReadiness(t *testing.T) {
 	defer b.Close()
 	server := listen(t, health.Options{})
 	server.Attach(b)
-	producer := dial(t, b)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := producer.Produce(ctx, "orders", client.Record{Payload: []byte("durable")}); err != nil {
+	if err := produce(ctx, b, "durable"); err != nil {
 		t.Fatal(err)
 	}
 	fault.Set(true)
-	if _, err := producer.Produce(ctx, "orders", client.Record{Payload: []byte("lost")}); err == nil {
+	if err := produce(ctx, b, "lost"); err == nil {
 		t.Fatal("a produce whose fdatasync failed was acknowledged")
 	}
 	status, body := get(t, server, "/readyz")
@@ -128,36 +125,32 @@ func TestFsyncFailureFreezesReadiness(t *testing.T) {
 	}
 }
 
-// dial serves b on a real loopback listener and connects a client.
-func dial(t *testing.T, b *broker.Broker) *client.Client {
-	t.Helper()
-	handler, err := session.NewHandler(b, session.Config{})
+// produce appends one record to stream "orders" through the engine's Go
+// API, as every protocol adapter does, and waits until it is durable or
+// has failed. No wire is needed: readiness reads the engine.
+func produce(ctx context.Context, b *broker.Broker, payload string) error {
+	stream, err := b.ProduceStream([]byte("orders"))
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	server, _, err := loop.New(loop.BackendAuto, loop.Config{}, handler)
+	partition, err := stream.Partition(0)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	bound, err := server.Listen("127.0.0.1:0")
+	body, err := record.AppendBody(nil, record.Body{Payload: []byte(payload), RawLength: uint32(len(payload))})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	go func() { _ = server.Serve() }()
-	t.Cleanup(func() {
-		b.Drain()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := server.Shutdown(ctx); err != nil {
-			server.CloseAll()
-		}
-	})
-	c, err := client.Dial(context.Background(), bound.String(), client.Options{})
+	ticket, err := partition.Append(ctx, [][]byte{body}, []uint32{record.Checksum(body)}, record.FrameSize(len(body)))
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	select {
+	case <-ticket.Done():
+		return ticket.Err()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // TestRequestsAreBounded: with one request in progress and MaxRequests 1,

@@ -29,14 +29,14 @@ type backupJSON struct {
 func TestBackupOfLiveBrokerRestoresEveryAcknowledgedRecord(t *testing.T) {
 	base := t.TempDir()
 	dataDir := filepath.Join(base, "data")
-	broker := startBroker(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--segment-bytes", "64KiB")
-	before := produceUntil(t, broker.addr, 3_000, 256, 0, nil)
+	broker := ironbus.Serve(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--segment-bytes", "64KiB")
+	before := produceUntil(t, broker.Addr(), 3_000, 256, 0, nil)
 	var during map[uint64]string
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		during = produceUntil(t, broker.addr, 6_000, 64, 0, nil)
+		during = produceUntil(t, broker.Addr(), 6_000, 64, 0, nil)
 	}()
 	out := filepath.Join(base, "backup")
 	result := runCLI(t, "backup", "--data-dir", dataDir, "--out", out, "--json")
@@ -46,7 +46,7 @@ func TestBackupOfLiveBrokerRestoresEveryAcknowledgedRecord(t *testing.T) {
 	if err := json.Unmarshal([]byte(result.stdout), &made); err != nil || made.Schema != backupSchema || len(made.Logs) == 0 {
 		t.Fatalf("backup --json: %v\n%s", err, result.stdout)
 	}
-	if code := broker.stop(syscall.SIGTERM); code != 0 {
+	if code := broker.Stop(syscall.SIGTERM); code != 0 {
 		t.Fatalf("broker stop exited %d", code)
 	}
 	next := made.Logs[0].NextOffset
@@ -57,8 +57,8 @@ func TestBackupOfLiveBrokerRestoresEveryAcknowledgedRecord(t *testing.T) {
 	expectCode(t, runCLI(t, "restore", "--from", out, "--data-dir", target), exitClean)
 	expectCode(t, runCLI(t, "verify", "--data-dir", target), exitClean)
 	expectCode(t, runCLI(t, "scrub", "--data-dir", target), exitClean)
-	restored := startBroker(t, "serve", "--data-dir", target, "--addr", "127.0.0.1:0")
-	stored := readAllRecords(t, restored.addr)
+	restored := ironbus.Serve(t, "serve", "--data-dir", target, "--addr", "127.0.0.1:0")
+	stored := readAllRecords(t, restored.Addr())
 	if uint64(len(stored)) != next {
 		t.Fatalf("restored broker serves %d records, the backup holds %d", len(stored), next)
 	}
@@ -75,15 +75,15 @@ func TestBackupOfLiveBrokerRestoresEveryAcknowledgedRecord(t *testing.T) {
 	}
 	t.Logf("%d acknowledged before the backup, %d during; the backup holds %d in %d segments",
 		len(before), len(during), next, made.Logs[0].Segments)
-	restored.stop(syscall.SIGTERM)
+	restored.Stop(syscall.SIGTERM)
 }
 
 func TestRestoreRefusesTamperedBackupAndFullTarget(t *testing.T) {
 	base := t.TempDir()
 	dataDir := filepath.Join(base, "data")
-	broker := startBroker(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--segment-bytes", "64KiB")
-	produceUntil(t, broker.addr, 2_000, 256, 0, nil)
-	broker.stop(syscall.SIGTERM)
+	broker := ironbus.Serve(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--segment-bytes", "64KiB")
+	produceUntil(t, broker.Addr(), 2_000, 256, 0, nil)
+	broker.Stop(syscall.SIGTERM)
 	out := filepath.Join(base, "backup")
 	expectCode(t, runCLI(t, "backup", "--data-dir", dataDir, "--out", out, "--no-link"), exitClean)
 	expectCode(t, runCLI(t, "backup", "--data-dir", dataDir, "--out", out), exitUsage)
@@ -107,15 +107,15 @@ func TestRestoreRefusesTamperedBackupAndFullTarget(t *testing.T) {
 
 func TestScrubExitCodes(t *testing.T) {
 	dataDir := filepath.Join(t.TempDir(), "data")
-	broker := startBroker(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--segment-bytes", "64KiB")
-	produceUntil(t, broker.addr, 2_000, 256, 0, nil)
+	broker := ironbus.Serve(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--segment-bytes", "64KiB")
+	produceUntil(t, broker.Addr(), 2_000, 256, 0, nil)
 	// scrub takes no lock: it runs beside the broker.
 	live := runCLI(t, "scrub", "--data-dir", dataDir, "--json")
 	expectCode(t, live, exitClean)
 	if !strings.Contains(live.stdout, `"schema":"`+scrubSchema+`"`) {
 		t.Fatalf("scrub --json:\n%s", live.stdout)
 	}
-	broker.stop(syscall.SIGTERM)
+	broker.Stop(syscall.SIGTERM)
 	segments, _ := filepath.Glob(filepath.Join(dataDir, "streams", "orders", "0", "*.seg"))
 	flipFileByte(t, segments[0], 4096+300)
 	result := runCLI(t, "scrub", "--data-dir", dataDir)

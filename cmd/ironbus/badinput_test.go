@@ -157,8 +157,8 @@ func newBadInputFixture(t *testing.T) *badInputFixture {
 	root := t.TempDir()
 	f := &badInputFixture{t: t, root: root, dataDir: filepath.Join(root, "data"), backup: filepath.Join(root, "backup"),
 		token: filepath.Join(root, "token"), authConfig: filepath.Join(root, "auth.toml"), configDir: filepath.Join(root, "config")}
-	broker := startBroker(t, "serve", "--data-dir", filepath.Join(root, "live"), "--addr", "127.0.0.1:0")
-	f.addr, f.healthAddr = broker.addr, broker.health()
+	broker := ironbus.Serve(t, "serve", "--data-dir", filepath.Join(root, "live"), "--addr", "127.0.0.1:0")
+	f.addr, f.healthAddr = broker.Addr(), broker.HealthAddr()
 	expectCode(t, runCLI(t, "pub", "--addr", f.addr, "one"), exitClean)
 	expectCode(t, runCLI(t, "pub", "--addr", f.addr, "--stream", "s", "one"), exitClean)
 	expectCode(t, runCLI(t, "stream", "create", "s", "--data-dir", f.dataDir), exitClean)
@@ -225,7 +225,7 @@ func (f *badInputFixture) base(path string) (args []string, stdin string) {
 	case "token create":
 		return []string{"--out", f.fresh()}, ""
 	case "upgrade":
-		return []string{"--new-binary", binaryPath, "--dest", f.fresh()}, ""
+		return []string{"--new-binary", ironbus.Path(), "--dest", f.fresh()}, ""
 	case "rollback":
 		return []string{"--dest", f.fresh()}, ""
 	case "serve":
@@ -368,7 +368,7 @@ func (f *badInputFixture) runRow(row badInputRow) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	command := ironbusCommand(row.args...)
+	command := ironbus.Command(row.args...)
 	command = exec.CommandContext(ctx, command.Path, command.Args[1:]...)
 	command.Env = append(os.Environ(), "IRONBUS_CONFIG_DIR="+filepath.Join(f.configDir, fmt.Sprint(f.next.Add(1))), "IRONBUS_ADDR="+f.addr)
 	command.Stdin = strings.NewReader(row.stdin)

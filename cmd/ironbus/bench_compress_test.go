@@ -15,7 +15,7 @@ import (
 // fewer bytes per payload byte than none, and the report says which codec
 // ran on which payloads.
 func TestBenchCompressesRealPayloads(t *testing.T) {
-	if binaryWrapper != "" {
+	if ironbus.Emulator() != "" {
 		t.Skip("bench starts its broker by re-executing itself, which needs binfmt_misc under emulation")
 	}
 	sample := filepath.Join(t.TempDir(), "sample.jsonl")

@@ -25,7 +25,7 @@ func runBenchJSON(t *testing.T, args ...string) load.Result {
 // TestBenchModes runs each mode briefly against the broker bench starts
 // and checks the figures hang together.
 func TestBenchModes(t *testing.T) {
-	if binaryWrapper != "" {
+	if ironbus.Emulator() != "" {
 		t.Skip("bench starts its broker by re-executing itself, which needs binfmt_misc under emulation")
 	}
 	publish := runBenchJSON(t, "--count", "3000", "--producers", "2", "--pubwindow", "64")

@@ -63,11 +63,11 @@ func TestBrokerErrorCodes(t *testing.T) {
 // argument or as a stdin line longer than any buffer, is a refusal (3)
 // naming the limit and the setting that raises it.
 func TestPubRefusesOversizedRecords(t *testing.T) {
-	broker := startBroker(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--max-frame", "64KiB")
+	broker := ironbus.Serve(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--max-frame", "64KiB")
 	big := strings.Repeat("a", 100_000)
-	argument := runCLI(t, "pub", "--addr", broker.addr, big)
+	argument := runCLI(t, "pub", "--addr", broker.Addr(), big)
 	expectCode(t, argument, exitRefused)
-	line := ironbusCommand("pub", "--addr", broker.addr)
+	line := ironbus.Command("pub", "--addr", broker.Addr())
 	line.Stdin = strings.NewReader("small\n" + strings.Repeat("b", 300_000) + "\nnever\n")
 	out, err := line.CombinedOutput()
 	var exit interface{ ExitCode() int }
@@ -86,14 +86,14 @@ func TestPubRefusesOversizedRecords(t *testing.T) {
 
 // TestSubPrintsHeaders: sub shows a record's headers in both forms.
 func TestSubPrintsHeaders(t *testing.T) {
-	broker := startBroker(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
-	expectCode(t, runCLI(t, "pub", "--addr", broker.addr, "--header", "source=cli", "--header", "trace=a b", "--key", "k", "hello"), exitClean)
-	human := runCLI(t, "sub", "--addr", broker.addr, "--group", "human", "--max", "1")
+	broker := ironbus.Serve(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
+	expectCode(t, runCLI(t, "pub", "--addr", broker.Addr(), "--header", "source=cli", "--header", "trace=a b", "--key", "k", "hello"), exitClean)
+	human := runCLI(t, "sub", "--addr", broker.Addr(), "--group", "human", "--max", "1")
 	expectCode(t, human, exitClean)
 	if got := strings.TrimSpace(human.stdout); got != `#0 key=k headers={source=cli trace="a b"} payload=hello` {
 		t.Errorf("sub printed %q", got)
 	}
-	machine := runCLI(t, "sub", "--addr", broker.addr, "--group", "machine", "--max", "1", "--json")
+	machine := runCLI(t, "sub", "--addr", broker.Addr(), "--group", "machine", "--max", "1", "--json")
 	expectCode(t, machine, exitClean)
 	var delivery struct {
 		Headers []headerOutput `json:"headers"`

@@ -62,10 +62,10 @@ func TestDiskBudgetDropNewOnTmpfs(t *testing.T) {
 	dataDir := filepath.Join(mount, "data")
 	args := []string{"serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--segment-bytes", "256KiB",
 		"--disk-budget", "4MiB", "--retention-interval", "200ms"}
-	broker := startBroker(t, args...)
+	broker := ironbus.Serve(t, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c := dialConsumer(t, broker.addr)
+	c := dialConsumer(t, broker.Addr())
 	if _, err := c.CreateStream(ctx, "orders", client.StreamSettings{}); err != nil {
 		t.Fatal(err) // a consumer never creates its stream
 	}
@@ -103,14 +103,14 @@ func TestDiskBudgetDropNewOnTmpfs(t *testing.T) {
 	if !resumed {
 		t.Fatal("writes did not resume after the group acknowledged everything")
 	}
-	if code := broker.stop(unix.SIGTERM); code != 0 {
+	if code := broker.Stop(unix.SIGTERM); code != 0 {
 		t.Fatalf("stop exited %d", code)
 	}
 	// A smaller budget than what is on disk: the broker still starts and
 	// serves reads, refusing only new records.
 	args[len(args)-3] = "3MiB"
-	restarted := startBroker(t, append(args, "--disk-headroom", "256KiB")...)
-	reader := dialConsumer(t, restarted.addr)
+	restarted := ironbus.Serve(t, append(args, "--disk-headroom", "256KiB")...)
+	reader := dialConsumer(t, restarted.Addr())
 	batch, err := reader.Fetch(ctx, "orders", "fresh", client.FetchOptions{MaxRecords: 10})
 	if err != nil || len(batch.Messages) == 0 {
 		t.Fatalf("after a restart with a smaller budget: %d records, %v", len(batch.Messages), err)
@@ -124,11 +124,11 @@ func TestDiskBudgetDropNewOnTmpfs(t *testing.T) {
 func TestDiskBudgetDropOldestOnTmpfs(t *testing.T) {
 	mount := mountTmpfs(t, 32<<20)
 	dataDir := filepath.Join(mount, "data")
-	broker := startBroker(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--segment-bytes", "256KiB",
+	broker := ironbus.Serve(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--segment-bytes", "256KiB",
 		"--disk-budget", "4MiB", "--disk-full-policy", "drop-oldest", "--retention-interval", "200ms")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	c := dialConsumer(t, broker.addr)
+	c := dialConsumer(t, broker.Addr())
 	if _, err := c.CreateStream(ctx, "logs", client.StreamSettings{}); err != nil {
 		t.Fatal(err) // a consumer never creates its stream
 	}

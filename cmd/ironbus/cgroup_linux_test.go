@@ -142,8 +142,8 @@ func TestSixtyFourMiBCgroupFastProducerSlowConsumer(t *testing.T) {
 	}
 	group := newMemoryCgroup(t, 64<<20)
 	dataDir := t.TempDir()
-	broker := startBroker(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--edge", "--ram-ceiling", "64MiB")
-	group.enter(t, broker.cmd.Process.Pid)
+	broker := ironbus.Serve(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--edge", "--ram-ceiling", "64MiB")
+	group.enter(t, broker.Pid())
 
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
@@ -157,7 +157,7 @@ func TestSixtyFourMiBCgroupFastProducerSlowConsumer(t *testing.T) {
 	errs := make(chan error, 8)
 	for i := range 4 {
 		wg.Go(func() {
-			n, err := produceFor(ctx, broker.addr, "backlog", 1<<10, perProducer)
+			n, err := produceFor(ctx, broker.Addr(), "backlog", 1<<10, perProducer)
 			produced.Add(int64(n))
 			if err != nil {
 				errs <- fmt.Errorf("producer %d: %w", i, err)
@@ -165,7 +165,7 @@ func TestSixtyFourMiBCgroupFastProducerSlowConsumer(t *testing.T) {
 		})
 	}
 	wg.Go(func() {
-		n, err := consumeSlowly(ctx, broker.addr, "backlog", &produced, 4*perProducer, loadFor)
+		n, err := consumeSlowly(ctx, broker.Addr(), "backlog", &produced, 4*perProducer, loadFor)
 		consumed.Add(int64(n))
 		if err != nil {
 			errs <- err
@@ -174,14 +174,14 @@ func TestSixtyFourMiBCgroupFastProducerSlowConsumer(t *testing.T) {
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		t.Errorf("%v\n%s", err, broker.logs())
+		t.Errorf("%v\n%s", err, broker.Logs())
 	}
 	if kills := group.oomKills(t); kills != 0 {
 		t.Fatalf("the kernel killed %d process(es) in the 64 MiB cgroup", kills)
 	}
 	select {
-	case err := <-broker.exited:
-		t.Fatalf("the broker died under the load: %v\n%s", err, broker.logs())
+	case <-broker.Exited():
+		t.Fatalf("the broker died under the load (exit %d):\n%s", broker.Wait(), broker.Logs())
 	default:
 	}
 	backlog := produced.Load() - consumed.Load()

@@ -14,13 +14,13 @@ import (
 // and dump: every reader shows the payload as sent and names the codec.
 func TestPubSubDumpWithEachCodec(t *testing.T) {
 	dataDir := t.TempDir()
-	broker := startBroker(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
+	broker := ironbus.Serve(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
 	payload := strings.Repeat(`{"sensor":"cabinet-7","celsius":21.5,"ok":true}`, 8)
 	codecs := []string{"lz4", "zstd", "none"}
 	for _, codec := range codecs {
-		pub := runCLI(t, "pub", "--addr", broker.addr, "--stream", "c-"+codec, "--compress", codec, payload)
+		pub := runCLI(t, "pub", "--addr", broker.Addr(), "--stream", "c-"+codec, "--compress", codec, payload)
 		expectCode(t, pub, exitClean)
-		sub := runCLI(t, "sub", "--addr", broker.addr, "--stream", "c-"+codec, "--group", "g", "--max", "1", "--wait", "2s")
+		sub := runCLI(t, "sub", "--addr", broker.Addr(), "--stream", "c-"+codec, "--group", "g", "--max", "1", "--wait", "2s")
 		expectCode(t, sub, exitClean)
 		want := "#0 key= codec=" + codec + " payload=" + payload
 		if codec == "none" {
@@ -29,19 +29,19 @@ func TestPubSubDumpWithEachCodec(t *testing.T) {
 		if got := strings.TrimSpace(sub.stdout); got != want {
 			t.Errorf("sub of %s:\n got %q\nwant %q", codec, got, want)
 		}
-		subJSON := runCLI(t, "sub", "--addr", broker.addr, "--stream", "c-"+codec, "--group", "j", "--max", "1", "--json", "--wait", "2s")
+		subJSON := runCLI(t, "sub", "--addr", broker.Addr(), "--stream", "c-"+codec, "--group", "j", "--max", "1", "--json", "--wait", "2s")
 		var message subMessage
 		if err := json.Unmarshal([]byte(strings.TrimSpace(subJSON.stdout)), &message); err != nil ||
 			message.Payload != payload || message.Codec != codec {
 			t.Errorf("sub --json of %s: %q %v", codec, subJSON.stdout, err)
 		}
 	}
-	badCodec := runCLI(t, "pub", "--addr", broker.addr, "--compress", "gzip", "x")
+	badCodec := runCLI(t, "pub", "--addr", broker.Addr(), "--compress", "gzip", "x")
 	expectCode(t, badCodec, exitUsage)
 	if !strings.Contains(badCodec.stderr, "lz4, zstd or none") {
 		t.Errorf("--compress gzip: %q does not say what is accepted", badCodec.stderr)
 	}
-	if code := broker.stop(syscall.SIGTERM); code != 0 {
+	if code := broker.Stop(syscall.SIGTERM); code != 0 {
 		t.Fatalf("broker exit %d", code)
 	}
 	for _, codec := range codecs {

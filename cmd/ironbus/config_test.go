@@ -67,17 +67,17 @@ func TestConfigPrecedenceFlagEnvFileProfile(t *testing.T) {
 	}
 
 	// serve resolves the same way, and says so in one line at startup.
-	broker := startBroker(t, append([]string{"serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0"}, flags...)...)
-	line := logLine(broker.logs(), "msg=config ")
+	broker := ironbus.Serve(t, append([]string{"serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0"}, flags...)...)
+	line := logLine(broker.Logs(), "msg=config ")
 	for _, want := range []string{"profile=edge-tiny", "max_connections=64", "window=500", "max_frame=4MiB", "staging_bytes=256KiB", "durability=sync"} {
 		if !strings.Contains(line, " "+want+" ") {
 			t.Errorf("the config line lacks %s:\n%s", want, line)
 		}
 	}
-	if warning := logLine(broker.logs(), "names no setting"); !strings.Contains(warning, "IRONBUS_SEGMENT_BYTE (did you mean IRONBUS_SEGMENT_BYTES?)") {
-		t.Errorf("no warning for a misspelt variable:\n%s", broker.logs())
+	if warning := logLine(broker.Logs(), "names no setting"); !strings.Contains(warning, "IRONBUS_SEGMENT_BYTE (did you mean IRONBUS_SEGMENT_BYTES?)") {
+		t.Errorf("no warning for a misspelt variable:\n%s", broker.Logs())
 	}
-	expectCode(t, cliResult{code: broker.stop(os.Interrupt)}, exitClean)
+	expectCode(t, cliResult{code: broker.Stop(os.Interrupt)}, exitClean)
 
 	// --edge is --profile edge-tiny; naming another profile too is a mistake.
 	clash := runCLI(t, "config", "print", "--edge", "--profile", "throughput")
@@ -182,34 +182,34 @@ func TestConfigCheckExitCodes(t *testing.T) {
 // refused by name, a broken file is refused as a whole.
 func TestSIGHUPReloadsTheSafeSubset(t *testing.T) {
 	file := writeConfig(t, "", "log_level = \"info\"\nsegment_bytes = \"8MiB\"\n")
-	broker := startBroker(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--config", file)
+	broker := ironbus.Serve(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--config", file)
 	hangup := func(text, until string) {
 		t.Helper()
 		writeConfig(t, file, text)
-		before := strings.Count(broker.logs(), until)
-		if err := broker.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		before := strings.Count(broker.Logs(), until)
+		if err := broker.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		for deadline := time.Now().Add(10 * time.Second); strings.Count(broker.logs(), until) == before; time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(10 * time.Second); strings.Count(broker.Logs(), until) == before; time.Sleep(20 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatalf("no %q after SIGHUP:\n%s", until, broker.logs())
+				t.Fatalf("no %q after SIGHUP:\n%s", until, broker.Logs())
 			}
 		}
 	}
 	hangup("log_level = \"debug\"\nsegment_bytes = \"16MiB\"\n", "config reloaded")
-	logs := broker.logs()
+	logs := broker.Logs()
 	if !strings.Contains(logs, "applied=[log-level] needs_restart=[segment-bytes]") ||
 		!strings.Contains(logLine(logs, "needs a restart"), "knob=segment_bytes running=8MiB new=16MiB source=file:"+file) {
 		t.Fatalf("the reload did not apply the level and refuse the segment size:\n%s", logs)
 	}
 	hangup("log_level = \"debug\"\nlog_levle = \"info\"\n", "config reload refused")
-	if !strings.Contains(logLine(broker.logs(), "config reload refused"), "did you mean log_level?") {
-		t.Fatalf("a broken file:\n%s", broker.logs())
+	if !strings.Contains(logLine(broker.Logs(), "config reload refused"), "did you mean log_level?") {
+		t.Fatalf("a broken file:\n%s", broker.Logs())
 	}
 	// At level error, the info lines of a clean stop no longer appear: the
 	// level really changed.
 	writeConfig(t, file, "log_level = \"error\"\n")
-	if err := broker.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := broker.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	// Nothing at level error marks that reload's end; it takes
@@ -218,9 +218,9 @@ func TestSIGHUPReloadsTheSafeSubset(t *testing.T) {
 	// line) is logged, the level change before it is in place.
 	time.Sleep(time.Second)
 	hangup("log_level = \"error\"\nlog_levle = \"info\"\n", "config reload refused")
-	expectCode(t, cliResult{code: broker.stop(os.Interrupt)}, exitClean)
-	if strings.Contains(broker.logs(), "stopped cleanly") {
-		t.Fatalf("info lines after the level became error:\n%s", broker.logs())
+	expectCode(t, cliResult{code: broker.Stop(os.Interrupt)}, exitClean)
+	if strings.Contains(broker.Logs(), "stopped cleanly") {
+		t.Fatalf("info lines after the level became error:\n%s", broker.Logs())
 	}
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,18 +24,18 @@ func dialConsumer(t *testing.T, addr string) *client.Client {
 // leases of a minute dies (its connection closes); another consumer of the
 // group gets all 1,000 within seconds, not after the minute.
 func TestServeRedeliversADeadConsumersLeasesAtOnce(t *testing.T) {
-	broker := startBroker(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
-	if acked := produceUntil(t, broker.addr, 1000, 256, 0, nil); len(acked) != 1000 {
+	broker := ironbus.Serve(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
+	if acked := produceUntil(t, broker.Addr(), 1000, 256, 0, nil); len(acked) != 1000 {
 		t.Fatalf("%d of 1,000 records acknowledged", len(acked))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	doomed := dialConsumer(t, broker.addr)
+	doomed := dialConsumer(t, broker.Addr())
 	held, err := doomed.Fetch(ctx, "orders", "workers", client.FetchOptions{MaxRecords: 1000, Lease: time.Minute})
 	if err != nil || len(held.Messages) != 1000 {
 		t.Fatalf("the first consumer leased %d records: %v", len(held.Messages), err)
 	}
-	survivor := dialConsumer(t, broker.addr)
+	survivor := dialConsumer(t, broker.Addr())
 	if early, _ := survivor.Fetch(ctx, "orders", "workers", client.FetchOptions{}); len(early.Messages) != 0 {
 		t.Fatalf("%d leased records went to a second consumer while their holder lived", len(early.Messages))
 	}
@@ -70,8 +69,8 @@ func TestServeRedeliversADeadConsumersLeasesAtOnce(t *testing.T) {
 // once, with its attempts.
 func TestServeRestartKeepsDeliveryCounts(t *testing.T) {
 	dataDir := t.TempDir()
-	broker := startBroker(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
-	produceUntil(t, broker.addr, 1, 1, 0, nil)
+	broker := ironbus.Serve(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
+	produceUntil(t, broker.Addr(), 1, 1, 0, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	nackAttempt := func(c *client.Client, want uint32) {
@@ -84,16 +83,15 @@ func TestServeRestartKeepsDeliveryCounts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	first := dialConsumer(t, broker.addr)
+	first := dialConsumer(t, broker.Addr())
 	for attempt := uint32(1); attempt <= 3; attempt++ {
 		nackAttempt(first, attempt)
 	}
 	time.Sleep(600 * time.Millisecond) // past the checkpoint interval
-	_ = broker.cmd.Process.Signal(syscall.SIGKILL)
-	<-broker.exited
+	broker.Kill()
 
-	restarted := startBroker(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
-	second := dialConsumer(t, restarted.addr)
+	restarted := broker.Restart()
+	second := dialConsumer(t, restarted.Addr())
 	nackAttempt(second, 4)
 	nackAttempt(second, 5)
 	if result, _ := second.Fetch(ctx, "orders", "workers", client.FetchOptions{Wait: 500 * time.Millisecond}); len(result.Messages) != 0 {

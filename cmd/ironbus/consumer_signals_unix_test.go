@@ -43,7 +43,7 @@ func startConsumerProc(t *testing.T, addr, stream, group string, count int, leas
 	if consumerProcErr != nil {
 		t.Fatal(consumerProcErr)
 	}
-	cmd := wrappedCommand(consumerProcPath, addr, stream, group, strconv.Itoa(count), lease.String())
+	cmd := ironbus.CommandOf(consumerProcPath, addr, stream, group, strconv.Itoa(count), lease.String())
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -111,16 +111,16 @@ func drainGroup(t *testing.T, c *client.Client, stream, group string, want int, 
 // holding 1,000 one-minute leases is killed with -9; the kernel closes its
 // socket and another consumer gets all 1,000 within seconds.
 func TestKilledConsumerProcessLeasesComeBackAtOnce(t *testing.T) {
-	broker := startBroker(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
-	if acked := produceUntil(t, broker.addr, 1000, 256, 0, nil); len(acked) != 1000 {
+	broker := ironbus.Serve(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
+	if acked := produceUntil(t, broker.Addr(), 1000, 256, 0, nil); len(acked) != 1000 {
 		t.Fatalf("%d of 1,000 records acknowledged", len(acked))
 	}
-	doomed := startConsumerProc(t, broker.addr, "orders", "workers", 1000, time.Minute)
+	doomed := startConsumerProc(t, broker.Addr(), "orders", "workers", 1000, time.Minute)
 	if err := doomed.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	if got := drainGroup(t, dialConsumer(t, broker.addr), "orders", "workers", 1000, 10*time.Second); got != 1000 {
+	if got := drainGroup(t, dialConsumer(t, broker.Addr()), "orders", "workers", 1000, 10*time.Second); got != 1000 {
 		t.Fatalf("%d of 1,000 leases of the killed consumer came back", got)
 	}
 	t.Logf("1,000 leases redelivered %v after kill -9", time.Since(killed).Round(time.Millisecond))
@@ -131,15 +131,15 @@ func TestKilledConsumerProcessLeasesComeBackAtOnce(t *testing.T) {
 // then another consumer gets the records, and when the frozen one resumes
 // its late acks are fenced: nothing is settled twice.
 func TestFrozenConsumerIsFenced(t *testing.T) {
-	broker := startBroker(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
-	if acked := produceUntil(t, broker.addr, 10, 16, 0, nil); len(acked) != 10 {
+	broker := ironbus.Serve(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
+	if acked := produceUntil(t, broker.Addr(), 10, 16, 0, nil); len(acked) != 10 {
 		t.Fatalf("%d of 10 records acknowledged", len(acked))
 	}
-	frozen := startConsumerProc(t, broker.addr, "orders", "workers", 10, time.Second)
+	frozen := startConsumerProc(t, broker.Addr(), "orders", "workers", 10, time.Second)
 	if err := frozen.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	survivor := dialConsumer(t, broker.addr)
+	survivor := dialConsumer(t, broker.Addr())
 	early, err := survivor.Fetch(context.Background(), "orders", "workers", client.FetchOptions{})
 	if err != nil || len(early.Messages) != 0 {
 		t.Fatalf("the frozen consumer's leases went elsewhere before they lapsed: %d (%v)", len(early.Messages), err)

@@ -18,7 +18,7 @@ import (
 func runCLIEnv(t *testing.T, env []string, args ...string) cliResult {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	command := ironbusCommand(args...)
+	command := ironbus.Command(args...)
 	command.Stdout, command.Stderr = &stdout, &stderr
 	command.Env = append(os.Environ(), env...)
 	err := command.Run()
@@ -96,9 +96,9 @@ func TestContextRefusesALooseTokenFile(t *testing.T) {
 // --addr nor --data-dir given; a flag given by hand still wins.
 func TestCommandsUseTheCurrentContext(t *testing.T) {
 	dataDir := t.TempDir()
-	broker := startBroker(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
+	broker := ironbus.Serve(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
 	env := []string{"IRONBUS_CONFIG_DIR=" + t.TempDir(), "IRONBUS_ADDR="}
-	expectCode(t, runCLIEnv(t, env, "context", "create", "here", "--addr", broker.addr, "--data-dir", dataDir, "--use"), exitClean)
+	expectCode(t, runCLIEnv(t, env, "context", "create", "here", "--addr", broker.Addr(), "--data-dir", dataDir, "--use"), exitClean)
 	pub := runCLIEnv(t, env, "pub", "from-context")
 	expectCode(t, pub, exitClean)
 	if strings.TrimSpace(pub.stdout) != "0" {
@@ -110,7 +110,7 @@ func TestCommandsUseTheCurrentContext(t *testing.T) {
 		t.Fatalf("sub through the context printed %q", sub.stdout)
 	}
 	expectCode(t, runCLIEnv(t, env, "pub", "--addr", "127.0.0.1:1", "x"), exitLocked)
-	if code := broker.stop(syscall.SIGTERM); code != 0 {
+	if code := broker.Stop(syscall.SIGTERM); code != 0 {
 		t.Fatalf("broker exit %d", code)
 	}
 	peek := runCLIEnv(t, env, "peek")
@@ -192,11 +192,11 @@ func TestContextCarriesTLSAndCredentials(t *testing.T) {
 	expectCode(t, runCLI(t, "token", "create", "--out", token), exitClean)
 	expectCode(t, runCLI(t, "auth", "add", "--auth-config", authPath, "--name", "app", "--token-file", token,
 		"--scopes", "publish,subscribe"), exitClean)
-	broker := startBroker(t, "serve", "--data-dir", filepath.Join(dir, "data"), "--addr", "127.0.0.1:0",
+	broker := ironbus.Serve(t, "serve", "--data-dir", filepath.Join(dir, "data"), "--addr", "127.0.0.1:0",
 		"--tls-cert", certFile, "--tls-key", keyFile, "--auth-config", authPath)
 
 	env := []string{"IRONBUS_CONFIG_DIR=" + t.TempDir(), "IRONBUS_ADDR="}
-	created := runCLIEnv(t, env, "context", "create", "secure", "--addr", broker.addr, "--tls-ca", caFile,
+	created := runCLIEnv(t, env, "context", "create", "secure", "--addr", broker.Addr(), "--tls-ca", caFile,
 		"--token-file", token, "--use", "--json")
 	expectCode(t, created, exitClean)
 	if !strings.Contains(created.stdout, `"tls_ca":"`+caFile+`"`) {
@@ -214,7 +214,7 @@ func TestContextCarriesTLSAndCredentials(t *testing.T) {
 	}
 	// --addr by hand: the context's CA and token stay home, so the
 	// plaintext hello to a TLS listener fails.
-	byHand := runCLIEnv(t, env, "pub", "--addr", broker.addr, "x")
+	byHand := runCLIEnv(t, env, "pub", "--addr", broker.Addr(), "x")
 	if byHand.code == exitClean {
 		t.Fatalf("pub --addr by hand used the context's TLS and token:\n%s", byHand.stdout)
 	}

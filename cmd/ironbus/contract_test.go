@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironbus/ironbus/internal/testbroker"
 	"github.com/spf13/cobra"
 )
 
@@ -60,7 +61,7 @@ type envelopeRun struct {
 func (run *envelopeRun) expect(path string, want int, stdin string, env []string, args ...string) cliResult {
 	run.t.Helper()
 	var stdout, stderr bytes.Buffer
-	command := ironbusCommand(append(args, "--json")...)
+	command := ironbus.Command(append(args, "--json")...)
 	command.Stdin = strings.NewReader(stdin)
 	command.Stdout, command.Stderr = &stdout, &stderr
 	command.Env = append(os.Environ(), env...)
@@ -109,14 +110,14 @@ func checkEnvelopeLines(t *testing.T, path, stdout string) {
 // the live ones against a real broker, the offline ones on copies of the
 // checked-in data directories. A command added without a case here fails.
 func TestEveryCommandPrintsTheEnvelope(t *testing.T) {
-	if binaryWrapper != "" {
+	if ironbus.Emulator() != "" {
 		t.Skip("bench, dev and upgrade re-execute the binary, which needs binfmt_misc under emulation")
 	}
 	run := &envelopeRun{t: t, covered: map[string]bool{}}
 	liveDir := t.TempDir()
-	broker := startBroker(t, "serve", "--data-dir", liveDir, "--addr", "127.0.0.1:0")
+	broker := ironbus.Serve(t, "serve", "--data-dir", liveDir, "--addr", "127.0.0.1:0")
 	envelopeLive(run, broker)
-	if code := broker.stop(syscall.SIGTERM); code != 0 {
+	if code := broker.Stop(syscall.SIGTERM); code != 0 {
 		t.Fatalf("the broker exited %d on SIGTERM", code)
 	}
 	envelopeOffline(run, liveDir)
@@ -140,8 +141,8 @@ func TestEveryCommandPrintsTheEnvelope(t *testing.T) {
 }
 
 // envelopeLive runs the commands that talk to a running broker.
-func envelopeLive(run *envelopeRun, broker *brokerProcess) {
-	addr := []string{"--addr", broker.addr}
+func envelopeLive(run *envelopeRun, broker *testbroker.Process) {
+	addr := []string{"--addr", broker.Addr()}
 	run.expect("ironbus pub", exitClean, "one\ntwo\nthree\n", nil, append([]string{"pub", "--stream", "orders"}, addr...)...)
 	orders := append([]string{"--stream", "orders", "--wait", "1s"}, addr...)
 	run.expect("ironbus sub", exitClean, "", nil, append([]string{"sub", "--group", "billing", "--max", "3", "--ack"}, orders...)...)
@@ -153,12 +154,12 @@ func envelopeLive(run *envelopeRun, broker *brokerProcess) {
 	run.expect("ironbus group rm", exitClean, "", nil, append([]string{"group", "rm", "--group", "spare"}, group...)...)
 
 	events := append([]string{"--stream", "events", "--group", "fan"}, addr...)
-	publishNumbered(run.t, broker.addr, "events", 3)
+	publishNumbered(run.t, broker.Addr(), "events", 3)
 	run.expect("ironbus sub", exitClean, "", nil, append([]string{"sub", "--broadcast", "--max", "1", "--wait", "1s"}, events...)...)
 	run.expect("ironbus cumulative-ack", exitClean, "", nil, append([]string{"cumulative-ack", "--up-to", "1"}, events...)...)
 
 	// One poison record, refused until max-deliver moves it to the DLQ.
-	publishNumbered(run.t, broker.addr, "poison", 1)
+	publishNumbered(run.t, broker.Addr(), "poison", 1)
 	poison := append([]string{"sub", "--stream", "poison", "--group", "g", "--wait", "1s"}, addr...)
 	for range 5 {
 		run.expect("ironbus sub", exitClean, "", nil, append(poison, "--max", "1", "--nack", "--nack-delay", "1ms")...)
@@ -168,7 +169,7 @@ func envelopeLive(run *envelopeRun, broker *brokerProcess) {
 
 	envelopeStreams(run, addr)
 
-	health := []string{"--health-addr", broker.health()}
+	health := []string{"--health-addr", broker.HealthAddr()}
 	for _, report := range []string{"groups", "streams", "storage", "recovery", "connections"} {
 		run.expect("ironbus report "+report, exitClean, "", nil, append([]string{"report", report}, health...)...)
 	}
@@ -245,7 +246,7 @@ func envelopeSecurity(run *envelopeRun) {
 // stdout object is read, then it is stopped) and upgrade and rollback.
 func envelopeDevAndInstall(run *envelopeRun) {
 	var stdout lockedBuffer
-	dev := ironbusCommand("dev", "--addr", "127.0.0.1:0", "--json")
+	dev := ironbus.Command("dev", "--addr", "127.0.0.1:0", "--json")
 	dev.Stdout = &stdout
 	if err := dev.Start(); err != nil {
 		run.t.Fatal(err)
@@ -260,7 +261,7 @@ func envelopeDevAndInstall(run *envelopeRun) {
 	run.covered["ironbus dev"] = true
 
 	dest := installFixture(run.t)
-	run.expect("ironbus upgrade", exitClean, "", nil, "upgrade", "--new-binary", binaryPath, "--dest", dest)
+	run.expect("ironbus upgrade", exitClean, "", nil, "upgrade", "--new-binary", ironbus.Path(), "--dest", dest)
 	run.expect("ironbus rollback", exitClean, "", nil, "rollback", "--dest", dest)
 }
 

@@ -23,9 +23,9 @@ import (
 func TestCorruptionInLiveDataDirIsQuarantinedAndReported(t *testing.T) {
 	dataDir := filepath.Join(t.TempDir(), "data")
 	args := []string{"serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--segment-bytes", "64KiB", "--max-deliver", "1"}
-	broker := startBroker(t, args...)
-	acked := produceUntil(t, broker.addr, 3_000, 256, 0, nil)
-	settleSomeWork(t, broker.addr)
+	broker := ironbus.Serve(t, args...)
+	acked := produceUntil(t, broker.Addr(), 3_000, 256, 0, nil)
+	settleSomeWork(t, broker.Addr())
 	// Small batches last: damage in the active segment is told from a
 	// torn write only by later commit frames that prove it was synced.
 	// The active segment must hold enough small batches that its middle
@@ -34,12 +34,11 @@ func TestCorruptionInLiveDataDirIsQuarantinedAndReported(t *testing.T) {
 	// every sign recovery has, documented in OPERATIONS.md).
 	logDir := filepath.Join(dataDir, "streams", "orders", "0")
 	for round := 0; round == 0 || (activeDataBytes(t, logDir) < 24<<10 && round < 40); round++ {
-		for offset, payload := range produceUntil(t, broker.addr, 150, 2, 0, nil) {
+		for offset, payload := range produceUntil(t, broker.Addr(), 150, 2, 0, nil) {
 			acked[offset] = payload
 		}
 	}
-	_ = broker.cmd.Process.Signal(syscall.SIGKILL)
-	<-broker.exited
+	broker.Kill()
 
 	segments, _ := filepath.Glob(filepath.Join(logDir, "*.seg"))
 	deadLetters, _ := filepath.Glob(filepath.Join(dataDir, "deadletters", "streams", "orders", "0", "*.seg"))
@@ -53,8 +52,8 @@ func TestCorruptionInLiveDataDirIsQuarantinedAndReported(t *testing.T) {
 	flipFileByte(t, deadLetters[0], 4096+60)
 
 	lost := verifiedLoss(t, dataDir)
-	restarted := startBroker(t, args...)
-	stored := readAllRecords(t, restarted.addr)
+	restarted := broker.Restart()
+	stored := readAllRecords(t, restarted.Addr())
 	present := map[uint64]string{}
 	for _, message := range stored {
 		present[message.Offset] = string(message.Payload)
@@ -71,10 +70,10 @@ func TestCorruptionInLiveDataDirIsQuarantinedAndReported(t *testing.T) {
 	if len(lost) == 0 {
 		t.Fatal("verify reported no loss for a flipped bit in a sealed segment")
 	}
-	checkGroupsStillServe(t, restarted.addr)
-	restarted.stop(syscall.SIGTERM)
+	checkGroupsStillServe(t, restarted.Addr())
+	restarted.Stop(syscall.SIGTERM)
 	checkReportAccounts(t, dataDir, lost)
-	if logs := restarted.logs(); !strings.Contains(logs, "damaged checkpoint") || !strings.Contains(logs, "damage found reading a sealed segment") {
+	if logs := restarted.Logs(); !strings.Contains(logs, "damaged checkpoint") || !strings.Contains(logs, "damage found reading a sealed segment") {
 		t.Fatalf("the broker log does not name the damage:\n%s", logs)
 	}
 	t.Logf("%d acknowledged, %d lost to the injected damage (reported), %d served", len(acked), len(lost), len(stored))

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"syscall"
 	"testing"
 	"time"
 
@@ -14,12 +13,12 @@ import (
 // restarted: it comes back as attempt 2, not 1 again.
 func TestServeRestartKeepsAFirstDelivery(t *testing.T) {
 	dataDir := t.TempDir()
-	broker := startBroker(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
+	broker := ironbus.Serve(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	// The group exists and is checkpointed before the record comes, so
 	// only the delivery itself can make its count durable.
-	consumer := dialConsumer(t, broker.addr)
+	consumer := dialConsumer(t, broker.Addr())
 	if _, err := consumer.CreateStream(ctx, "orders", client.StreamSettings{Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +26,7 @@ func TestServeRestartKeepsAFirstDelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(600 * time.Millisecond)
-	produceUntil(t, broker.addr, 1, 1, 0, nil)
+	produceUntil(t, broker.Addr(), 1, 1, 0, nil)
 	fetch := func(c *client.Client) client.Message {
 		t.Helper()
 		result, err := c.Fetch(ctx, "orders", "workers", client.FetchOptions{Wait: 5 * time.Second})
@@ -40,11 +39,10 @@ func TestServeRestartKeepsAFirstDelivery(t *testing.T) {
 		t.Fatalf("first delivery is attempt %d", first.Attempt)
 	}
 	time.Sleep(600 * time.Millisecond) // past the checkpoint interval (200 ms)
-	_ = broker.cmd.Process.Signal(syscall.SIGKILL)
-	<-broker.exited
+	broker.Kill()
 
-	restarted := startBroker(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
-	if again := fetch(dialConsumer(t, restarted.addr)); again.Attempt != 2 || !again.Redelivered {
+	restarted := broker.Restart()
+	if again := fetch(dialConsumer(t, restarted.Addr())); again.Attempt != 2 || !again.Redelivered {
 		t.Fatalf("after a restart the record came back as attempt %d (redelivered %v), want 2", again.Attempt, again.Redelivered)
 	}
 }

@@ -38,10 +38,10 @@ func TestDiskFullOnTmpfs(t *testing.T) {
 		t.Fatal(err)
 	}
 	dataDir := filepath.Join(mount, "data")
-	broker := startBroker(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--segment-bytes", "1MiB")
+	broker := ironbus.Serve(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--segment-bytes", "1MiB")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c := dialConsumer(t, broker.addr)
+	c := dialConsumer(t, broker.Addr())
 	stored := 0
 	var full *wire.Error
 	payload := make([]byte, 1000)
@@ -77,7 +77,7 @@ func TestDiskFullOnTmpfs(t *testing.T) {
 	if !resumed {
 		t.Fatal("writes did not resume after space was freed")
 	}
-	if code := broker.stop(unix.SIGTERM); code != 0 {
+	if code := broker.Stop(unix.SIGTERM); code != 0 {
 		t.Fatalf("stop exited %d", code)
 	}
 
@@ -95,8 +95,8 @@ func TestDiskFullOnTmpfs(t *testing.T) {
 		}
 	}
 	_ = fill.Close()
-	restarted := startBroker(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--segment-bytes", "1MiB")
-	reader := dialConsumer(t, restarted.addr)
+	restarted := ironbus.Serve(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--segment-bytes", "1MiB")
+	reader := dialConsumer(t, restarted.Addr())
 	batch, err = reader.Fetch(ctx, "orders", "readers", client.FetchOptions{MaxRecords: 10})
 	if err != nil || len(batch.Messages) != 10 || batch.Messages[0].Offset != 100 {
 		t.Fatalf("after a restart on a full disk: %d records from %v, %v", len(batch.Messages), firstOffset(batch), err)

@@ -113,7 +113,7 @@ func TestSystemdUnitVerifies(t *testing.T) {
 		t.Skip("systemd-analyze is not installed")
 	}
 	path := filepath.Join(t.TempDir(), "ironbus.service")
-	local := strings.Replace(string(unit), "ExecStart=/usr/local/bin/ironbus ", "ExecStart="+binaryPath+" ", 1)
+	local := strings.Replace(string(unit), "ExecStart=/usr/local/bin/ironbus ", "ExecStart="+ironbus.Path()+" ", 1)
 	if err := os.WriteFile(path, []byte(local), 0o644); err != nil {
 		t.Fatal(err)
 	}

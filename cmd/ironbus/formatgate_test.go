@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ironbus/ironbus/internal/testbroker"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/format"
 )
@@ -40,11 +41,11 @@ func TestNewerDataDirIsRefusedUntouched(t *testing.T) {
 		want := fmt.Sprintf("segment format version %d (this binary knows %d)", format.SegmentFormatVersion+1, format.SegmentFormatVersion)
 		expectRefusedUntouched(t, dataDir, want, "verify", "dump")
 		before := treeDigest(t, dataDir)
-		broker := startBroker(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
-		if code := broker.stop(syscall.SIGTERM); code != 0 {
-			t.Fatalf("serve stopped with %d:\n%s", code, broker.logs())
+		broker := ironbus.Serve(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
+		if code := broker.Stop(syscall.SIGTERM); code != 0 {
+			t.Fatalf("serve stopped with %d:\n%s", code, broker.Logs())
 		}
-		if logs := broker.logs(); !strings.Contains(logs, want) {
+		if logs := broker.Logs(); !strings.Contains(logs, want) {
 			t.Errorf("the broker log should say why the log is frozen (%q):\n%s", want, logs)
 		}
 		after := treeDigest(t, dataDir)
@@ -109,10 +110,10 @@ func TestUpgradeThenDowngradeOnOneDataDir(t *testing.T) {
 	older := buildOlderRelease(t)
 	dataDir := t.TempDir()
 
-	current := startBroker(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
-	publishThrough(t, ironbusCommand("pub", "--addr", current.addr, "--stream", "orders"), "new", 100)
-	if code := current.stop(syscall.SIGTERM); code != 0 {
-		t.Fatalf("current broker stopped with %d:\n%s", code, current.logs())
+	current := ironbus.Serve(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
+	publishThrough(t, ironbus.Command("pub", "--addr", current.Addr(), "--stream", "orders"), "new", 100)
+	if code := current.Stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("current broker stopped with %d:\n%s", code, current.Logs())
 	}
 
 	before := treeDigest(t, dataDir)
@@ -127,10 +128,10 @@ func TestUpgradeThenDowngradeOnOneDataDir(t *testing.T) {
 		}
 		t.Skipf("the older binary refuses this directory cleanly: %s", verified.stderr)
 	}
-	previous := startBrokerCommand(t, wrappedCommand(older, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0"))
-	publishThrough(t, wrappedCommand(older, "pub", "--addr", previous.addr, "--stream", "orders"), "old", 50)
-	if code := previous.stop(syscall.SIGTERM); code != 0 {
-		t.Fatalf("older broker stopped with %d:\n%s", code, previous.logs())
+	previous := testbroker.StartProcess(t, ironbus.CommandOf(older, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0"))
+	publishThrough(t, ironbus.CommandOf(older, "pub", "--addr", previous.Addr(), "--stream", "orders"), "old", 50)
+	if code := previous.Stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("older broker stopped with %d:\n%s", code, previous.Logs())
 	}
 
 	expectCode(t, runCLI(t, "verify", "--data-dir", dataDir), exitClean)
@@ -161,7 +162,7 @@ func publishThrough(t *testing.T, pub *exec.Cmd, prefix string, n int) {
 func runOlder(t *testing.T, binary string, args ...string) cliResult {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	command := wrappedCommand(binary, args...)
+	command := ironbus.CommandOf(binary, args...)
 	command.Stdout, command.Stderr = &stdout, &stderr
 	err := command.Run()
 	result := cliResult{stdout: stdout.String(), stderr: stderr.String()}
@@ -198,7 +199,7 @@ func buildOlderRelease(t *testing.T) string {
 	build.Dir = source
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if output, err := build.CombinedOutput(); err != nil {
-		if binaryWrapper != "" {
+		if ironbus.Emulator() != "" {
 			// The first releases did not compile for 32-bit arm (an int
 			// compared with math.MaxUint32): there is no older armv7 binary.
 			t.Skipf("the older release %s does not build for %s: %v\n%s", commit[:12], runtime.GOARCH, err, output)

@@ -11,9 +11,9 @@ import (
 // tools show it: its group's delivery counts, then its dead-letter queue.
 func TestGroupAndDeadLetterListings(t *testing.T) {
 	dataDir := t.TempDir()
-	broker := startBroker(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
-	publishNumbered(t, broker.addr, "orders", 3)
-	at := []string{"--addr", broker.addr, "--stream", "orders", "--group", "billing", "--wait", "1s"}
+	broker := ironbus.Serve(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
+	publishNumbered(t, broker.Addr(), "orders", 3)
+	at := []string{"--addr", broker.Addr(), "--stream", "orders", "--group", "billing", "--wait", "1s"}
 	for range 5 {
 		subLines(t, append(at, "--max", "3", "--nack", "--nack-delay", "1ms")...)
 	}
@@ -21,10 +21,10 @@ func TestGroupAndDeadLetterListings(t *testing.T) {
 	if got := subLines(t, append(at, "--max", "3")...); len(got) != 0 {
 		t.Fatalf("records past max-deliver were delivered again: %q", got)
 	}
-	if live := subLines(t, "--addr", broker.addr, "--stream", ".dlq.orders", "--group", "triage", "--max", "3", "--wait", "1s"); len(live) != 3 {
+	if live := subLines(t, "--addr", broker.Addr(), "--stream", ".dlq.orders", "--group", "triage", "--max", "3", "--wait", "1s"); len(live) != 3 {
 		t.Fatalf("the live dead-letter stream gave %q", live)
 	}
-	if code := broker.stop(syscall.SIGTERM); code != 0 {
+	if code := broker.Stop(syscall.SIGTERM); code != 0 {
 		t.Fatalf("stop exited %d", code)
 	}
 

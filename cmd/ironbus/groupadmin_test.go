@@ -16,9 +16,9 @@ import (
 // broker: a reset re-consumes from its new start, a removed group starts
 // over, and both are refused while a consumer is connected.
 func TestGroupResetAndRemoveLive(t *testing.T) {
-	broker := startBroker(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
-	publishNumbered(t, broker.addr, "orders", 5)
-	at := []string{"--addr", broker.addr, "--stream", "orders", "--group", "billing"}
+	broker := ironbus.Serve(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
+	publishNumbered(t, broker.Addr(), "orders", 5)
+	at := []string{"--addr", broker.Addr(), "--stream", "orders", "--group", "billing"}
 	sub := append(slices.Clone(at), "--wait", "300ms", "--max", "10", "--ack")
 	if got := subLines(t, sub...); len(got) != 5 {
 		t.Fatalf("first read printed %q", got)
@@ -37,7 +37,7 @@ func TestGroupResetAndRemoveLive(t *testing.T) {
 	// A connected consumer holds the group: reset and rm are refused.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	member, err := client.Dial(ctx, broker.addr, client.Options{})
+	member, err := client.Dial(ctx, broker.Addr(), client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,14 +58,14 @@ func TestGroupResetAndRemoveLive(t *testing.T) {
 	}
 	member.Close()
 
-	removed := runCLI(t, "group", "rm", "--addr", broker.addr, "--stream", "orders", "--group", "billing")
+	removed := runCLI(t, "group", "rm", "--addr", broker.Addr(), "--stream", "orders", "--group", "billing")
 	deadline := time.Now().Add(5 * time.Second)
 	for removed.code != exitClean && time.Now().Before(deadline) { // the broker notices the close shortly
 		time.Sleep(50 * time.Millisecond)
-		removed = runCLI(t, "group", "rm", "--addr", broker.addr, "--stream", "orders", "--group", "billing")
+		removed = runCLI(t, "group", "rm", "--addr", broker.Addr(), "--stream", "orders", "--group", "billing")
 	}
 	expectCode(t, removed, exitClean)
-	listed := runCLI(t, "group", "ls", "--addr", broker.addr, "--json")
+	listed := runCLI(t, "group", "ls", "--addr", broker.Addr(), "--json")
 	expectCode(t, listed, exitClean)
 	if strings.Contains(listed.stdout, "billing") {
 		t.Fatalf("group ls after rm: %q", listed.stdout)
@@ -73,18 +73,18 @@ func TestGroupResetAndRemoveLive(t *testing.T) {
 	if got := subLines(t, sub...); len(got) != 5 || got[0] != "#0 key= payload=line-0" {
 		t.Fatalf("a removed group did not start over: %q", got)
 	}
-	expectCode(t, runCLI(t, "group", "info", "--addr", broker.addr, "--stream", "orders", "--group", "nobody"), exitNotFound)
+	expectCode(t, runCLI(t, "group", "info", "--addr", broker.Addr(), "--stream", "orders", "--group", "nobody"), exitNotFound)
 }
 
 // TestDeadLetterRedriveLive: rejected records go to the queue; redriving
 // twice puts each back in the stream once, and the queue's mark moves.
 func TestDeadLetterRedriveLive(t *testing.T) {
 	dataDir := t.TempDir()
-	broker := startBroker(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
-	publishNumbered(t, broker.addr, "orders", 4)
+	broker := ironbus.Serve(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
+	publishNumbered(t, broker.Addr(), "orders", 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := client.Dial(ctx, broker.addr, client.Options{})
+	c, err := client.Dial(ctx, broker.Addr(), client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,20 +98,20 @@ func TestDeadLetterRedriveLive(t *testing.T) {
 	c.Close()
 
 	for run, want := range []uint64{3, 0} {
-		redrive := runCLI(t, "dlq", "redrive", "--addr", broker.addr, "--stream", "orders", "--json")
+		redrive := runCLI(t, "dlq", "redrive", "--addr", broker.Addr(), "--stream", "orders", "--json")
 		expectCode(t, redrive, exitClean)
 		var out redriveOutput
 		if err := json.Unmarshal([]byte(redrive.stdout), &out); err != nil || out.Republished != want || out.Queue.Redriven != 3 {
 			t.Fatalf("redrive %d: %q %v", run, redrive.stdout, err)
 		}
 	}
-	queues := runCLI(t, "dlq", "ls", "--addr", broker.addr, "--json")
+	queues := runCLI(t, "dlq", "ls", "--addr", broker.Addr(), "--json")
 	expectCode(t, queues, exitClean)
 	var listed deadLettersOutput
 	if err := json.Unmarshal([]byte(queues.stdout), &listed); err != nil || len(listed.Queues) != 1 || listed.Queues[0].Redriven != 3 {
 		t.Fatalf("dlq ls --addr: %q %v", queues.stdout, err)
 	}
-	lines := subLines(t, "--addr", broker.addr, "--stream", "orders", "--group", "audit", "--wait", "300ms", "--max", "0")
+	lines := subLines(t, "--addr", broker.Addr(), "--stream", "orders", "--group", "audit", "--wait", "300ms", "--max", "0")
 	count := map[string]int{}
 	for _, line := range lines {
 		count[line[strings.Index(line, "payload="):]]++
@@ -125,7 +125,7 @@ func TestDeadLetterRedriveLive(t *testing.T) {
 	// Offline: refused while the broker holds the directory, then allowed.
 	offline := []string{"group", "reset", "--data-dir", dataDir, "--stream", "orders", "--group", "audit", "--to", "latest"}
 	expectCode(t, runCLI(t, offline...), exitLocked)
-	if code := broker.stop(syscall.SIGTERM); code != 0 {
+	if code := broker.Stop(syscall.SIGTERM); code != 0 {
 		t.Fatalf("stop exited %d", code)
 	}
 	expectCode(t, runCLI(t, offline...), exitClean)

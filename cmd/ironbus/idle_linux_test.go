@@ -29,18 +29,18 @@ func TestTenThousandIdleConnections(t *testing.T) {
 		t.Skip("holds 10,000 connections")
 	}
 	raiseOpenFileLimit(t, idleConnections+1000)
-	p := startBroker(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--max-connections", "10100")
-	before, err := readResident(p.cmd.Process.Pid)
+	p := ironbus.Serve(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--max-connections", "10100")
+	before, err := readResident(p.Pid())
 	if err != nil {
 		t.Fatal(err)
 	}
-	conns := openIdleConnections(t, p.addr, idleConnections)
+	conns := openIdleConnections(t, p.Addr(), idleConnections)
 	defer func() {
 		for _, conn := range conns {
 			_ = conn.Close()
 		}
 	}()
-	after, err := readResident(p.cmd.Process.Pid)
+	after, err := readResident(p.Pid())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,9 +55,9 @@ func TestTenThousandIdleConnections(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	producer, err := client.Dial(ctx, p.addr, client.Options{})
+	producer, err := client.Dial(ctx, p.Addr(), client.Options{})
 	if err != nil {
-		t.Fatalf("a producer could not connect beside %d idle connections: %v\n%s", idleConnections, err, p.logs())
+		t.Fatalf("a producer could not connect beside %d idle connections: %v\n%s", idleConnections, err, p.Logs())
 	}
 	defer producer.Close()
 	for i := range 100 {

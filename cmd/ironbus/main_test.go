@@ -10,43 +10,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 
+	"github.com/ironbus/ironbus/internal/testbroker"
 	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
-// binaryPath is the ironbus binary TestMain builds: the tests run it as a
-// real process, so exit codes, stdout/stderr separation and file locks
-// behave exactly as they do for an operator.
-var binaryPath string
-
-// binaryWrapper runs the binaries the tests start through an emulator
-// (qemu-arm-static) when they are built for another architecture: `make
-// test-arm` runs this suite as an arm test binary under qemu-user and sets
-// IRONBUS_TEST_EXEC, because without binfmt_misc the kernel cannot exec an
-// arm binary directly. IRONBUS_TEST_BINARY names an ironbus built
-// elsewhere (make dist) to test instead of building one.
-var binaryWrapper string
+// ironbus is the binary under test, built once by TestMain: the tests run
+// it as a real process, so exit codes, stdout/stderr separation and file
+// locks behave exactly as they do for an operator.
+var ironbus *testbroker.Binary
 
 // buildDir is where TestMain puts the binaries it builds for the tests.
 var buildDir string
-
-// ironbusCommand is exec.Command for the ironbus binary under test.
-func ironbusCommand(args ...string) *exec.Cmd {
-	return wrappedCommand(binaryPath, args...)
-}
-
-// wrappedCommand is exec.Command for a binary the tests built, run through
-// the emulator when there is one.
-func wrappedCommand(path string, args ...string) *exec.Cmd {
-	if binaryWrapper != "" {
-		return exec.Command(binaryWrapper, append([]string{path}, args...)...)
-	}
-	return exec.Command(path, args...)
-}
 
 func TestMain(m *testing.M) {
 	if backend := os.Getenv("IRONBUS_TEST_LOOP"); backend != "" {
@@ -68,21 +46,13 @@ func buildAndRun(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	buildDir = dir
-	binaryPath = filepath.Join(dir, "ironbus")
-	if runtime.GOOS == "windows" {
-		binaryPath += ".exe"
-	}
-	binaryWrapper = os.Getenv("IRONBUS_TEST_EXEC")
-	if prebuilt := os.Getenv("IRONBUS_TEST_BINARY"); prebuilt != "" {
-		binaryPath = prebuilt
-		fmt.Fprintf(os.Stderr, "testing the prebuilt %s (run through %q)\n", binaryPath, binaryWrapper)
-		return m.Run()
-	}
-	build := exec.Command("go", "build", "-o", binaryPath, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "building ironbus: %s\n", err.Error())
+	if ironbus, err = testbroker.BuildBinary(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
+	}
+	if ironbus.Prebuilt() {
+		fmt.Fprintf(os.Stderr, "testing the prebuilt %s (run through %q)\n", ironbus.Path(), ironbus.Emulator())
+		return m.Run()
 	}
 	// No test may pick up the developer's own current context.
 	_ = os.Setenv("IRONBUS_CONFIG_DIR", filepath.Join(dir, "config"))
@@ -99,7 +69,7 @@ type cliResult struct {
 func runCLI(t *testing.T, args ...string) cliResult {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	command := ironbusCommand(args...)
+	command := ironbus.Command(args...)
 	command.Stdout, command.Stderr = &stdout, &stderr
 	err := command.Run()
 	result := cliResult{stdout: stdout.String(), stderr: stderr.String()}

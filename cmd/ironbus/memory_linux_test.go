@@ -71,17 +71,17 @@ func sampleResident(pid int, stop <-chan struct{}) <-chan residentMemory {
 // heap, stacks and slabs; mapped segment files are page cache the kernel
 // reclaims and are reported apart) must stay under the ceiling throughout.
 func TestRAMCeilingHoldsUnderLoad(t *testing.T) {
-	if binaryWrapper != "" {
+	if ironbus.Emulator() != "" {
 		t.Skip("under emulation the broker's resident memory includes the emulator's own (about 25 MiB)")
 	}
 	const ceiling = 64 << 20
 	// --max-half-open 32: this test loads memory, not the gate. Its 28
 	// dials at once outrun edge-tiny's 16 handshakes in flight on a loaded
 	// machine, and the SDK does not retry a refused handshake.
-	broker := startBroker(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0",
+	broker := ironbus.Serve(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0",
 		"--edge", "--ram-ceiling", "64MiB", "--max-half-open", "32")
 	stop := make(chan struct{})
-	peaks := sampleResident(broker.cmd.Process.Pid, stop)
+	peaks := sampleResident(broker.Pid(), stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
@@ -92,20 +92,20 @@ func TestRAMCeilingHoldsUnderLoad(t *testing.T) {
 	errs := make(chan error, 64)
 	for i := range 24 {
 		wg.Go(func() {
-			n, err := loadProducer(ctx, broker.addr, fmt.Sprint("load-", i%8), 1<<10, 3_000)
+			n, err := loadProducer(ctx, broker.Addr(), fmt.Sprint("load-", i%8), 1<<10, 3_000)
 			count(n)
 			errs <- err
 		})
 	}
 	for i := range 2 {
 		wg.Go(func() {
-			n, err := loadProducer(ctx, broker.addr, fmt.Sprint("large-", i), 900<<10, 24)
+			n, err := loadProducer(ctx, broker.Addr(), fmt.Sprint("large-", i), 900<<10, 24)
 			count(n)
 			errs <- err
 		})
 	}
 	for i := range 2 {
-		wg.Go(func() { errs <- loadConsumer(ctx, broker.addr, fmt.Sprint("load-", i)) })
+		wg.Go(func() { errs <- loadConsumer(ctx, broker.Addr(), fmt.Sprint("load-", i)) })
 	}
 	wg.Wait()
 	close(stop)
@@ -113,7 +113,7 @@ func TestRAMCeilingHoldsUnderLoad(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		if err != nil {
-			t.Fatalf("%v\nbroker log:\n%s", err, broker.logs())
+			t.Fatalf("%v\nbroker log:\n%s", err, broker.Logs())
 		}
 	}
 	t.Logf("%d records acknowledged; peak resident %.1f MiB: anonymous %.1f MiB, file-backed %.1f MiB (ceiling %d MiB)",
@@ -124,8 +124,8 @@ func TestRAMCeilingHoldsUnderLoad(t *testing.T) {
 	if peak.anonymous > ceiling {
 		t.Fatalf("anonymous resident memory peaked at %.1f MiB, over the 64 MiB ceiling", mebibytes(peak.anonymous))
 	}
-	if code := broker.stop(syscall.SIGTERM); code != 0 {
-		t.Fatalf("graceful stop exited %d:\n%s", code, broker.logs())
+	if code := broker.Stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("graceful stop exited %d:\n%s", code, broker.Logs())
 	}
 }
 

@@ -80,9 +80,9 @@ func workload(t *testing.T, addr string, n int) {
 
 func TestMetricsScrapeIsLintCleanAndMoves(t *testing.T) {
 	t.Parallel()
-	broker := startBroker(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
-	workload(t, broker.addr, 10)
-	status, scrape := httpGet(t, broker.health(), "/metrics")
+	broker := ironbus.Serve(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
+	workload(t, broker.Addr(), 10)
+	status, scrape := httpGet(t, broker.HealthAddr(), "/metrics")
 	if status != http.StatusOK {
 		t.Fatalf("/metrics: %d\n%s", status, scrape)
 	}
@@ -116,9 +116,9 @@ func TestMetricsScrapeIsLintCleanAndMoves(t *testing.T) {
 
 func TestAdminDocumentCarriesItsSchema(t *testing.T) {
 	t.Parallel()
-	broker := startBroker(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
-	workload(t, broker.addr, 3)
-	status, body := httpGet(t, broker.health(), "/admin")
+	broker := ironbus.Serve(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
+	workload(t, broker.Addr(), 3)
+	status, body := httpGet(t, broker.HealthAddr(), "/admin")
 	if status != http.StatusOK {
 		t.Fatalf("/admin: %d\n%s", status, body)
 	}
@@ -132,7 +132,7 @@ func TestAdminDocumentCarriesItsSchema(t *testing.T) {
 			t.Errorf("/admin lacks %q", name)
 		}
 	}
-	doc, err := decodeAdmin([]byte(body), broker.health())
+	doc, err := decodeAdmin([]byte(body), broker.HealthAddr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,9 +145,9 @@ func TestAdminDocumentCarriesItsSchema(t *testing.T) {
 
 func TestReportAndServerAgainstALiveBroker(t *testing.T) {
 	t.Parallel()
-	broker := startBroker(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
-	workload(t, broker.addr, 5)
-	addr := broker.health()
+	broker := ironbus.Serve(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
+	workload(t, broker.Addr(), 5)
+	addr := broker.HealthAddr()
 	for _, section := range []string{"groups", "streams", "storage", "recovery", "connections"} {
 		human := runCLI(t, "report", section, "--health-addr", addr)
 		expectCode(t, human, exitClean)
@@ -222,9 +222,9 @@ func TestHealthAddrIsLoopbackAndItsBindFailureIsClear(t *testing.T) {
 	if !strings.Contains(busy.stderr, "pick another port") {
 		t.Errorf("a busy --health-addr should say what to do:\n%s", busy.stderr)
 	}
-	off := startBroker(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--health-addr", "off")
-	if off.health() != "" {
-		t.Errorf("--health-addr off still listens on %s", off.health())
+	off := ironbus.Serve(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--health-addr", "off")
+	if off.HealthAddr() != "" {
+		t.Errorf("--health-addr off still listens on %s", off.HealthAddr())
 	}
 }
 
@@ -244,12 +244,12 @@ func TestFrozenLogIsNotReady(t *testing.T) {
 	if err := os.WriteFile(segmentPath, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	broker := startBroker(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
-	status, body := httpGet(t, broker.health(), "/readyz")
+	broker := ironbus.Serve(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
+	status, body := httpGet(t, broker.HealthAddr(), "/readyz")
 	if status != http.StatusServiceUnavailable || !strings.HasPrefix(body, "frozen: default/0 ") {
 		t.Fatalf("/readyz with a frozen log: %d %q, want 503 frozen: default/0 <reason>", status, body)
 	}
-	check := runCLI(t, "server", "check", "--health-addr", broker.health())
+	check := runCLI(t, "server", "check", "--health-addr", broker.HealthAddr())
 	expectCode(t, check, nagiosCritical)
 	if !strings.HasPrefix(check.stdout, "IRONBUS CRITICAL - frozen: default/0") {
 		t.Errorf("server check with a frozen log: %q", check.stdout)
@@ -269,16 +269,16 @@ func TestGrafanaDashboardQueriesExist(t *testing.T) {
 	if err := json.Unmarshal(dashboard, &parsed); err != nil {
 		t.Fatalf("the dashboard is not JSON: %v", err)
 	}
-	broker := startBroker(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
-	workload(t, broker.addr, 2)
-	_, scrape := httpGet(t, broker.health(), "/metrics")
+	broker := ironbus.Serve(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
+	workload(t, broker.Addr(), 2)
+	_, scrape := httpGet(t, broker.HealthAddr(), "/metrics")
 	names := regexp.MustCompile(`\bironbus_[a-z0-9_]+`).FindAllString(string(dashboard), -1)
 	if len(names) < 10 {
 		t.Fatalf("the dashboard queries only %d ironbus metrics", len(names))
 	}
 	slices.Sort(names)
 	for _, name := range slices.Compact(names) {
-		if name == "ironbus_reactor_busy_seconds_total" && strings.Contains(broker.logs(), "backend=std") {
+		if name == "ironbus_reactor_busy_seconds_total" && strings.Contains(broker.Logs(), "backend=std") {
 			continue // the std backend has no reactors to report
 		}
 		if !strings.Contains(scrape, "\n"+name+" ") && !strings.Contains(scrape, "\n"+name+"{") {

@@ -3,19 +3,16 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
-	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/internal/crashtest"
+	"github.com/ironbus/ironbus/internal/testbroker"
 	"github.com/ironbus/ironbus/segment/vfs"
 	"github.com/ironbus/ironbus/segment/vfs/lazyfs"
 )
@@ -59,66 +56,47 @@ func mountLazyDisk(t *testing.T) (*lazyfs.Disk, string) {
 const powercutSyncLatency = 2 * time.Millisecond
 
 func powercutCycles(t *testing.T) int {
-	if text := os.Getenv("IRONBUS_POWERCUT_CYCLES"); text != "" {
-		cycles, err := strconv.Atoi(text)
-		if err != nil || cycles < 1 {
-			t.Fatalf("IRONBUS_POWERCUT_CYCLES=%q", text)
-		}
-		return cycles
+	fallback := 30
+	if testing.Short() || crashtest.BackendRerun() {
+		fallback = 5 // the per-backend reruns of make test: the disk is the subject here
 	}
-	if testing.Short() || os.Getenv("IRONBUS_TEST_LOOP") != "" {
-		return 5 // the per-backend reruns of make test: the disk is the subject here
-	}
-	return 30
+	return crashtest.Count(t, "IRONBUS_POWERCUT_CYCLES", fallback)
 }
 
 // powercutTally is what the run found, for the results table.
 type powercutTally struct {
-	modes     map[lazyfs.CutMode]int
-	exposed   vfs.UnsyncedStats // summed over the cuts: what they could take
-	tornBytes int64
-	tornLogs  int
-	slowest   time.Duration
+	modes   map[lazyfs.CutMode]int
+	exposed vfs.UnsyncedStats // summed over the cuts: what they could take
+	torn    crashtest.Torn
+	slowest time.Duration
 }
 
 func TestPowerCutHarness(t *testing.T) {
 	disk, mount := mountLazyDisk(t)
 	disk.SetSyncLatency(powercutSyncLatency)
-	seed, cycles := crashSeed(t), powercutCycles(t)
+	seed, cycles := crashtest.Seed(t), powercutCycles(t)
 	t.Logf("seed %d (replay with IRONBUS_SEED=%d), %d power cuts", seed, seed, cycles)
 	random := rand.New(rand.NewPCG(seed, seed^0xc07))
 	dataDir := filepath.Join(mount, "data")
 	serveArgs := []string{"serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--segment-bytes", "1MiB", "--io-mode", "buffered"}
-	ledger := &crashLedger{acked: map[uint64]string{}, payload: map[string]uint64{}}
+	ledger := crashtest.NewLedger()
 	tally := powercutTally{modes: map[lazyfs.CutMode]int{}}
-	sequence := 0
 	var lastCut lazyfs.Cut
 	for cycle := range cycles {
 		broker := startPowercutBroker(t, serveArgs, &tally)
 		if cycle > 0 {
 			checkCutReport(t, dataDir, cycle, lastCut, &tally)
-			checkCrashInvariants(t, broker.addr, ledger, cycle)
+			checkCrashInvariants(t, broker.Addr(), ledger, cycle)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		var load sync.WaitGroup
-		for producer := range 2 {
-			start := sequence + producer*1_000_000
-			load.Go(func() { crashProducer(ctx, t, broker.addr, ledger, cycle, start) })
-		}
-		load.Go(func() { crashConsumer(ctx, broker.addr, ledger) })
+		stopLoad := startCrashLoad(t, broker.Addr(), ledger, cycle)
 		waitToKill(ledger, random)
 		// The power goes: syncs in flight persist nothing, and the
 		// broker dies before it can act on their failure.
 		disk.SetFault(lazyfs.FailSync)
-		_ = broker.cmd.Process.Signal(syscall.SIGKILL)
-		killedAt := time.Now()
-		<-broker.exited
-		cancel()
-		load.Wait()
-		ledger.mu.Lock()
-		ledger.kills = append(ledger.kills, killedAt)
-		ledger.mu.Unlock()
-		sequence += 2_000_000
+		_ = broker.Signal(syscall.SIGKILL)
+		ledger.Killed(time.Now())
+		broker.Wait()
+		stopLoad()
 		lastCut = lazyfs.PlanCut(random.Uint64())
 		tally.modes[lastCut.Mode]++
 		exposed, err := disk.CutPower(lastCut)
@@ -136,18 +114,18 @@ func TestPowerCutHarness(t *testing.T) {
 			// Long runs report as they go, so a run stopped early
 			// still says how far it got.
 			t.Logf("%d cuts passed: %d acknowledged records, %d unsynced writes hit, %d torn tails, slowest restart %v",
-				cycle+1, len(ledger.acked), tally.exposed.Writes, tally.tornLogs, tally.slowest.Round(time.Millisecond))
+				cycle+1, ledger.Acknowledged(), tally.exposed.Writes, tally.torn.Logs, tally.slowest.Round(time.Millisecond))
 		}
 	}
 	broker := startPowercutBroker(t, serveArgs, &tally)
 	checkCutReport(t, dataDir, cycles, lastCut, &tally)
-	checkCrashInvariants(t, broker.addr, ledger, cycles)
-	stopBeforeUnmount(broker)
+	checkCrashInvariants(t, broker.Addr(), ledger, cycles)
+	broker.Kill() // its files on the mount are closed before the cleanup unmounts it
 	t.Logf("%d power cuts (%d drop all unsynced, %d subset, %d reordered, %d torn): %d acknowledged records, 0 lost; "+
 		"group acknowledged through %d; the cuts hit %d unsynced writes (%d B) and %d unsynced directory changes; "+
 		"torn tails truncated in %d recoveries (%d B); slowest restart %v",
 		cycles, tally.modes[lazyfs.DropUnsynced], tally.modes[lazyfs.KeepSubset], tally.modes[lazyfs.ReorderSubset],
-		tally.modes[lazyfs.TearSubset], len(ledger.acked), ledger.consumedThrough, tally.exposed.Writes, tally.exposed.Bytes, tally.exposed.DirChanges, tally.tornLogs, tally.tornBytes,
+		tally.modes[lazyfs.TearSubset], ledger.Acknowledged(), ledger.Through(), tally.exposed.Writes, tally.exposed.Bytes, tally.exposed.DirChanges, tally.torn.Logs, tally.torn.Bytes,
 		tally.slowest.Round(time.Millisecond))
 }
 
@@ -155,35 +133,23 @@ func TestPowerCutHarness(t *testing.T) {
 // after the producers' share is sent, when everything is synced and a cut
 // has nothing to take; so seven kills in eight come after a random number
 // of new acknowledgements, while writes and syncs are in flight.
-func waitToKill(ledger *crashLedger, random *rand.Rand) {
+func waitToKill(ledger *crashtest.Ledger, random *rand.Rand) {
 	if random.IntN(8) == 0 {
 		time.Sleep(time.Duration(20+random.IntN(300)) * time.Millisecond)
 		return
 	}
-	ledger.mu.Lock()
-	target := len(ledger.acked) + random.IntN(2*crashRecordsPerCycle)
-	ledger.mu.Unlock()
+	target := ledger.Acknowledged() + random.IntN(2*crashtest.RecordsPerProducer)
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Microsecond) {
-		ledger.mu.Lock()
-		reached := len(ledger.acked) >= target
-		ledger.mu.Unlock()
-		if reached {
+		if ledger.Acknowledged() >= target {
 			return
 		}
 	}
 }
 
-// stopBeforeUnmount kills a broker and waits until it has exited, so its
-// files on the mount are closed when the test's cleanup unmounts it.
-func stopBeforeUnmount(broker *brokerProcess) {
-	_ = broker.cmd.Process.Signal(syscall.SIGKILL)
-	<-broker.exited
-}
-
-func startPowercutBroker(t *testing.T, args []string, tally *powercutTally) *brokerProcess {
+func startPowercutBroker(t *testing.T, args []string, tally *powercutTally) *testbroker.Process {
 	t.Helper()
 	began := time.Now()
-	broker := startBroker(t, args...)
+	broker := ironbus.Serve(t, args...)
 	tally.slowest = max(tally.slowest, time.Since(began))
 	return broker
 }
@@ -193,29 +159,7 @@ func startPowercutBroker(t *testing.T, args []string, tally *powercutTally) *bro
 // (reported as a torn tail), never data loss, and never a frozen log.
 func checkCutReport(t *testing.T, dataDir string, cycle int, cut lazyfs.Cut, tally *powercutTally) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dataDir, "recovery-report.json"))
-	if err != nil {
-		t.Fatalf("cycle %d (after cut %v, seed %d): %v", cycle, cut, cut.Seed, err)
-	}
-	var report segment.RecoveryReport
-	if err := json.Unmarshal(data, &report); err != nil {
-		t.Fatalf("cycle %d: recovery-report.json: %v\n%s", cycle, err, data)
-	}
-	for _, log := range report.Logs {
-		if log.HasDataLoss() || log.Outcome == segment.OutcomeFrozen {
-			t.Fatalf("cycle %d: a power cut (%v, seed %d) was reported as %s for %s/%d:\n%s",
-				cycle, cut, cut.Seed, log.Outcome, log.Stream, log.Partition, data)
-		}
-		if log.TornTailBytes > 0 {
-			accounted := int64(0)
-			for _, event := range log.Events {
-				accounted += event.Bytes
-			}
-			if accounted != log.TornTailBytes {
-				t.Fatalf("cycle %d: %d torn bytes reported, events account for %d:\n%s", cycle, log.TornTailBytes, accounted, data)
-			}
-			tally.tornLogs++
-			tally.tornBytes += log.TornTailBytes
-		}
-	}
+	torn := crashtest.CheckReport(t, crashtest.ReadReport(t, dataDir), fmt.Sprintf("cycle %d (after cut %v, seed %d)", cycle, cut, cut.Seed))
+	tally.torn.Logs += torn.Logs
+	tally.torn.Bytes += torn.Bytes
 }

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/ironbus/ironbus/internal/testbroker"
 	"github.com/ironbus/ironbus/server"
 )
 
@@ -16,7 +14,7 @@ import (
 // env in process, as serve does at startup, starts a server on it (on a
 // temporary data directory and a free loopback port) and returns what a
 // reload acts on plus the log it writes.
-func startReloadable(t *testing.T, args []string, env map[string]string) (*serveOptions, *server.Server, *syncWriter) {
+func startReloadable(t *testing.T, args []string, env map[string]string) (*serveOptions, *server.Server, *testbroker.Log) {
 	t.Helper()
 	cmd, serve := newServeCommand(&globalOptions{stdout: io.Discard, stderr: io.Discard})
 	args = append([]string{"--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--health-addr", "off"}, args...)
@@ -28,41 +26,9 @@ func startReloadable(t *testing.T, args []string, env map[string]string) (*serve
 		t.Fatal(err)
 	}
 	serve.config.resolved = resolved
-	log := &syncWriter{}
+	log := &testbroker.Log{}
 	cfg := serve.serverConfig(&globalOptions{stdout: io.Discard, stderr: log})
-	srv, err := server.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
-	return serve, srv, log
-}
-
-// syncWriter is a log the server's goroutines write while the test reads.
-type syncWriter struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncWriter) Write(b []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(b)
-}
-
-func (s *syncWriter) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
-
-func (s *syncWriter) Reset() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.buf.Reset()
+	return serve, testbroker.Start(t, cfg).Server(), log
 }
 
 func lookupIn(env map[string]string) func(string) (string, bool) {

@@ -32,7 +32,7 @@ func writeAuthConfig(t *testing.T) string {
 func runCLIInput(t *testing.T, stdin string, args ...string) cliResult {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	command := exec.Command(binaryPath, args...)
+	command := exec.Command(ironbus.Path(), args...)
 	command.Stdin = strings.NewReader(stdin)
 	command.Stdout, command.Stderr = &stdout, &stderr
 	err := command.Run()
@@ -69,9 +69,9 @@ func TestServeRefusesExposedBinds(t *testing.T) {
 			t.Errorf("%q: the refusal should mention %s:\n%s", c.args, c.want, refused.stderr)
 		}
 	}
-	warned := startBroker(t, "serve", "--data-dir", t.TempDir(), "--addr", "0.0.0.0:0", "--insecure-plaintext-wire", "--auth-config", writeAuthConfig(t))
-	if code := warned.stop(syscall.SIGTERM); code != 0 || !strings.Contains(warned.logs(), "INSECURE") {
-		t.Fatalf("exit %d; a plaintext non-loopback bind must warn loudly:\n%s", code, warned.logs())
+	warned := ironbus.Serve(t, "serve", "--data-dir", t.TempDir(), "--addr", "0.0.0.0:0", "--insecure-plaintext-wire", "--auth-config", writeAuthConfig(t))
+	if code := warned.Stop(syscall.SIGTERM); code != 0 || !strings.Contains(warned.Logs(), "INSECURE") {
+		t.Fatalf("exit %d; a plaintext non-loopback bind must warn loudly:\n%s", code, warned.Logs())
 	}
 }
 
@@ -106,12 +106,12 @@ func TestSecuredBrokerFromTheCLI(t *testing.T) {
 		t.Fatalf("auth ls printed secrets: %s", listed.stdout)
 	}
 
-	broker := startBroker(t, "serve", "--data-dir", filepath.Join(dir, "data"), "--addr", "127.0.0.1:0",
+	broker := ironbus.Serve(t, "serve", "--data-dir", filepath.Join(dir, "data"), "--addr", "127.0.0.1:0",
 		"--tls-cert", certFile, "--tls-key", keyFile, "--auth-config", authPath, "--audit-log", audit)
-	if !strings.Contains(broker.logs(), "backend=std") {
-		t.Errorf("a TLS listener should be served by std:\n%s", broker.logs())
+	if !strings.Contains(broker.Logs(), "backend=std") {
+		t.Errorf("a TLS listener should be served by std:\n%s", broker.Logs())
 	}
-	secure := []string{"--addr", broker.addr, "--tls-ca", caFile}
+	secure := []string{"--addr", broker.Addr(), "--tls-ca", caFile}
 	published := runCLI(t, append([]string{"pub", "--stream", "orders.eu", "--token-file", writerToken, "hello"}, secure...)...)
 	expectCode(t, published, exitClean)
 	denied := runCLI(t, append([]string{"pub", "--stream", "audit", "--token-file", writerToken, "hello"}, secure...)...)
@@ -137,7 +137,7 @@ func TestSecuredBrokerFromTheCLI(t *testing.T) {
 	if !strings.Contains(refused.stderr, "not authorized") {
 		t.Fatalf("a wrong token: %s", refused.stderr)
 	}
-	plain := runCLI(t, "pub", "--addr", broker.addr, "--token-file", writerToken, "x")
+	plain := runCLI(t, "pub", "--addr", broker.Addr(), "--token-file", writerToken, "x")
 	if plain.code == exitClean {
 		t.Fatal("a plaintext client talked to a TLS broker")
 	}
@@ -149,8 +149,8 @@ func TestSecuredBrokerFromTheCLI(t *testing.T) {
 	if !strings.Contains(exposed.stderr, "chmod 600") {
 		t.Fatalf("a world-readable token file: %s", exposed.stderr)
 	}
-	if code := broker.stop(syscall.SIGTERM); code != 0 {
-		t.Fatalf("exit %d\n%s", code, broker.logs())
+	if code := broker.Stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit %d\n%s", code, broker.Logs())
 	}
 	trail, err := os.ReadFile(audit)
 	if err != nil {
@@ -204,30 +204,30 @@ func TestServeReloadsAuthConfig(t *testing.T) {
 	authPath, token := filepath.Join(dir, "auth.toml"), filepath.Join(dir, "writer.token")
 	expectCode(t, runCLI(t, "token", "create", "--out", token), exitClean)
 	expectCode(t, runCLI(t, "auth", "add", "--auth-config", authPath, "--name", "writer", "--token-file", token, "--scopes", "publish"), exitClean)
-	broker := startBroker(t, "serve", "--data-dir", filepath.Join(dir, "data"), "--addr", "127.0.0.1:0",
+	broker := ironbus.Serve(t, "serve", "--data-dir", filepath.Join(dir, "data"), "--addr", "127.0.0.1:0",
 		"--auth-config", authPath, "--security-reload-interval", "50ms")
-	expectCode(t, runCLI(t, "pub", "--addr", broker.addr, "--token-file", token, "before"), exitClean)
+	expectCode(t, runCLI(t, "pub", "--addr", broker.Addr(), "--token-file", token, "before"), exitClean)
 	expectCode(t, runCLI(t, "auth", "rm", "--auth-config", authPath, "--name", "writer"), exitClean)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if runCLI(t, "pub", "--addr", broker.addr, "--token-file", token, "after").code == exitNotAuthorized {
+		if runCLI(t, "pub", "--addr", broker.Addr(), "--token-file", token, "after").code == exitNotAuthorized {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the removed identity still publishes:\n%s", broker.logs())
+			t.Fatalf("the removed identity still publishes:\n%s", broker.Logs())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if err := broker.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := broker.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	for !strings.Contains(broker.logs(), "SIGHUP: TLS certificates and auth identities re-read") {
+	for !strings.Contains(broker.Logs(), "SIGHUP: TLS certificates and auth identities re-read") {
 		if time.Now().After(deadline) {
-			t.Fatalf("no reload on SIGHUP:\n%s", broker.logs())
+			t.Fatalf("no reload on SIGHUP:\n%s", broker.Logs())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if code := broker.stop(syscall.SIGTERM); code != 0 {
+	if code := broker.Stop(syscall.SIGTERM); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
 }

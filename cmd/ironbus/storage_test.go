@@ -44,13 +44,13 @@ func TestMemoryStorageNeedsConsentAndCap(t *testing.T) {
 func TestMemoryStorageRoundTripAndCap(t *testing.T) {
 	args := []string{"serve", "--addr", "127.0.0.1:0", "--storage", "memory", "--accept-memory-storage-loss",
 		"--memory-storage-cap", "2MiB", "--segment-bytes", "1MiB"}
-	broker := startBroker(t, args...)
-	if !strings.Contains(broker.logs(), "NOTHING IS DURABLE") {
-		t.Fatalf("the startup log does not warn:\n%s", broker.logs())
+	broker := ironbus.Serve(t, args...)
+	if !strings.Contains(broker.Logs(), "NOTHING IS DURABLE") {
+		t.Fatalf("the startup log does not warn:\n%s", broker.Logs())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c := dialConsumer(t, broker.addr)
+	c := dialConsumer(t, broker.Addr())
 	payload := make([]byte, 1000)
 	stored := 0
 	var full *wire.Error
@@ -73,10 +73,10 @@ func TestMemoryStorageRoundTripAndCap(t *testing.T) {
 	if err != nil || len(batch.Messages) != 100 || batch.Messages[0].Offset != 0 {
 		t.Fatalf("reading back: %d records, %v", len(batch.Messages), err)
 	}
-	expectCode(t, cliResult{code: broker.stop(os.Interrupt)}, exitClean)
+	expectCode(t, cliResult{code: broker.Stop(os.Interrupt)}, exitClean)
 
-	restarted := startBroker(t, args...)
-	reader := dialConsumer(t, restarted.addr)
+	restarted := broker.Restart()
+	reader := dialConsumer(t, restarted.Addr())
 	again, err := reader.Fetch(ctx, "orders", "readers", client.FetchOptions{MaxRecords: 10})
 	if err == nil && len(again.Messages) > 0 {
 		t.Fatalf("a restarted memory broker still had %d records", len(again.Messages))

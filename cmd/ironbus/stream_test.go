@@ -26,8 +26,8 @@ func streamsOf(t *testing.T, result cliResult) streamsOutput {
 // errors that say to add it.
 func TestStreamVerbsLiveAndAcrossARestart(t *testing.T) {
 	dir := t.TempDir()
-	broker := startBroker(t, "serve", "--data-dir", dir, "--addr", "127.0.0.1:0")
-	at := []string{"--addr", broker.addr, "--json"}
+	broker := ironbus.Serve(t, "serve", "--data-dir", dir, "--addr", "127.0.0.1:0")
+	at := []string{"--addr", broker.Addr(), "--json"}
 	created := streamsOf(t, runCLI(t, append([]string{"stream", "create", "orders", "--partitions", "4", "--max-records", "500"}, at...)...))
 	if s := created.Streams[0]; s.Partitions != 4 || s.MaxRecords != 500 || s.Created == "" {
 		t.Fatalf("created %+v", s)
@@ -35,36 +35,36 @@ func TestStreamVerbsLiveAndAcrossARestart(t *testing.T) {
 	expectCode(t, runCLI(t, append([]string{"stream", "create", "orders", "--partitions", "2"}, at...)...), exitDamage)
 	expectCode(t, runCLI(t, append([]string{"stream", "bind", "orders.>", "orders"}, at...)...), exitClean)
 	runCLI(t, append([]string{"stream", "create", "audit"}, at...)...)
-	conflict := runCLI(t, "stream", "bind", "*.eu", "audit", "--addr", broker.addr)
+	conflict := runCLI(t, "stream", "bind", "*.eu", "audit", "--addr", broker.Addr())
 	expectCode(t, conflict, exitDamage)
 	if !strings.Contains(conflict.stderr, "orders.>") {
 		t.Fatalf("the conflict does not name the other binding: %q", conflict.stderr)
 	}
 	for _, verb := range []string{"purge", "rm"} {
-		refused := runCLI(t, "stream", verb, "orders", "--addr", broker.addr)
+		refused := runCLI(t, "stream", verb, "orders", "--addr", broker.Addr())
 		expectCode(t, refused, exitUsage)
 		if !strings.Contains(refused.stderr, "--force") {
 			t.Fatalf("stream %s without --force: %q", verb, refused.stderr)
 		}
 	}
-	publishNumbered(t, broker.addr, "audit", 3)
+	publishNumbered(t, broker.Addr(), "audit", 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	member, err := client.Dial(ctx, broker.addr, client.Options{})
+	member, err := client.Dial(ctx, broker.Addr(), client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := member.Fetch(ctx, "audit", "g", client.FetchOptions{MaxRecords: 1}); err != nil {
 		t.Fatal(err)
 	}
-	expectCode(t, runCLI(t, "stream", "rm", "audit", "--force", "--addr", broker.addr), exitDamage)
+	expectCode(t, runCLI(t, "stream", "rm", "audit", "--force", "--addr", broker.Addr()), exitDamage)
 	member.Close()
-	if code := broker.stop(syscall.SIGTERM); code != 0 {
+	if code := broker.Stop(syscall.SIGTERM); code != 0 {
 		t.Fatalf("the broker exited %d", code)
 	}
 
-	broker = startBroker(t, "serve", "--data-dir", dir, "--addr", "127.0.0.1:0")
-	listed := streamsOf(t, runCLI(t, "stream", "ls", "--json", "--addr", broker.addr))
+	broker = ironbus.Serve(t, "serve", "--data-dir", dir, "--addr", "127.0.0.1:0")
+	listed := streamsOf(t, runCLI(t, "stream", "ls", "--json", "--addr", broker.Addr()))
 	if len(listed.Streams) != 2 || listed.Streams[1].Name != "orders" || listed.Streams[1].Partitions != 4 ||
 		len(listed.Bindings) != 1 || listed.Bindings[0].Pattern != "orders.>" {
 		t.Fatalf("after a restart: %+v", listed)
@@ -72,15 +72,15 @@ func TestStreamVerbsLiveAndAcrossARestart(t *testing.T) {
 	if audit := listed.Streams[0]; audit.Records != 3 || audit.Groups != 1 {
 		t.Fatalf("audit after a restart: %+v", audit)
 	}
-	purged := streamsOf(t, runCLI(t, "stream", "purge", "audit", "--force", "--json", "--addr", broker.addr))
+	purged := streamsOf(t, runCLI(t, "stream", "purge", "audit", "--force", "--json", "--addr", broker.Addr()))
 	if p := purged.Streams[0].Offsets[0]; p.First != 3 || p.End != 3 {
 		t.Fatalf("after purge: %+v", p)
 	}
-	expectCode(t, runCLI(t, "stream", "rm", "audit", "--force", "--addr", broker.addr), exitClean)
-	expectCode(t, runCLI(t, "stream", "info", "audit", "--addr", broker.addr), exitNotFound)
+	expectCode(t, runCLI(t, "stream", "rm", "audit", "--force", "--addr", broker.Addr()), exitClean)
+	expectCode(t, runCLI(t, "stream", "info", "audit", "--addr", broker.Addr()), exitNotFound)
 	// Offline verbs are refused while the broker holds the directory.
 	expectCode(t, runCLI(t, "stream", "create", "x", "--data-dir", dir), exitLocked)
-	if code := broker.stop(syscall.SIGTERM); code != 0 {
+	if code := broker.Stop(syscall.SIGTERM); code != 0 {
 		t.Fatalf("the broker exited %d", code)
 	}
 }
@@ -106,12 +106,12 @@ func TestStreamVerbsOffline(t *testing.T) {
 		t.Fatalf("info %+v", info)
 	}
 
-	broker := startBroker(t, "serve", "--data-dir", dir, "--addr", "127.0.0.1:0")
-	listed := streamsOf(t, runCLI(t, "stream", "ls", "--json", "--addr", broker.addr))
+	broker := ironbus.Serve(t, "serve", "--data-dir", dir, "--addr", "127.0.0.1:0")
+	listed := streamsOf(t, runCLI(t, "stream", "ls", "--json", "--addr", broker.Addr()))
 	if len(listed.Streams) != 1 || listed.Streams[0].Name != "clicks" || listed.Streams[0].MaxAge != "48h0m0s" || len(listed.Bindings) != 1 {
 		t.Fatalf("the broker serves %+v", listed)
 	}
-	if code := broker.stop(syscall.SIGTERM); code != 0 {
+	if code := broker.Stop(syscall.SIGTERM); code != 0 {
 		t.Fatalf("the broker exited %d", code)
 	}
 }

@@ -21,7 +21,7 @@ func publishNumbered(t *testing.T, addr, stream string, n int) {
 	for i := range n {
 		lines = append(lines, fmt.Sprint("line-", i))
 	}
-	pub := ironbusCommand("pub", "--addr", addr, "--stream", stream)
+	pub := ironbus.Command("pub", "--addr", addr, "--stream", stream)
 	pub.Stdin = strings.NewReader(strings.Join(lines, "\n") + "\n")
 	if out, err := pub.CombinedOutput(); err != nil {
 		t.Fatalf("pub: %v\n%s", err, out)
@@ -42,9 +42,9 @@ func subLines(t *testing.T, args ...string) []string {
 // TestSubGroupTypesAndStarts drives every group type and start position
 // through the CLI against a real broker.
 func TestSubGroupTypesAndStarts(t *testing.T) {
-	broker := startBroker(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
-	publishNumbered(t, broker.addr, "events", 10)
-	at := []string{"--addr", broker.addr, "--stream", "events", "--wait", "300ms"}
+	broker := ironbus.Serve(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
+	publishNumbered(t, broker.Addr(), "events", 10)
+	at := []string{"--addr", broker.Addr(), "--stream", "events", "--wait", "300ms"}
 
 	if got := subLines(t, append(at, "--group", "late", "--from", "7", "--ack")...); len(got) != 3 || got[0] != "#7 key= payload=line-7" {
 		t.Fatalf("--from 7 printed %q", got)
@@ -63,7 +63,7 @@ func TestSubGroupTypesAndStarts(t *testing.T) {
 	if got := subLines(t, append(at, "--group", "fan", "--broadcast", "--max", "1")...); len(got) != 1 || got[0] != "#4 key= payload=line-4" {
 		t.Fatalf("broadcast after a cumulative ack printed %q", got)
 	}
-	settle := runCLI(t, "cumulative-ack", "--addr", broker.addr, "--stream", "events", "--group", "fan", "--up-to", "5", "--json")
+	settle := runCLI(t, "cumulative-ack", "--addr", broker.Addr(), "--stream", "events", "--group", "fan", "--up-to", "5", "--json")
 	expectCode(t, settle, exitClean)
 	if !strings.Contains(settle.stdout, `"up_to":5`) {
 		t.Fatalf("cumulative-ack --json printed %q", settle.stdout)
@@ -71,7 +71,7 @@ func TestSubGroupTypesAndStarts(t *testing.T) {
 	if got := subLines(t, append(at, "--group", "fan", "--broadcast", "--max", "1")...); len(got) != 1 || got[0] != "#5 key= payload=line-5" {
 		t.Fatalf("broadcast after cumulative-ack printed %q", got)
 	}
-	beyond := runCLI(t, "cumulative-ack", "--addr", broker.addr, "--stream", "events", "--group", "fan", "--up-to", "9")
+	beyond := runCLI(t, "cumulative-ack", "--addr", broker.Addr(), "--stream", "events", "--group", "fan", "--up-to", "9")
 	expectCode(t, beyond, exitDamage)
 	if !strings.Contains(beyond.stderr, "out_of_range") {
 		t.Fatalf("settling past what was read: %q", beyond.stderr)
@@ -96,9 +96,9 @@ func TestSubGroupTypesAndStarts(t *testing.T) {
 // TestSubSettleFlags: --term settles for good, --nack with --nack-delay
 // brings the records back after the delay.
 func TestSubSettleFlags(t *testing.T) {
-	broker := startBroker(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
-	publishNumbered(t, broker.addr, "jobs", 3)
-	at := []string{"--addr", broker.addr, "--stream", "jobs", "--wait", "300ms"}
+	broker := ironbus.Serve(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
+	publishNumbered(t, broker.Addr(), "jobs", 3)
+	at := []string{"--addr", broker.Addr(), "--stream", "jobs", "--wait", "300ms"}
 	if got := subLines(t, append(at, "--group", "w", "--max", "1", "--term")...); len(got) != 1 {
 		t.Fatalf("--term printed %q", got)
 	}
@@ -118,7 +118,7 @@ func TestSubSettleFlags(t *testing.T) {
 		{"--group", "w", "--from", "1", "--from-time", "2026-01-01T00:00:00Z"},
 		{"--group", "w", "--broadcast", "--term"},
 	} {
-		result := runCLI(t, append([]string{"sub", "--addr", broker.addr}, args...)...)
+		result := runCLI(t, append([]string{"sub", "--addr", broker.Addr()}, args...)...)
 		expectCode(t, result, exitUsage)
 	}
 }
@@ -126,10 +126,10 @@ func TestSubSettleFlags(t *testing.T) {
 // TestServeConsumerKnobs: --max-deliver and --consume-longpoll-ms reach
 // the groups a broker serves.
 func TestServeConsumerKnobs(t *testing.T) {
-	broker := startBroker(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0",
+	broker := ironbus.Serve(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0",
 		"--max-deliver", "2", "--consume-longpoll-ms", "200", "--visibility-timeout", "5s")
-	publishNumbered(t, broker.addr, "jobs", 1)
-	at := []string{"--addr", broker.addr, "--stream", "jobs", "--group", "w"}
+	publishNumbered(t, broker.Addr(), "jobs", 1)
+	at := []string{"--addr", broker.Addr(), "--stream", "jobs", "--group", "w"}
 	for range 2 {
 		if got := subLines(t, append(at, "--max", "1", "--nack", "--nack-delay", "1ms", "--wait", "1s")...); len(got) != 1 {
 			t.Fatalf("delivery before max-deliver: %q", got)
@@ -139,7 +139,7 @@ func TestServeConsumerKnobs(t *testing.T) {
 		t.Fatalf("a record delivered twice with --max-deliver 2 came a third time: %q", got)
 	}
 	// sub itself fetches again until --wait passes; one fetch is capped.
-	c := dialConsumer(t, broker.addr)
+	c := dialConsumer(t, broker.Addr())
 	began := time.Now()
 	if _, err := c.Fetch(context.Background(), "jobs", "w", client.FetchOptions{Wait: 5 * time.Second}); err != nil {
 		t.Fatal(err)
@@ -147,7 +147,7 @@ func TestServeConsumerKnobs(t *testing.T) {
 	if waited := time.Since(began); waited > 3*time.Second {
 		t.Fatalf("an idle fetch asking to wait 5 s parked %v: --consume-longpoll-ms 200 should cap it", waited)
 	}
-	if got := subLines(t, "--addr", broker.addr, "--stream", ".dlq.jobs", "--group", "t", "--wait", "1s"); len(got) != 1 {
+	if got := subLines(t, "--addr", broker.Addr(), "--stream", ".dlq.jobs", "--group", "t", "--wait", "1s"); len(got) != 1 {
 		t.Fatalf("the dead-letter queue holds %q", got)
 	}
 }
@@ -156,13 +156,13 @@ func TestServeConsumerKnobs(t *testing.T) {
 // only, under the directory lock.
 func TestCumulativeAckOffline(t *testing.T) {
 	dataDir := t.TempDir()
-	broker := startBroker(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
-	publishNumbered(t, broker.addr, "events", 10)
-	subLines(t, "--addr", broker.addr, "--stream", "events", "--group", "fan", "--broadcast", "--max", "2", "--ack", "--wait", "1s")
-	subLines(t, "--addr", broker.addr, "--stream", "events", "--group", "work", "--max", "1", "--wait", "1s")
+	broker := ironbus.Serve(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
+	publishNumbered(t, broker.Addr(), "events", 10)
+	subLines(t, "--addr", broker.Addr(), "--stream", "events", "--group", "fan", "--broadcast", "--max", "2", "--ack", "--wait", "1s")
+	subLines(t, "--addr", broker.Addr(), "--stream", "events", "--group", "work", "--max", "1", "--wait", "1s")
 	running := runCLI(t, "cumulative-ack", "--data-dir", dataDir, "--stream", "events", "--group", "fan", "--up-to", "6")
 	expectCode(t, running, exitLocked)
-	if code := broker.stop(syscall.SIGTERM); code != 0 {
+	if code := broker.Stop(syscall.SIGTERM); code != 0 {
 		t.Fatalf("stop exited %d", code)
 	}
 	at := []string{"cumulative-ack", "--data-dir", dataDir, "--stream", "events"}
@@ -197,20 +197,20 @@ func freeAddr(t *testing.T) string {
 func TestSubReconnects(t *testing.T) {
 	dataDir, addr := t.TempDir(), freeAddr(t)
 	serve := []string{"serve", "--data-dir", dataDir, "--addr", addr, "--health-addr", "off"}
-	broker := startBroker(t, serve...)
+	broker := ironbus.Serve(t, serve...)
 	publishNumbered(t, addr, "events", 1)
 
 	var stdout, stderr lockedBuffer
-	sub := ironbusCommand("sub", "--addr", addr, "--stream", "events", "--group", "g", "--max", "2", "--wait", "30s", "--ack")
+	sub := ironbus.Command("sub", "--addr", addr, "--stream", "events", "--group", "g", "--max", "2", "--wait", "30s", "--ack")
 	sub.Stdout, sub.Stderr = &stdout, &stderr
 	if err := sub.Start(); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the first record", func() bool { return strings.Contains(stdout.String(), "payload=line-0") })
 	time.Sleep(200 * time.Millisecond) // its ack is on the wire
-	broker.stop(syscall.SIGTERM)
+	broker.Stop(syscall.SIGTERM)
 	waitFor(t, "the reconnect notice", func() bool { return strings.Contains(stderr.String(), "reconnecting") })
-	restarted := startBroker(t, serve...)
+	restarted := broker.Restart()
 	pub := runCLI(t, "pub", "--addr", addr, "--stream", "events", "after-restart")
 	expectCode(t, pub, exitClean)
 	if err := sub.Wait(); err != nil {
@@ -221,14 +221,14 @@ func TestSubReconnects(t *testing.T) {
 	}
 
 	// Not restarted: a bounded wait, then exit 5.
-	lost := ironbusCommand("sub", "--addr", addr, "--stream", "events", "--group", "h", "--max", "0", "--wait", "30s", "--reconnect-wait", "500ms")
+	lost := ironbus.Command("sub", "--addr", addr, "--stream", "events", "--group", "h", "--max", "0", "--wait", "30s", "--reconnect-wait", "500ms")
 	var lostOut, lostErr lockedBuffer
 	lost.Stdout, lost.Stderr = &lostOut, &lostErr
 	if err := lost.Start(); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the records", func() bool { return strings.Contains(lostOut.String(), "payload=after-restart") })
-	restarted.stop(syscall.SIGTERM)
+	restarted.Stop(syscall.SIGTERM)
 	err := lost.Wait()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != exitUnreachable || !strings.Contains(lostErr.String(), "lost the connection") {

@@ -15,10 +15,10 @@ import (
 // default, --subject filters one stream or spans several, and the JSON
 // lines name stream, partition and offset.
 func TestPubSubSubjectsAndPartitions(t *testing.T) {
-	broker := startBroker(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
-	addr := []string{"--addr", broker.addr}
+	broker := ironbus.Serve(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
+	addr := []string{"--addr", broker.Addr()}
 	ctx := context.Background()
-	c, err := client.Dial(ctx, broker.addr, client.Options{})
+	c, err := client.Dial(ctx, broker.Addr(), client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

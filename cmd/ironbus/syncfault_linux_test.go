@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -32,46 +31,45 @@ func TestLiveSyncFailureFreezesTheLog(t *testing.T) {
 func checkLiveSyncFailure(t *testing.T, fault lazyfs.Fault) {
 	disk, mount := mountLazyDisk(t)
 	serveArgs := []string{"serve", "--data-dir", filepath.Join(mount, "data"), "--addr", "127.0.0.1:0", "--io-mode", "buffered"}
-	broker := startBroker(t, serveArgs...)
-	acked := produceUntil(t, broker.addr, 2_000, 64, 0, nil)
+	broker := ironbus.Serve(t, serveArgs...)
+	acked := produceUntil(t, broker.Addr(), 2_000, 64, 0, nil)
 	if len(acked) != 2_000 {
 		t.Fatalf("%d of 2,000 acknowledged on a healthy disk", len(acked))
 	}
 
 	disk.SetFault(fault)
-	frozen := expectFrozen(t, broker.addr)
+	frozen := expectFrozen(t, broker.Addr())
 	// A pipelined burst after the freeze: every record refused.
-	if late := produceUntil(t, broker.addr, 500, 64, 0, nil); len(late) != 0 {
+	if late := produceUntil(t, broker.Addr(), 500, 64, 0, nil); len(late) != 0 {
 		t.Fatalf("%d records acknowledged after the disk failed (%s)", len(late), fault)
 	}
 	t.Logf("%s: produce answered %q", fault, frozen.Message)
 	if fault == lazyfs.FailSync {
-		checkFrozenLogReadable(t, broker.addr, acked)
+		checkFrozenLogReadable(t, broker.Addr(), acked)
 	}
 	// Readiness says so too: 503, naming the frozen log.
-	if status, body := httpGet(t, broker.health(), "/readyz"); status != 503 || !strings.Contains(body, "frozen: orders/0") {
+	if status, body := httpGet(t, broker.HealthAddr(), "/readyz"); status != 503 || !strings.Contains(body, "frozen: orders/0") {
 		t.Fatalf("/readyz after the disk failed (%s): %d %q, want 503 frozen: orders/0 …", fault, status, body)
 	}
 
-	_ = broker.cmd.Process.Signal(syscall.SIGKILL)
-	<-broker.exited
+	broker.Kill()
 	disk.SetFault(lazyfs.Healthy)
 	if _, err := disk.CutPower(lazyfs.Cut{Mode: lazyfs.DropUnsynced}); err != nil {
 		t.Fatal(err)
 	}
-	restarted := startBroker(t, serveArgs...)
+	restarted := broker.Restart()
 	checkCutReport(t, filepath.Join(mount, "data"), 1, lazyfs.Cut{Mode: lazyfs.DropUnsynced}, &powercutTally{})
-	checkAcknowledged(t, acked, readAllRecords(t, restarted.addr))
+	checkAcknowledged(t, acked, readAllRecords(t, restarted.Addr()))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ack, err := dialConsumer(t, restarted.addr).Produce(ctx, "orders", client.Record{Payload: []byte("after restart")})
+	ack, err := dialConsumer(t, restarted.Addr()).Produce(ctx, "orders", client.Record{Payload: []byte("after restart")})
 	if err != nil {
 		t.Fatalf("producing after the restart: %v", err)
 	}
 	if _, reused := acked[ack.Offset]; reused {
 		t.Fatalf("offset %d reused after the restart", ack.Offset)
 	}
-	stopBeforeUnmount(restarted)
+	restarted.Kill() // its files on the mount are closed before the cleanup unmounts it
 }
 
 // expectFrozen produces one record at a time on the failed disk: each

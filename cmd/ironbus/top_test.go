@@ -13,9 +13,9 @@ import (
 
 func TestTopOnceAndJSONAgainstALiveBroker(t *testing.T) {
 	t.Parallel()
-	broker := startBroker(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--disk-budget", "1GiB")
-	workload(t, broker.addr, 5)
-	addr := broker.health()
+	broker := ironbus.Serve(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--disk-budget", "1GiB")
+	workload(t, broker.Addr(), 5)
+	addr := broker.HealthAddr()
 
 	screen := runCLI(t, "top", "--once", "--health-addr", addr, "--interval", "200ms")
 	expectCode(t, screen, exitClean)
@@ -97,8 +97,8 @@ func TestTopAgainstNothing(t *testing.T) {
 func TestTopOfflineBesideAndAfterABroker(t *testing.T) {
 	t.Parallel()
 	dataDir := t.TempDir()
-	broker := startBroker(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
-	workload(t, broker.addr, 5)
+	broker := ironbus.Serve(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
+	workload(t, broker.Addr(), 5)
 
 	// While the broker holds the lock: read without it, streams only.
 	beside := runCLI(t, "top", "--data-dir", dataDir, "--once")
@@ -108,8 +108,8 @@ func TestTopOfflineBesideAndAfterABroker(t *testing.T) {
 			t.Errorf("top --data-dir beside a broker lacks %q:\n%s", want, beside.stdout)
 		}
 	}
-	if code := broker.stop(syscall.SIGTERM); code != 0 {
-		t.Fatalf("broker exited %d:\n%s", code, broker.logs())
+	if code := broker.Stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("broker exited %d:\n%s", code, broker.Logs())
 	}
 
 	after := runCLI(t, "top", "--data-dir", dataDir, "--once")
@@ -151,9 +151,9 @@ func startTmux(t *testing.T, args ...string) *tmuxSession {
 		t.Skip("SKIP: tmux is not installed (apt-get install tmux); the TUI test drives top inside it")
 	}
 	session := &tmuxSession{t: t, socket: fmt.Sprintf("ironbus-top-%d", time.Now().UnixNano())}
-	command := shellQuote(binaryPath)
-	if binaryWrapper != "" {
-		command = shellQuote(binaryWrapper) + " " + command
+	command := shellQuote(ironbus.Path())
+	if ironbus.Emulator() != "" {
+		command = shellQuote(ironbus.Emulator()) + " " + command
 	}
 	for _, arg := range args {
 		command += " " + shellQuote(arg)
@@ -207,11 +207,11 @@ func (s *tmuxSession) keys(keys ...string) {
 
 func TestTopScreenInTmux(t *testing.T) {
 	t.Parallel()
-	broker := startBroker(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
-	workload(t, broker.addr, 5)
-	session := startTmux(t, "top", "--health-addr", broker.health(), "--interval", "200ms")
+	broker := ironbus.Serve(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
+	workload(t, broker.Addr(), 5)
+	session := startTmux(t, "top", "--health-addr", broker.HealthAddr(), "--interval", "200ms")
 
-	session.waitFor("IronBus top · live "+broker.health(), "ready", "Throughput (per second", "orders/0", "workers",
+	session.waitFor("IronBus top · live "+broker.HealthAddr(), "ready", "Throughput (per second", "orders/0", "workers",
 		"Groups (1 of 1) · sorted by lag ↓", "s sort · r reverse")
 	session.keys("s")
 	session.waitFor("sorted by in flight ↓")
@@ -225,8 +225,8 @@ func TestTopScreenInTmux(t *testing.T) {
 	session.waitFor("keys: s  sort groups")
 
 	// The broker goes away: the screen says so and keeps the last figures.
-	if code := broker.stop(syscall.SIGTERM); code != 0 {
-		t.Fatalf("broker exited %d:\n%s", code, broker.logs())
+	if code := broker.Stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("broker exited %d:\n%s", code, broker.Logs())
 	}
 	session.waitFor("STALE (showing the last snapshot)", "no broker answers", "workers")
 

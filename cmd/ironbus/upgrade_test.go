@@ -13,10 +13,10 @@ import (
 // with them), so upgrade has a distinct old binary that still runs.
 func installFixture(t *testing.T) (dest string) {
 	t.Helper()
-	if binaryWrapper != "" {
+	if ironbus.Emulator() != "" {
 		t.Skip("upgrade runs `X version --json` directly, which needs binfmt_misc for a binary under emulation")
 	}
-	content, err := os.ReadFile(binaryPath)
+	content, err := os.ReadFile(ironbus.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestUpgradeAndRollbackCommands(t *testing.T) {
 	dest := installFixture(t)
 	dataDir := copyTestdata(t, "demo")
 
-	upgraded := runCLI(t, "upgrade", "--new-binary", binaryPath, "--dest", dest, "--data-dir", dataDir, "--json")
+	upgraded := runCLI(t, "upgrade", "--new-binary", ironbus.Path(), "--dest", dest, "--data-dir", dataDir, "--json")
 	expectCode(t, upgraded, exitClean)
 	var output upgradeOutput
 	if err := json.Unmarshal([]byte(upgraded.stdout), &output); err != nil {
@@ -41,14 +41,14 @@ func TestUpgradeAndRollbackCommands(t *testing.T) {
 		strings.Join(output.Steps, ",") != "stage,keep,swap" {
 		t.Fatalf("upgrade --json: %+v", output)
 	}
-	expectSameBytes(t, dest, binaryPath)
+	expectSameBytes(t, dest, ironbus.Path())
 
 	rolled := runCLI(t, "rollback", "--dest", dest, "--data-dir", dataDir)
 	expectCode(t, rolled, exitClean)
 	if !strings.Contains(rolled.stdout, "restore") || !strings.Contains(rolled.stdout, "installed "+dest) {
 		t.Fatalf("rollback should show its steps:\n%s", rolled.stdout)
 	}
-	expectSameBytes(t, dest+".previous", binaryPath)
+	expectSameBytes(t, dest+".previous", ironbus.Path())
 	if version := runCLIWith(t, dest, "version"); !strings.Contains(version, "formats:") {
 		t.Fatalf("the rolled-back binary does not run: %q", version)
 	}
@@ -75,7 +75,7 @@ func TestUpgradeRefusals(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(newer, "FORMAT"), []byte(`{"format":"ironbus-data","version":99}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tooOld := runCLI(t, "upgrade", "--new-binary", binaryPath, "--dest", dest, "--data-dir", newer)
+	tooOld := runCLI(t, "upgrade", "--new-binary", ironbus.Path(), "--dest", dest, "--data-dir", newer)
 	expectCode(t, tooOld, exitUnreadable)
 	if !strings.Contains(tooOld.stderr, "format 99") {
 		t.Errorf("the refusal should name the directory's format:\n%s", tooOld.stderr)
@@ -102,7 +102,7 @@ func expectSameBytes(t *testing.T, a, b string) {
 // runCLIWith runs another ironbus binary and returns its stdout.
 func runCLIWith(t *testing.T, binary string, args ...string) string {
 	t.Helper()
-	out, err := wrappedCommand(binary, args...).Output()
+	out, err := ironbus.CommandOf(binary, args...).Output()
 	if err != nil {
 		t.Fatalf("%s %q: %v", binary, args, err)
 	}

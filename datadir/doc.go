@@ -40,4 +40,13 @@
 //
 // Group reset and remove change one checkpoint file of one log through
 // package segment, which follows the same write-temp-sync-rename-sync rule.
+//
+// Beside changes, the offline tools read and judge a directory as a whole,
+// its dead-letter queues included. Verify checks every log read-only under
+// the shared lock and gives each a Verdict; Repair takes the exclusive
+// lock, lets recovery quarantine what it found (the caps lifted) and
+// judges whether each log is writable again; Snapshot describes the
+// directory as the /admin document of package broker/health, read under
+// the shared lock or, beside a running broker, without it as backup.Scrub
+// reads. None of them creates a directory.
 package datadir

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ironbus/ironbus/client"
 	"github.com/ironbus/ironbus/consumer"
+	"github.com/ironbus/ironbus/datadir"
 	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/vfs"
@@ -78,7 +79,7 @@ func newDeadLetterListCmd(opts *globalOptions) *cobra.Command {
 }
 
 func runDeadLetterList(opts *globalOptions, dataDir string) error {
-	path, exists := deadLetterDir(dataDir)
+	path, exists := datadir.DeadLetters(vfs.OS{}, dataDir)
 	out := deadLettersOutput{Schema: "ironbus.cli.dlq.v1", Directory: path, Queues: []deadLetterRow{}}
 	if exists {
 		dir, err := openDataDir(opts, path)
@@ -200,7 +201,7 @@ func runOfflineRedrive(ctx context.Context, opts *globalOptions, dataDir, stream
 	if err := checkRedriveFlags(stream, maxLetters); err != nil {
 		return err
 	}
-	path, exists := deadLetterDir(dataDir)
+	path, exists := datadir.DeadLetters(vfs.OS{}, dataDir)
 	if !exists {
 		return exitErrorf(exitNotFound, "%s holds no dead-letter queues", dataDir)
 	}
@@ -308,7 +309,7 @@ func runDeadLetterPeek(opts *globalOptions, read *readOptions) error {
 	if err := read.validate(); err != nil {
 		return err
 	}
-	path, exists := deadLetterDir(read.dataDir)
+	path, exists := datadir.DeadLetters(vfs.OS{}, read.dataDir)
 	if !exists {
 		return exitErrorf(exitNotFound, "%s holds no dead-letter queues", read.dataDir)
 	}

@@ -11,8 +11,11 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/spf13/cobra"
 
+	"github.com/ironbus/ironbus/backup"
 	"github.com/ironbus/ironbus/broker/health"
 	"github.com/ironbus/ironbus/cmd/ironbus/internal/topview"
+	"github.com/ironbus/ironbus/datadir"
+	"github.com/ironbus/ironbus/segment/vfs"
 )
 
 const topSchema = "ironbus.cli.top.v1"
@@ -203,4 +206,24 @@ func topJSON(top *topOptions, doc *health.Admin, history *topview.History, optio
 	shown.Recovery = nonNil(doc.Recovery)
 	out.Admin = &shown
 	return out
+}
+
+// offlineSnapshot reads a data directory as top draws it (datadir.Snapshot);
+// the note says whether it was read under the directory's lock.
+func offlineSnapshot(ctx context.Context, opts *globalOptions, dataDir string) (*health.Admin, string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
+	doc, unlocked, err := datadir.Snapshot(vfs.OS{}, dataDir, opts.logger())
+	note := "offline: read under the directory's lock; no live rates"
+	if unlocked {
+		note = "offline: a broker runs here (directory locked), so no groups; run `ironbus top` against its --health-addr for the live view"
+	}
+	switch {
+	case err == nil:
+		return doc, note, nil
+	case errors.Is(err, backup.ErrNotDataDir):
+		return nil, note, exitErrorf(exitNotFound, "%w; check --data-dir: it must name the broker's data directory", err)
+	}
+	return nil, note, openDirError(dataDir, err)
 }

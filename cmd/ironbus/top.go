@@ -15,6 +15,7 @@ import (
 	"github.com/ironbus/ironbus/broker/health"
 	"github.com/ironbus/ironbus/cmd/ironbus/internal/topview"
 	"github.com/ironbus/ironbus/datadir"
+	"github.com/ironbus/ironbus/monitor"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
@@ -38,7 +39,7 @@ type topOutput struct {
 	HealthAddr string         `json:"health_addr,omitempty"`
 	DataDir    string         `json:"data_dir,omitempty"`
 	Note       string         `json:"note,omitempty"`
-	Rates      *topview.Rates `json:"rates"`
+	Rates      *monitor.Rates `json:"rates"`
 	Admin      *health.Admin  `json:"admin"`
 }
 
@@ -163,8 +164,8 @@ func runTopOnce(ctx context.Context, opts *globalOptions, top *topOptions, optio
 	if err != nil {
 		return err
 	}
-	sample := topview.Sample{At: time.Now(), Admin: first}
-	var history topview.History
+	sample := monitor.Sample{At: time.Now(), Admin: first}
+	var history monitor.History
 	if top.dataDir == "" && top.interval > 0 {
 		select {
 		case <-time.After(top.interval):
@@ -175,8 +176,8 @@ func runTopOnce(ctx context.Context, opts *globalOptions, top *topOptions, optio
 		if err != nil {
 			return err
 		}
-		next := topview.Sample{At: time.Now(), Admin: second}
-		if rates, ok := topview.ComputeRates(sample, next); ok {
+		next := monitor.Sample{At: time.Now(), Admin: second}
+		if rates, ok := monitor.ComputeRates(sample, next); ok {
 			history.Add(rates)
 		}
 		sample = next
@@ -192,7 +193,7 @@ func runTopOnce(ctx context.Context, opts *globalOptions, top *topOptions, optio
 
 // topJSON is the --json object; --filter and --sort apply to its streams
 // and groups as they do to the screen.
-func topJSON(top *topOptions, doc *health.Admin, history *topview.History, options topview.TableOptions, note string) topOutput {
+func topJSON(top *topOptions, doc *health.Admin, history *monitor.History, options topview.TableOptions, note string) topOutput {
 	out := topOutput{Schema: topSchema, Mode: "live", HealthAddr: top.healthAddr, Note: note}
 	if top.dataDir != "" {
 		out.Mode, out.HealthAddr, out.DataDir = "offline", "", top.dataDir

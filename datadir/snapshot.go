@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path"
 
 	"github.com/ironbus/ironbus/backup"
 	"github.com/ironbus/ironbus/broker/health"
@@ -12,21 +11,6 @@ import (
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
-
-// DeadLetters returns the path of root's dead-letter queues (a data
-// directory of their own) and whether the broker ever created it.
-func DeadLetters(fsys vfs.FS, root string) (string, bool) {
-	queues := path.Join(root, DeadLetterDirName)
-	_, err := fsys.Stat(path.Join(queues, "FORMAT"))
-	return queues, err == nil
-}
-
-// OpenReadOnly opens a data directory's logs read-only: segment.Open then
-// creates, truncates and quarantines nothing, and takes the lock shared,
-// so it fails with segment.ErrLocked while a broker holds it.
-func OpenReadOnly(fsys vfs.FS, root string, logger *slog.Logger) (*segment.Dir, error) {
-	return segment.Open(fsys, root, segment.Options{ReadOnly: true, Logger: logger})
-}
 
 // Snapshot describes a data directory as the /admin document of package
 // broker/health, minus what only a running broker knows (rates,

@@ -312,7 +312,7 @@ func runDeadLetterPeek(opts *globalOptions, read *readOptions) error {
 	if err != nil {
 		return err
 	}
-	if summary.records == 0 && !opts.json {
+	if summary.Records == 0 && !opts.json {
 		fmt.Fprintln(opts.stdout, "no dead letters from there")
 	}
 	return nil

@@ -282,3 +282,31 @@ func ResetLogGroup(l *segment.Log, summary consumer.Summary, start consumer.Star
 	summary = g.Summary()
 	return summary, g.Close()
 }
+
+// SettleGroup moves a broadcast group's cursor forward to upTo: every
+// offset below it is done for the group. It never moves the cursor back
+// (an upTo at or below it changes nothing, so settling is idempotent) and
+// refuses an upTo past the log's committed end (ErrOutOfRange) and a
+// group of another type (ErrGroupType). It returns the group as it is
+// after the call.
+func (d *Dir) SettleGroup(id segment.LogID, name string, upTo uint64) (consumer.Summary, error) {
+	if !d.writable() {
+		return consumer.Summary{}, ErrReadOnly
+	}
+	l, err := d.Log(id)
+	if err != nil {
+		return consumer.Summary{}, err
+	}
+	summary, err := inspectGroup(l, name)
+	switch {
+	case err != nil:
+		return summary, err
+	case summary.Type != consumer.TypeBroadcast:
+		return summary, fmt.Errorf("%w: group %q is a %s group, not broadcast", ErrGroupType, name, summary.Type)
+	case upTo > l.Committed():
+		return summary, fmt.Errorf("%w: %d is past the end of log %s (%d)", ErrOutOfRange, upTo, id.String(), l.Committed())
+	case upTo <= summary.Committed:
+		return summary, nil
+	}
+	return ResetLogGroup(l, summary, consumer.StartPosition{Kind: consumer.StartOffset, Offset: upTo})
+}

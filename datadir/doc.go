@@ -38,6 +38,18 @@
 //     data directory from before the catalog, or a catalog lost to damage).
 //     A shared open makes the same decisions in memory and writes nothing.
 //
-// Group reset and remove change one checkpoint file of one log through
-// package segment, which follows the same write-temp-sync-rename-sync rule.
+// Group reset, remove and settle change one checkpoint file of one log
+// through package segment, which follows the same
+// write-temp-sync-rename-sync rule; Redrive republishes a dead-letter
+// queue through the crash-safe rounds of consumer.Redrive.
+//
+// Beside changes, the offline tools read and judge a directory, its
+// dead-letter queues included: Read hands over one log's entries,
+// DeadLetterQueues lists the queues, Verify checks every log read-only under
+// the shared lock and gives each a Verdict; Repair takes the exclusive
+// lock, lets recovery quarantine what it found (the caps lifted) and
+// judges whether each log is writable again; Snapshot describes the
+// directory as the /admin document of package broker/health, read under
+// the shared lock or, beside a running broker, without it as backup.Scrub
+// reads. None of them creates a directory.
 package datadir

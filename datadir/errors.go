@@ -23,6 +23,10 @@ var (
 	// ErrDamaged marks a damaged catalog that Options.RefuseDamage refused
 	// to fall back from.
 	ErrDamaged = errors.New("datadir: the stream catalog is damaged")
+	// ErrGroupType marks a change a group of its type does not take.
+	ErrGroupType = errors.New("datadir: wrong group type")
+	// ErrOutOfRange marks an offset past a log's committed end.
+	ErrOutOfRange = errors.New("datadir: offset out of range")
 	// ErrReadOnly marks a change asked of a directory opened shared.
 	ErrReadOnly = errors.New("datadir: opened shared (read-only)")
 )

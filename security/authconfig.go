@@ -104,6 +104,51 @@ func (e IdentityEntry) Patterns(scope Scope) []string {
 	return nil
 }
 
+// Grant gives the entry scope over patterns, replacing what it had.
+func (e *IdentityEntry) Grant(scope Scope, patterns []string) {
+	switch scope {
+	case ScopePublish:
+		e.Publish = patterns
+	case ScopeSubscribe:
+		e.Subscribe = patterns
+	case ScopeAdmin:
+		e.Admin = patterns
+	}
+}
+
+// Errors of editing an AuthFile.
+var (
+	ErrIdentityExists = errors.New("security: identity already exists")
+	ErrNoIdentity     = errors.New("security: no such identity")
+)
+
+// Put adds entry, or replaces the identity of its name when replace is
+// set: ErrIdentityExists when it is not.
+func (f *AuthFile) Put(entry IdentityEntry, replace bool) error {
+	at := slices.IndexFunc(f.Identities, func(e IdentityEntry) bool { return e.Name == entry.Name })
+	switch {
+	case at >= 0 && !replace:
+		return fmt.Errorf("%w: %q", ErrIdentityExists, entry.Name)
+	case at >= 0:
+		f.Identities[at] = entry
+	default:
+		f.Identities = append(f.Identities, entry)
+	}
+	return nil
+}
+
+// Remove deletes the named identity and returns it: ErrNoIdentity when
+// there is none.
+func (f *AuthFile) Remove(name string) (IdentityEntry, error) {
+	at := slices.IndexFunc(f.Identities, func(e IdentityEntry) bool { return e.Name == name })
+	if at < 0 {
+		return IdentityEntry{}, fmt.Errorf("%w: %q", ErrNoIdentity, name)
+	}
+	removed := f.Identities[at]
+	f.Identities = slices.Delete(f.Identities, at, at+1)
+	return removed, nil
+}
+
 // ParseAuthFile decodes TOML strictly: an unknown key is an error (a typo
 // must not silently grant or drop a permission).
 func ParseAuthFile(data []byte) (AuthFile, error) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -99,14 +98,8 @@ func runAuthAdd(opts *globalOptions, auth *authOptions) error {
 	if err != nil {
 		return exitErrorf(exitUnreadable, "%w", err)
 	}
-	at := slices.IndexFunc(file.Identities, func(e security.IdentityEntry) bool { return e.Name == auth.name })
-	switch {
-	case at >= 0 && !auth.replace:
+	if err := file.Put(entry, auth.replace); err != nil {
 		return exitErrorf(exitUsage, "identity %q already exists in %s; pass --replace to overwrite it, or `ironbus auth rm` it first", auth.name, auth.configPath)
-	case at >= 0:
-		file.Identities[at] = entry
-	default:
-		file.Identities = append(file.Identities, entry)
 	}
 	if err := security.SaveAuthFile(auth.configPath, file); err != nil {
 		return exitErrorf(exitUsage, "%w", err)
@@ -155,14 +148,7 @@ func (auth *authOptions) entry(opts *globalOptions) (security.IdentityEntry, err
 		if err != nil {
 			return entry, exitErrorf(exitUsage, "--scopes: %w", err)
 		}
-		switch scope {
-		case security.ScopePublish:
-			entry.Publish = patterns
-		case security.ScopeSubscribe:
-			entry.Subscribe = patterns
-		case security.ScopeAdmin:
-			entry.Admin = patterns
-		}
+		entry.Grant(scope, patterns)
 	}
 	return entry, nil
 }
@@ -254,16 +240,14 @@ Exit code 2 when there is no such identity.`,
 		if err != nil {
 			return exitErrorf(exitUnreadable, "%w", err)
 		}
-		at := slices.IndexFunc(file.Identities, func(e security.IdentityEntry) bool { return e.Name == name })
-		if at < 0 {
+		removed, err := file.Remove(name)
+		if err != nil {
 			return exitErrorf(exitNotFound, "no identity %q in %s (see `ironbus auth ls`)", name, path)
 		}
-		mechanism := file.Identities[at].Mechanism()
-		file.Identities = slices.Delete(file.Identities, at, at+1)
 		if err := security.SaveAuthFile(path, file); err != nil {
 			return exitErrorf(exitUsage, "%w", err)
 		}
-		return printAuthChange(opts, authChange{Schema: authChangeSchema, Action: "removed", Name: name, Mechanism: mechanism, File: path})
+		return printAuthChange(opts, authChange{Schema: authChangeSchema, Action: "removed", Name: name, Mechanism: removed.Mechanism(), File: path})
 	})
 	return cmd
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ironbus/ironbus/cmd/ironbus/internal/clicontext"
+	"github.com/ironbus/ironbus/clicontext"
 )
 
 // contextsSchema names the JSON of `context ls`; contextSchema that of

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/ironbus/ironbus/cmd/ironbus/internal/clicontext"
+	"github.com/ironbus/ironbus/clicontext"
 )
 
 // contextAnnotation marks the flags the current context may fill: the

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ironbus/ironbus/client"
-	"github.com/ironbus/ironbus/consumer"
+	"github.com/ironbus/ironbus/datadir"
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/segment/vfs"
 )
 
 type cumulativeOptions struct {
@@ -116,45 +114,22 @@ func (cumulative *cumulativeOptions) settle(ctx context.Context, opts *globalOpt
 }
 
 // settleOffline moves a stopped broker's broadcast group forward under the
-// directory's exclusive lock.
+// directory's exclusive lock (datadir.SettleGroup).
 func (cumulative *cumulativeOptions) settleOffline(opts *globalOptions) (client.AckStatus, error) {
-	if err := requireExistingDataDir(cumulative.dataDir); err != nil {
-		return 0, err
-	}
-	dir, err := segment.Open(vfs.OS{}, cumulative.dataDir, segment.Options{Logger: opts.logger()})
+	dir, err := openExclusive(opts, cumulative.dataDir)
 	if err != nil {
-		return 0, openDirError(cumulative.dataDir, err)
+		return 0, err
 	}
 	defer func() { _ = dir.Close() }()
 	id := segment.LogID{Stream: cumulative.stream, Partition: cumulative.partition}
-	// Opening a log that is not there would create it: settling a group
-	// never makes a stream.
-	ids, err := dir.Logs()
-	if err != nil {
-		return 0, exitErrorf(exitUnreadable, "listing the logs of %s: %w", cumulative.dataDir, err)
-	}
-	if !slices.Contains(ids, id) {
-		return 0, openLogError(cumulative.dataDir, id, segment.ErrNotFound)
-	}
-	log, err := dir.OpenLog(id)
-	if err != nil {
-		return 0, openLogError(cumulative.dataDir, id, err)
-	}
-	summary, err := consumer.InspectGroup(log, cumulative.group)
+	summary, err := dir.SettleGroup(id, cumulative.group, cumulative.upTo)
 	switch {
-	case errors.Is(err, consumer.ErrNoGroup):
-		return 0, exitErrorf(exitNotFound, "log %s has no group %q (%w)", id.String(), cumulative.group, err)
-	case err != nil:
-		return 0, exitErrorf(exitUnreadable, "%w", err)
-	case summary.Type != consumer.TypeBroadcast:
-		return 0, exitErrorf(exitDamage, "group %q is a %s group: cumulative-ack settles broadcast groups", cumulative.group, summary.Type)
-	case cumulative.upTo > log.Committed():
+	case errors.Is(err, datadir.ErrOutOfRange):
 		return client.AckOutOfRange, nil
-	case cumulative.upTo <= summary.Committed:
-		return client.AckOK, nil // already settled: idempotent
-	}
-	if _, err := offlineReset(log, summary, client.StartPosition{Kind: client.StartOffset, Offset: cumulative.upTo}); err != nil {
-		return 0, exitErrorf(exitUnreadable, "%w", err)
+	case errors.Is(err, datadir.ErrGroupType):
+		return 0, exitErrorf(exitDamage, "group %q is a %s group: cumulative-ack settles broadcast groups", cumulative.group, summary.Type)
+	case err != nil:
+		return 0, groupChangeError(cumulative.dataDir, id, cumulative.group, err)
 	}
 	return client.AckOK, nil
 }

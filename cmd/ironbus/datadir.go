@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ironbus/ironbus/datadir"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
@@ -77,12 +78,10 @@ func (selection *logSelection) logID() segment.LogID {
 	return segment.LogID{Stream: selection.stream, Partition: selection.partition}
 }
 
-// openDataDir opens the directory read-only. ReadOnly is what makes every
-// offline command safe: segment.Open then creates, truncates and
-// quarantines nothing, and takes the lock shared, so it fails fast with
-// ErrLocked while a broker holds the lock exclusively.
+// openDataDir opens the directory read-only (datadir.OpenReadOnly), which
+// is what makes every offline reader safe beside a broker.
 func openDataDir(opts *globalOptions, dataDir string) (*segment.Dir, error) {
-	dir, err := segment.Open(vfs.OS{}, dataDir, segment.Options{ReadOnly: true, Logger: opts.logger()})
+	dir, err := datadir.OpenReadOnly(vfs.OS{}, dataDir, opts.logger())
 	if err != nil {
 		return nil, openDirError(dataDir, err)
 	}

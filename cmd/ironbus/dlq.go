@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ironbus/ironbus/client"
 	"github.com/ironbus/ironbus/consumer"
+	"github.com/ironbus/ironbus/datadir"
 	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/vfs"
@@ -78,34 +80,15 @@ func newDeadLetterListCmd(opts *globalOptions) *cobra.Command {
 }
 
 func runDeadLetterList(opts *globalOptions, dataDir string) error {
-	path, exists := deadLetterDir(dataDir)
+	path, _ := datadir.DeadLetters(vfs.OS{}, dataDir)
+	queues, err := datadir.DeadLetterQueues(vfs.OS{}, dataDir, opts.logger())
+	if err != nil {
+		return openDirError(dataDir, err)
+	}
 	out := deadLettersOutput{Schema: "ironbus.cli.dlq.v1", Directory: path, Queues: []deadLetterRow{}}
-	if exists {
-		dir, err := openDataDir(opts, path)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = dir.Close() }()
-		ids, err := dir.Logs()
-		if err != nil {
-			return exitErrorf(exitUnreadable, "listing the queues in %s: %w", path, err)
-		}
-		for _, id := range ids {
-			log, err := dir.OpenLog(id)
-			if err != nil {
-				return openLogError(path, id, err)
-			}
-			first, end := log.FirstOffset(), log.Committed()
-			out.Queues = append(out.Queues, deadLetterRow{Stream: id.Stream, WireName: ".dlq." + id.Stream,
-				Records: end - min(first, end), FirstHeld: first, End: end})
-		}
-	} else {
-		// No queue yet: still say so only about a real, idle data directory.
-		dir, err := openDataDir(opts, dataDir)
-		if err != nil {
-			return err
-		}
-		_ = dir.Close()
+	for _, q := range queues {
+		out.Queues = append(out.Queues, deadLetterRow{Stream: q.Stream, WireName: ".dlq." + q.Stream,
+			Records: q.End - min(q.First, q.End), FirstHeld: q.First, End: q.End})
 	}
 	return printDeadLetterQueues(opts, out)
 }
@@ -200,35 +183,16 @@ func runOfflineRedrive(ctx context.Context, opts *globalOptions, dataDir, stream
 	if err := checkRedriveFlags(stream, maxLetters); err != nil {
 		return err
 	}
-	path, exists := deadLetterDir(dataDir)
-	if !exists {
+	result, queue, err := datadir.Redrive(ctx, vfs.OS{}, dataDir, stream, maxLetters, opts.logger())
+	if errors.Is(err, datadir.ErrNoSuchLog) {
 		return exitErrorf(exitNotFound, "%s holds no dead-letter queues", dataDir)
 	}
-	streams, err := segment.Open(vfs.OS{}, dataDir, segment.Options{Logger: opts.logger()})
 	if err != nil {
 		return openDirError(dataDir, err)
 	}
-	defer func() { _ = streams.Close() }()
-	queues, err := segment.Open(vfs.OS{}, path, segment.Options{Logger: opts.logger()})
-	if err != nil {
-		return openDirError(path, err)
-	}
-	defer func() { _ = queues.Close() }()
-	queue, err := queues.OpenLog(segment.LogID{Stream: stream})
-	if err != nil {
-		return openLogError(path, segment.LogID{Stream: stream}, err)
-	}
-	target := func(partition uint32) (*segment.Log, error) {
-		return streams.OpenLog(segment.LogID{Stream: stream, Partition: partition})
-	}
-	result, err := consumer.Redrive(ctx, queue, target, maxLetters)
-	if err != nil {
-		return exitErrorf(exitUnreadable, "redriving %s: %w", stream, err)
-	}
-	first, end := queue.FirstOffset(), queue.Committed()
 	out := redriveOutput{Schema: "ironbus.cli.redrive.v1", Stream: stream, Republished: result.Republished,
 		Skipped: result.Skipped, Queue: deadLetterRow{Stream: stream, WireName: ".dlq." + stream,
-			Records: end - min(first, end), FirstHeld: first, End: end, Redriven: result.Mark}}
+			Records: queue.End - min(queue.First, queue.End), FirstHeld: queue.First, End: queue.End, Redriven: result.Mark}}
 	if opts.json {
 		return writeJSON(opts.stdout, out)
 	}
@@ -308,7 +272,7 @@ func runDeadLetterPeek(opts *globalOptions, read *readOptions) error {
 	if err := read.validate(); err != nil {
 		return err
 	}
-	path, exists := deadLetterDir(read.dataDir)
+	path, exists := datadir.DeadLetters(vfs.OS{}, read.dataDir)
 	if !exists {
 		return exitErrorf(exitNotFound, "%s holds no dead-letter queues", read.dataDir)
 	}
@@ -348,7 +312,7 @@ func runDeadLetterPeek(opts *globalOptions, read *readOptions) error {
 	if err != nil {
 		return err
 	}
-	if summary.records == 0 && !opts.json {
+	if summary.Records == 0 && !opts.json {
 		fmt.Fprintln(opts.stdout, "no dead letters from there")
 	}
 	return nil

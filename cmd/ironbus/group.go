@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -204,12 +202,4 @@ func groupRows(dir *datadir.Dir, group *groupOptions, id segment.LogID) ([]group
 			PendingMoves: s.PendingMoves, LogEnd: end})
 	}
 	return rows, nil
-}
-
-// deadLetterDir is where the broker keeps the dead-letter queues of a
-// data directory (a data directory of its own).
-func deadLetterDir(dataDir string) (string, bool) {
-	path := filepath.Join(dataDir, "deadletters")
-	_, err := os.Stat(filepath.Join(path, "FORMAT"))
-	return path, err == nil
 }

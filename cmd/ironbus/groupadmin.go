@@ -199,16 +199,12 @@ func liveGroupChange(ctx context.Context, opts *globalOptions, change *groupChan
 	return liveRow(state), nil
 }
 
-// offlineGroupChange changes a group in a stopped broker's directory. It
-// opens the directory exclusive, which takes its lock: a running broker
-// makes it fail with exit 5, and no broker can start meanwhile.
+// offlineGroupChange changes a group in a stopped broker's directory,
+// opened exclusive.
 func offlineGroupChange(opts *globalOptions, change *groupChangeOptions, reset bool, target client.StartPosition) (groupRow, error) {
-	if err := requireExistingDataDir(change.dataDir); err != nil {
-		return groupRow{}, err
-	}
-	dir, rec, err := datadir.Open(vfs.OS{}, change.dataDir, datadir.Options{Exclusive: true, Logger: opts.logger()})
+	dir, err := openExclusive(opts, change.dataDir)
 	if err != nil {
-		return groupRow{}, openOfflineError(change.dataDir, rec, err)
+		return groupRow{}, err
 	}
 	defer func() { _ = dir.Close() }()
 	id := change.logID()
@@ -219,23 +215,37 @@ func offlineGroupChange(opts *globalOptions, change *groupChangeOptions, reset b
 	} else {
 		summary, end, err = dir.RemoveGroup(id, change.group)
 	}
-	switch {
-	case errors.Is(err, segment.ErrNotFound):
-		return groupRow{}, openLogError(change.dataDir, id, err)
-	case errors.Is(err, datadir.ErrNoSuchGroup):
-		return groupRow{}, exitErrorf(exitNotFound, "log %s has no group %q (%w)", id.String(), change.group, consumer.ErrNoGroup)
-	case err != nil:
-		return groupRow{}, exitErrorf(exitUnreadable, "%w", err)
+	if err != nil {
+		return groupRow{}, groupChangeError(change.dataDir, id, change.group, err)
 	}
 	return groupRow{Stream: id.Stream, Partition: id.Partition, Group: summary.Name, Type: summary.Type.String(),
 		Committed: summary.Committed, AckedAhead: summary.AckedAhead, Unsettled: summary.Unsettled,
 		MostDeliveries: summary.MostDeliveries, PendingMoves: summary.PendingMoves, LogEnd: end}, nil
 }
 
-// offlineReset moves a group's cursor in a log opened writable
-// (datadir.ResetLogGroup).
-func offlineReset(log *segment.Log, summary consumer.Summary, target client.StartPosition) (consumer.Summary, error) {
-	return datadir.ResetLogGroup(log, summary, startPosition(target))
+// openExclusive opens an existing data directory exclusive, which takes
+// its lock: a running broker makes it fail with exit 5, and no broker can
+// start meanwhile.
+func openExclusive(opts *globalOptions, dataDir string) (*datadir.Dir, error) {
+	if err := requireExistingDataDir(dataDir); err != nil {
+		return nil, err
+	}
+	dir, rec, err := datadir.Open(vfs.OS{}, dataDir, datadir.Options{Exclusive: true, Logger: opts.logger()})
+	if err != nil {
+		return nil, openOfflineError(dataDir, rec, err)
+	}
+	return dir, nil
+}
+
+// groupChangeError classifies a failure to change a group offline.
+func groupChangeError(dataDir string, id segment.LogID, group string, err error) error {
+	switch {
+	case errors.Is(err, segment.ErrNotFound):
+		return openLogError(dataDir, id, err)
+	case errors.Is(err, datadir.ErrNoSuchGroup):
+		return exitErrorf(exitNotFound, "log %s has no group %q (%w)", id.String(), group, consumer.ErrNoGroup)
+	}
+	return exitErrorf(exitUnreadable, "%w", err)
 }
 
 func startPosition(target client.StartPosition) consumer.StartPosition {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ironbus/ironbus/broker/health"
 	"github.com/ironbus/ironbus/client"
+	"github.com/ironbus/ironbus/monitor"
 	"github.com/ironbus/ironbus/segment/format"
 )
 
@@ -171,10 +172,10 @@ func TestReportAndServerAgainstALiveBroker(t *testing.T) {
 		code  int
 		line  string
 	}{
-		{nil, nagiosOK, "IRONBUS OK - ready"},
-		{[]string{"--lag-warn", "1"}, nagiosWarning, "IRONBUS WARNING - group orders/workers lags 1"},
-		{[]string{"--lag-warn", "1", "--lag-crit", "1"}, nagiosCritical, "IRONBUS CRITICAL - group orders/workers lags 1"},
-		{[]string{"--lag-warn", "x"}, nagiosUnknown, ""},
+		{nil, int(monitor.OK), "IRONBUS OK - ready"},
+		{[]string{"--lag-warn", "1"}, int(monitor.Warning), "IRONBUS WARNING - group orders/workers lags 1"},
+		{[]string{"--lag-warn", "1", "--lag-crit", "1"}, int(monitor.Critical), "IRONBUS CRITICAL - group orders/workers lags 1"},
+		{[]string{"--lag-warn", "x"}, int(monitor.Unknown), ""},
 	} {
 		result := runCLI(t, append([]string{"server", "check", "--health-addr", addr}, check.flags...)...)
 		expectCode(t, result, check.code)
@@ -199,7 +200,7 @@ func TestReportAndServerAgainstNothing(t *testing.T) {
 	}
 	expectCode(t, runCLI(t, "server", "info", "--health-addr", nothing, "--json"), exitUnreachable)
 	check := runCLI(t, "server", "check", "--health-addr", nothing)
-	expectCode(t, check, nagiosCritical)
+	expectCode(t, check, int(monitor.Critical))
 	if !strings.HasPrefix(check.stdout, "IRONBUS CRITICAL - no broker answers") {
 		t.Errorf("server check against nothing: %q", check.stdout)
 	}
@@ -250,7 +251,7 @@ func TestFrozenLogIsNotReady(t *testing.T) {
 		t.Fatalf("/readyz with a frozen log: %d %q, want 503 frozen: default/0 <reason>", status, body)
 	}
 	check := runCLI(t, "server", "check", "--health-addr", broker.HealthAddr())
-	expectCode(t, check, nagiosCritical)
+	expectCode(t, check, int(monitor.Critical))
 	if !strings.HasPrefix(check.stdout, "IRONBUS CRITICAL - frozen: default/0") {
 		t.Errorf("server check with a frozen log: %q", check.stdout)
 	}

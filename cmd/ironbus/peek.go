@@ -60,11 +60,11 @@ func peekHuman(opts *globalOptions, read *readOptions) error {
 		_, err := fmt.Fprintln(out, humanEntry(entry, decompressor))
 		return err
 	})
-	if readErr == nil && summary.records == 0 {
+	if readErr == nil && summary.Records == 0 {
 		// An empty answer is easy to misread as a broken log; say what
 		// the log does hold.
 		fmt.Fprintf(out, "(no records at or after offset %d; the log holds %s)\n",
-			read.from, offsetRange(summary.firstOffset, summary.committed))
+			read.from, offsetRange(summary.First, summary.End))
 	}
 	if err := out.Flush(); err != nil && readErr == nil {
 		return err

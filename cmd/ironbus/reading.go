@@ -3,11 +3,12 @@ package main
 import (
 	"bufio"
 	"errors"
-	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ironbus/ironbus/datadir"
 	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/segment/vfs"
 )
 
 // readOptions are the flags of the commands that read records.
@@ -33,56 +34,25 @@ func (read *readOptions) validate() error {
 	return nil
 }
 
-// readSummary is what a read saw, for the messages around the records.
-type readSummary struct {
-	records     int
-	firstOffset uint64 // the lowest offset the log holds
-	committed   uint64 // one past the last committed offset
-}
-
-// readEntries opens the selected log read-only and hands visit each entry
-// from read.from on, until the committed end or read.limit records (0: no
-// limit). Gaps are handed on but not counted: a limit asks for records.
-// Entries already visited stay printed when a later read fails, so the
-// operator sees exactly how far the log is readable.
-func readEntries(opts *globalOptions, read *readOptions, visit func(segment.Entry) error) (readSummary, error) {
-	var summary readSummary
-	dir, err := openDataDir(opts, read.dataDir)
-	if err != nil {
-		return summary, err
-	}
-	// A read-only directory has nothing to flush; Close only unlocks.
-	defer func() { _ = dir.Close() }()
+// readEntries reads the selected log (datadir.Read), handing visit each
+// entry from read.from on, up to read.limit records. Entries already
+// visited stay printed when a later read fails, so the operator sees
+// exactly how far the log is readable; an error of visit is returned as
+// it is.
+func readEntries(opts *globalOptions, read *readOptions, visit func(segment.Entry) error) (datadir.ReadSummary, error) {
+	var visitErr error
 	id := read.logID()
-	log, err := dir.OpenLog(id)
-	if err != nil {
+	summary, err := datadir.Read(vfs.OS{}, read.dataDir, id, read.from, read.limit, opts.logger(), func(entry segment.Entry) error {
+		visitErr = visit(entry)
+		return visitErr
+	})
+	switch {
+	case err == nil || err == visitErr:
+		return summary, err
+	case errors.Is(err, datadir.ErrNoSuchLog):
 		return summary, openLogError(read.dataDir, id, err)
 	}
-	// A log frozen for damage still serves its valid records, but one
-	// frozen because its files are newer than this binary (a downgrade) or
-	// do not form one log would read as empty: say why instead.
-	if frozen := log.Err(); errors.Is(frozen, segment.ErrTooNew) || errors.Is(frozen, segment.ErrInconsistent) {
-		return summary, exitErrorf(exitUnreadable, "log %s cannot be read: %w", id.String(), frozen)
-	}
-	summary.firstOffset, summary.committed = log.FirstOffset(), log.Committed()
-	reader := log.NewReader(read.from)
-	defer reader.Close()
-	for read.limit == 0 || summary.records < read.limit {
-		entry, err := reader.Next()
-		if errors.Is(err, io.EOF) {
-			return summary, nil
-		}
-		if err != nil {
-			return summary, exitErrorf(exitUnreadable, "reading log %s at offset %d: %w", id.String(), reader.Offset(), err)
-		}
-		if entry.Gap == nil {
-			summary.records++
-		}
-		if err := visit(entry); err != nil {
-			return summary, err
-		}
-	}
-	return summary, nil
+	return summary, openOfflineError(read.dataDir, datadir.Recovery{}, err)
 }
 
 // writeEntryLines streams entries as NDJSON through a buffer, flushing

@@ -105,28 +105,6 @@ func TestHumanEntry(t *testing.T) {
 	}
 }
 
-func TestReportExitCode(t *testing.T) {
-	torn := segment.LossEvent{Reason: segment.ReasonTornTail}
-	footer := segment.LossEvent{Reason: segment.ReasonCorruptFooter}
-	for _, test := range []struct {
-		name   string
-		report segment.LogReport
-		frozen error
-		want   int
-	}{
-		{"clean", segment.LogReport{}, nil, exitClean},
-		{"torn tail only", segment.LogReport{Events: []segment.LossEvent{torn}}, nil, exitClean},
-		{"damaged footer", segment.LogReport{Events: []segment.LossEvent{torn, footer}}, nil, exitDamage},
-		{"frozen", segment.LogReport{Frozen: "caps"}, segment.ErrLossCapExceeded, exitDamage},
-		{"too new", segment.LogReport{Frozen: "new"}, fmt.Errorf("%w: x", segment.ErrTooNew), exitUnreadable},
-		{"inconsistent", segment.LogReport{Frozen: "mixed"}, fmt.Errorf("%w: x", segment.ErrInconsistent), exitUnreadable},
-	} {
-		if got := reportExitCode(test.report, test.frozen); got != test.want {
-			t.Errorf("%s: %d, want %d", test.name, got, test.want)
-		}
-	}
-}
-
 func TestExitCodeOf(t *testing.T) {
 	wrapped := fmt.Errorf("context: %w", exitErrorf(exitLocked, "held"))
 	if exitCodeOf(wrapped) != exitLocked || exitCodeOf(nil) != exitClean || exitCodeOf(errors.New("flag")) != exitUsage {

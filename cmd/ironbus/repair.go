@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/datadir"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
@@ -91,34 +91,13 @@ func runRepair(opts *globalOptions, repair *repairOptions) error {
 	if err := requireDataDir(repair.dataDir); err != nil {
 		return err
 	}
-	// A read-only open first: it refuses a directory that is not an IronBus
-	// data directory instead of creating one.
-	probe, err := openDataDir(opts, repair.dataDir)
+	check, err := datadir.Repair(vfs.OS{}, repair.dataDir, datadir.CheckOptions{Stream: repair.stream, Checkpoints: repair.force,
+		Logger: opts.logger()})
 	if err != nil {
-		return err
-	}
-	ids, err := selectLogs(probe, &repair.verifyOptions)
-	_ = probe.Close()
-	if err != nil {
-		return err
-	}
-	dir, err := segment.Open(vfs.OS{}, repair.dataDir, segment.Options{AcceptLoss: true, Logger: opts.logger()})
-	if err != nil {
-		return openDirError(repair.dataDir, err)
+		return checkError(&repair.verifyOptions, err)
 	}
 	output := repairOutput{Schema: repairSchema, DataDir: repair.dataDir, Applied: true}
-	for _, id := range ids {
-		result := verifyLog(dir, id)
-		if repair.force && result.Error == "" {
-			repairCheckpoints(dir, id, &result)
-		}
-		result.exitCode = repairedExitCode(result)
-		output.Logs = append(output.Logs, result)
-		output.ExitCode = worseExitCode(output.ExitCode, result.exitCode)
-	}
-	if err := dir.Close(); err != nil {
-		return exitErrorf(exitUnreadable, "closing %s after repair: %w", repair.dataDir, err)
-	}
+	output.Logs = verifiedLogs(check.Logs, &output.ExitCode)
 	output.OK = output.ExitCode == exitClean
 	if opts.json {
 		err = writeJSON(opts.stdout, output)
@@ -129,31 +108,6 @@ func runRepair(opts *globalOptions, repair *repairOptions) error {
 		return err
 	}
 	return &exitError{code: output.ExitCode, reported: true, err: fmt.Errorf("repair could not fix every log in %s", repair.dataDir)}
-}
-
-// repairCheckpoints rewrites the log's damaged checkpoints from their
-// previous copies; the events were already in the log's report.
-func repairCheckpoints(dir *segment.Dir, id segment.LogID, result *verifiedLog) {
-	log, err := dir.OpenLog(id)
-	if err == nil {
-		_, err = log.RepairCheckpoints()
-	}
-	if err != nil {
-		result.Error = fmt.Sprintf("repairing checkpoints: %v", err)
-		result.exitCode = exitUnreadable
-	}
-}
-
-// repairedExitCode judges a log after repair: what matters is whether it
-// is writable now, not whether it had damage.
-func repairedExitCode(result verifiedLog) int {
-	switch {
-	case result.Error != "":
-		return result.exitCode
-	case result.Frozen != "":
-		return exitUnreadable
-	}
-	return exitClean
 }
 
 func printRepairHuman(w io.Writer, output repairOutput) error {

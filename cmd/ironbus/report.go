@@ -15,6 +15,7 @@ import (
 
 	"github.com/ironbus/ironbus/arena"
 	"github.com/ironbus/ironbus/broker/health"
+	"github.com/ironbus/ironbus/monitor"
 )
 
 // reportSection is one `report` subcommand: its name, what it says, and
@@ -145,7 +146,7 @@ func groupsTable(w io.Writer, doc *health.Admin) {
 	}
 	fmt.Fprintln(w, "STREAM\tGROUP\tTYPE\tCOMMITTED\tEND\tLAG\tIN FLIGHT\tMEMBERS\tDELIVERED\tREDELIVERED\tACKED\tDEAD-LETTERED")
 	for _, g := range doc.Groups {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", streamLabel(g.Stream, g.Partition), g.Name, g.Type,
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", monitor.StreamLabel(g.Stream, g.Partition), g.Name, g.Type,
 			g.CommittedOffset, g.LogEnd, g.Lag, g.InFlight, g.Members, g.Delivered, g.Redelivered, g.Acked, g.DeadLettered)
 	}
 }
@@ -166,7 +167,7 @@ func streamsTable(w io.Writer, doc *health.Admin) {
 		if s.Frozen != "" {
 			state = "FROZEN: " + s.Frozen
 		}
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\n", streamLabel(s.Name, s.Partition), s.FirstOffset, s.NextOffset,
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\n", monitor.StreamLabel(s.Name, s.Partition), s.FirstOffset, s.NextOffset,
 			s.Records, arena.FormatBytes(s.DiskBytes), s.Segments, s.ProducedRecords, deadLetters, state)
 	}
 }
@@ -205,7 +206,7 @@ func recoveryTable(w io.Writer, doc *health.Admin) {
 		for _, ev := range r.Events {
 			reasons = append(reasons, ev.Reason.String())
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%d\t%s\t%s\n", entry.Directory, streamLabel(r.Stream, r.Partition), r.Outcome,
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%d\t%s\t%s\n", entry.Directory, monitor.StreamLabel(r.Stream, r.Partition), r.Outcome,
 			r.Segments, r.NextOffset, arena.FormatBytes(r.TornTailBytes), arena.FormatBytes(r.LossBytes), r.LossRecords,
 			orDash(strings.Join(reasons, ",")), orDash(r.Frozen))
 	}
@@ -223,10 +224,6 @@ func connectionsTable(w io.Writer, doc *health.Admin) {
 	for _, r := range doc.Reactors {
 		fmt.Fprintf(w, "reactor %d\tbusy %.1f%% since start\n", r.Index, 100*r.BusyRatio)
 	}
-}
-
-func streamLabel(stream string, partition uint32) string {
-	return fmt.Sprintf("%s/%d", stream, partition)
 }
 
 func filesystemText(s health.Storage) string {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,26 +13,17 @@ import (
 
 	"github.com/ironbus/ironbus/arena"
 	"github.com/ironbus/ironbus/broker/health"
+	"github.com/ironbus/ironbus/monitor"
 )
 
-// Nagios plugin exit codes: the monitoring contract of `server check`.
-// They deliberately differ from the CLI's own codes (exitcodes.go),
-// because Nagios, Icinga, Sensu and friends read them this way.
-const (
-	nagiosOK       = 0
-	nagiosWarning  = 1
-	nagiosCritical = 2
-	nagiosUnknown  = 3
-)
-
-var nagiosNames = [...]string{nagiosOK: "OK", nagiosWarning: "WARNING", nagiosCritical: "CRITICAL", nagiosUnknown: "UNKNOWN"}
+// server check exits with the Nagios plugin codes (monitor.Level), the
+// monitoring contract: they deliberately differ from the CLI's own codes
+// (exitcodes.go), because Nagios, Icinga, Sensu and friends read them
+// this way.
 
 type serverOptions struct {
-	addr     string
-	lagWarn  uint64
-	lagCrit  uint64
-	diskWarn float64
-	diskCrit float64
+	addr       string
+	thresholds monitor.Thresholds
 }
 
 func newServerCmd(opts *globalOptions) *cobra.Command {
@@ -130,30 +120,30 @@ that check off.`,
   ironbus server check --disk-warn 75 --disk-crit 90 --json`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return &exitError{code: nagiosUnknown, err: fmt.Errorf("server check takes no arguments, got %q", args)}
+				return &exitError{code: int(monitor.Unknown), err: fmt.Errorf("server check takes no arguments, got %q", args)}
 			}
 			return nil
 		},
 	}
 	flags := cmd.Flags()
-	flags.Uint64Var(&server.lagWarn, "lag-warn", 10_000, "WARNING when a group's lag reaches this many records (0: off)")
-	flags.Uint64Var(&server.lagCrit, "lag-crit", 1_000_000, "CRITICAL when a group's lag reaches this many records (0: off)")
-	flags.Float64Var(&server.diskWarn, "disk-warn", 80, "WARNING when the data directory's file system is this % full (0: off)")
-	flags.Float64Var(&server.diskCrit, "disk-crit", 90, "CRITICAL when the data directory's file system is this % full (0: off)")
+	flags.Uint64Var(&server.thresholds.LagWarn, "lag-warn", 10_000, "WARNING when a group's lag reaches this many records (0: off)")
+	flags.Uint64Var(&server.thresholds.LagCrit, "lag-crit", 1_000_000, "CRITICAL when a group's lag reaches this many records (0: off)")
+	flags.Float64Var(&server.thresholds.DiskWarn, "disk-warn", 80, "WARNING when the data directory's file system is this % full (0: off)")
+	flags.Float64Var(&server.thresholds.DiskCrit, "disk-crit", 90, "CRITICAL when the data directory's file system is this % full (0: off)")
 	flags.BoolVar(&opts.json, "json", false, "print JSON (schema ironbus.cli.server.check.v1) instead of the plugin line")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &exitError{code: nagiosUnknown, err: err}
+		return &exitError{code: int(monitor.Unknown), err: err}
 	})
 	cmd.RunE = func(*cobra.Command, []string) error {
 		result := runServerCheck(context.Background(), server)
 		if opts.json {
 			if err := writeJSON(opts.stdout, result); err != nil {
-				return &exitError{code: nagiosUnknown, err: err}
+				return &exitError{code: int(monitor.Unknown), err: err}
 			}
 		} else {
 			fmt.Fprintln(opts.stdout, result.line())
 		}
-		if result.Code == nagiosOK {
+		if result.Code == int(monitor.OK) {
 			return nil
 		}
 		return &exitError{code: result.Code, err: errors.New(result.Summary), reported: true}
@@ -161,7 +151,7 @@ that check off.`,
 	return cmd
 }
 
-// checkResult is the outcome of server check (and its --json form).
+// checkResult is the --json form of server check.
 type checkResult struct {
 	Schema   string   `json:"schema"`
 	Status   string   `json:"status"`
@@ -180,105 +170,22 @@ func (r checkResult) line() string {
 	return line
 }
 
-// raise records a problem at level, keeping the highest level (UNKNOWN
-// is only ever raised alone: nothing else could be checked).
-func (r *checkResult) raise(level int, problem string) {
-	r.Problems = append(r.Problems, problem)
-	r.Code = max(r.Code, level)
-}
-
+// runServerCheck fetches the broker's /admin document and judges it
+// (monitor.Check). A broker that does not answer is CRITICAL; an answer
+// that cannot be judged is UNKNOWN.
 func runServerCheck(ctx context.Context, server *serverOptions) checkResult {
-	result := checkResult{Schema: "ironbus.cli.server.check.v1", Problems: []string{}, Perfdata: []string{}}
-	finish := func() checkResult {
-		result.Status = nagiosNames[result.Code]
-		if len(result.Problems) > 0 {
-			result.Summary = strings.Join(result.Problems, "; ")
-		}
-		return result
-	}
+	result := monitor.Result{Problems: []string{}, Perfdata: []string{}}
 	doc, err := fetchAdmin(ctx, server.addr)
 	if err != nil {
-		level := nagiosUnknown
+		level := monitor.Unknown
 		var exit *exitError
 		if errors.As(err, &exit) && exit.code == exitUnreachable {
-			level = nagiosCritical
+			level = monitor.Critical
 		}
-		result.raise(level, err.Error())
-		return finish()
+		result.Raise(level, err.Error())
+	} else {
+		result = monitor.Check(ctx, server.addr, doc, server.thresholds)
 	}
-	checkReadiness(ctx, &result, server.addr, doc)
-	checkThresholds(&result, server, doc)
-	if result.Code == nagiosOK {
-		result.Problems = result.Problems[:0]
-		result.Summary = okSummary(doc)
-	}
-	return finish()
-}
-
-func checkReadiness(ctx context.Context, result *checkResult, addr string, doc *health.Admin) {
-	switch reason := doc.Readiness.Reason; {
-	case doc.Readiness.Ready:
-	case strings.HasPrefix(reason, "frozen"):
-		result.raise(nagiosCritical, reason+" (run ironbus verify, then ironbus repair)")
-	default:
-		result.raise(nagiosWarning, "not ready: "+reason)
-	}
-	if stuck := healthzProblem(ctx, addr); stuck != "" {
-		result.raise(nagiosCritical, stuck)
-	}
-}
-
-// healthzProblem asks /healthz; a broker that answered /admin but whose
-// loops are stuck is critical.
-func healthzProblem(ctx context.Context, addr string) string {
-	response, body, err := healthGet(ctx, addr, "/healthz", 4096)
-	if err != nil {
-		return "liveness: " + err.Error()
-	}
-	if response.StatusCode == http.StatusOK {
-		return ""
-	}
-	return "liveness: " + strings.TrimSpace(string(body))
-}
-
-func checkThresholds(result *checkResult, server *serverOptions, doc *health.Admin) {
-	var lag uint64
-	worst := ""
-	for _, g := range doc.Groups {
-		if g.Lag >= lag {
-			lag, worst = g.Lag, g.Stream+"/"+g.Name
-		}
-	}
-	switch {
-	case server.lagCrit > 0 && lag >= server.lagCrit:
-		result.raise(nagiosCritical, fmt.Sprintf("group %s lags %d records (critical at %d)", worst, lag, server.lagCrit))
-	case server.lagWarn > 0 && lag >= server.lagWarn:
-		result.raise(nagiosWarning, fmt.Sprintf("group %s lags %d records (warning at %d)", worst, lag, server.lagWarn))
-	}
-	result.Perfdata = append(result.Perfdata, fmt.Sprintf("lag=%d;%d;%d", lag, server.lagWarn, server.lagCrit))
-	if used := doc.Storage.FilesystemUsedPercent; doc.Storage.FilesystemBytes > 0 {
-		switch {
-		case server.diskCrit > 0 && used >= server.diskCrit:
-			result.raise(nagiosCritical, fmt.Sprintf("disk %.1f%% used (critical at %.0f%%)", used, server.diskCrit))
-		case server.diskWarn > 0 && used >= server.diskWarn:
-			result.raise(nagiosWarning, fmt.Sprintf("disk %.1f%% used (warning at %.0f%%)", used, server.diskWarn))
-		}
-		result.Perfdata = append(result.Perfdata, fmt.Sprintf("disk_used=%.1f%%;%g;%g;0;100", used, server.diskWarn, server.diskCrit))
-	}
-	result.Perfdata = append(result.Perfdata,
-		fmt.Sprintf("frozen_logs=%d;;1", doc.Storage.FrozenLogs),
-		fmt.Sprintf("fsync_p99=%.6fs", doc.Fsync.P99Seconds),
-		fmt.Sprintf("connections=%d;;;0;%d", doc.Connections.Open, doc.Connections.Max))
-}
-
-func okSummary(doc *health.Admin) string {
-	var lag uint64
-	for _, g := range doc.Groups {
-		lag = max(lag, g.Lag)
-	}
-	summary := fmt.Sprintf("ready, %d streams, %d groups, max lag %d", len(doc.Streams), len(doc.Groups), lag)
-	if doc.Storage.FilesystemBytes > 0 {
-		summary += fmt.Sprintf(", disk %.1f%% used", doc.Storage.FilesystemUsedPercent)
-	}
-	return summary
+	return checkResult{Schema: "ironbus.cli.server.check.v1", Status: result.Level.String(), Code: int(result.Level),
+		Summary: result.Summary, Problems: result.Problems, Perfdata: result.Perfdata}
 }

@@ -201,7 +201,7 @@ func offlineUnbind(opts *globalOptions, dataDir, pattern string) (streamsOutput,
 	return d.output(nil, d.dir.Catalog().Bindings), nil
 }
 
-// cause is the reason a datadir error wraps beside its sentinel
+// cause is the reason an error wraps beside its package's sentinel
 // ("datadir: invalid: <cause>"), for messages that name the cause alone.
 func cause(err error) error {
 	if joined, ok := err.(interface{ Unwrap() []error }); ok {

@@ -11,8 +11,12 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/spf13/cobra"
 
+	"github.com/ironbus/ironbus/backup"
 	"github.com/ironbus/ironbus/broker/health"
 	"github.com/ironbus/ironbus/cmd/ironbus/internal/topview"
+	"github.com/ironbus/ironbus/datadir"
+	"github.com/ironbus/ironbus/monitor"
+	"github.com/ironbus/ironbus/segment/vfs"
 )
 
 const topSchema = "ironbus.cli.top.v1"
@@ -35,7 +39,7 @@ type topOutput struct {
 	HealthAddr string         `json:"health_addr,omitempty"`
 	DataDir    string         `json:"data_dir,omitempty"`
 	Note       string         `json:"note,omitempty"`
-	Rates      *topview.Rates `json:"rates"`
+	Rates      *monitor.Rates `json:"rates"`
 	Admin      *health.Admin  `json:"admin"`
 }
 
@@ -160,8 +164,8 @@ func runTopOnce(ctx context.Context, opts *globalOptions, top *topOptions, optio
 	if err != nil {
 		return err
 	}
-	sample := topview.Sample{At: time.Now(), Admin: first}
-	var history topview.History
+	sample := monitor.Sample{At: time.Now(), Admin: first}
+	var history monitor.History
 	if top.dataDir == "" && top.interval > 0 {
 		select {
 		case <-time.After(top.interval):
@@ -172,8 +176,8 @@ func runTopOnce(ctx context.Context, opts *globalOptions, top *topOptions, optio
 		if err != nil {
 			return err
 		}
-		next := topview.Sample{At: time.Now(), Admin: second}
-		if rates, ok := topview.ComputeRates(sample, next); ok {
+		next := monitor.Sample{At: time.Now(), Admin: second}
+		if rates, ok := monitor.ComputeRates(sample, next); ok {
 			history.Add(rates)
 		}
 		sample = next
@@ -189,7 +193,7 @@ func runTopOnce(ctx context.Context, opts *globalOptions, top *topOptions, optio
 
 // topJSON is the --json object; --filter and --sort apply to its streams
 // and groups as they do to the screen.
-func topJSON(top *topOptions, doc *health.Admin, history *topview.History, options topview.TableOptions, note string) topOutput {
+func topJSON(top *topOptions, doc *health.Admin, history *monitor.History, options topview.TableOptions, note string) topOutput {
 	out := topOutput{Schema: topSchema, Mode: "live", HealthAddr: top.healthAddr, Note: note}
 	if top.dataDir != "" {
 		out.Mode, out.HealthAddr, out.DataDir = "offline", "", top.dataDir
@@ -203,4 +207,24 @@ func topJSON(top *topOptions, doc *health.Admin, history *topview.History, optio
 	shown.Recovery = nonNil(doc.Recovery)
 	out.Admin = &shown
 	return out
+}
+
+// offlineSnapshot reads a data directory as top draws it (datadir.Snapshot);
+// the note says whether it was read under the directory's lock.
+func offlineSnapshot(ctx context.Context, opts *globalOptions, dataDir string) (*health.Admin, string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
+	doc, unlocked, err := datadir.Snapshot(vfs.OS{}, dataDir, opts.logger())
+	note := "offline: read under the directory's lock; no live rates"
+	if unlocked {
+		note = "offline: a broker runs here (directory locked), so no groups; run `ironbus top` against its --health-addr for the live view"
+	}
+	switch {
+	case err == nil:
+		return doc, note, nil
+	case errors.Is(err, backup.ErrNotDataDir):
+		return nil, note, exitErrorf(exitNotFound, "%w; check --data-dir: it must name the broker's data directory", err)
+	}
+	return nil, note, openDirError(dataDir, err)
 }

@@ -1,25 +1,17 @@
 package main
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
-	"slices"
-	"sort"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ironbus/ironbus/datadir"
 	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/segment/vfs"
 )
 
 const verifySchema = "ironbus.cli.verify.v1"
-
-// Outcomes verify adds to the engine's own (clean, torn_tail_truncated,
-// data_loss, frozen) for logs it could not check at all.
-const (
-	outcomeUnreadable = "unreadable"
-	outcomeNotFound   = "not_found"
-)
 
 type verifyOptions struct {
 	dataDir string
@@ -96,28 +88,13 @@ func runVerifyAs(opts *globalOptions, verify *verifyOptions, what string) error 
 			return err
 		}
 	}
-	dir, err := openDataDir(opts, verify.dataDir)
+	check, err := datadir.Verify(vfs.OS{}, verify.dataDir, datadir.CheckOptions{Stream: verify.stream, Logger: opts.logger()})
 	if err != nil {
-		return err
+		return checkError(verify, err)
 	}
-	// Closing a read-only directory only releases handles and the shared
-	// lock; there is nothing to lose, so its error is not the outcome.
-	defer func() { _ = dir.Close() }()
-	ids, err := selectLogs(dir, verify)
-	if err != nil {
-		return err
-	}
-	output := verifyOutput{Schema: verifySchema, DataDir: verify.dataDir, Logs: make([]verifiedLog, 0, len(ids))}
-	for _, id := range ids {
-		result := verifyLog(dir, id)
-		output.Logs = append(output.Logs, result)
-		output.ExitCode = worseExitCode(output.ExitCode, result.exitCode)
-	}
-	if verify.stream == "" {
-		if err := verifyDeadLetters(opts, verify.dataDir, &output); err != nil {
-			return err
-		}
-	}
+	output := verifyOutput{Schema: verifySchema, DataDir: verify.dataDir, Logs: []verifiedLog{}}
+	output.Logs = append(output.Logs, verifiedLogs(check.Logs, &output.ExitCode)...)
+	output.DeadLetterLogs = verifiedLogs(check.DeadLetterLogs, &output.ExitCode)
 	output.OK = output.ExitCode == exitClean
 	if opts.json {
 		err = writeJSON(opts.stdout, output)
@@ -134,101 +111,32 @@ func runVerifyAs(opts *globalOptions, verify *verifyOptions, what string) error 
 		err: fmt.Errorf("%s found problems in %s", what, verify.dataDir)}
 }
 
-// selectLogs lists the logs to check in a stable order, keeping only the
-// requested stream; asking for a stream that has no log is "not found",
-// never a silent success.
-func selectLogs(dir *segment.Dir, verify *verifyOptions) ([]segment.LogID, error) {
-	ids, err := dir.Logs()
-	if err != nil {
-		return nil, exitErrorf(exitUnreadable, "listing the logs of %s: %w", verify.dataDir, err)
+// checkError classifies a failure of datadir.Verify or Repair as a whole:
+// asking for a stream that has no log is "not found", never a silent
+// success.
+func checkError(verify *verifyOptions, err error) error {
+	if errors.Is(err, datadir.ErrNoSuchLog) {
+		return exitErrorf(exitNotFound, "stream %q has no logs in %s; `ironbus verify --data-dir %s` lists every log",
+			verify.stream, verify.dataDir, verify.dataDir)
 	}
-	if verify.stream != "" {
-		ids = slices.DeleteFunc(ids, func(id segment.LogID) bool { return id.Stream != verify.stream })
-		if len(ids) == 0 {
-			return nil, exitErrorf(exitNotFound, "stream %q has no logs in %s; `ironbus verify --data-dir %s` lists every log",
-				verify.stream, verify.dataDir, verify.dataDir)
+	return openDirError(verify.dataDir, err)
+}
+
+// verdictCodes are the exit codes of the verdicts on a log.
+var verdictCodes = [...]int{datadir.Clean: exitClean, datadir.Damaged: exitDamage, datadir.Unreadable: exitUnreadable,
+	datadir.Missing: exitNotFound}
+
+// verifiedLogs turns checks into output rows, raising worst to the most
+// serious exit code among them.
+func verifiedLogs(checks []datadir.LogCheck, worst *int) []verifiedLog {
+	var logs []verifiedLog
+	for _, check := range checks {
+		log := verifiedLog{LogReport: check.Report, exitCode: verdictCodes[check.Verdict]}
+		if check.Err != nil {
+			log.Error = check.Err.Error()
 		}
+		logs = append(logs, log)
+		*worst = worseExitCode(*worst, log.exitCode)
 	}
-	// sort.Slice: one sort for every element type, where slices.SortFunc
-	// links a copy per struct type (docs/PACKAGING.md).
-	sort.Slice(ids, func(i, j int) bool {
-		return cmp.Or(cmp.Compare(ids[i].Stream, ids[j].Stream), cmp.Compare(ids[i].Partition, ids[j].Partition)) < 0
-	})
-	return ids, nil
-}
-
-// verifyLog opens one log (which runs read-only recovery) and validates
-// every sealed segment, which recovery trusts to its footer.
-func verifyLog(dir *segment.Dir, id segment.LogID) verifiedLog {
-	log, err := dir.OpenLog(id)
-	if err != nil {
-		return failedLog(segment.LogReport{Stream: id.Stream, Partition: id.Partition},
-			openLogError(dir.Path(), id, err))
-	}
-	// Reading each checkpoint checks it: a damaged one is reported in the
-	// log's report (read-only: nothing is quarantined or rewritten).
-	if names, err := log.Checkpoints(); err == nil {
-		for _, name := range names {
-			_, _ = log.ReadCheckpoint(name)
-		}
-	}
-	report, err := log.Validate()
-	if err != nil {
-		return failedLog(report, exitErrorf(exitUnreadable, "validating log %s: %w", id.String(), err))
-	}
-	return verifiedLog{LogReport: report, exitCode: reportExitCode(report, log.Err())}
-}
-
-func failedLog(report segment.LogReport, err error) verifiedLog {
-	result := verifiedLog{LogReport: report, Error: err.Error(), exitCode: exitCodeOf(err)}
-	result.Outcome = outcomeUnreadable
-	if result.exitCode == exitNotFound {
-		result.Outcome = outcomeNotFound
-	}
-	if result.Events == nil {
-		result.Events = []segment.LossEvent{}
-	}
-	return result
-}
-
-// reportExitCode judges one log. A log frozen because its files are from a
-// newer binary or do not form one log is unreadable, not damaged: repair
-// would be the wrong advice there.
-func reportExitCode(report segment.LogReport, frozen error) int {
-	switch {
-	case errors.Is(frozen, segment.ErrTooNew), errors.Is(frozen, segment.ErrInconsistent):
-		return exitUnreadable
-	case report.Frozen != "" || report.Outcome == segment.OutcomeFrozen:
-		return exitDamage
-	}
-	for _, event := range report.Events {
-		if event.Reason != segment.ReasonTornTail {
-			return exitDamage
-		}
-	}
-	return exitClean
-}
-
-// verifyDeadLetters checks the dead-letter queues beside the streams, when
-// the broker ever created them.
-func verifyDeadLetters(opts *globalOptions, dataDir string, output *verifyOutput) error {
-	path, exists := deadLetterDir(dataDir)
-	if !exists {
-		return nil
-	}
-	dir, err := openDataDir(opts, path)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = dir.Close() }()
-	ids, err := dir.Logs()
-	if err != nil {
-		return exitErrorf(exitUnreadable, "listing the dead-letter queues in %s: %w", path, err)
-	}
-	for _, id := range ids {
-		result := verifyLog(dir, id)
-		output.DeadLetterLogs = append(output.DeadLetterLogs, result)
-		output.ExitCode = worseExitCode(output.ExitCode, result.exitCode)
-	}
-	return nil
+	return logs
 }

@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/ironbus/ironbus/broker/health"
+	"github.com/ironbus/ironbus/monitor"
 )
 
 // Fetcher takes one snapshot: an /admin request to a live broker, or a
@@ -38,8 +39,8 @@ type Config struct {
 // Model is the bubbletea model of `ironbus top`.
 type Model struct {
 	config        Config
-	current       Sample
-	history       History
+	current       monitor.Sample
+	history       monitor.History
 	err           error
 	options       TableOptions
 	editingFilter bool
@@ -49,7 +50,7 @@ type Model struct {
 
 // snapshotMsg carries one fetch's outcome back into Update.
 type snapshotMsg struct {
-	sample Sample
+	sample monitor.Sample
 	err    error
 }
 
@@ -79,7 +80,7 @@ func (m Model) fetch() tea.Cmd {
 		ctx, cancel := context.WithTimeout(context.Background(), config.Timeout)
 		defer cancel()
 		doc, err := config.Fetch(ctx)
-		return snapshotMsg{sample: Sample{At: config.Now(), Admin: doc}, err: err}
+		return snapshotMsg{sample: monitor.Sample{At: config.Now(), Admin: doc}, err: err}
 	}
 }
 
@@ -110,7 +111,7 @@ func (m Model) withSnapshot(msg snapshotMsg) Model {
 		return m
 	}
 	m.err = nil
-	if rates, ok := ComputeRates(m.current, msg.sample); ok {
+	if rates, ok := monitor.ComputeRates(m.current, msg.sample); ok {
 		m.history.Add(rates)
 	}
 	m.current = msg.sample

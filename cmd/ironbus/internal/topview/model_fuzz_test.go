@@ -8,6 +8,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+
+	"github.com/ironbus/ironbus/monitor"
 )
 
 // fuzzKey turns one rune of the fuzzer's input into a key press: a few
@@ -32,7 +34,7 @@ func FuzzModelKeys(f *testing.F) {
 		width, height = width%400, height%200
 		clock := time.Unix(1000, 0)
 		m := NewModel(Config{Source: "fuzz", Now: func() time.Time { return clock }})
-		next, _ := m.Update(snapshotMsg{sample: Sample{At: clock, Admin: admin(10, 1, 1, 1, 0)}})
+		next, _ := m.Update(snapshotMsg{sample: monitor.Sample{At: clock, Admin: admin(10, 1, 1, 1, 0)}})
 		next, _ = next.Update(tea.WindowSizeMsg{Width: width, Height: height})
 		for _, r := range keys {
 			if r == utf8.RuneError {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ironbus/ironbus/arena"
 	"github.com/ironbus/ironbus/broker/health"
+	"github.com/ironbus/ironbus/monitor"
 )
 
 // Screen is everything one frame shows.
@@ -19,7 +20,7 @@ type Screen struct {
 	Source string
 	Admin  *health.Admin
 	// History holds the rates so far; empty offline and after one sample.
-	History *History
+	History *monitor.History
 	// Interval is the refresh interval, shown beside the sparklines;
 	// Manual means there is none (offline: `g` reads again).
 	Interval time.Duration
@@ -129,7 +130,7 @@ func readiness(r health.Readiness) string {
 }
 
 func (s Screen) throughput() []string {
-	latest, ok := s.History.latest()
+	latest, ok := s.History.Latest()
 	if !ok {
 		t := s.Admin.Totals
 		return []string{
@@ -139,22 +140,15 @@ func (s Screen) throughput() []string {
 				t.DeliveredRecords, t.RedeliveredRecords, t.AckedRecords, t.DeadLetteredRecords),
 		}
 	}
-	series := func(pick func(Rates) float64) string { return Sparkline(s.History.Series(pick), sparkWidth) }
+	series := func(pick func(monitor.Rates) float64) string { return Sparkline(s.History.Series(pick), sparkWidth) }
 	return []string{
 		s.style(titleStyle, "Throughput") + s.style(dimStyle, fmt.Sprintf(" (per second; last %d × %s)", s.History.Len(), s.Interval)),
-		fmt.Sprintf("  produced     %10s rec/s %s", count(latest.ProducedRecords), series(func(r Rates) float64 { return r.ProducedRecords })),
-		fmt.Sprintf("  produced     %12s/s %s", arena.FormatBytes(int64(latest.ProducedBytes)), series(func(r Rates) float64 { return r.ProducedBytes })),
-		fmt.Sprintf("  delivered    %10s rec/s %s", count(latest.DeliveredRecords), series(func(r Rates) float64 { return r.DeliveredRecords })),
-		fmt.Sprintf("  acked        %10s rec/s %s", count(latest.AckedRecords), series(func(r Rates) float64 { return r.AckedRecords })),
+		fmt.Sprintf("  produced     %10s rec/s %s", count(latest.ProducedRecords), series(func(r monitor.Rates) float64 { return r.ProducedRecords })),
+		fmt.Sprintf("  produced     %12s/s %s", arena.FormatBytes(int64(latest.ProducedBytes)), series(func(r monitor.Rates) float64 { return r.ProducedBytes })),
+		fmt.Sprintf("  delivered    %10s rec/s %s", count(latest.DeliveredRecords), series(func(r monitor.Rates) float64 { return r.DeliveredRecords })),
+		fmt.Sprintf("  acked        %10s rec/s %s", count(latest.AckedRecords), series(func(r monitor.Rates) float64 { return r.AckedRecords })),
 		fmt.Sprintf("  redelivered  %10s rec/s, dead-lettered %s rec/s", count(latest.RedeliveredRecords), count(latest.DeadLetteredRecords)),
 	}
-}
-
-func (h *History) latest() (Rates, bool) {
-	if h == nil {
-		return Rates{}, false
-	}
-	return h.Latest()
 }
 
 func (s Screen) resources() []string {
@@ -162,7 +156,7 @@ func (s Screen) resources() []string {
 	f, m, st := a.Fsync, a.Memory, a.Storage
 	fsync := fmt.Sprintf("Fsync      p50 %s  p99 %s  max %s (latest %d)  %.1f records per fsync",
 		duration(f.P50Seconds), duration(f.P99Seconds), duration(f.MaxSeconds), f.RecentSamples, f.RecordsPerSync)
-	if latest, ok := s.History.latest(); ok {
+	if latest, ok := s.History.Latest(); ok {
 		fsync += fmt.Sprintf("  %s fsyncs/s", count(latest.Syncs))
 	}
 	lines := []string{fsync}
@@ -191,7 +185,7 @@ func (s Screen) offlineStorage() string {
 
 func (s Screen) reactors() string {
 	parts := make([]string, 0, len(s.Admin.Reactors))
-	if latest, ok := s.History.latest(); ok && len(latest.ReactorBusy) > 0 {
+	if latest, ok := s.History.Latest(); ok && len(latest.ReactorBusy) > 0 {
 		for _, share := range latest.ReactorBusy {
 			parts = append(parts, fmt.Sprintf("%.0f%%", 100*share))
 		}
@@ -260,11 +254,11 @@ func (s Screen) streamTable() []string {
 	if len(streams) == 0 {
 		return []string{title, "  none"}
 	}
-	latest, live := s.History.latest()
+	latest, live := s.History.Latest()
 	rows := []string{"  STREAM\tRECORDS\tFIRST\tNEXT\tDISK\tSEGMENTS\tREC/S\tDLQ\tSTATE"}
 	shown, hidden := s.visible(len(streams))
 	for _, st := range streams[:shown] {
-		label := StreamLabel(st.Name, st.Partition)
+		label := monitor.StreamLabel(st.Name, st.Partition)
 		rate := "-"
 		if value, ok := latest.StreamRecords[label]; live && ok {
 			rate = count(value)
@@ -297,7 +291,7 @@ func (s Screen) groupTable() []string {
 	rows := []string{"  STREAM\tGROUP\tTYPE\tLAG\tIN FLIGHT\tMEMBERS\tDELIVERED\tREDELIVERED\tACKED\tDEAD-LETTERED"}
 	shown, hidden := s.visible(len(groups))
 	for _, g := range groups[:shown] {
-		rows = append(rows, fmt.Sprintf("  %s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d", StreamLabel(g.Stream, g.Partition), g.Name, g.Type,
+		rows = append(rows, fmt.Sprintf("  %s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d", monitor.StreamLabel(g.Stream, g.Partition), g.Name, g.Type,
 			g.Lag, g.InFlight, g.Members, g.Delivered, g.Redelivered, g.Acked, g.DeadLettered))
 	}
 	return append(append([]string{title}, table(rows)...), s.hiddenRows(hidden, "groups")...)
@@ -337,7 +331,7 @@ func (s Screen) recovery() []string {
 			reasons = append(reasons, event.Reason.String())
 		}
 		rows = append(rows, fmt.Sprintf("  %s\t%s\t%s\ttorn %s\tlost %s, %d records\t%s\t%s", entry.Directory,
-			StreamLabel(r.Stream, r.Partition), r.Outcome, arena.FormatBytes(r.TornTailBytes), arena.FormatBytes(r.LossBytes),
+			monitor.StreamLabel(r.Stream, r.Partition), r.Outcome, arena.FormatBytes(r.TornTailBytes), arena.FormatBytes(r.LossBytes),
 			r.LossRecords, orDash(strings.Join(reasons, ",")), orDash(r.Frozen)))
 	}
 	title := s.style(titleStyle, "Recovery") + fmt.Sprintf(" · %d logs clean, %d with events", clean, len(rows))

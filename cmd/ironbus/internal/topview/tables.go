@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ironbus/ironbus/broker/health"
+	"github.com/ironbus/ironbus/monitor"
 )
 
 // SortColumn is the column the group table is ordered by.
@@ -61,12 +62,7 @@ type TableOptions struct {
 
 // GroupName is how a group is labelled: stream/partition:group.
 func GroupName(g health.Group) string {
-	return StreamLabel(g.Stream, g.Partition) + ":" + g.Name
-}
-
-// StreamLabel names a stream partition's log.
-func StreamLabel(stream string, partition uint32) string {
-	return fmt.Sprintf("%s/%d", stream, partition)
+	return monitor.StreamLabel(g.Stream, g.Partition) + ":" + g.Name
 }
 
 func matches(filter string, names ...string) bool {
@@ -135,7 +131,7 @@ func Streams(streams []health.Stream, filter string) []health.Stream {
 	// sort.Slice: one sort for every element type, where slices.SortFunc
 	// links a copy per struct type (docs/PACKAGING.md).
 	sort.SliceStable(out, func(i, j int) bool {
-		return StreamLabel(out[i].Name, out[i].Partition) < StreamLabel(out[j].Name, out[j].Partition)
+		return monitor.StreamLabel(out[i].Name, out[i].Partition) < monitor.StreamLabel(out[j].Name, out[j].Partition)
 	})
 	return out
 }

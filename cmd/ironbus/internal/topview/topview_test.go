@@ -12,6 +12,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/ironbus/ironbus/broker/health"
+	"github.com/ironbus/ironbus/monitor"
 )
 
 func admin(uptime float64, produced, bytes, delivered uint64, busy float64) *health.Admin {
@@ -28,55 +29,6 @@ func admin(uptime float64, produced, bytes, delivered uint64, busy float64) *hea
 		Fsync:    health.Fsync{Syncs: produced / 10, P50Seconds: 0.0005, P99Seconds: 0.004, RecordsPerSync: 10},
 		Memory:   health.Memory{BudgetBytes: 32 << 20, CeilingBytes: 64 << 20, HeadroomBytes: 32 << 20},
 		Storage:  health.Storage{DiskBudgetBytes: 200 << 20, DiskHeadroomBytes: 10 << 20, DiskUsedBytes: 50 << 20},
-	}
-}
-
-func TestComputeRatesFromTwoSnapshots(t *testing.T) {
-	start := time.Unix(1000, 0)
-	previous := Sample{At: start, Admin: admin(10, 1000, 100_000, 500, 1)}
-	current := Sample{At: start.Add(2 * time.Second), Admin: admin(12, 3000, 300_000, 900, 2)}
-	rates, ok := ComputeRates(previous, current)
-	if !ok {
-		t.Fatal("no rates from two good snapshots")
-	}
-	if rates.ProducedRecords != 1000 || rates.ProducedBytes != 100_000 || rates.DeliveredRecords != 200 || rates.Syncs != 100 {
-		t.Errorf("rates %+v", rates)
-	}
-	if !slices.Equal(rates.ReactorBusy, []float64{0.5}) {
-		t.Errorf("reactor busy now %v, want [0.5]", rates.ReactorBusy)
-	}
-	if rates.StreamRecords["orders/0"] != 1000 {
-		t.Errorf("stream rate %v", rates.StreamRecords)
-	}
-}
-
-func TestComputeRatesRefusesWhatIsNotAnInterval(t *testing.T) {
-	start := time.Unix(1000, 0)
-	good := Sample{At: start, Admin: admin(10, 1000, 1, 1, 0)}
-	for name, pair := range map[string][2]Sample{
-		"first missing":      {{}, good},
-		"no time between":    {good, good},
-		"clock went back":    {good, {At: start.Add(-time.Second), Admin: admin(11, 2000, 2, 2, 0)}},
-		"broker restarted":   {good, {At: start.Add(time.Second), Admin: admin(1, 10, 1, 1, 0)}},
-		"counters went back": {good, {At: start.Add(time.Second), Admin: admin(11, 10, 1, 1, 0)}},
-	} {
-		if rates, ok := ComputeRates(pair[0], pair[1]); ok {
-			t.Errorf("%s: got rates %+v", name, rates)
-		}
-	}
-}
-
-func TestHistoryIsBounded(t *testing.T) {
-	var h History
-	for i := range 3 * HistoryLength {
-		h.Add(Rates{ProducedRecords: float64(i)})
-	}
-	if h.Len() != HistoryLength {
-		t.Fatalf("history holds %d, want %d", h.Len(), HistoryLength)
-	}
-	series := h.Series(func(r Rates) float64 { return r.ProducedRecords })
-	if series[0] != 2*HistoryLength || series[len(series)-1] != 3*HistoryLength-1 {
-		t.Errorf("history kept %v..%v, want the newest", series[0], series[len(series)-1])
 	}
 }
 
@@ -179,9 +131,9 @@ func FuzzParseSortColumn(f *testing.F) {
 func liveScreen(t *testing.T) Screen {
 	t.Helper()
 	start := time.Unix(1000, 0)
-	var history History
-	rates, ok := ComputeRates(Sample{At: start, Admin: admin(10, 1000, 100_000, 500, 1)},
-		Sample{At: start.Add(time.Second), Admin: admin(11, 3000, 300_000, 900, 1.5)})
+	var history monitor.History
+	rates, ok := monitor.ComputeRates(monitor.Sample{At: start, Admin: admin(10, 1000, 100_000, 500, 1)},
+		monitor.Sample{At: start.Add(time.Second), Admin: admin(11, 3000, 300_000, 900, 1.5)})
 	if !ok {
 		t.Fatal("no rates")
 	}
@@ -260,7 +212,7 @@ func press(t *testing.T, m Model, keys ...string) (Model, tea.Cmd) {
 func TestModelKeys(t *testing.T) {
 	clock := time.Unix(1000, 0)
 	m := NewModel(Config{Source: "test", Now: func() time.Time { return clock }})
-	next, _ := m.Update(snapshotMsg{sample: Sample{At: clock, Admin: admin(10, 1, 1, 1, 0)}})
+	next, _ := m.Update(snapshotMsg{sample: monitor.Sample{At: clock, Admin: admin(10, 1, 1, 1, 0)}})
 	m = next.(Model)
 	m, _ = press(t, m, "s", "s", "r")
 	if m.options.Sort != SortRedelivered || !m.options.Reverse {
@@ -288,8 +240,8 @@ func TestModelKeepsTheLastSnapshotWhenAFetchFails(t *testing.T) {
 	clock := time.Unix(1000, 0)
 	m := NewModel(Config{Source: "test", Interval: time.Second, Now: func() time.Time { return clock }})
 	for i, msg := range []snapshotMsg{
-		{sample: Sample{At: clock, Admin: admin(10, 100, 1, 1, 0)}},
-		{sample: Sample{At: clock.Add(time.Second), Admin: admin(11, 300, 1, 1, 0)}},
+		{sample: monitor.Sample{At: clock, Admin: admin(10, 100, 1, 1, 0)}},
+		{sample: monitor.Sample{At: clock.Add(time.Second), Admin: admin(11, 300, 1, 1, 0)}},
 		{err: errors.New("connection refused")},
 	} {
 		next, cmd := m.Update(msg)
@@ -313,7 +265,7 @@ func BenchmarkRenderThousandGroups(b *testing.B) {
 	for i := range 1000 {
 		doc.Groups = append(doc.Groups, health.Group{Stream: "orders", Name: "group-" + strings.Repeat("x", i%7), Lag: uint64(i)})
 	}
-	screen := Screen{Source: "bench", Admin: doc, History: &History{}, Width: 200, Height: 60}
+	screen := Screen{Source: "bench", Admin: doc, History: &monitor.History{}, Width: 200, Height: 60}
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = Render(screen)
@@ -325,7 +277,7 @@ func TestRenderFormatsAScreenfulOfGroups(t *testing.T) {
 	for i := range 1000 {
 		doc.Groups = append(doc.Groups, health.Group{Stream: "bulk", Name: "g", Lag: uint64(i)})
 	}
-	text := Render(Screen{Source: "test", Admin: doc, History: &History{}, Height: 200, Plain: true})
+	text := Render(Screen{Source: "test", Admin: doc, History: &monitor.History{}, Height: 200, Plain: true})
 	if strings.Count(text, "\n") != 199 || !strings.Contains(text, "more lines") || !strings.Contains(text, "Groups (1003 of 1003)") {
 		t.Errorf("a screenful of 1003 groups:\n%s", text)
 	}

@@ -1,9 +1,9 @@
-package main
+package datadir
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/ironbus/ironbus/backup"
 	"github.com/ironbus/ironbus/broker/health"
@@ -12,40 +12,37 @@ import (
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
-// offlineSnapshot builds an /admin-shaped document from a data directory,
-// so `top --data-dir` draws the same screen as a live broker (minus the
-// live parts: rates, connections, memory, fsync latency).
+// Snapshot describes a data directory as the /admin document of package
+// broker/health, minus what only a running broker knows (rates,
+// connections, memory, fsync latency), so a monitor draws a stopped
+// broker's directory as it draws a live one.
 //
-// It reads the way verify and group ls do, read-only under the
-// directory's lock, because only an opened log can decode the group
-// checkpoints. When a broker holds the lock it falls back to the lock-free
-// reader of scrub: streams, segments, bytes and damage, but no groups
-// (those the running broker shows live, through --health-addr). The note
-// says which of the two the screen shows.
-func offlineSnapshot(ctx context.Context, opts *globalOptions, dataDir string) (*health.Admin, string, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, "", err
+// It reads under the directory's shared lock, because only an opened log
+// decodes its group checkpoints. When a broker holds the lock it reads
+// without it, as backup.Scrub does (sealed segments never change, the
+// active one is judged up to its last commit frame): streams, segments,
+// bytes and damage, but no groups. unlocked says which of the two the
+// document is.
+func Snapshot(fsys vfs.FS, root string, logger *slog.Logger) (doc *health.Admin, unlocked bool, err error) {
+	doc, err = lockedSnapshot(fsys, root, logger)
+	if !errors.Is(err, segment.ErrLocked) {
+		return doc, false, err
 	}
-	doc, err := lockedSnapshot(opts, dataDir)
-	var exit *exitError
-	if err == nil || !errors.As(err, &exit) || exit.code != exitLocked {
-		return doc, "offline: read under the directory's lock; no live rates", err
-	}
-	doc, err = scrubSnapshot(dataDir)
-	return doc, "offline: a broker runs here (directory locked), so no groups; run `ironbus top` against its --health-addr for the live view", err
+	doc, err = scrubSnapshot(fsys, root)
+	return doc, true, err
 }
 
-func emptyAdmin(dataDir, reason string) *health.Admin {
+func emptyAdmin(root, reason string) *health.Admin {
 	return &health.Admin{Schema: health.AdminSchema, Version: "offline", Readiness: health.Readiness{Reason: reason},
 		Streams: []health.Stream{}, Groups: []health.Group{}, Reactors: []health.Reactor{}, Recovery: []health.RecoveryEntry{},
-		Storage: health.Storage{DataDir: dataDir}}
+		Storage: health.Storage{DataDir: root}}
 }
 
-// lockedSnapshot opens the directory read-only (taking its lock, like
-// verify) and reads every log's offsets, bytes, groups and recovery.
-func lockedSnapshot(opts *globalOptions, dataDir string) (*health.Admin, error) {
-	doc := emptyAdmin(dataDir, "offline")
-	dir, err := openDataDir(opts, dataDir)
+// lockedSnapshot reads every log's offsets, bytes, groups and recovery
+// under the shared lock.
+func lockedSnapshot(fsys vfs.FS, root string, logger *slog.Logger) (*health.Admin, error) {
+	doc := emptyAdmin(root, "offline")
+	dir, err := OpenReadOnly(fsys, root, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -53,31 +50,31 @@ func lockedSnapshot(opts *globalOptions, dataDir string) (*health.Admin, error) 
 	doc.Storage.IOMode = dir.IOMode().String()
 	ids, err := dir.Logs()
 	if err != nil {
-		return nil, exitErrorf(exitUnreadable, "listing the logs of %s: %w", dataDir, err)
+		return nil, fmt.Errorf("datadir: listing the logs of %s: %w", root, err)
 	}
 	for _, id := range ids {
-		if err := addOfflineLog(doc, dir, dataDir, id); err != nil {
+		if err := addLog(doc, dir, id); err != nil {
 			return nil, err
 		}
 	}
-	if path, exists := deadLetterDir(dataDir); exists {
-		if err := addOfflineDeadLetters(opts, doc, path); err != nil {
+	if queues, exists := DeadLetters(fsys, root); exists {
+		if err := addDeadLetters(fsys, doc, queues, logger); err != nil {
 			return nil, err
 		}
 	}
 	return doc, nil
 }
 
-func addOfflineLog(doc *health.Admin, dir *segment.Dir, dataDir string, id segment.LogID) error {
+func addLog(doc *health.Admin, dir *segment.Dir, id segment.LogID) error {
 	log, err := dir.OpenLog(id)
 	if err != nil {
-		return openLogError(dataDir, id, err)
+		return fmt.Errorf("datadir: opening log %s: %w", id.String(), err)
 	}
 	info := log.Info()
 	doc.Storage.Durability = info.Durability
-	stream := health.Stream{Name: id.Stream, Partition: id.Partition, FirstOffset: info.FirstOffset, NextOffset: info.Committed,
-		Records: info.Committed - min(info.FirstOffset, info.Committed), DiskBytes: info.Bytes, Segments: info.Segments, Frozen: info.Frozen}
-	doc.Streams = append(doc.Streams, stream)
+	doc.Streams = append(doc.Streams, health.Stream{Name: id.Stream, Partition: id.Partition, FirstOffset: info.FirstOffset,
+		NextOffset: info.Committed, Records: info.Committed - min(info.FirstOffset, info.Committed), DiskBytes: info.Bytes,
+		Segments: info.Segments, Frozen: info.Frozen})
 	doc.Storage.LogBytes += info.Bytes
 	if info.Frozen != "" {
 		doc.Storage.FrozenLogs++
@@ -85,7 +82,7 @@ func addOfflineLog(doc *health.Admin, dir *segment.Dir, dataDir string, id segme
 	doc.Recovery = append(doc.Recovery, health.RecoveryEntry{Directory: "data", Report: log.Report()})
 	summaries, err := consumer.Inspect(log)
 	if err != nil {
-		return exitErrorf(exitUnreadable, "reading the groups of %s: %w", id.String(), err)
+		return fmt.Errorf("datadir: reading the groups of %s: %w", id.String(), err)
 	}
 	for _, s := range summaries {
 		doc.Groups = append(doc.Groups, health.Group{Stream: id.Stream, Partition: id.Partition, Name: s.Name, Type: s.Type.String(),
@@ -95,26 +92,26 @@ func addOfflineLog(doc *health.Admin, dir *segment.Dir, dataDir string, id segme
 	return nil
 }
 
-// addOfflineDeadLetters attaches each dead-letter queue to partition 0 of
-// its stream (the broker keeps one queue per stream).
-func addOfflineDeadLetters(opts *globalOptions, doc *health.Admin, path string) error {
-	dir, err := openDataDir(opts, path)
+// addDeadLetters attaches each dead-letter queue to partition 0 of its
+// stream (the broker keeps one queue per stream).
+func addDeadLetters(fsys vfs.FS, doc *health.Admin, queues string, logger *slog.Logger) error {
+	dir, err := OpenReadOnly(fsys, queues, logger)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = dir.Close() }()
 	ids, err := dir.Logs()
 	if err != nil {
-		return exitErrorf(exitUnreadable, "listing the queues in %s: %w", path, err)
+		return fmt.Errorf("datadir: listing the queues in %s: %w", queues, err)
 	}
 	for _, id := range ids {
 		queue, err := dir.OpenLog(id)
 		if err != nil {
-			return openLogError(path, id, err)
+			return fmt.Errorf("datadir: opening queue %s: %w", id.String(), err)
 		}
 		info := queue.Info()
 		doc.Storage.DeadLetterBytes += info.Bytes
-		doc.Recovery = append(doc.Recovery, health.RecoveryEntry{Directory: "deadletters", Report: queue.Report()})
+		doc.Recovery = append(doc.Recovery, health.RecoveryEntry{Directory: DeadLetterDirName, Report: queue.Report()})
 		attachDeadLetter(doc, id.Stream, &health.DeadLetter{FirstOffset: info.FirstOffset, NextOffset: info.Committed,
 			DiskBytes: info.Bytes, Frozen: info.Frozen})
 	}
@@ -130,18 +127,16 @@ func attachDeadLetter(doc *health.Admin, stream string, queue *health.DeadLetter
 	}
 }
 
-// scrubSnapshot reads a directory a broker holds, without its lock, the
-// way scrub does: sealed segments never change and the active one is
-// judged up to its last commit frame.
-func scrubSnapshot(dataDir string) (*health.Admin, error) {
-	report, err := backup.Scrub(vfs.OS{}, dataDir, nil)
+// scrubSnapshot reads a directory a broker holds, without its lock.
+func scrubSnapshot(fsys vfs.FS, root string) (*health.Admin, error) {
+	report, err := backup.Scrub(fsys, root, nil)
 	if errors.Is(err, backup.ErrNotDataDir) {
-		return nil, exitErrorf(exitNotFound, "%w; check --data-dir: it must name the broker's data directory", err)
+		return nil, err
 	}
 	if err != nil {
-		return nil, exitErrorf(exitUnreadable, "reading %s without its lock: %w", dataDir, err)
+		return nil, fmt.Errorf("datadir: reading %s without its lock: %w", root, err)
 	}
-	doc := emptyAdmin(dataDir, "offline, a broker holds the directory")
+	doc := emptyAdmin(root, "offline, a broker holds the directory")
 	var queues []backup.LogScrub
 	for _, log := range report.Logs {
 		if log.Dir != "" {

@@ -1,6 +1,7 @@
-package topview
+package monitor
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/ironbus/ironbus/broker/health"
@@ -123,10 +124,16 @@ func (h *History) Series(pick func(Rates) float64) []float64 {
 	return out
 }
 
-// Latest is the most recent rates, if any.
+// Latest is the most recent rates, if any (none in a nil History).
 func (h *History) Latest() (Rates, bool) {
-	if len(h.rates) == 0 {
+	if h == nil || len(h.rates) == 0 {
 		return Rates{}, false
 	}
 	return h.rates[len(h.rates)-1], true
+}
+
+// StreamLabel names a stream partition's log, "stream/partition": the key
+// of Rates.StreamRecords.
+func StreamLabel(stream string, partition uint32) string {
+	return fmt.Sprintf("%s/%d", stream, partition)
 }

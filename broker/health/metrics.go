@@ -16,10 +16,12 @@ import (
 // The /metrics exposition. It offers the two formats a Prometheus server
 // asks for: the delimited protobuf (requested first when native histograms
 // are on) and the text format every scraper reads, which is also the
-// answer to any other Accept. It does not use promhttp: promhttp's encoder
-// also offers the protobuf text and compact-text debugging formats, whose
-// reflection-driven printer (prototext) is about 0.28 MB of the binary
-// (docs/PACKAGING.md), and no scraper asks for them.
+// answer to any other Accept. It writes them with expfmt rather than
+// through promhttp: promhttp's package links its instrumentation's 32
+// response-writer wrapper types and its encoder links the OpenMetrics
+// writers (the broker never offered OpenMetrics) and the protobuf
+// text/compact-text debug formats, 0.28 MB of the binary between them
+// (docs/PACKAGING.md).
 //
 // The rest follows promhttp's handler as the broker configured it
 // (ContinueOnError): a collector that fails is left out and the others

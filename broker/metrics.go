@@ -1,14 +1,12 @@
 package broker
 
 import (
-	"net/http"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ironbus/ironbus/broker/health"
 	"github.com/ironbus/ironbus/segment"
@@ -94,15 +92,9 @@ func (m *metrics) recentSyncs() []time.Duration {
 	return durations
 }
 
-// Metrics implements health.Source: /metrics in the Prometheus text
-// format. A collector that fails is reported in the scrape, not fatal.
-func (b *Broker) Metrics() http.Handler {
-	return promhttp.HandlerFor(b.metrics.registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
-}
-
-// Registry returns the broker's metric registry, for a caller that
-// serves or gathers it itself.
-func (b *Broker) Registry() *prometheus.Registry { return b.metrics.registry }
+// Metrics implements health.Source: the broker's own registry, which
+// /metrics exposes.
+func (b *Broker) Metrics() prometheus.Gatherer { return b.metrics.registry }
 
 // storageObserver returns what the storage engine reports to: the
 // broker's metrics, and also the observer the caller configured.

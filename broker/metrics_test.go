@@ -17,7 +17,7 @@ func TestStreamLabelsAreCapped(t *testing.T) {
 	for i := range streams {
 		produceN(t, b, fmt.Sprintf("s%03d", i), 1)
 	}
-	families, err := b.Registry().Gather()
+	families, err := b.Metrics().Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
+	"sort"
 	"time"
 
 	"github.com/ironbus/ironbus/broker/catalog"
@@ -94,16 +94,6 @@ func (b *Broker) openStreams() error {
 		b.openLogs.Add(int64(settings.Partitions))
 	}
 	return nil
-}
-
-func cmpString(x, y string) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
 }
 
 // Stream returns a stream without creating it: ErrNoSuchStream (or
@@ -261,7 +251,8 @@ func (b *Broker) streamList() []*Stream {
 		out = append(out, s)
 	}
 	b.logsMu.RUnlock()
-	slices.SortFunc(out, func(x, y *Stream) int { return cmpString(x.settings.Name, y.settings.Name) })
+	// sort.Slice: one sort for every element type (docs/PACKAGING.md).
+	sort.Slice(out, func(i, j int) bool { return out[i].settings.Name < out[j].settings.Name })
 	return out
 }
 

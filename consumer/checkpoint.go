@@ -1,11 +1,11 @@
 package consumer
 
 import (
-	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 
 	"github.com/ironbus/ironbus/subject"
 )
@@ -377,7 +377,9 @@ func (g *Group) stateLocked() state {
 			st.Counts = append(st.Counts, deliveryCount{Offset: offset, Deliveries: n})
 		}
 	}
-	slices.SortFunc(st.Counts, func(a, b deliveryCount) int { return cmp.Compare(a.Offset, b.Offset) })
-	slices.SortFunc(st.Moves, func(a, b moveIntent) int { return cmp.Compare(a.Offset, b.Offset) })
+	// sort.Slice: one sort for every element type, where slices.SortFunc
+	// links a copy per struct type (docs/PACKAGING.md).
+	sort.Slice(st.Counts, func(i, j int) bool { return st.Counts[i].Offset < st.Counts[j].Offset })
+	sort.Slice(st.Moves, func(i, j int) bool { return st.Moves[i].Offset < st.Moves[j].Offset })
 	return st
 }

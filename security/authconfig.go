@@ -187,12 +187,8 @@ func SaveAuthFile(path string, file AuthFile) error {
 	if _, err := compile(file); err != nil {
 		return err
 	}
-	data, err := toml.Marshal(file)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrAuthConfig, err)
-	}
 	header := "# IronBus auth config (docs/SECURITY.md). Edit with `ironbus auth`; keep it mode 0600.\n"
-	return WriteFileAtomic(path, append([]byte(header), data...))
+	return WriteFileAtomic(path, append([]byte(header), encodeAuthFile(file)...))
 }
 
 // Identity is a compiled identity of one snapshot of the auth config.

@@ -1,6 +1,7 @@
 // Package health serves a broker's operational endpoints over HTTP/1.1:
-// /healthz (liveness), /readyz (readiness), /metrics (Prometheus text
-// from a registry the broker owns) and /admin (one read-only JSON
+// /healthz (liveness), /readyz (readiness), /metrics (the Prometheus
+// text format, or the delimited protobuf a scraper may ask for, of a
+// registry the broker owns) and /admin (one read-only JSON
 // document, schema AdminSchema). It also owns the /admin document's
 // types, so the CLI decodes exactly what the broker encodes.
 //

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Sentinel errors.
@@ -33,8 +35,8 @@ type Source interface {
 	Liveness() error
 	// Admin returns the /admin document.
 	Admin() *Admin
-	// Metrics serves /metrics.
-	Metrics() http.Handler
+	// Metrics returns what /metrics exposes.
+	Metrics() prometheus.Gatherer
 }
 
 // Probe is an extra liveness check the server runs on /healthz, such as a
@@ -213,7 +215,7 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 		writeText(w, http.StatusServiceUnavailable, ReasonRecovering)
 		return
 	}
-	source.Metrics().ServeHTTP(w, r)
+	writeMetrics(w, r, source.Metrics())
 }
 
 // admin serves the document; while recovering it is a stub carrying only

@@ -1,0 +1,123 @@
+package security
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// encodeAuthFile writes file as the TOML ParseAuthFile reads: one
+// [[identity]] table an entry, keys in IdentityEntry's field order, and
+// an empty string, an empty list or a zero quota left out (absent is the
+// same as empty to the decoder). It is written by hand because the file
+// has one fixed shape, and go-toml's reflection-driven encoder would cost
+// about 0.1 MB of the binary for it (docs/PACKAGING.md).
+func encodeAuthFile(file AuthFile) []byte {
+	if len(file.Identities) == 0 {
+		return []byte("identity = []\n")
+	}
+	var out []byte
+	for i, entry := range file.Identities {
+		if i > 0 {
+			out = append(out, '\n')
+		}
+		out = append(out, "[[identity]]\n"...)
+		out = appendStringKey(out, "name", entry.Name)
+		out = appendStringKey(out, "token_sha256", entry.TokenSHA256)
+		out = appendStringKey(out, "password_hash", entry.PasswordHash)
+		out = appendStringKey(out, "mtls_identity", entry.MTLSIdentity)
+		out = appendListKey(out, "publish", entry.Publish)
+		out = appendListKey(out, "subscribe", entry.Subscribe)
+		out = appendListKey(out, "admin", entry.Admin)
+		out = appendFloatKey(out, "publish_messages_per_second", entry.PublishMessagesPerSecond)
+		out = appendFloatKey(out, "publish_bytes_per_second", entry.PublishBytesPerSecond)
+	}
+	return out
+}
+
+// appendStringKey writes key = "value", the name always and any other
+// key only when set.
+func appendStringKey(out []byte, key, value string) []byte {
+	if value == "" && key != "name" {
+		return out
+	}
+	out = append(append(out, key...), " = "...)
+	return append(appendTOMLString(out, value), '\n')
+}
+
+func appendListKey(out []byte, key string, values []string) []byte {
+	if len(values) == 0 {
+		return out
+	}
+	out = append(append(out, key...), " = ["...)
+	for i, value := range values {
+		if i > 0 {
+			out = append(out, ", "...)
+		}
+		out = appendTOMLString(out, value)
+	}
+	return append(out, "]\n"...)
+}
+
+func appendFloatKey(out []byte, key string, value float64) []byte {
+	if value == 0 {
+		return out
+	}
+	out = append(append(out, key...), " = "...)
+	switch {
+	case math.IsNaN(value):
+		out = append(out, "nan"...)
+	case math.IsInf(value, 1):
+		out = append(out, "inf"...)
+	case math.IsInf(value, -1):
+		out = append(out, "-inf"...)
+	default:
+		start := len(out)
+		out = strconv.AppendFloat(out, value, 'f', -1, 64)
+		// A TOML float needs a fraction (or exponent): 1000 would be an
+		// integer.
+		if !strings.Contains(string(out[start:]), ".") {
+			out = append(out, ".0"...)
+		}
+	}
+	return append(out, '\n')
+}
+
+// appendTOMLString writes text as a literal string ('…', taken as it
+// stands) when it can be one, else as a basic string ("…") with TOML's
+// escapes. Invalid UTF-8, which TOML cannot hold, becomes U+FFFD.
+func appendTOMLString(out []byte, text string) []byte {
+	literal := utf8.ValidString(text)
+	for i := 0; i < len(text) && literal; i++ {
+		literal = text[i] != '\'' && text[i] >= 0x20 && text[i] != 0x7f
+	}
+	if literal {
+		return append(append(append(out, '\''), text...), '\'')
+	}
+	out = append(out, '"')
+	for _, r := range text {
+		switch r {
+		case '"', '\\':
+			out = append(out, '\\', byte(r))
+		case '\b':
+			out = append(out, `\b`...)
+		case '\t':
+			out = append(out, `\t`...)
+		case '\n':
+			out = append(out, `\n`...)
+		case '\f':
+			out = append(out, `\f`...)
+		case '\r':
+			out = append(out, `\r`...)
+		default:
+			if r < 0x20 || r == 0x7f {
+				out = append(out, `\u00`...)
+				out = append(out, "0123456789ABCDEF"[r>>4], "0123456789ABCDEF"[r&0xf])
+				continue
+			}
+			out = utf8.AppendRune(out, r)
+		}
+	}
+	return append(out, '"')
+}

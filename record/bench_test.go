@@ -1,8 +1,9 @@
 package record
 
 import (
-	"strconv"
 	"testing"
+
+	"github.com/ironbus/ironbus/internal/codectest"
 )
 
 func BenchmarkAppendFrame(b *testing.B) {
@@ -10,7 +11,7 @@ func BenchmarkAppendFrame(b *testing.B) {
 		body := make([]byte, size)
 		crc := Checksum(body)
 		buf := make([]byte, 0, FrameSize(size))
-		b.Run(itoaSize(size), func(b *testing.B) {
+		b.Run(codectest.SizeName(size), func(b *testing.B) {
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			for b.Loop() {
@@ -24,7 +25,7 @@ func BenchmarkParseFrame(b *testing.B) {
 	for _, size := range []int{256, 16384, 1 << 20} {
 		body := make([]byte, size)
 		frame := AppendFrame(nil, 1, 2, body, Checksum(body), BodyHash(body))
-		b.Run(itoaSize(size), func(b *testing.B) {
+		b.Run(codectest.SizeName(size), func(b *testing.B) {
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			for b.Loop() {
@@ -42,7 +43,7 @@ func BenchmarkParseFrame(b *testing.B) {
 func BenchmarkChecksum(b *testing.B) {
 	for _, size := range []int{256, 4096, 65536} {
 		data := make([]byte, size)
-		b.Run(itoaSize(size), func(b *testing.B) {
+		b.Run(codectest.SizeName(size), func(b *testing.B) {
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			for b.Loop() {
@@ -50,14 +51,4 @@ func BenchmarkChecksum(b *testing.B) {
 			}
 		})
 	}
-}
-
-func itoaSize(size int) string {
-	switch {
-	case size >= 1<<20:
-		return strconv.Itoa(size>>20) + "MiB"
-	case size >= 1024:
-		return strconv.Itoa(size>>10) + "KiB"
-	}
-	return strconv.Itoa(size) + "B"
 }

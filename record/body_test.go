@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/ironbus/ironbus/internal/codectest"
 	"github.com/ironbus/ironbus/record"
 )
 
@@ -192,7 +193,7 @@ func TestBodyEncodeRejects(t *testing.T) {
 	for name, body := range tests {
 		dst := []byte("keep")
 		got, err := record.AppendBody(dst, body)
-		requireErrorIs(t, err, record.ErrMalformed, name)
+		codectest.RequireErrorIs(t, err, record.ErrMalformed, name)
 		if !bytes.Equal(got, []byte("keep")) {
 			t.Errorf("%s: AppendBody changed dst on error: %q", name, got)
 		}
@@ -210,10 +211,10 @@ func TestBodyTruncations(t *testing.T) {
 		}
 		for n := range len(encoded) {
 			_, err := record.Parse(encoded[:n])
-			requireErrorIs(t, err, record.ErrMalformed, name+" truncated")
+			codectest.RequireErrorIs(t, err, record.ErrMalformed, name+" truncated")
 		}
 		_, err = record.Parse(append(encoded, 0))
-		requireErrorIs(t, err, record.ErrMalformed, name+" with a trailing byte")
+		codectest.RequireErrorIs(t, err, record.ErrMalformed, name+" with a trailing byte")
 	}
 }
 
@@ -279,7 +280,7 @@ func TestBodyDecodeRejects(t *testing.T) {
 			t.Fatalf("the unedited body fails: %v", err)
 		}
 		_, err = record.Parse(test.edit(encoded))
-		requireErrorIs(t, err, test.want, test.name)
+		codectest.RequireErrorIs(t, err, test.want, test.name)
 	}
 }
 

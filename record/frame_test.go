@@ -8,6 +8,7 @@ import (
 
 	"github.com/zeebo/xxh3"
 
+	"github.com/ironbus/ironbus/internal/codectest"
 	"github.com/ironbus/ironbus/record"
 )
 
@@ -135,14 +136,14 @@ func TestFrameTruncations(t *testing.T) {
 		frame, _ := encodeTestFrame(3, 4, size)
 		for n := range len(frame) {
 			_, body, err := record.ParseFrame(frame[:n], record.DefaultMaxBody)
-			requireErrorIs(t, err, record.ErrShort, "record truncated")
+			codectest.RequireErrorIs(t, err, record.ErrShort, "record truncated")
 			if body != nil {
 				t.Fatalf("body %d cut to %d: a body came back with the error", size, n)
 			}
 		}
 		for n := range record.FrameHeaderSize {
 			_, err := record.ParseFrameHeader(frame[:n], record.DefaultMaxBody)
-			requireErrorIs(t, err, record.ErrShort, "record header truncated")
+			codectest.RequireErrorIs(t, err, record.ErrShort, "record header truncated")
 		}
 	}
 }
@@ -162,7 +163,7 @@ func TestFrameBitFlips(t *testing.T) {
 		}
 	}
 	frame, body := encodeTestFrame(11, 12, record.BodyHashThreshold+3)
-	rng := newTestRand(1)
+	rng := codectest.NewRand(1)
 	for range 200 {
 		i := rng.IntN(len(frame) * 8)
 		frame[i/8] ^= 1 << (i % 8)
@@ -210,7 +211,7 @@ func TestFrameRejects(t *testing.T) {
 		frame, _ := encodeTestFrame(1, 2, test.size)
 		test.edit(frame)
 		_, body, err := record.ParseFrame(frame, record.DefaultMaxBody)
-		requireErrorIs(t, err, test.want, test.name)
+		codectest.RequireErrorIs(t, err, test.want, test.name)
 		if body != nil {
 			t.Errorf("%s: a body came back with the error", test.name)
 		}
@@ -249,17 +250,17 @@ func TestFrameTooLarge(t *testing.T) {
 		t.Fatalf("body exactly maxBody: %v", err)
 	}
 	_, _, err := record.ParseFrame(frame, 99)
-	requireErrorIs(t, err, record.ErrTooLarge, "body one byte over maxBody")
+	codectest.RequireErrorIs(t, err, record.ErrTooLarge, "body one byte over maxBody")
 	_, err = record.ParseFrameHeader(frame, 0)
-	requireErrorIs(t, err, record.ErrTooLarge, "maxBody zero")
+	codectest.RequireErrorIs(t, err, record.ErrTooLarge, "maxBody zero")
 
 	header := append([]byte(nil), frame[:record.FrameHeaderSize]...)
 	claimBodyLength(header, record.AbsoluteMaxBody+1)
 	_, err = record.ParseFrameHeader(header, math.MaxUint32)
-	requireErrorIs(t, err, record.ErrTooLarge, "body over AbsoluteMaxBody with no configured limit")
+	codectest.RequireErrorIs(t, err, record.ErrTooLarge, "body over AbsoluteMaxBody with no configured limit")
 	claimBodyLength(header, math.MaxUint32)
 	_, err = record.ParseFrameHeader(header, math.MaxUint32)
-	requireErrorIs(t, err, record.ErrTooLarge, "body of 4 GiB")
+	codectest.RequireErrorIs(t, err, record.ErrTooLarge, "body of 4 GiB")
 
 	// At the absolute limit the header is fine and only the missing bytes
 	// stop the decode: a torn tail, not corruption.
@@ -268,7 +269,7 @@ func TestFrameTooLarge(t *testing.T) {
 		t.Fatalf("body of AbsoluteMaxBody: %v", err)
 	}
 	_, _, err = record.ParseFrame(header, math.MaxUint32)
-	requireErrorIs(t, err, record.ErrShort, "header of a 1 GiB record alone")
+	codectest.RequireErrorIs(t, err, record.ErrShort, "header of a 1 GiB record alone")
 }
 
 // TestFrameTooLargeDoesNotAllocate decodes headers that declare
@@ -293,7 +294,7 @@ func TestFrameTooLargeDoesNotAllocate(t *testing.T) {
 			}
 		}
 		_, _, err := record.ParseFrame(header, c.maxBody)
-		requireErrorIs(t, err, c.want, c.name)
+		codectest.RequireErrorIs(t, err, c.want, c.name)
 		if allocs := testing.AllocsPerRun(100, decode); allocs > 8 {
 			t.Errorf("%s: %.0f allocations per decode", c.name, allocs)
 		}
@@ -327,7 +328,7 @@ func TestFrameVerifyShortFrame(t *testing.T) {
 	}
 	for n := range len(frame) {
 		_, err := record.VerifyFrame(frame[:n], header)
-		requireErrorIs(t, err, record.ErrShort, "VerifyFrame on a short frame")
+		codectest.RequireErrorIs(t, err, record.ErrShort, "VerifyFrame on a short frame")
 	}
 	got, err := record.VerifyFrame(append(frame, 0xee, 0xee), header)
 	if err != nil || !bytes.Equal(got, body) {

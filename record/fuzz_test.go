@@ -7,6 +7,7 @@ import (
 
 	"github.com/zeebo/xxh3"
 
+	"github.com/ironbus/ironbus/internal/codectest"
 	"github.com/ironbus/ironbus/record"
 )
 
@@ -28,43 +29,6 @@ import (
 // knownErrors are the classes decoders may return; anything else means a
 // decoder let an error through unwrapped.
 var knownErrors = []error{record.ErrShort, record.ErrCorrupt, record.ErrTooNew, record.ErrTooLarge, record.ErrMalformed}
-
-func requireKnownError(t *testing.T, err error, what string) {
-	t.Helper()
-	for _, known := range knownErrors {
-		if errors.Is(err, known) {
-			return
-		}
-	}
-	t.Fatalf("%s: error %v wraps none of the record error classes", what, err)
-}
-
-// prefixLengths returns the prefix lengths to try for an input of length
-// total: every one for short inputs, else the first bytes, the
-// neighbourhood of each interesting length (a frame end, a header end) and
-// an even sample. Decoding a long record at every prefix would hash
-// megabytes per input and starve the fuzzer.
-func prefixLengths(total int, interesting ...int) []int {
-	if total <= 256 {
-		lengths := make([]int, total)
-		for i := range lengths {
-			lengths[i] = i
-		}
-		return lengths
-	}
-	lengths := []int{0, 1, 2, 7, 8, 9}
-	for _, at := range interesting {
-		for n := at - 2; n <= at+2; n++ {
-			if n > 9 && n < total {
-				lengths = append(lengths, n)
-			}
-		}
-	}
-	for i := 1; i < 8; i++ {
-		lengths = append(lengths, total*i/8)
-	}
-	return append(lengths, total-1)
-}
 
 // Record repair bits: which parts of a mutated record the harness fixes
 // before decoding. The fuzzer picks the combination.
@@ -149,7 +113,7 @@ func FuzzParseFrame(f *testing.F) {
 		// frame by its prefix: never past the input, never by less than
 		// the prefix.
 		if n, err := record.OtherFrameLength(data); err != nil {
-			requireKnownError(t, err, "other frame")
+			codectest.RequireKnownError(t, err, "other frame", knownErrors...)
 		} else if n < 8 || n > len(data) {
 			t.Fatalf("OtherFrameLength = %d for %d bytes", n, len(data))
 		}
@@ -157,12 +121,12 @@ func FuzzParseFrame(f *testing.F) {
 		for _, at := range []int{1, 2, 8, record.FrameHeaderSize} {
 			if at < len(data) {
 				if _, _, err := record.ParseFrame(data[at:], maxBody); err != nil {
-					requireKnownError(t, err, "record decoded from inside")
+					codectest.RequireKnownError(t, err, "record decoded from inside", knownErrors...)
 				}
 			}
 		}
 		if err != nil {
-			requireKnownError(t, err, "record")
+			codectest.RequireKnownError(t, err, "record", knownErrors...)
 			if body != nil {
 				t.Fatal("a body came back with an error")
 			}
@@ -202,13 +166,13 @@ func FuzzParseFrame(f *testing.F) {
 // succeed.
 func checkFramePrefixes(t *testing.T, data []byte, maxBody uint32, header record.FrameHeader, body []byte, err error) {
 	t.Helper()
-	for _, n := range prefixLengths(len(data), int(header.FrameLength), record.FrameHeaderSize) {
+	for _, n := range codectest.PrefixLengths(len(data), int(header.FrameLength), record.FrameHeaderSize) {
 		prefixHeader, prefixBody, prefixErr := record.ParseFrame(data[:n], maxBody)
 		switch {
 		case err != nil && prefixErr == nil:
 			t.Fatalf("prefix of %d bytes decodes (%+v) but the whole fails: %v", n, prefixHeader, err)
 		case err != nil:
-			requireKnownError(t, prefixErr, "record prefix")
+			codectest.RequireKnownError(t, prefixErr, "record prefix", knownErrors...)
 		case n < int(header.FrameLength) && !errors.Is(prefixErr, record.ErrShort):
 			t.Fatalf("prefix of %d bytes of a %d-byte frame: %v, want ErrShort", n, header.FrameLength, prefixErr)
 		case n >= int(header.FrameLength) && (prefixErr != nil || prefixHeader != header || !bytes.Equal(prefixBody, body)):
@@ -256,7 +220,7 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		view, err := record.Parse(data)
 		if err != nil {
-			requireKnownError(t, err, "body")
+			codectest.RequireKnownError(t, err, "body", knownErrors...)
 			if len(data) >= record.BodyFixedSize && data[0] > record.BodyVersion && !errors.Is(err, record.ErrTooNew) {
 				t.Fatalf("body version %d: %v, want ErrTooNew", data[0], err)
 			}
@@ -274,9 +238,9 @@ func FuzzParse(f *testing.F) {
 			}
 			// A body is not self-delimiting: its length comes from the
 			// record frame, so every prefix must fail.
-			for _, n := range prefixLengths(len(data), record.BodyFixedSize, record.BodyFixedSize+record.BodyProducerSize) {
+			for _, n := range codectest.PrefixLengths(len(data), record.BodyFixedSize, record.BodyFixedSize+record.BodyProducerSize) {
 				_, err := record.Parse(data[:n])
-				requireErrorIs(t, err, record.ErrMalformed, "prefix of a valid body")
+				codectest.RequireErrorIs(t, err, record.ErrMalformed, "prefix of a valid body")
 			}
 		}
 

@@ -2,9 +2,6 @@ package record_test
 
 import (
 	"encoding/binary"
-	"errors"
-	"math/rand/v2"
-	"testing"
 
 	"github.com/ironbus/ironbus/record"
 )
@@ -33,25 +30,4 @@ const (
 // edit, so the edit reaches the checks behind it.
 func resealFrameHeader(frame []byte) {
 	littleEndian.PutUint32(frame[frameHeaderCRCAt:], record.Checksum(frame[:frameHeaderCRCAt]))
-}
-
-// newTestRand returns a deterministic generator, so a failure replays.
-func newTestRand(seed uint64) *rand.Rand {
-	return rand.New(rand.NewPCG(seed, seed^0x5eed_1b05))
-}
-
-func randomBytes(rng *rand.Rand, n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(rng.Uint32())
-	}
-	return b
-}
-
-// requireErrorIs fails unless err wraps want.
-func requireErrorIs(t testing.TB, err, want error, what string) {
-	t.Helper()
-	if !errors.Is(err, want) {
-		t.Fatalf("%s: error %v, want one wrapping %v", what, err, want)
-	}
 }

@@ -2,11 +2,11 @@ package record_test
 
 import (
 	"bytes"
-	"math"
 	"math/rand/v2"
 	"reflect"
 	"testing"
 
+	"github.com/ironbus/ironbus/internal/codectest"
 	"github.com/ironbus/ironbus/record"
 )
 
@@ -17,26 +17,15 @@ import (
 
 const propertyRounds = 300
 
-// edgyUint64 returns an edge value about half the time, else a random one.
-func edgyUint64(rng *rand.Rand) uint64 {
-	edges := []uint64{0, 1, 2, math.MaxUint32, math.MaxUint32 + 1, math.MaxInt64, math.MaxUint64 - 1, math.MaxUint64}
-	if rng.IntN(2) == 0 {
-		return edges[rng.IntN(len(edges))]
-	}
-	return rng.Uint64() >> rng.IntN(64)
-}
-
-func edgyUint32(rng *rand.Rand) uint32 { return uint32(edgyUint64(rng)) }
-
 func TestRoundTripFrameProperty(t *testing.T) {
-	rng := newTestRand(100)
+	rng := codectest.NewRand(100)
 	for round := range propertyRounds {
 		size := rng.IntN(300)
 		if round%50 == 0 {
 			size = record.BodyHashThreshold + rng.IntN(300) - 150 // straddle the threshold
 		}
-		body := randomBytes(rng, size)
-		offset, timestamp := edgyUint64(rng), int64(edgyUint64(rng))
+		body := codectest.RandomBytes(rng, size)
+		offset, timestamp := codectest.EdgyUint64(rng), int64(codectest.EdgyUint64(rng))
 		frame := record.AppendFrame(nil, offset, timestamp, body, record.Checksum(body), record.BodyHash(body))
 		header, got, err := record.ParseFrame(frame, uint32(size))
 		if err != nil || header.Offset != offset || header.Timestamp != timestamp || !bytes.Equal(got, body) {
@@ -44,7 +33,7 @@ func TestRoundTripFrameProperty(t *testing.T) {
 		}
 		if size > 0 {
 			_, _, err := record.ParseFrame(frame, uint32(size-1))
-			requireErrorIs(t, err, record.ErrTooLarge, "body one over maxBody")
+			codectest.RequireErrorIs(t, err, record.ErrTooLarge, "body one over maxBody")
 		}
 	}
 }
@@ -54,24 +43,24 @@ func TestRoundTripFrameProperty(t *testing.T) {
 func randomBody(rng *rand.Rand) record.Body {
 	b := record.Body{
 		Codec:   record.Codec(rng.IntN(4)),
-		Key:     randomBytes(rng, rng.IntN(20)),
-		Subject: randomBytes(rng, rng.IntN(20)),
-		Payload: randomBytes(rng, rng.IntN(100)),
+		Key:     codectest.RandomBytes(rng, rng.IntN(20)),
+		Subject: codectest.RandomBytes(rng, rng.IntN(20)),
+		Payload: codectest.RandomBytes(rng, rng.IntN(100)),
 	}
 	if b.Codec != record.CodecNone {
-		b.RawLength = edgyUint32(rng)
+		b.RawLength = codectest.EdgyUint32(rng)
 	}
 	if rng.IntN(2) == 0 {
-		b.HasProducer, b.ProducerID, b.Sequence = true, edgyUint64(rng), edgyUint64(rng)
+		b.HasProducer, b.ProducerID, b.Sequence = true, codectest.EdgyUint64(rng), codectest.EdgyUint64(rng)
 	}
 	for range rng.IntN(5) {
-		b.Headers = append(b.Headers, record.Header{Name: string(randomBytes(rng, rng.IntN(10))), Value: randomBytes(rng, rng.IntN(10))})
+		b.Headers = append(b.Headers, record.Header{Name: string(codectest.RandomBytes(rng, rng.IntN(10))), Value: codectest.RandomBytes(rng, rng.IntN(10))})
 	}
 	return b
 }
 
 func TestRoundTripBodyProperty(t *testing.T) {
-	rng := newTestRand(101)
+	rng := codectest.NewRand(101)
 	for round := range propertyRounds {
 		body := randomBody(rng)
 		encoded, err := record.AppendBody(nil, body)
@@ -104,10 +93,10 @@ func TestRoundTripBodyProperty(t *testing.T) {
 // targets do this at scale; this keeps a cheap version in every `go test`
 // run.
 func TestRandomBytesNeverPanic(t *testing.T) {
-	rng := newTestRand(103)
+	rng := codectest.NewRand(103)
 	magics := [][]byte{nil, []byte("IR"), []byte("IC"), {record.BodyVersion}}
 	for range 2000 {
-		input := append(append([]byte(nil), magics[rng.IntN(len(magics))]...), randomBytes(rng, rng.IntN(120))...)
+		input := append(append([]byte(nil), magics[rng.IntN(len(magics))]...), codectest.RandomBytes(rng, rng.IntN(120))...)
 		if _, _, err := record.ParseFrame(input, rng.Uint32()); err == nil {
 			t.Fatalf("random bytes parsed as a record frame: %x", input)
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ironbus/ironbus/internal/codectest"
 	"github.com/ironbus/ironbus/record"
 )
 
@@ -102,6 +103,6 @@ func TestOtherFrameLength(t *testing.T) {
 	}
 	for _, test := range tests {
 		_, err := record.OtherFrameLength(test.input)
-		requireErrorIs(t, err, test.want, test.name)
+		codectest.RequireErrorIs(t, err, test.want, test.name)
 	}
 }

@@ -3,7 +3,6 @@ package format_test
 import (
 	"encoding/binary"
 	"errors"
-	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -57,27 +56,6 @@ func canonicalFixed(frame []byte, reserved [][2]int) []byte {
 	}
 	resealFixed(canonical)
 	return canonical
-}
-
-// newTestRand returns a deterministic generator, so a failure replays.
-func newTestRand(seed uint64) *rand.Rand {
-	return rand.New(rand.NewPCG(seed, seed^0x5eed_1b05))
-}
-
-func randomBytes(rng *rand.Rand, n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(rng.Uint32())
-	}
-	return b
-}
-
-// requireErrorIs fails unless err wraps want.
-func requireErrorIs(t testing.TB, err, want error, what string) {
-	t.Helper()
-	if !errors.Is(err, want) {
-		t.Fatalf("%s: error %v, want one wrapping %v", what, err, want)
-	}
 }
 
 func TestFormatPeekKind(t *testing.T) {

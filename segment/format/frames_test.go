@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/ironbus/ironbus/internal/codectest"
 	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment/format"
 )
@@ -185,7 +186,7 @@ func TestFormatFixedFrameTruncations(t *testing.T) {
 	for _, c := range fixedFrameCases() {
 		for n := range c.size {
 			_, err := c.decode(c.encoding[:n])
-			requireErrorIs(t, err, format.ErrShort, c.name+" truncated")
+			codectest.RequireErrorIs(t, err, format.ErrShort, c.name+" truncated")
 		}
 		// Bytes after the frame belong to the next frame and are ignored.
 		again, err := c.decode(append(append([]byte(nil), c.encoding...), 0xff, 0xff, 0xff))
@@ -203,7 +204,7 @@ func TestFormatFixedFrameBitFlips(t *testing.T) {
 		for i := range len(frame) * 8 {
 			frame[i/8] ^= 1 << (i % 8)
 			_, err := c.decode(frame)
-			requireErrorIs(t, err, format.ErrCorrupt, c.name+" with a flipped bit")
+			codectest.RequireErrorIs(t, err, format.ErrCorrupt, c.name+" with a flipped bit")
 			frame[i/8] ^= 1 << (i % 8)
 		}
 	}
@@ -216,19 +217,19 @@ func TestFormatFixedFrameVersions(t *testing.T) {
 			c.version(frame, version)
 			resealFixed(frame)
 			_, err := c.decode(frame)
-			requireErrorIs(t, err, format.ErrTooNew, c.name+" from a newer version")
+			codectest.RequireErrorIs(t, err, format.ErrTooNew, c.name+" from a newer version")
 		}
 		frame := append([]byte(nil), c.encoding...)
 		c.version(frame, 0)
 		resealFixed(frame)
 		_, err := c.decode(frame)
-		requireErrorIs(t, err, format.ErrCorrupt, c.name+" with version 0")
+		codectest.RequireErrorIs(t, err, format.ErrCorrupt, c.name+" with version 0")
 	}
 	header := format.AppendSegmentHeader(nil, exampleSegmentHeader)
 	setSegmentVersion(header, math.MaxUint16)
 	resealFixed(header)
 	_, err := format.DecodeSegmentHeader(header)
-	requireErrorIs(t, err, format.ErrTooNew, "segment header version 65535")
+	codectest.RequireErrorIs(t, err, format.ErrTooNew, "segment header version 65535")
 }
 
 // TestFormatFixedFrameReservedBytesIgnored pins today's behaviour: reserved
@@ -267,7 +268,7 @@ func TestFormatCommitRejects(t *testing.T) {
 	}
 	for _, test := range tests {
 		_, err := format.DecodeCommit(format.AppendCommit(nil, test.commit))
-		requireErrorIs(t, err, format.ErrCorrupt, test.name)
+		codectest.RequireErrorIs(t, err, format.ErrCorrupt, test.name)
 	}
 	for _, edit := range []struct {
 		name string
@@ -280,7 +281,7 @@ func TestFormatCommitRejects(t *testing.T) {
 		frame := format.AppendCommit(nil, exampleCommit)
 		edit.edit(frame)
 		_, err := format.DecodeCommit(frame)
-		requireErrorIs(t, err, format.ErrCorrupt, "commit "+edit.name)
+		codectest.RequireErrorIs(t, err, format.ErrCorrupt, "commit "+edit.name)
 	}
 }
 
@@ -296,28 +297,28 @@ func TestFormatFooterRejects(t *testing.T) {
 	}
 	for _, test := range tests {
 		_, err := format.DecodeFooter(format.AppendFooter(nil, test.footer))
-		requireErrorIs(t, err, format.ErrCorrupt, test.name)
+		codectest.RequireErrorIs(t, err, format.ErrCorrupt, test.name)
 	}
 	frame := format.AppendFooter(nil, exampleFooter)
 	frame[0] = 'X'
 	resealFixed(frame)
 	_, err := format.DecodeFooter(frame)
-	requireErrorIs(t, err, format.ErrCorrupt, "footer magic")
+	codectest.RequireErrorIs(t, err, format.ErrCorrupt, "footer magic")
 	// A commit frame is not a footer even though both are 80 bytes.
 	_, err = format.DecodeFooter(format.AppendCommit(nil, exampleCommit))
-	requireErrorIs(t, err, format.ErrCorrupt, "commit frame decoded as a footer")
+	codectest.RequireErrorIs(t, err, format.ErrCorrupt, "commit frame decoded as a footer")
 }
 
 func TestFormatSkipRejects(t *testing.T) {
 	for _, length := range []uint32{0, 1, format.SkipFrameSize - 1} {
 		_, err := format.DecodeSkip(format.AppendSkip(nil, format.Skip{Length: length}))
-		requireErrorIs(t, err, format.ErrCorrupt, "skip frame shorter than its header")
+		codectest.RequireErrorIs(t, err, format.ErrCorrupt, "skip frame shorter than its header")
 	}
 	frame := format.AppendSkip(nil, exampleSkip)
 	frame[1] = 'R'
 	resealFixed(frame)
 	_, err := format.DecodeSkip(frame)
-	requireErrorIs(t, err, format.ErrCorrupt, "skip magic")
+	codectest.RequireErrorIs(t, err, format.ErrCorrupt, "skip magic")
 }
 
 func TestFormatSegmentHeaderRejects(t *testing.T) {
@@ -336,7 +337,7 @@ func TestFormatSegmentHeaderRejects(t *testing.T) {
 		header := format.AppendSegmentHeader(nil, exampleSegmentHeader)
 		test.edit(header)
 		_, err := format.DecodeSegmentHeader(header)
-		requireErrorIs(t, err, format.ErrCorrupt, "segment header "+test.name)
+		codectest.RequireErrorIs(t, err, format.ErrCorrupt, "segment header "+test.name)
 	}
 	// The whole first block may follow the header; it is not read.
 	block := format.AppendSegmentHeader(nil, exampleSegmentHeader)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/ironbus/ironbus/internal/codectest"
 	"github.com/ironbus/ironbus/segment/format"
 )
 
@@ -28,43 +29,6 @@ import (
 // decoder let an error through unwrapped.
 var knownErrors = []error{format.ErrShort, format.ErrCorrupt, format.ErrTooNew}
 
-func requireKnownError(t *testing.T, err error, what string) {
-	t.Helper()
-	for _, known := range knownErrors {
-		if errors.Is(err, known) {
-			return
-		}
-	}
-	t.Fatalf("%s: error %v wraps none of the format error classes", what, err)
-}
-
-// prefixLengths returns the prefix lengths to try for an input of length
-// total: every one for short inputs, else the first bytes, the
-// neighbourhood of each interesting length (a frame end, a header end) and
-// an even sample. Decoding a long record at every prefix would hash
-// megabytes per input and starve the fuzzer.
-func prefixLengths(total int, interesting ...int) []int {
-	if total <= 256 {
-		lengths := make([]int, total)
-		for i := range lengths {
-			lengths[i] = i
-		}
-		return lengths
-	}
-	lengths := []int{0, 1, 2, 7, 8, 9}
-	for _, at := range interesting {
-		for n := at - 2; n <= at+2; n++ {
-			if n > 9 && n < total {
-				lengths = append(lengths, n)
-			}
-		}
-	}
-	for i := 1; i < 8; i++ {
-		lengths = append(lengths, total*i/8)
-	}
-	return append(lengths, total-1)
-}
-
 // fuzzFixedFrame runs the checks shared by the fixed-size frames. decode
 // returns the re-encoding of what it decoded, so "decodes to the same
 // values" is a byte comparison.
@@ -74,7 +38,7 @@ func fuzzFixedFrame(t *testing.T, input []byte, repair bool, size int, reserved 
 		resealFixed(data[:size])
 	}
 	again, err := decode(data)
-	for _, n := range prefixLengths(len(data), size) {
+	for _, n := range codectest.PrefixLengths(len(data), size) {
 		prefixAgain, prefixErr := decode(data[:n])
 		switch {
 		case err != nil && prefixErr == nil:
@@ -84,18 +48,18 @@ func fuzzFixedFrame(t *testing.T, input []byte, repair bool, size int, reserved 
 		case err == nil && n >= size && (prefixErr != nil || !bytes.Equal(prefixAgain, again)):
 			t.Fatalf("prefix of %d bytes holding the whole frame decodes differently: %v", n, prefixErr)
 		case prefixErr != nil:
-			requireKnownError(t, prefixErr, "prefix")
+			codectest.RequireKnownError(t, prefixErr, "prefix", knownErrors...)
 		}
 	}
 	for _, at := range []int{1, 8, size / 2} {
 		if at < len(data) {
 			if _, err := decode(data[at:]); err != nil {
-				requireKnownError(t, err, "frame decoded from inside")
+				codectest.RequireKnownError(t, err, "frame decoded from inside", knownErrors...)
 			}
 		}
 	}
 	if err != nil {
-		requireKnownError(t, err, "frame")
+		codectest.RequireKnownError(t, err, "frame", knownErrors...)
 		return
 	}
 	if want := canonicalFixed(data[:size], reserved); !bytes.Equal(again, want) {

@@ -3,6 +3,7 @@ package session
 import (
 	"time"
 
+	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/security"
 	"github.com/ironbus/ironbus/wire"
@@ -134,6 +135,21 @@ func (s *session) peerIdentity() string {
 // identity was removed from the config, not_authorized with closes set:
 // the caller ends the connection with it (s.fatal).
 func (s *session) authorize(scope security.Scope, stream []byte) (deny *wire.Error, closes bool) {
+	identity, removed := s.requester(scope)
+	switch {
+	case removed:
+		return notAuthorized(), true
+	case identity == nil || identity.Allowed(scope, string(stream)):
+		return nil, false
+	}
+	return s.denied(identity, scope, string(stream)), false
+}
+
+// requester returns the identity a request is checked against, as the
+// config in force has it: nil when no auth is configured; removed when
+// the config no longer has it (audited; the caller cuts the connection).
+// Reader goroutine only: it refreshes s.identity.
+func (s *session) requester(scope security.Scope) (identity *security.Identity, removed bool) {
 	auth := s.cfg.Auth
 	if auth == nil || s.identity == nil {
 		return nil, false
@@ -141,23 +157,30 @@ func (s *session) authorize(scope security.Scope, stream []byte) (deny *wire.Err
 	identity, ok := auth.Current(s.identity)
 	if !ok {
 		s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: s.identity.Name, Action: scope.String(), Outcome: "removed"})
-		return notAuthorized(), true
+		return nil, true
 	}
 	if identity != s.identity {
 		s.identity = identity
 		s.quota = auth.Quota(identity)
 	}
-	if identity.Allowed(scope, string(stream)) {
-		return nil, false
-	}
-	s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: identity.Name, Action: scope.String(), Outcome: "denied", Detail: string(stream)})
-	return wire.NewError(wire.CodePermissionDenied, "identity %q has no %s permission on stream %q", identity.Name, scope, stream), false
+	return identity, false
+}
+
+// denied audits a refusal and returns its answer. Any goroutine.
+func (s *session) denied(identity *security.Identity, scope security.Scope, stream string) *wire.Error {
+	s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: identity.Name, Action: scope.String(), Outcome: "denied", Detail: stream})
+	return wire.NewError(wire.CodePermissionDenied, "identity %q has no %s permission on stream %q", identity.Name, scope, stream)
 }
 
 // refused answers a request the identity may not make and reports
 // whether it was refused; err ends the connection (identity removed).
 func (s *session) refused(scope security.Scope, stream []byte, requestID uint32) (bool, error) {
 	deny, closes := s.authorize(scope, stream)
+	return s.answerRefusal(deny, closes, requestID)
+}
+
+// answerRefusal sends a refusal and reports whether there was one.
+func (s *session) answerRefusal(deny *wire.Error, closes bool, requestID uint32) (bool, error) {
 	switch {
 	case deny == nil:
 		return false, nil
@@ -166,6 +189,38 @@ func (s *session) refused(scope security.Scope, stream []byte, requestID uint32)
 	}
 	s.reply(requestID, deny)
 	return true, nil
+}
+
+// admitRequester checks only that the identity still exists, for a
+// request whose streams are checked one by one as it runs (lists,
+// unbind); it returns the identity to check them against (nil: no auth).
+func (s *session) admitRequester(scope security.Scope, requestID uint32) (*security.Identity, bool, error) {
+	identity, removed := s.requester(scope)
+	if removed {
+		return nil, true, s.fatal(requestID, notAuthorized())
+	}
+	return identity, false, nil
+}
+
+// sees reports whether identity (nil: no auth) holds scope on stream,
+// without auditing: what a list leaves out is not a refusal. Any
+// goroutine.
+func sees(identity *security.Identity, scope security.Scope, stream string) bool {
+	return identity == nil || identity.Allowed(scope, stream)
+}
+
+// permit is the engine's check, for a request already under way, that
+// identity holds scope on each stream it changes. Any goroutine.
+func (s *session) permit(identity *security.Identity, scope security.Scope) broker.Permit {
+	if identity == nil {
+		return nil
+	}
+	return func(stream string) error {
+		if identity.Allowed(scope, stream) {
+			return nil
+		}
+		return s.denied(identity, scope, stream)
+	}
 }
 
 // chargeQuota spends the identity's publish quota on one record.

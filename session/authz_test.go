@@ -187,3 +187,37 @@ func TestRedriveNeedsAdminOnQueueAndStream(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaseTokensCannotBeGuessedAcrossConnections: a member of a work
+// group that sees its own lease token cannot settle another member's
+// lease by guessing near it.
+func TestLeaseTokensCannotBeGuessedAcrossConnections(t *testing.T) {
+	addr, _ := testBroker(t, testConfig{})
+	victim, thief := connect(t, addr), connect(t, addr)
+	produceN(t, victim, "jobs", 2)
+	consume := wire.Consume{Stream: []byte("jobs"), Group: []byte("g"), Mode: wire.ModeWork, MaxRecords: 1, LeaseMs: 60_000}
+	held := victim.consume(10, consume)
+	mine := thief.consume(10, consume)
+	if len(held.deliveries) != 1 || len(mine.deliveries) != 1 {
+		t.Fatalf("leased %v and %v", offsetsOf(held.deliveries), offsetsOf(mine.deliveries))
+	}
+	target, known := held.deliveries[0], mine.deliveries[0].Lease
+	var guesses []wire.AckEntry
+	for delta := uint64(1); delta <= 64; delta++ {
+		for _, guess := range []uint64{known + delta, known - delta} {
+			guesses = append(guesses, wire.AckEntry{Offset: target.Offset, Lease: guess})
+		}
+	}
+	statuses, e := thief.ackOp(11, "jobs", "g", wire.AckDone, 0, guesses...)
+	if e != nil {
+		t.Fatal(e)
+	}
+	for i, status := range statuses {
+		if status == wire.AckOK {
+			t.Fatalf("the thief settled the victim's lease with token %#x", guesses[i].Lease)
+		}
+	}
+	if statuses, _ := victim.ackOp(11, "jobs", "g", wire.AckDone, 0, wire.AckEntry{Offset: target.Offset, Lease: target.Lease}); !slices.Equal(statuses, []uint8{wire.AckOK}) {
+		t.Fatalf("the victim's own ack: %v", statuses)
+	}
+}

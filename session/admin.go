@@ -33,6 +33,9 @@ func (s *session) adminRequest(frame wire.Frame) error {
 		if refused {
 			return err
 		}
+		if (m.Op == wire.GroupOpReset || m.Op == wire.GroupOpDelete) && s.groupRefused(security.GroupReset, m.Stream, m.Group, frame.RequestID) {
+			return nil
+		}
 		s.auditAdmin("admin.group", fmt.Sprintf("op %d stream %q group %q", m.Op, m.Stream, m.Group))
 		m.Stream, m.Group = clone(m.Stream), clone(m.Group) // the body goes back to the reader
 		serve = func() wire.Message { return adminAnswer(s.groupAdmin(m, identity)) }
@@ -107,9 +110,11 @@ func (s *session) groupAdmin(m wire.GroupAdmin, identity *security.Identity) (*w
 	case wire.GroupOpReset:
 		state, err = s.engine.ResetGroup(stream, m.Partition, group, startPosition(m.TargetKind, m.TargetValue))
 		states = []broker.GroupState{state}
+		s.auditOutcome(identity, "group.reset", err, fmt.Sprintf("stream %q partition %d group %q to %d/%d", stream, m.Partition, group, m.TargetKind, m.TargetValue))
 	case wire.GroupOpDelete:
 		state, err = s.engine.DeleteGroup(stream, m.Partition, group)
 		states = []broker.GroupState{state}
+		s.auditOutcome(identity, "group.delete", err, fmt.Sprintf("stream %q partition %d group %q", stream, m.Partition, group))
 	default:
 		return nil, wire.NewError(wire.CodeInvalidRequest, "group admin op %d: the ops are list (0), info (1), reset (2) and delete (3)", m.Op)
 	}
@@ -149,6 +154,7 @@ func (s *session) deadLetterAdmin(m wire.DeadLetterAdmin, identity *security.Ide
 		return state, nil
 	case wire.DeadLetterOpRedrive:
 		result, queue, err := s.engine.Redrive(s.ctx, string(m.Stream), int(m.Max))
+		s.auditOutcome(identity, "dlq.redrive", err, fmt.Sprintf("stream %q republished %d skipped %d", m.Stream, result.Republished, result.Skipped))
 		if err != nil {
 			return nil, err
 		}

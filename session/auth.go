@@ -1,6 +1,7 @@
 package session
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/ironbus/ironbus/broker"
@@ -221,6 +222,48 @@ func (s *session) permit(identity *security.Identity, scope security.Scope) brok
 		}
 		return s.denied(identity, scope, stream)
 	}
+}
+
+// groupRefused answers a request on a consumer group that the auth
+// config's group rules keep from this identity, and reports whether it
+// did. It runs after refused, on the reader (s.identity is current).
+func (s *session) groupRefused(verb security.GroupVerb, stream, group []byte, requestID uint32) bool {
+	if s.cfg.Auth == nil || s.identity == nil || s.identity.MayUseGroup(verb, stream, group) {
+		return false
+	}
+	s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: s.identity.Name, Action: "group." + verb.String(),
+		Outcome: "denied", Detail: fmt.Sprintf("stream %q group %q", stream, group)})
+	s.reply(requestID, wire.NewError(wire.CodePermissionDenied, "identity %q may not %s group %q of stream %q: a group rule of the auth config covers it and does not name the identity",
+		s.identity.Name, verb, group, stream))
+	return true
+}
+
+// subjectRefused refuses a record whose subject the identity's
+// publish_subjects do not cover.
+func (s *session) subjectRefused(subject []byte) *wire.Error {
+	if s.cfg.Auth == nil || s.identity == nil || s.identity.SubjectAllowed(subject) {
+		return nil
+	}
+	s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: s.identity.Name, Action: "publish", Outcome: "denied", Detail: "subject " + string(subject)})
+	if len(subject) == 0 {
+		return wire.NewError(wire.CodePermissionDenied, "identity %q publishes only records with a subject its publish_subjects cover; this one has none", s.identity.Name)
+	}
+	return wire.NewError(wire.CodePermissionDenied, "identity %q has no publish permission on subject %q", s.identity.Name, subject)
+}
+
+// auditOutcome records how an audited operation ended. Any goroutine.
+func (s *session) auditOutcome(identity *security.Identity, action string, err error, detail string) {
+	if s.cfg.Audit == nil {
+		return
+	}
+	name, outcome := "", "ok"
+	if identity != nil {
+		name = identity.Name
+	}
+	if err != nil {
+		outcome, detail = "failed", detail+": "+err.Error()
+	}
+	s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: name, Action: action, Outcome: outcome, Detail: detail})
 }
 
 // chargeQuota spends the identity's publish quota on one record.

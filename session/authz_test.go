@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ironbus/ironbus/client"
@@ -219,5 +222,116 @@ func TestLeaseTokensCannotBeGuessedAcrossConnections(t *testing.T) {
 	}
 	if statuses, _ := victim.ackOp(11, "jobs", "g", wire.AckDone, 0, wire.AckEntry{Offset: target.Offset, Lease: target.Lease}); !slices.Equal(statuses, []uint8{wire.AckOK}) {
 		t.Fatalf("the victim's own ack: %v", statuses)
+	}
+}
+
+// TestGroupRulesFenceGroupsAndAuditCursorMoves: a [[group]] rule keeps a
+// group to the identities it names, per verb; groups no rule covers stay
+// open to the stream's scope; commits, resets and redrives are audited.
+func TestGroupRulesFenceGroupsAndAuditCursorMoves(t *testing.T) {
+	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+	audit, err := security.OpenAudit(security.AuditOptions{Path: auditPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer audit.Close()
+	file := security.AuthFile{
+		Identities: []security.IdentityEntry{
+			{Name: "ops", TokenSHA256: security.TokenDigest("ops-token"), Admin: []string{">"}, Publish: []string{">"}},
+			{Name: "billing", TokenSHA256: security.TokenDigest("billing-token"), Subscribe: []string{"orders"}},
+			{Name: "intruder", TokenSHA256: security.TokenDigest("intruder-token"), Subscribe: []string{"orders"}, Admin: []string{"orders"}},
+		},
+		Groups: []security.GroupRule{{Stream: "orders", Group: "billing.>", Join: []string{"billing"}, Commit: []string{"billing"}, Reset: []string{"ops"}}},
+	}
+	s := startSecuredAudited(t, file, security.GateOptions{}, audit)
+	ctx := context.Background()
+	ops := s.dialAs(t, "ops")
+	for range 3 {
+		if _, err := ops.Produce(ctx, "orders", client.Record{Payload: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	billing, intruder := s.dialAs(t, "billing"), s.dialAs(t, "intruder")
+	if _, err := billing.Fetch(ctx, "orders", "billing.jobs", client.FetchOptions{}); err != nil {
+		t.Fatalf("the group's own identity: %v", err)
+	}
+	if _, err := intruder.Fetch(ctx, "orders", "billing.jobs", client.FetchOptions{}); code(err) != wire.CodePermissionDenied {
+		t.Errorf("joining another identity's group: %v, want permission_denied", err)
+	}
+	if _, err := intruder.OpenGroup(ctx, "orders", "billing.jobs", client.GroupOptions{}); code(err) != wire.CodePermissionDenied {
+		t.Errorf("opening another identity's group: %v, want permission_denied", err)
+	}
+	if _, err := intruder.Fetch(ctx, "orders", "intruder.own", client.FetchOptions{}); err != nil {
+		t.Errorf("a group no rule covers: %v", err)
+	}
+	if _, err := billing.Commit(ctx, "orders", "billing.positions", 0, 2); err != nil {
+		t.Errorf("committing its own group: %v", err)
+	}
+	if _, err := intruder.Commit(ctx, "orders", "billing.positions", 0, 3); code(err) != wire.CodePermissionDenied {
+		t.Errorf("committing another identity's group: %v, want permission_denied", err)
+	}
+	if _, err := intruder.ResetGroup(ctx, "orders", "billing.positions", 0, client.StartPosition{}); code(err) != wire.CodePermissionDenied {
+		t.Errorf("an admin of the stream resetting a group whose rule does not name it: %v, want permission_denied", err)
+	}
+	if _, err := ops.ResetGroup(ctx, "orders", "billing.positions", 0, client.StartPosition{}); err != nil {
+		t.Errorf("the group's reset identity: %v", err)
+	}
+	if _, err := ops.Redrive(ctx, "orders", 0); err != nil {
+		t.Errorf("redrive: %v", err)
+	}
+	ops.Close()
+	billing.Close()
+	intruder.Close()
+	if err := audit.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(auditPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`"identity":"billing","action":"group.commit","outcome":"ok"`,
+		`"identity":"intruder","action":"group.commit","outcome":"denied"`,
+		`"identity":"intruder","action":"group.join","outcome":"denied"`,
+		`"identity":"ops","action":"group.reset","outcome":"ok"`,
+		`"identity":"intruder","action":"group.reset","outcome":"denied"`,
+		`"identity":"ops","action":"dlq.redrive","outcome":"ok"`,
+	} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("the audit trail has no %s:\n%s", want, data)
+		}
+	}
+}
+
+// TestPublishSubjectsLimitRecords: an identity's publish patterns name
+// streams; its publish_subjects name the subjects its records may carry,
+// whichever way they are routed.
+func TestPublishSubjectsLimitRecords(t *testing.T) {
+	file := security.AuthFile{Identities: []security.IdentityEntry{
+		{Name: "ops", TokenSHA256: security.TokenDigest("ops-token"), Admin: []string{">"}},
+		{Name: "device-1", TokenSHA256: security.TokenDigest("device-1-token"), Publish: []string{"telemetry"},
+			PublishSubjects: []string{"telemetry.device-1.>"}},
+	}}
+	s := startSecuredAudited(t, file, security.GateOptions{}, nil)
+	ctx := context.Background()
+	ops := s.dialAs(t, "ops")
+	if _, err := ops.CreateStream(ctx, "telemetry", client.StreamSettings{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ops.Bind(ctx, "telemetry.>", "telemetry"); err != nil {
+		t.Fatal(err)
+	}
+	device := s.dialAs(t, "device-1")
+	if _, err := device.ProduceTo(ctx, client.BySubject(), client.Record{Subject: "telemetry.device-1.temp", Payload: []byte("20")}); err != nil {
+		t.Errorf("its own subject: %v", err)
+	}
+	if _, err := device.ProduceTo(ctx, client.BySubject(), client.Record{Subject: "telemetry.device-2.temp", Payload: []byte("99")}); code(err) != wire.CodePermissionDenied {
+		t.Errorf("another device's subject: %v, want permission_denied", err)
+	}
+	if _, err := device.Produce(ctx, "telemetry", client.Record{Subject: "telemetry.device-2.temp", Payload: []byte("99")}); code(err) != wire.CodePermissionDenied {
+		t.Errorf("another device's subject, by stream name: %v, want permission_denied", err)
+	}
+	if _, err := device.Produce(ctx, "telemetry", client.Record{Payload: []byte("no subject")}); code(err) != wire.CodePermissionDenied {
+		t.Errorf("a record without a subject: %v, want permission_denied", err)
 	}
 }

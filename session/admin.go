@@ -219,10 +219,12 @@ func (s *session) streamAdmin(ctx context.Context, m wire.StreamAdmin, identity 
 		}
 		return describedStream(s.engine.RemoveStream(name))
 	case wire.StreamOpBind:
-		bindings, err := s.engine.Bind(string(m.Pattern), name, s.permit(identity, security.ScopeAdmin))
+		change := &rebinding{session: s, identity: identity}
+		bindings, err := change.audited(s.engine.Bind(string(m.Pattern), name, change.permit()))
 		return boundList(identity, bindings, err)
 	case wire.StreamOpUnbind:
-		bindings, err := s.engine.Unbind(string(m.Pattern), s.permit(identity, security.ScopeAdmin))
+		change := &rebinding{session: s, identity: identity}
+		bindings, err := change.audited(s.engine.Unbind(string(m.Pattern), change.permit()))
 		return boundList(identity, bindings, err)
 	}
 	return nil, wire.NewError(wire.CodeInvalidRequest, "stream admin op %d: the ops are list (0), info (1), create (2), purge (3), remove (4), bind (5) and unbind (6)", m.Op)

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -210,18 +211,40 @@ func sees(identity *security.Identity, scope security.Scope, stream string) bool
 	return identity == nil || identity.Allowed(scope, stream)
 }
 
-// permit is the engine's check, for a request already under way, that
-// identity holds scope on each stream it changes. Any goroutine.
-func (s *session) permit(identity *security.Identity, scope security.Scope) broker.Permit {
-	if identity == nil {
+// rebinding checks, for the engine, that identity holds admin on each
+// stream a binding change touches. The engine asks while it holds its
+// binding lock, so the check only notes a refusal; audited answers the
+// change and audits the refusal once the lock is released. Any goroutine
+// (one rebinding per request).
+type rebinding struct {
+	session  *session
+	identity *security.Identity
+	refused  string
+	denied   bool
+}
+
+func (r *rebinding) permit() broker.Permit {
+	if r.identity == nil {
 		return nil
 	}
 	return func(stream string) error {
-		if identity.Allowed(scope, stream) {
+		if r.identity.Allowed(security.ScopeAdmin, stream) {
 			return nil
 		}
-		return s.denied(identity, scope, stream)
+		r.refused, r.denied = stream, true
+		return errRebindRefused
 	}
+}
+
+var errRebindRefused = errors.New("session: binding change refused")
+
+// audited returns the engine's answer, or the permission_denied answer of
+// a refused change (audited).
+func (r *rebinding) audited(bindings []broker.Binding, err error) ([]broker.Binding, error) {
+	if r.denied {
+		return nil, r.session.denied(r.identity, security.ScopeAdmin, r.refused)
+	}
+	return bindings, err
 }
 
 // groupRefused answers a request on a consumer group that the auth

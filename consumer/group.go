@@ -78,30 +78,27 @@ type Group struct {
 	created     chan struct{}
 	createdOnce sync.Once
 
-	mu        sync.Mutex
-	closed    bool
-	start     StartPosition // how the group was created, kept for the record
-	reader    *segment.Reader
-	next      uint64  // lowest offset never read by the group
-	committed uint64  // every offset below is done
-	done      spanSet // done above committed: acked, terminated, dead-lettered, gaps
-	leases    map[uint64]*lease
-	deadlines deadlineQueue
-	pending   map[uint64]*pendingRecord // waiting for (re)delivery
-	due       pendingQueue
-	restored  map[uint64]uint32 // delivery counts from the checkpoint, not yet re-read
-	moves     map[uint64]*move  // records on their way to the dead-letter queue
-	members   map[uint64]struct{}
-	keys      keyRouter
-	// tokens draws lease tokens: a ChaCha8 stream keyed with 256 bits
-	// from crypto/rand when the group opens, so a consumer that sees its
-	// own tokens learns nothing about another's (docs/SECURITY.md).
-	tokens    rand.ChaCha8
-	highWater uint64 // broadcast: one past the highest offset ever delivered
-	reading   uint64 // broadcast: the attached reader, 0 when none
-	dirty     bool
-	acksSince int
-	stats     Stats
+	mu         sync.Mutex
+	closed     bool
+	start      StartPosition // how the group was created, kept for the record
+	reader     *segment.Reader
+	next       uint64  // lowest offset never read by the group
+	committed  uint64  // every offset below is done
+	done       spanSet // done above committed: acked, terminated, dead-lettered, gaps
+	leases     map[uint64]*lease
+	deadlines  deadlineQueue
+	pending    map[uint64]*pendingRecord // waiting for (re)delivery
+	due        pendingQueue
+	restored   map[uint64]uint32 // delivery counts from the checkpoint, not yet re-read
+	moves      map[uint64]*move  // records on their way to the dead-letter queue
+	members    map[uint64]struct{}
+	keys       keyRouter
+	tokenMaker rand.ChaCha8
+	highWater  uint64 // broadcast: one past the highest offset ever delivered
+	reading    uint64 // broadcast: the attached reader, 0 when none
+	dirty      bool
+	acksSince  int
+	stats      Stats
 }
 
 const checkpointPrefix = "group-"
@@ -123,7 +120,7 @@ func Open(log *segment.Log, name string, opts Options) (*Group, error) {
 		members: map[uint64]struct{}{}, keys: keyRouter{keys: map[uint64]*keyState{}}, created: make(chan struct{})}
 	var seed [32]byte
 	_, _ = cryptorand.Read(seed[:]) // never fails: the runtime aborts first
-	g.tokens.Seed(seed)
+	g.tokenMaker.Seed(seed)
 	data, err := log.ReadCheckpoint(checkpointPrefix + name)
 	var st state
 	if err == nil {

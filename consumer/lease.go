@@ -136,10 +136,12 @@ func (g *Group) Extend(offset, token uint64, visibility time.Duration) Status {
 }
 
 // newTokenLocked draws a lease token: never 0, which marks "no lease".
-// REQUIRES: g.mu held (the generator is the group's).
+// The group's ChaCha8 stream is keyed with 256 bits from crypto/rand when
+// it opens, so a consumer that sees its own tokens learns nothing about
+// another's (docs/SECURITY.md). REQUIRES: g.mu held.
 func (g *Group) newTokenLocked() uint64 {
 	for {
-		if token := g.tokens.Uint64(); token != 0 {
+		if token := g.tokenMaker.Uint64(); token != 0 {
 			return token
 		}
 	}

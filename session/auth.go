@@ -239,12 +239,15 @@ func (r *rebinding) permit() broker.Permit {
 var errRebindRefused = errors.New("session: binding change refused")
 
 // audited returns the engine's answer, or the permission_denied answer of
-// a refused change (audited).
+// a refused change. The answer does not name the stream refused (it may
+// be one the identity cannot see); the audit event does.
 func (r *rebinding) audited(bindings []broker.Binding, err error) ([]broker.Binding, error) {
-	if r.denied {
-		return nil, r.session.denied(r.identity, security.ScopeAdmin, r.refused)
+	if !r.denied {
+		return bindings, err
 	}
-	return bindings, err
+	s := r.session
+	s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: r.identity.Name, Action: security.ScopeAdmin.String(), Outcome: "denied", Detail: r.refused})
+	return nil, wire.NewError(wire.CodePermissionDenied, "identity %q has no admin permission on a stream this binding change routes subjects to or away from", r.identity.Name)
 }
 
 // groupRefused answers a request on a consumer group that the auth

@@ -257,20 +257,48 @@ func (b *Broker) removeDeadLetters(name string) {
 	}
 }
 
+// Permit says whether a request may change the routing of stream: nil,
+// or the error that refuses the whole change. A nil Permit permits all.
+type Permit func(stream string) error
+
+func (permit Permit) check(streams ...string) error {
+	if permit == nil {
+		return nil
+	}
+	for _, stream := range streams {
+		if err := permit(stream); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Bind routes subjects matching pattern to stream and returns every
-// binding. The pattern is checked, then the binding is refused with
-// ErrConflict when some subject could match it and a binding to another
-// stream; the catalog is written before the router changes and before
-// the answer.
-func (b *Broker) Bind(pattern, stream string) ([]Binding, error) {
+// binding. The pattern is checked, then permit is asked about stream and
+// about every stream bound to a pattern some subject could match along
+// with this one (the streams the change could route subjects away
+// from), then the binding is refused with ErrConflict when some subject
+// could match it and a binding to another stream; the catalog is written
+// before the router changes and before the answer.
+func (b *Broker) Bind(pattern, stream string, permit Permit) ([]Binding, error) {
 	if err := subject.ValidatePattern([]byte(pattern)); err != nil {
 		return nil, withKind(ErrInvalidName, err)
+	}
+	if err := permit.check(stream); err != nil {
+		return nil, err
 	}
 	if _, ok := b.existingStream(stream); !ok {
 		return nil, noSuchStream(stream)
 	}
 	b.bindMu.Lock()
 	defer b.bindMu.Unlock()
+	for _, existing := range b.router.Table().Bindings() {
+		if subject.Overlap([]byte(existing.Pattern), []byte(pattern)) {
+			if err := permit.check(existing.Stream); err != nil {
+				return nil, err
+			}
+		}
+	}
 	next, err := b.router.Table().Bind(pattern, stream)
 	var ambiguous *subject.AmbiguousError
 	switch {
@@ -334,11 +362,20 @@ func (b *Broker) BindMany(bindings []Binding) ([]Binding, error) {
 }
 
 // Unbind removes the binding of pattern (ErrNoSuchBinding when there is
-// none) and returns every binding left.
-func (b *Broker) Unbind(pattern string) ([]Binding, error) {
+// none), once permit allows the stream it routes to, and returns every
+// binding left.
+func (b *Broker) Unbind(pattern string, permit Permit) ([]Binding, error) {
 	b.bindMu.Lock()
 	defer b.bindMu.Unlock()
-	next, err := b.router.Table().Unbind(pattern)
+	table := b.router.Table()
+	for _, existing := range table.Bindings() {
+		if existing.Pattern == pattern {
+			if err := permit.check(existing.Stream); err != nil {
+				return nil, err
+			}
+		}
+	}
+	next, err := table.Unbind(pattern)
 	if err != nil {
 		return nil, fmt.Errorf("%w: no binding has pattern %q (ironbus stream ls)", ErrNoSuchBinding, pattern)
 	}

@@ -79,7 +79,7 @@ func TestLookupsNeverCreateStreams(t *testing.T) {
 				"describe":     func() error { _, _, err := b.DescribeStream("typo"); return err },
 				"purge":        func() error { _, _, err := b.PurgeStream(context.Background(), "typo"); return err },
 				"remove":       func() error { _, _, err := b.RemoveStream("typo"); return err },
-				"bind":         func() error { _, err := b.Bind("typo.>", "typo"); return err },
+				"bind":         func() error { _, err := b.Bind("typo.>", "typo", nil); return err },
 			}
 			for name, call := range calls {
 				err := call()

@@ -10,8 +10,9 @@
 //
 //   - work: competing consumers. Each record is leased to one of them for
 //     a visibility timeout (Extend renews it up to a hard cap per attempt)
-//     under a lease token, a generation unique per grant, so an operation
-//     quoting a stale or lapsed token is fenced (StatusStale,
+//     under a lease token, 64 bits from the group's ChaCha8 stream keyed
+//     from crypto/rand, so an operation quoting a stale, lapsed or
+//     guessed token is fenced (StatusStale,
 //     StatusExpired). Redeliveries go out before new records; Nack waits
 //     an explicit delay or the backoff schedule; Term settles without the
 //     dead-letter queue; Release (a closed connection) lapses the owner's

@@ -177,14 +177,14 @@ func (g *Group) crossGapLocked(f *fetch, gap *segment.Gap) {
 // leaseLocked grants the record to the fetching owner. delivered is how
 // many times it was delivered before. REQUIRES: g.mu held.
 func (g *Group) leaseLocked(f *fetch, entry segment.Entry, delivered uint32, key keyRef) {
-	g.generation++
+	token := g.newTokenLocked()
 	attempt := delivered + 1
 	deadline := f.now.Add(min(f.visibility, g.opts.MaxLease))
-	g.leases[entry.Offset] = &lease{token: g.generation, owner: f.owner, start: f.now, deadline: deadline,
+	g.leases[entry.Offset] = &lease{token: token, owner: f.owner, start: f.now, deadline: deadline,
 		attempt: attempt, key: key}
-	heap.Push(&g.deadlines, deadlineEntry{deadline: deadline, offset: entry.Offset, token: g.generation})
+	heap.Push(&g.deadlines, deadlineEntry{deadline: deadline, offset: entry.Offset, token: token})
 	g.keys.lease(key)
-	f.deliveries = append(f.deliveries, Delivery{Offset: entry.Offset, Lease: g.generation, Attempt: attempt,
+	f.deliveries = append(f.deliveries, Delivery{Offset: entry.Offset, Lease: token, Attempt: attempt,
 		Redelivered: delivered > 0, Timestamp: entry.Timestamp, BodyCRC: entry.BodyCRC,
 		Body: append([]byte(nil), entry.Body...)})
 	f.bytes += len(entry.Body)

@@ -1,9 +1,11 @@
 package consumer
 
 import (
+	cryptorand "crypto/rand"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -91,7 +93,7 @@ type Group struct {
 	moves      map[uint64]*move  // records on their way to the dead-letter queue
 	members    map[uint64]struct{}
 	keys       keyRouter
-	generation uint64
+	tokenMaker rand.ChaCha8
 	highWater  uint64 // broadcast: one past the highest offset ever delivered
 	reading    uint64 // broadcast: the attached reader, 0 when none
 	dirty      bool
@@ -116,6 +118,9 @@ func Open(log *segment.Log, name string, opts Options) (*Group, error) {
 	g := &Group{name: name, log: log, opts: opts, kind: opts.Type, leases: map[uint64]*lease{},
 		pending: map[uint64]*pendingRecord{}, restored: map[uint64]uint32{}, moves: map[uint64]*move{},
 		members: map[uint64]struct{}{}, keys: keyRouter{keys: map[uint64]*keyState{}}, created: make(chan struct{})}
+	var seed [32]byte
+	_, _ = cryptorand.Read(seed[:]) // never fails: the runtime aborts first
+	g.tokenMaker.Seed(seed)
 	data, err := log.ReadCheckpoint(checkpointPrefix + name)
 	var st state
 	if err == nil {

@@ -5,9 +5,11 @@ import (
 	"time"
 )
 
-// lease is one grant of a record to a consumer. The token (a generation,
-// unique per grant within the group) fences every later operation: only
-// the current grant's holder can settle or extend it.
+// lease is one grant of a record to a consumer. The token fences every
+// later operation: only the current grant's holder can settle or extend
+// it. Tokens are 64 random bits (newTokenLocked): a stale holder's token
+// equals the current one with probability 2^-64, and another consumer
+// cannot guess it.
 type lease struct {
 	token    uint64
 	owner    uint64
@@ -131,6 +133,18 @@ func (g *Group) Extend(offset, token uint64, visibility time.Duration) Status {
 		g.compactDeadlinesLocked()
 	}
 	return status
+}
+
+// newTokenLocked draws a lease token: never 0, which marks "no lease".
+// The group's ChaCha8 stream is keyed with 256 bits from crypto/rand when
+// it opens, so a consumer that sees its own tokens learns nothing about
+// another's (docs/SECURITY.md). REQUIRES: g.mu held.
+func (g *Group) newTokenLocked() uint64 {
+	for {
+		if token := g.tokenMaker.Uint64(); token != 0 {
+			return token
+		}
+	}
 }
 
 // checkLeaseLocked says whether token is offset's live lease. A lease

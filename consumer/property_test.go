@@ -126,7 +126,7 @@ func (m *workModel) step(rng *rand.Rand, g *Group, clock *manualClock, opts Opti
 		}
 		token := m.latest[offset]
 		if rng.IntN(4) == 0 {
-			token-- // an older generation, or another record's token
+			token-- // a token this record was never granted
 		}
 		m.settle(rng, g, offset, token)
 	case op == 7:

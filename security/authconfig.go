@@ -57,8 +57,14 @@ func ParseScope(text string) (Scope, error) {
 //	admin = []
 //	publish_messages_per_second = 1000  # optional quota; 0 = none
 //	publish_bytes_per_second = 1048576
+//
+//	[[group]]                          # optional consumer group ACLs (GroupRule)
+//	stream = "orders.>"
+//	group = "billing"
+//	join = ["billing-worker"]
 type AuthFile struct {
 	Identities []IdentityEntry `toml:"identity"`
+	Groups     []GroupRule     `toml:"group,omitempty"`
 }
 
 // IdentityEntry is one identity: a name, exactly one credential, its
@@ -73,6 +79,10 @@ type IdentityEntry struct {
 	Publish      []string `toml:"publish,omitempty"`
 	Subscribe    []string `toml:"subscribe,omitempty"`
 	Admin        []string `toml:"admin,omitempty"`
+	// PublishSubjects, when set, limits the subjects of the records the
+	// identity publishes, on top of the publish scope on the stream they
+	// land in: every record must carry a subject matching one of them.
+	PublishSubjects []string `toml:"publish_subjects,omitempty"`
 	// Publish quotas; 0 means none.
 	PublishMessagesPerSecond float64 `toml:"publish_messages_per_second,omitempty"`
 	PublishBytesPerSecond    float64 `toml:"publish_bytes_per_second,omitempty"`
@@ -196,6 +206,7 @@ type Identity struct {
 	Name      string
 	Mechanism string
 	granted   [scopeCount]Patterns // nil: scope not granted
+	subjects  Patterns             // nil: any subject
 	token     [sha256.Size]byte
 	password  passwordHash
 	mtls      string
@@ -203,9 +214,19 @@ type Identity struct {
 	snapshot  *authSnapshot
 }
 
-// Allowed reports whether the identity holds scope on name.
+// Allowed reports whether the identity holds scope on name (a stream).
 func (id *Identity) Allowed(scope Scope, name string) bool {
 	return scope < scopeCount && id.granted[scope].Match(name)
+}
+
+// LimitsSubjects reports whether the identity has publish_subjects.
+func (id *Identity) LimitsSubjects() bool { return id.subjects != nil }
+
+// SubjectAllowed reports whether the identity may publish a record with
+// this subject ("" for none): always without publish_subjects; with
+// them, only a subject one of them matches. It does not allocate.
+func (id *Identity) SubjectAllowed(subject []byte) bool {
+	return id.subjects == nil || id.subjects.MatchBytes(subject)
 }
 
 // Quota is an identity's publish limit; zero fields mean none.
@@ -220,6 +241,7 @@ type authSnapshot struct {
 	tokens   []*Identity
 	byMTLS   map[string]*Identity
 	identity []*Identity
+	groups   []groupRule
 	// dummy is hashed when the username is unknown, so an unknown user
 	// costs what a wrong password costs: the parameters of the most
 	// expensive real hash, a key nothing matches.
@@ -228,7 +250,11 @@ type authSnapshot struct {
 
 // compile validates a file and builds its snapshot.
 func compile(file AuthFile) (*authSnapshot, error) {
-	snap := &authSnapshot{byName: map[string]*Identity{}, byMTLS: map[string]*Identity{}}
+	groups, err := compileGroupRules(file.Groups)
+	if err != nil {
+		return nil, err
+	}
+	snap := &authSnapshot{byName: map[string]*Identity{}, byMTLS: map[string]*Identity{}, groups: groups}
 	for i, entry := range file.Identities {
 		id, err := compileIdentity(entry)
 		if err != nil {
@@ -258,8 +284,8 @@ func compile(file AuthFile) (*authSnapshot, error) {
 }
 
 func compileIdentity(entry IdentityEntry) (*Identity, error) {
-	if entry.Name == "" || strings.ContainsAny(entry.Name, " \t\r\n") || len(entry.Name) > 256 {
-		return nil, errors.New("name must be 1 to 256 characters without whitespace")
+	if !validIdentityName(entry.Name) {
+		return nil, errBadIdentityName
 	}
 	set := 0
 	for _, credential := range []string{entry.TokenSHA256, entry.PasswordHash, entry.MTLSIdentity} {
@@ -300,7 +326,18 @@ func compileIdentity(entry IdentityEntry) (*Identity, error) {
 		}
 		id.granted[scope] = slices.Clip(patterns)
 	}
+	if entry.PublishSubjects != nil {
+		patterns, err := ParsePatterns(entry.PublishSubjects)
+		if err != nil {
+			return nil, fmt.Errorf("publish_subjects: %w", err)
+		}
+		id.subjects = slices.Clip(patterns)
+	}
 	return id, nil
+}
+
+func validIdentityName(name string) bool {
+	return name != "" && !strings.ContainsAny(name, " \t\r\n") && len(name) <= 256
 }
 
 // ReadAuthFileOrEmpty is LoadAuthFile that treats a missing file as empty

@@ -1,7 +1,8 @@
 // Package security owns what stands between the network and the broker's
 // data: TLS (server certificates that reload without dropping
 // connections, client verification and the mTLS identity), identities and
-// their scopes (the auth config file, bearer tokens, Argon2id passwords),
+// their scopes (the auth config file, bearer tokens, Argon2id passwords,
+// stream and subject patterns, consumer group rules),
 // pre-authentication limits (half-open cap, per-source connection rate,
 // failed-auth lockout), per-identity publish quotas, and the audit trail.
 //
@@ -22,6 +23,9 @@
 //   - Memory is bounded: per-source tables have a fixed capacity and
 //     forget their oldest entries (I8).
 //   - Time for limits comes from an injected monotonic clock (I6).
+//   - No pattern matches the empty name, and a wildcard never stands for
+//     an empty token: a request naming no stream is never allowed by a
+//     pattern that happens to match "".
 //
 // The package knows nothing about streams or the wire protocol beyond the
 // auth material it decodes; the broker asks it questions.

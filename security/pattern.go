@@ -10,10 +10,16 @@ import (
 // anything sensible.
 var ErrInvalidPattern = errors.New("security: invalid pattern")
 
-// Pattern matches stream names and subjects split into tokens on '.':
-// "*" matches exactly one token, ">" (last only) matches one or more
-// remaining tokens, anything else matches itself. ">" alone matches every
-// name. The same matcher serves streams today and subjects later.
+// Pattern matches names split into tokens on '.': "*" matches exactly
+// one token, ">" (last only) matches one or more remaining tokens,
+// anything else matches itself. A wildcard never stands for an empty
+// token ("orders.*" does not match "orders."), except that ">" alone
+// matches every name, dead-letter queues (".dlq.orders") included. No
+// pattern matches the empty name: a request that names no stream is
+// answered with what the identity may see, never all-or-nothing on a
+// pattern that happens to match "". Scopes match stream names; an
+// identity's publish_subjects match record subjects; the matcher is the
+// same.
 type Pattern struct {
 	text   string
 	tokens []string
@@ -40,23 +46,49 @@ func ParsePattern(text string) (Pattern, error) {
 func (p Pattern) String() string { return p.text }
 
 // Match reports whether name matches. It does not allocate.
-func (p Pattern) Match(name string) bool {
+func (p Pattern) Match(name string) bool { return matchTokens(p.tokens, name) }
+
+// MatchBytes is Match for a name held in bytes (a record's subject). It
+// does not allocate.
+func (p Pattern) MatchBytes(name []byte) bool { return matchTokens(p.tokens, name) }
+
+func matchTokens[Name string | []byte](tokens []string, name Name) bool {
+	if len(name) == 0 || len(tokens) == 0 {
+		return false
+	}
+	if len(tokens) == 1 && tokens[0] == ">" {
+		return true
+	}
 	rest := name
-	for i, token := range p.tokens {
-		if token == ">" {
-			return true // at least one token is left: the loop only goes on when there is
-		}
-		head, tail, more := strings.Cut(rest, ".")
-		if token != "*" && token != head {
+	for i, token := range tokens {
+		head, tail, more := cutToken(rest)
+		switch {
+		case token == ">":
+			return len(head) > 0 // and whatever follows it
+		case token == "*":
+			if len(head) == 0 {
+				return false
+			}
+		case string(head) != token:
 			return false
 		}
-		last := i == len(p.tokens)-1
+		last := i == len(tokens)-1
 		if !more || last {
 			return !more && last
 		}
 		rest = tail
 	}
 	return false
+}
+
+// cutToken splits name at its first '.'.
+func cutToken[Name string | []byte](name Name) (head, tail Name, more bool) {
+	for i := range len(name) {
+		if name[i] == '.' {
+			return name[:i], name[i+1:], true
+		}
+	}
+	return name, name[len(name):], false
 }
 
 // Patterns is a set of patterns; a name is allowed when any matches.
@@ -66,6 +98,16 @@ type Patterns []Pattern
 func (ps Patterns) Match(name string) bool {
 	for _, p := range ps {
 		if p.Match(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// MatchBytes reports whether any pattern matches name.
+func (ps Patterns) MatchBytes(name []byte) bool {
+	for _, p := range ps {
+		if p.MatchBytes(name) {
 			return true
 		}
 	}

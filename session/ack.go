@@ -1,6 +1,8 @@
 package session
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/ironbus/ironbus/broker"
@@ -20,6 +22,14 @@ func (s *session) ack(frame wire.Frame) error {
 	s.entries = a.Entries[:0]
 	if refused, err := s.refused(security.ScopeSubscribe, a.Stream, frame.RequestID); refused {
 		return err
+	}
+	moves := a.Op == wire.AckCumulative || a.Op == wire.AckCommit
+	verb := security.GroupJoin
+	if moves {
+		verb = security.GroupCommit
+	}
+	if s.groupRefused(verb, a.Stream, a.Group, frame.RequestID) {
+		return nil
 	}
 	if a.Op > wire.AckCommit || (a.Op > wire.AckNack && s.capabilities&wire.CapGroups == 0) {
 		s.reply(frame.RequestID, wire.NewError(wire.CodeInvalidRequest,
@@ -63,6 +73,9 @@ func (s *session) ack(frame wire.Frame) error {
 	for _, e := range a.Entries {
 		s.statuses = append(s.statuses, s.applyAck(served, a, e))
 	}
+	if moves {
+		s.auditCommit(a)
+	}
 	if a.Op != wire.AckExtend && a.Op != wire.AckCommit {
 		served.Notify()
 	}
@@ -93,6 +106,22 @@ func (s *session) ackGroup(a wire.Ack) (*broker.Group, *wire.Error) {
 	}
 	return served, nil
 }
+
+// auditCommit records the cursor moves of a commit or cumulative ack.
+func (s *session) auditCommit(a wire.Ack) {
+	if s.cfg.Audit == nil {
+		return
+	}
+	for i, e := range a.Entries {
+		var err error
+		if s.statuses[i] != wire.AckOK {
+			err = errCursorRefused
+		}
+		s.auditOutcome(s.identity, "group.commit", err, fmt.Sprintf("stream %q partition %d group %q offset %d", a.Stream, a.Partition, a.Group, e.Offset))
+	}
+}
+
+var errCursorRefused = errors.New("offset out of range")
 
 // opAllowed refuses an operation the group's type does not have.
 func opAllowed(served *broker.Group, op uint8) *wire.Error {
@@ -164,6 +193,9 @@ func (s *session) openGroupRequest(frame wire.Frame) error {
 	}
 	if refused, err := s.refused(security.ScopeSubscribe, m.Stream, frame.RequestID); refused {
 		return err
+	}
+	if s.groupRefused(security.GroupJoin, m.Stream, m.Group, frame.RequestID) {
+		return nil
 	}
 	kind, ok := modeType(m.Mode)
 	if !ok {

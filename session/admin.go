@@ -29,23 +29,35 @@ func (s *session) adminRequest(frame wire.Frame) error {
 		if err != nil {
 			return s.malformed(frame, err)
 		}
-		if refused, err := s.refused(security.ScopeAdmin, m.Stream, frame.RequestID); refused {
+		identity, refused, err := s.admitAdmin(m.Stream, m.Op == wire.GroupOpList && len(m.Stream) == 0, frame.RequestID)
+		if refused {
 			return err
+		}
+		if (m.Op == wire.GroupOpReset || m.Op == wire.GroupOpDelete) && s.groupRefused(security.GroupReset, m.Stream, m.Group, frame.RequestID) {
+			return nil
 		}
 		s.auditAdmin("admin.group", fmt.Sprintf("op %d stream %q group %q", m.Op, m.Stream, m.Group))
 		m.Stream, m.Group = clone(m.Stream), clone(m.Group) // the body goes back to the reader
-		serve = func() wire.Message { return adminAnswer(s.groupAdmin(m)) }
+		serve = func() wire.Message { return adminAnswer(s.groupAdmin(m, identity)) }
 	default:
 		m, err := wire.DecodeDeadLetterAdmin(frame.Body)
 		if err != nil {
 			return s.malformed(frame, err)
 		}
-		if refused, err := s.refused(security.ScopeAdmin, m.Stream, frame.RequestID); refused {
+		identity, refused, err := s.admitAdmin(m.Stream, m.Op == wire.DeadLetterOpList && len(m.Stream) == 0, frame.RequestID)
+		if refused {
 			return err
+		}
+		// A redrive reads the queue and writes the stream: it needs
+		// admin on both names.
+		if m.Op == wire.DeadLetterOpRedrive && len(m.Stream) > 0 {
+			if refused, err := s.refused(security.ScopeAdmin, []byte(deadLetterName(m.Stream)), frame.RequestID); refused {
+				return err
+			}
 		}
 		s.auditAdmin("admin.dlq", fmt.Sprintf("op %d stream %q", m.Op, m.Stream))
 		m.Stream = clone(m.Stream)
-		serve = func() wire.Message { return adminAnswer(s.deadLetterAdmin(m)) }
+		serve = func() wire.Message { return adminAnswer(s.deadLetterAdmin(m, identity)) }
 	}
 	s.consumers.Add(1)
 	go func() {
@@ -57,6 +69,24 @@ func (s *session) adminRequest(frame wire.Frame) error {
 
 func clone(b []byte) []byte { return append([]byte(nil), b...) }
 
+// deadLetterName is the name a stream's dead-letter queue is read by.
+func deadLetterName(stream []byte) string { return ".dlq." + string(stream) }
+
+// admitAdmin checks an admin request against the scope: on the stream it
+// names, or, for a broker-wide list, only that the identity still exists
+// (the list then shows what the scope covers). It returns the identity
+// the request's streams are checked against (nil: no auth).
+func (s *session) admitAdmin(stream []byte, list bool, requestID uint32) (*security.Identity, bool, error) {
+	if list {
+		return s.admitRequester(security.ScopeAdmin, requestID)
+	}
+	if refused, err := s.refused(security.ScopeAdmin, stream, requestID); refused {
+		return nil, true, err
+	}
+	identity, _ := s.requester(security.ScopeAdmin)
+	return identity, false, nil
+}
+
 // adminAnswer returns the reply, or the error in its place.
 func adminAnswer[M wire.Message](reply M, err error) wire.Message {
 	if err != nil {
@@ -66,7 +96,7 @@ func adminAnswer[M wire.Message](reply M, err error) wire.Message {
 }
 
 // groupAdmin serves one GroupAdmin request.
-func (s *session) groupAdmin(m wire.GroupAdmin) (*wire.GroupList, error) {
+func (s *session) groupAdmin(m wire.GroupAdmin, identity *security.Identity) (*wire.GroupList, error) {
 	stream, group := string(m.Stream), string(m.Group)
 	var states []broker.GroupState
 	var state broker.GroupState
@@ -80,9 +110,11 @@ func (s *session) groupAdmin(m wire.GroupAdmin) (*wire.GroupList, error) {
 	case wire.GroupOpReset:
 		state, err = s.engine.ResetGroup(stream, m.Partition, group, startPosition(m.TargetKind, m.TargetValue))
 		states = []broker.GroupState{state}
+		s.auditOutcome(identity, "group.reset", err, fmt.Sprintf("stream %q partition %d group %q to %d/%d", stream, m.Partition, group, m.TargetKind, m.TargetValue))
 	case wire.GroupOpDelete:
 		state, err = s.engine.DeleteGroup(stream, m.Partition, group)
 		states = []broker.GroupState{state}
+		s.auditOutcome(identity, "group.delete", err, fmt.Sprintf("stream %q partition %d group %q", stream, m.Partition, group))
 	default:
 		return nil, wire.NewError(wire.CodeInvalidRequest, "group admin op %d: the ops are list (0), info (1), reset (2) and delete (3)", m.Op)
 	}
@@ -91,7 +123,9 @@ func (s *session) groupAdmin(m wire.GroupAdmin) (*wire.GroupList, error) {
 	}
 	list := &wire.GroupList{Groups: make([]wire.GroupState, 0, len(states))}
 	for _, state := range states {
-		list.Groups = append(list.Groups, groupState(state))
+		if sees(identity, security.ScopeAdmin, state.Stream) {
+			list.Groups = append(list.Groups, groupState(state))
+		}
 	}
 	return list, nil
 }
@@ -104,7 +138,7 @@ func groupState(g broker.GroupState) wire.GroupState {
 }
 
 // deadLetterAdmin serves one DeadLetterAdmin request.
-func (s *session) deadLetterAdmin(m wire.DeadLetterAdmin) (*wire.DeadLetterState, error) {
+func (s *session) deadLetterAdmin(m wire.DeadLetterAdmin, identity *security.Identity) (*wire.DeadLetterState, error) {
 	switch m.Op {
 	case wire.DeadLetterOpList:
 		queues, err := s.engine.DeadLetterQueues(string(m.Stream))
@@ -113,11 +147,14 @@ func (s *session) deadLetterAdmin(m wire.DeadLetterAdmin) (*wire.DeadLetterState
 		}
 		state := &wire.DeadLetterState{Queues: make([]wire.DeadLetterQueue, 0, len(queues))}
 		for _, queue := range queues {
-			state.Queues = append(state.Queues, deadLetterQueue(queue))
+			if sees(identity, security.ScopeAdmin, queue.Stream) {
+				state.Queues = append(state.Queues, deadLetterQueue(queue))
+			}
 		}
 		return state, nil
 	case wire.DeadLetterOpRedrive:
 		result, queue, err := s.engine.Redrive(s.ctx, string(m.Stream), int(m.Max))
+		s.auditOutcome(identity, "dlq.redrive", err, fmt.Sprintf("stream %q republished %d skipped %d", m.Stream, result.Republished, result.Skipped))
 		if err != nil {
 			return nil, err
 		}
@@ -143,7 +180,10 @@ func (s *session) streamAdminRequest(frame wire.Frame) error {
 	if err != nil {
 		return s.malformed(frame, err)
 	}
-	if refused, err := s.refused(security.ScopeAdmin, m.Stream, frame.RequestID); refused {
+	// A list shows what the scope covers; an unbind is checked against
+	// the stream its binding routes to, whatever stream the request names.
+	identity, refused, err := s.admitAdmin(m.Stream, m.Op == wire.StreamOpList || m.Op == wire.StreamOpUnbind, frame.RequestID)
+	if refused {
 		return err
 	}
 	s.auditAdmin("admin.stream", fmt.Sprintf("op %d stream %q pattern %q", m.Op, m.Stream, m.Pattern))
@@ -151,18 +191,18 @@ func (s *session) streamAdminRequest(frame wire.Frame) error {
 	s.consumers.Add(1)
 	go func() {
 		defer s.consumers.Done()
-		s.out.frame(wire.Append(nil, frame.RequestID, adminAnswer(s.streamAdmin(s.ctx, m))))
+		s.out.frame(wire.Append(nil, frame.RequestID, adminAnswer(s.streamAdmin(s.ctx, m, identity))))
 	}()
 	return nil
 }
 
 // streamAdmin serves one StreamAdmin request.
-func (s *session) streamAdmin(ctx context.Context, m wire.StreamAdmin) (*wire.StreamList, error) {
+func (s *session) streamAdmin(ctx context.Context, m wire.StreamAdmin, identity *security.Identity) (*wire.StreamList, error) {
 	name := string(m.Stream)
 	force := m.Flags&wire.StreamForce != 0
 	switch m.Op {
 	case wire.StreamOpList:
-		return streamList(s.engine.Streams(), s.engine.Bindings()), nil
+		return visibleList(identity, s.engine.Streams(), s.engine.Bindings()), nil
 	case wire.StreamOpInfo:
 		return describedStream(s.engine.DescribeStream(name))
 	case wire.StreamOpCreate:
@@ -179,9 +219,13 @@ func (s *session) streamAdmin(ctx context.Context, m wire.StreamAdmin) (*wire.St
 		}
 		return describedStream(s.engine.RemoveStream(name))
 	case wire.StreamOpBind:
-		return boundList(s.engine.Bind(string(m.Pattern), name))
+		change := &rebinding{session: s, identity: identity}
+		bindings, err := change.audited(s.engine.Bind(string(m.Pattern), name, change.permit()))
+		return boundList(identity, bindings, err)
 	case wire.StreamOpUnbind:
-		return boundList(s.engine.Unbind(string(m.Pattern)))
+		change := &rebinding{session: s, identity: identity}
+		bindings, err := change.audited(s.engine.Unbind(string(m.Pattern), change.permit()))
+		return boundList(identity, bindings, err)
 	}
 	return nil, wire.NewError(wire.CodeInvalidRequest, "stream admin op %d: the ops are list (0), info (1), create (2), purge (3), remove (4), bind (5) and unbind (6)", m.Op)
 }
@@ -200,11 +244,32 @@ func describedStream(info broker.StreamInfo, bindings []broker.Binding, err erro
 	return streamList([]broker.StreamInfo{info}, bindings), nil
 }
 
-func boundList(bindings []broker.Binding, err error) (*wire.StreamList, error) {
+func boundList(identity *security.Identity, bindings []broker.Binding, err error) (*wire.StreamList, error) {
 	if err != nil {
 		return nil, err
 	}
-	return streamList(nil, bindings), nil
+	return visibleList(identity, nil, bindings), nil
+}
+
+// visibleList lists the streams identity holds admin on and the bindings
+// routing to them (everything without auth).
+func visibleList(identity *security.Identity, streams []broker.StreamInfo, bindings []broker.Binding) *wire.StreamList {
+	if identity == nil {
+		return streamList(streams, bindings)
+	}
+	seen := make([]broker.StreamInfo, 0, len(streams))
+	for _, info := range streams {
+		if identity.Allowed(security.ScopeAdmin, info.Name) {
+			seen = append(seen, info)
+		}
+	}
+	routes := make([]broker.Binding, 0, len(bindings))
+	for _, binding := range bindings {
+		if identity.Allowed(security.ScopeAdmin, binding.Stream) {
+			routes = append(routes, binding)
+		}
+	}
+	return streamList(seen, routes)
 }
 
 func streamList(streams []broker.StreamInfo, bindings []broker.Binding) *wire.StreamList {

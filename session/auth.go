@@ -1,8 +1,11 @@
 package session
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
+	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/security"
 	"github.com/ironbus/ironbus/wire"
@@ -134,6 +137,21 @@ func (s *session) peerIdentity() string {
 // identity was removed from the config, not_authorized with closes set:
 // the caller ends the connection with it (s.fatal).
 func (s *session) authorize(scope security.Scope, stream []byte) (deny *wire.Error, closes bool) {
+	identity, removed := s.requester(scope)
+	switch {
+	case removed:
+		return notAuthorized(), true
+	case identity == nil || identity.Allowed(scope, string(stream)):
+		return nil, false
+	}
+	return s.denied(identity, scope, string(stream)), false
+}
+
+// requester returns the identity a request is checked against, as the
+// config in force has it: nil when no auth is configured; removed when
+// the config no longer has it (audited; the caller cuts the connection).
+// Reader goroutine only: it refreshes s.identity.
+func (s *session) requester(scope security.Scope) (identity *security.Identity, removed bool) {
 	auth := s.cfg.Auth
 	if auth == nil || s.identity == nil {
 		return nil, false
@@ -141,23 +159,30 @@ func (s *session) authorize(scope security.Scope, stream []byte) (deny *wire.Err
 	identity, ok := auth.Current(s.identity)
 	if !ok {
 		s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: s.identity.Name, Action: scope.String(), Outcome: "removed"})
-		return notAuthorized(), true
+		return nil, true
 	}
 	if identity != s.identity {
 		s.identity = identity
 		s.quota = auth.Quota(identity)
 	}
-	if identity.Allowed(scope, string(stream)) {
-		return nil, false
-	}
-	s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: identity.Name, Action: scope.String(), Outcome: "denied", Detail: string(stream)})
-	return wire.NewError(wire.CodePermissionDenied, "identity %q has no %s permission on stream %q", identity.Name, scope, stream), false
+	return identity, false
+}
+
+// denied audits a refusal and returns its answer. Any goroutine.
+func (s *session) denied(identity *security.Identity, scope security.Scope, stream string) *wire.Error {
+	s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: identity.Name, Action: scope.String(), Outcome: "denied", Detail: stream})
+	return wire.NewError(wire.CodePermissionDenied, "identity %q has no %s permission on stream %q", identity.Name, scope, stream)
 }
 
 // refused answers a request the identity may not make and reports
 // whether it was refused; err ends the connection (identity removed).
 func (s *session) refused(scope security.Scope, stream []byte, requestID uint32) (bool, error) {
 	deny, closes := s.authorize(scope, stream)
+	return s.answerRefusal(deny, closes, requestID)
+}
+
+// answerRefusal sends a refusal and reports whether there was one.
+func (s *session) answerRefusal(deny *wire.Error, closes bool, requestID uint32) (bool, error) {
 	switch {
 	case deny == nil:
 		return false, nil
@@ -166,6 +191,105 @@ func (s *session) refused(scope security.Scope, stream []byte, requestID uint32)
 	}
 	s.reply(requestID, deny)
 	return true, nil
+}
+
+// admitRequester checks only that the identity still exists, for a
+// request whose streams are checked one by one as it runs (lists,
+// unbind); it returns the identity to check them against (nil: no auth).
+func (s *session) admitRequester(scope security.Scope, requestID uint32) (*security.Identity, bool, error) {
+	identity, removed := s.requester(scope)
+	if removed {
+		return nil, true, s.fatal(requestID, notAuthorized())
+	}
+	return identity, false, nil
+}
+
+// sees reports whether identity (nil: no auth) holds scope on stream,
+// without auditing: what a list leaves out is not a refusal. Any
+// goroutine.
+func sees(identity *security.Identity, scope security.Scope, stream string) bool {
+	return identity == nil || identity.Allowed(scope, stream)
+}
+
+// rebinding checks, for the engine, that identity holds admin on each
+// stream a binding change touches. The engine asks while it holds its
+// binding lock, so the check only notes a refusal; audited answers the
+// change and audits the refusal once the lock is released. Any goroutine
+// (one rebinding per request).
+type rebinding struct {
+	session  *session
+	identity *security.Identity
+	refused  string
+	denied   bool
+}
+
+func (r *rebinding) permit() broker.Permit {
+	if r.identity == nil {
+		return nil
+	}
+	return func(stream string) error {
+		if r.identity.Allowed(security.ScopeAdmin, stream) {
+			return nil
+		}
+		r.refused, r.denied = stream, true
+		return errRebindRefused
+	}
+}
+
+var errRebindRefused = errors.New("session: binding change refused")
+
+// audited returns the engine's answer, or the permission_denied answer of
+// a refused change. The answer does not name the stream refused (it may
+// be one the identity cannot see); the audit event does.
+func (r *rebinding) audited(bindings []broker.Binding, err error) ([]broker.Binding, error) {
+	if !r.denied {
+		return bindings, err
+	}
+	s := r.session
+	s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: r.identity.Name, Action: security.ScopeAdmin.String(), Outcome: "denied", Detail: r.refused})
+	return nil, wire.NewError(wire.CodePermissionDenied, "identity %q has no admin permission on a stream this binding change routes subjects to or away from", r.identity.Name)
+}
+
+// groupRefused answers a request on a consumer group that the auth
+// config's group rules keep from this identity, and reports whether it
+// did. It runs after refused, on the reader (s.identity is current).
+func (s *session) groupRefused(verb security.GroupVerb, stream, group []byte, requestID uint32) bool {
+	if s.cfg.Auth == nil || s.identity == nil || s.identity.MayUseGroup(verb, stream, group) {
+		return false
+	}
+	s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: s.identity.Name, Action: "group." + verb.String(),
+		Outcome: "denied", Detail: fmt.Sprintf("stream %q group %q", stream, group)})
+	s.reply(requestID, wire.NewError(wire.CodePermissionDenied, "identity %q may not %s group %q of stream %q: a group rule of the auth config covers it and does not name the identity",
+		s.identity.Name, verb, group, stream))
+	return true
+}
+
+// subjectRefused refuses a record whose subject the identity's
+// publish_subjects do not cover.
+func (s *session) subjectRefused(subject []byte) *wire.Error {
+	if s.cfg.Auth == nil || s.identity == nil || s.identity.SubjectAllowed(subject) {
+		return nil
+	}
+	s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: s.identity.Name, Action: "publish", Outcome: "denied", Detail: "subject " + string(subject)})
+	if len(subject) == 0 {
+		return wire.NewError(wire.CodePermissionDenied, "identity %q publishes only records with a subject its publish_subjects cover; this one has none", s.identity.Name)
+	}
+	return wire.NewError(wire.CodePermissionDenied, "identity %q has no publish permission on subject %q", s.identity.Name, subject)
+}
+
+// auditOutcome records how an audited operation ended. Any goroutine.
+func (s *session) auditOutcome(identity *security.Identity, action string, err error, detail string) {
+	if s.cfg.Audit == nil {
+		return
+	}
+	name, outcome := "", "ok"
+	if identity != nil {
+		name = identity.Name
+	}
+	if err != nil {
+		outcome, detail = "failed", detail+": "+err.Error()
+	}
+	s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: name, Action: action, Outcome: outcome, Detail: detail})
 }
 
 // chargeQuota spends the identity's publish quota on one record.

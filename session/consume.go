@@ -28,6 +28,9 @@ func (s *session) consume(frame wire.Frame) error {
 	if refused, err := s.refused(security.ScopeSubscribe, c.Stream, frame.RequestID); refused {
 		return err
 	}
+	if s.groupRefused(security.GroupJoin, c.Stream, c.Group, frame.RequestID) {
+		return nil
+	}
 	kind, ok := modeType(c.Mode)
 	if !ok || (kind != consumer.TypeWork && s.capabilities&wire.CapGroups == 0) {
 		s.reply(frame.RequestID, wire.NewError(wire.CodeUnsupportedMode,

@@ -8,7 +8,9 @@
 //
 //   - The handshake (Hello, Welcome) within HandshakeTimeout for the whole
 //     of it, authentication of Hello off the reader and authorization of
-//     every request against the identity in force (auth.go), with the
+//     every request against the identity in force (auth.go): the scope on
+//     every stream a request touches (an admin verb's bindings and lists
+//     included), the consumer group rules, the publish subjects; with the
 //     pre-authentication gate and the audit log.
 //   - The produce path (session.go, place.go, writer.go): each Produce is
 //     placed (authorized, checked by the engine, routed, given a

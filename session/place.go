@@ -35,6 +35,9 @@ func (s *session) placeRecord(p *wire.Produce) (part *broker.Partition, werr *wi
 			return nil, wireError(err), false
 		}
 	}
+	if werr := s.subjectRefused(view.Subject); werr != nil {
+		return nil, werr, false
+	}
 	if routed {
 		if len(stream) != 0 {
 			return nil, wire.NewError(wire.CodeInvalidRequest, "a Produce routed by subject names no stream; it names %q", stream), false

@@ -42,6 +42,11 @@ func writeFile(t *testing.T, path string, data []byte, mode os.FileMode) {
 
 func startSecured(t *testing.T, identities []security.IdentityEntry, gate security.GateOptions) *securedBroker {
 	t.Helper()
+	return startSecuredAudited(t, security.AuthFile{Identities: identities}, gate, nil)
+}
+
+func startSecuredAudited(t *testing.T, auth security.AuthFile, gate security.GateOptions, audit *security.AuditLog) *securedBroker {
+	t.Helper()
 	s := &securedBroker{dir: t.TempDir()}
 	var err error
 	if s.ca, err = security.NewCertificateAuthority("test CA", time.Hour); err != nil {
@@ -61,7 +66,7 @@ func startSecured(t *testing.T, identities []security.IdentityEntry, gate securi
 	}
 	// mTLS is on, so the tests' token clients present a certificate too.
 	s.authPath = filepath.Join(s.dir, "auth.toml")
-	if err := security.SaveAuthFile(s.authPath, security.AuthFile{Identities: identities}); err != nil {
+	if err := security.SaveAuthFile(s.authPath, auth); err != nil {
 		t.Fatal(err)
 	}
 	if s.auth, err = security.NewAuthorizer(s.authPath, nil); err != nil {
@@ -75,7 +80,7 @@ func startSecured(t *testing.T, identities []security.IdentityEntry, gate securi
 	if err != nil {
 		t.Fatal(err)
 	}
-	server, choice, err := loop.New(testBackend(), loop.Config{TLS: s.tls.Config()}, testHandler(t, b, Config{Auth: s.auth, Gate: s.gate}))
+	server, choice, err := loop.New(testBackend(), loop.Config{TLS: s.tls.Config()}, testHandler(t, b, Config{Auth: s.auth, Gate: s.gate, Audit: audit}))
 	if err != nil || choice.Backend != loop.BackendStd {
 		t.Fatalf("a TLS listener: backend %q (%s), %v", choice.Backend, choice.Reason, err)
 	}

@@ -157,11 +157,11 @@ func TestRouteBySubject(t *testing.T) {
 	createTestStream(t, b, "orders", 4)
 	createTestStream(t, b, "audit", 1)
 	for pattern, stream := range map[string]string{"orders.*.created": "orders", "audit.>": "audit"} {
-		if _, err := b.Bind(pattern, stream); err != nil {
+		if _, err := b.Bind(pattern, stream, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := b.Bind("orders.eu.*", "audit"); !errors.Is(err, broker.ErrConflict) {
+	if _, err := b.Bind("orders.eu.*", "audit", nil); !errors.Is(err, broker.ErrConflict) {
 		t.Fatalf("an ambiguous binding: %v", err)
 	}
 	c := connect(t, addr)
@@ -211,7 +211,7 @@ func TestRoutedProducePathAllocations(t *testing.T) {
 	}
 	addr, b := testBroker(t, testConfig{})
 	createTestStream(t, b, "orders", 4)
-	if _, err := b.Bind("orders.>", "orders"); err != nil {
+	if _, err := b.Bind("orders.>", "orders", nil); err != nil {
 		t.Fatal(err)
 	}
 	c := connect(t, addr)

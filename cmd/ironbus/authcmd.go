@@ -17,6 +17,7 @@ type authOptions struct {
 	passwordStdin bool
 	mtlsIdentity  string
 	scopes        []string
+	streams       []string
 	subjects      []string
 	messagesRate  float64
 	bytesRate     int64
@@ -32,7 +33,7 @@ func newAuthCmd(opts *globalOptions) *cobra.Command {
 'serve --auth-config'. Every change rewrites the file atomically (temporary
 file, fsync, rename, fsync of the directory) with mode 0600; a running broker
 picks it up within seconds (or on SIGHUP). See docs/SECURITY.md.`,
-		Example: `  ironbus auth add --auth-config auth.toml --name writer --token-file writer.token --scopes publish --subjects 'orders.>'
+		Example: `  ironbus auth add --auth-config auth.toml --name writer --token-file writer.token --scopes publish --streams 'orders.>'
   printf '%s\n' "$PW" | ironbus auth add --auth-config auth.toml --name ops --password-stdin --scopes admin,subscribe
   ironbus auth add --auth-config auth.toml --name device-1 --mtls-identity spiffe://edge/device-1 --scopes publish
   ironbus auth ls --auth-config auth.toml
@@ -63,10 +64,14 @@ username; --mtls-identity names a client certificate by its first URI SAN, else
 its first DNS SAN.
 
 Scopes are publish, subscribe and admin; none implies another. Each granted
-scope covers the --subjects patterns (default ">" = every stream): tokens split
-on '.', "*" matches one token, ">" the rest. Today they match stream names;
-subjects will match the same way.`,
-		Example: `  ironbus auth add --auth-config auth.toml --name writer --token-file writer.token --scopes publish --subjects 'orders.>' --subjects audit
+scope covers the --streams patterns, which match stream names (default ">" =
+every stream): tokens split on '.', "*" matches one token, ">" the rest.
+--publish-subjects patterns match record subjects: with them, every record
+the identity publishes must carry a matching subject, on top of the publish
+scope on the stream it lands in. Consumer group rules are edited by hand
+(docs/SECURITY.md).`,
+		Example: `  ironbus auth add --auth-config auth.toml --name writer --token-file writer.token --scopes publish --streams 'orders.>' --streams audit
+  ironbus auth add --auth-config auth.toml --name device-1 --mtls-identity spiffe://edge/device-1 --scopes publish --streams telemetry --publish-subjects 'telemetry.device-1.>'
   printf '%s\n' "$PW" | ironbus auth add --auth-config auth.toml --name ops --password-stdin --scopes admin`,
 		Args: cobra.NoArgs,
 	}
@@ -77,7 +82,8 @@ subjects will match the same way.`,
 	flags.BoolVar(&auth.passwordStdin, "password-stdin", false, "read the identity's password from stdin (its Argon2id hash is stored)")
 	flags.StringVar(&auth.mtlsIdentity, "mtls-identity", "", "client certificate identity (first URI SAN, else first DNS SAN)")
 	flags.StringSliceVar(&auth.scopes, "scopes", nil, "scopes to grant: publish, subscribe, admin (comma-separated)")
-	flags.StringArrayVar(&auth.subjects, "subjects", nil, "stream/subject pattern the scopes cover (repeatable; default \">\")")
+	flags.StringArrayVar(&auth.streams, "streams", nil, "stream pattern the scopes cover (repeatable; default \">\")")
+	flags.StringArrayVar(&auth.subjects, "publish-subjects", nil, "subject pattern the identity's records must match (repeatable; default: any)")
 	flags.Float64Var(&auth.messagesRate, "publish-messages-per-second", 0, "publish quota in records per second (0 = none)")
 	flags.Var(sizeValue{&auth.bytesRate}, "publish-bytes-per-second", "publish quota in bytes per second, with a unit (0 = none)")
 	flags.BoolVar(&auth.replace, "replace", false, "replace an identity of the same name")
@@ -136,12 +142,18 @@ func (auth *authOptions) entry(opts *globalOptions) (security.IdentityEntry, err
 			return entry, err
 		}
 	}
-	patterns := auth.subjects
+	patterns := auth.streams
 	if len(patterns) == 0 {
 		patterns = []string{">"}
 	}
 	if _, err := security.ParsePatterns(patterns); err != nil {
-		return entry, exitErrorf(exitUsage, "--subjects: %w", err)
+		return entry, exitErrorf(exitUsage, "--streams: %w", err)
+	}
+	if len(auth.subjects) > 0 {
+		if _, err := security.ParsePatterns(auth.subjects); err != nil {
+			return entry, exitErrorf(exitUsage, "--publish-subjects: %w", err)
+		}
+		entry.PublishSubjects = auth.subjects
 	}
 	for _, text := range auth.scopes {
 		scope, err := security.ParseScope(strings.TrimSpace(text))
@@ -165,6 +177,7 @@ type authIdentity struct {
 	Publish                  []string `json:"publish,omitempty"`
 	Subscribe                []string `json:"subscribe,omitempty"`
 	Admin                    []string `json:"admin,omitempty"`
+	PublishSubjects          []string `json:"publish_subjects,omitempty"`
 	PublishMessagesPerSecond float64  `json:"publish_messages_per_second,omitempty"`
 	PublishBytesPerSecond    float64  `json:"publish_bytes_per_second,omitempty"`
 }
@@ -190,7 +203,7 @@ scope covers and the quotas. Digests and hashes are not printed.`,
 		out := authListOutput{Schema: "ironbus.cli.auth.v1", Identities: []authIdentity{}}
 		for _, e := range file.Identities {
 			out.Identities = append(out.Identities, authIdentity{Name: e.Name, Mechanism: e.Mechanism(), MTLSIdentity: e.MTLSIdentity,
-				Publish: e.Publish, Subscribe: e.Subscribe, Admin: e.Admin,
+				Publish: e.Publish, Subscribe: e.Subscribe, Admin: e.Admin, PublishSubjects: e.PublishSubjects,
 				PublishMessagesPerSecond: e.PublishMessagesPerSecond, PublishBytesPerSecond: e.PublishBytesPerSecond})
 		}
 		if opts.json {

@@ -88,7 +88,7 @@ func TestSecuredBrokerFromTheCLI(t *testing.T) {
 	expectCode(t, runCLI(t, "token", "create", "--out", writerToken), exitClean)
 	expectCode(t, runCLI(t, "token", "create", "--out", readerToken), exitClean)
 	expectCode(t, runCLI(t, "auth", "add", "--auth-config", authPath, "--name", "writer", "--token-file", writerToken,
-		"--scopes", "publish", "--subjects", "orders.>"), exitClean)
+		"--scopes", "publish", "--streams", "orders.>"), exitClean)
 	expectCode(t, runCLI(t, "auth", "add", "--auth-config", authPath, "--name", "reader", "--token-file", readerToken,
 		"--scopes", "subscribe,admin"), exitClean)
 	expectCode(t, runCLIInput(t, "s3cret\n", "auth", "add", "--auth-config", authPath, "--name", "ops", "--password-stdin",

@@ -19,6 +19,7 @@ type authOptions struct {
 	scopes        []string
 	streams       []string
 	subjects      []string
+	oldSubjects   []string
 	messagesRate  float64
 	bytesRate     int64
 	replace       bool
@@ -84,6 +85,11 @@ scope on the stream it lands in. Consumer group rules are edited by hand
 	flags.StringSliceVar(&auth.scopes, "scopes", nil, "scopes to grant: publish, subscribe, admin (comma-separated)")
 	flags.StringArrayVar(&auth.streams, "streams", nil, "stream pattern the scopes cover (repeatable; default \">\")")
 	flags.StringArrayVar(&auth.subjects, "publish-subjects", nil, "subject pattern the identity's records must match (repeatable; default: any)")
+	// --subjects once took stream patterns under a subject's name; a script
+	// that still passes it is told which of the two it meant, never given
+	// either silently.
+	flags.StringArrayVar(&auth.oldSubjects, "subjects", nil, "")
+	_ = flags.MarkHidden("subjects")
 	flags.Float64Var(&auth.messagesRate, "publish-messages-per-second", 0, "publish quota in records per second (0 = none)")
 	flags.Var(sizeValue{&auth.bytesRate}, "publish-bytes-per-second", "publish quota in bytes per second, with a unit (0 = none)")
 	flags.BoolVar(&auth.replace, "replace", false, "replace an identity of the same name")
@@ -96,6 +102,10 @@ scope on the stream it lands in. Consumer group rules are edited by hand
 }
 
 func runAuthAdd(opts *globalOptions, auth *authOptions) error {
+	if len(auth.oldSubjects) > 0 {
+		return exitErrorf(exitUsage, "--subjects took stream patterns and is split in two: --streams %s for the streams the scopes cover, "+
+			"or --publish-subjects %s for the subjects the identity's records must carry", auth.oldSubjects[0], auth.oldSubjects[0])
+	}
 	entry, err := auth.entry(opts)
 	if err != nil {
 		return err

@@ -133,15 +133,21 @@ func (h *Handler) Open(conn loop.Conn) (loop.Session, error) {
 		refuse(conn, wireError(err))
 		return nil, err
 	}
-	if !h.admit(conn) {
-		client.Close()
-		return nil, errors.New("session: refused by the pre-authentication gate")
+	// No read timeout until Hello: the handshake deadline covers the
+	// whole handshake (a per-read timeout would let a peer dribbling a
+	// byte at a time stay for ever).
+	handshake := newHandshakeGuard(conn, &h.cfg)
+	admission, err := h.admit(conn, handshake)
+	if err != nil {
+		handshake.stop()
+		client.Close() // before the refusal is written: a peer that does not read it holds no slot
+		e := wire.NewError(wire.CodeTooManyConns, "%v", err)
+		e.RetryAfter = time.Second
+		refuse(conn, e)
+		return nil, err
 	}
-	// No read timeout until Hello: the session's handshake deadline
-	// covers the whole handshake (a per-read timeout would let a peer
-	// dribbling a byte at a time stay for ever).
-	s := newSession(h, conn, client)
-	s.gated = h.cfg.Gate != nil
+	s := newSession(h, conn, client, handshake)
+	s.admission = admission
 	return s, nil
 }
 

@@ -2,6 +2,8 @@ package session
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -9,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironbus/ironbus/arena"
 	"github.com/ironbus/ironbus/client"
+	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/security"
+	"github.com/ironbus/ironbus/wire"
 )
 
 // Connections that never authenticate: silent ones, ones that stall in
@@ -182,4 +187,67 @@ func waitFor(t *testing.T, what string, done func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// bigHelloHeader is the envelope of a Hello claiming length bytes, and the
+// first 64 KiB of its body: enough to fill a connection's base read buffer,
+// so a broker that believed the length would lease the rest.
+func bigHelloHeader(length uint32) []byte {
+	out := binary.LittleEndian.AppendUint32(nil, length)
+	out = append(out, byte(wire.TypeHello), 0, 0, 0, 0)
+	return append(out, make([]byte, 64<<10)...)
+}
+
+// TestHelloLargerThanHandshakeNeedsIsRefused: before its Hello is answered
+// a peer may send no frame larger than a Hello needs; a larger one is
+// answered frame_too_large at once, whatever max_frame allows afterwards.
+func TestHelloLargerThanHandshakeNeedsIsRefused(t *testing.T) {
+	addr, _ := testBroker(t, testConfig{})
+	c := dialRaw(t, addr)
+	if _, err := c.conn.Write(bigHelloHeader(1 << 20)); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+	frame := c.read()
+	e, err := wire.DecodeError(frame.Body)
+	if frame.Type != wire.TypeError || err != nil || e.Code != wire.CodeFrameTooLarge || !e.Closes {
+		t.Fatalf("a 1 MiB Hello was answered %v %+v (%v)", frame.Type, e, err)
+	}
+}
+
+// TestUnauthenticatedPeersCannotDrainLargeFrames: peers that announce
+// large Hellos and never finish them take none of the large-frame pool, so
+// an authenticated 1 MiB produce goes straight in.
+func TestUnauthenticatedPeersCannotDrainLargeFrames(t *testing.T) {
+	auth := testAuthorizer(t)
+	gate := security.NewGate(security.GateOptions{FailureDelay: time.Millisecond})
+	pool, err := arena.NewSharedPool(arena.NewBudget(), "large frames", "--large-frame-pool", 2*(1<<20+64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := testBrokerOn(t, testConfig{session: Config{Auth: auth, Gate: gate}}, loop.Config{LargeFrames: pool})
+	for range 4 {
+		attacker := holdSilent(t, addr, 1)[0]
+		if _, err := attacker.Write(bigHelloHeader(1 << 20)); err != nil && !errors.Is(err, net.ErrClosed) {
+			t.Logf("attacker write: %v", err)
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // let the broker read what they sent
+	if pool.InUse() != 0 {
+		t.Fatalf("unauthenticated peers hold %d bytes of the large-frame pool", pool.InUse())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, addr, client.Options{Auth: client.TokenAuth("writer-token")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	payload := make([]byte, 1<<20)
+	_, _ = rand.Read(payload) // incompressible: the frame is as large as the record
+	started := time.Now()
+	if _, err := c.Produce(ctx, "orders.large", client.Record{Payload: payload}); err != nil {
+		t.Fatalf("a 1 MiB produce after %v: %v", time.Since(started), err)
+	}
+	t.Logf("1 MiB produce with four large Hellos pending: %v", time.Since(started))
 }

@@ -19,6 +19,14 @@ import (
 // closed, with an error it can read when it has a channel to read it on:
 // a TLS connection still in its handshake has none, and is closed at once.
 
+// maxHandshakeFrame is the largest frame accepted before Hello is
+// answered: a Hello with the longest credentials (wire.MaxAuthUsername +
+// wire.MaxAuthPassword) and a client name of up to 4 KiB fits with room
+// to spare. It is far below the base read buffer, so a peer that has not
+// authenticated never takes large-frame memory, whatever max_frame allows
+// afterwards.
+const maxHandshakeFrame = 8 << 10
+
 // The states of a handshakeGuard.
 const (
 	handshakePending int32 = iota

@@ -104,6 +104,15 @@ func newSession(h *Handler, conn loop.Conn, client *broker.Connection, handshake
 	return s
 }
 
+// frameLimit is the largest frame accepted now: until Hello is answered,
+// only what a handshake needs.
+func (s *session) frameLimit() uint32 {
+	if s.handshook {
+		return s.cfg.MaxFrame
+	}
+	return min(maxHandshakeFrame, s.cfg.MaxFrame)
+}
+
 // Data implements loop.Session: it handles every whole frame in in, and
 // never blocks. When a run of produce requests cannot be appended (the
 // window or the log's staging buffer is full) it pauses reading and
@@ -114,7 +123,7 @@ func (s *session) Data(in []byte) (int, error) {
 	consumed := 0
 	s.runStart = 0
 	for {
-		frame, n, err := wire.ParseFrame(in[consumed:], s.cfg.MaxFrame)
+		frame, n, err := wire.ParseFrame(in[consumed:], s.frameLimit())
 		if errors.Is(err, wire.ErrIncomplete) {
 			break
 		}
@@ -122,11 +131,14 @@ func (s *session) Data(in []byte) (int, error) {
 			if !s.flushRun() {
 				return s.runStart, nil
 			}
-			code := wire.CodeMalformed
+			code, text := wire.CodeMalformed, err.Error()
 			if errors.Is(err, wire.ErrFrameTooLarge) {
 				code = wire.CodeFrameTooLarge
+				if !s.handshook {
+					text += " before the handshake"
+				}
 			}
-			return consumed, s.fatal(0, wire.NewError(code, "%v", err))
+			return consumed, s.fatal(0, wire.NewError(code, "%s", text))
 		}
 		if s.frameStart = consumed; len(s.ids) == 0 {
 			s.runStart = consumed
@@ -162,7 +174,7 @@ func (s *session) Data(in []byte) (int, error) {
 // FrameSize implements loop.FrameSizer: the backend leases a large frame's
 // buffer at its exact size.
 func (s *session) FrameSize(head []byte) int {
-	_, total, err := wire.ParseFrame(head, s.cfg.MaxFrame)
+	_, total, err := wire.ParseFrame(head, s.frameLimit())
 	if errors.Is(err, wire.ErrIncomplete) && total > wire.HeaderSize {
 		return total
 	}

@@ -139,6 +139,7 @@ func set(t *testing.T, cfg *Config, b bound, value int64) {
 		"audit_max_bytes":          func() { cfg.AuditMaxBytes = value },
 		"security_reload_interval": func() { cfg.SecurityReloadInterval = time.Duration(value) },
 		"max_half_open":            func() { cfg.MaxHalfOpen = int(value) },
+		"max_half_open_per_source": func() { cfg.MaxHalfOpenPerSource = int(value) },
 		"auth_lockout_after":       func() { cfg.AuthLockoutAfter = int(value) },
 		"auth_failure_delay":       func() { cfg.AuthFailureDelay = time.Duration(value) },
 	}

@@ -24,7 +24,7 @@ import (
 
 // holdSilent opens n TCP connections to addr that send nothing, kept open
 // until the test ends.
-func holdSilent(t *testing.T, addr string, n int) []net.Conn {
+func holdSilent(t testing.TB, addr string, n int) []net.Conn {
 	t.Helper()
 	conns := make([]net.Conn, 0, n)
 	for range n {
@@ -76,7 +76,7 @@ func publishWithin(t *testing.T, limit time.Duration, dial func(context.Context)
 }
 
 // tlsDialer dials s with a client certificate and the writer's token.
-func (s *securedBroker) tlsDialer(t *testing.T) func(context.Context) (*client.Client, error) {
+func (s *securedBroker) tlsDialer(t testing.TB) func(context.Context) (*client.Client, error) {
 	t.Helper()
 	certFile, keyFile := s.clientCert(t, "silent-test", "")
 	config, err := security.ClientTLSConfig(security.ClientTLSOptions{CAFile: s.caFile, CertFile: certFile, KeyFile: keyFile})

@@ -34,14 +34,14 @@ type securedBroker struct {
 	gate     *security.Gate
 }
 
-func writeFile(t *testing.T, path string, data []byte, mode os.FileMode) {
+func writeFile(t testing.TB, path string, data []byte, mode os.FileMode) {
 	t.Helper()
 	if err := os.WriteFile(path, data, mode); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func startSecured(t *testing.T, identities []security.IdentityEntry, gate security.GateOptions, options ...func(*Config)) *securedBroker {
+func startSecured(t testing.TB, identities []security.IdentityEntry, gate security.GateOptions, options ...func(*Config)) *securedBroker {
 	t.Helper()
 	s := &securedBroker{dir: t.TempDir()}
 	var err error
@@ -103,7 +103,7 @@ func startSecured(t *testing.T, identities []security.IdentityEntry, gate securi
 }
 
 // clientCert issues a client certificate naming uri.
-func (s *securedBroker) clientCert(t *testing.T, name, uri string) (string, string) {
+func (s *securedBroker) clientCert(t testing.TB, name, uri string) (string, string) {
 	t.Helper()
 	spec := security.LeafSpec{Client: true, CommonName: "admin"}
 	if uri != "" {

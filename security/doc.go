@@ -2,8 +2,9 @@
 // data: TLS (server certificates that reload without dropping
 // connections, client verification and the mTLS identity), identities and
 // their scopes (the auth config file, bearer tokens, Argon2id passwords),
-// pre-authentication limits (half-open cap, per-source connection rate,
-// failed-auth lockout), per-identity publish quotas, and the audit trail.
+// pre-authentication limits (the half-open table with its overall and
+// per-source caps, per-source connection rate, failed-auth lockout),
+// per-identity publish quotas, and the audit trail.
 //
 // Invariants:
 //   - Secrets never leave in clear: tokens are stored as SHA-256 digests
@@ -21,6 +22,10 @@
 //     by a certificate reload.
 //   - Memory is bounded: per-source tables have a fixed capacity and
 //     forget their oldest entries (I8).
+//   - A full half-open table never refuses a newcomer while it holds a
+//     connection that can be evicted: it evicts the oldest (of the
+//     newcomer's source, when that source is at its own cap), so
+//     connections that send nothing cannot lock real clients out.
 //   - Time for limits comes from an injected monotonic clock (I6).
 //
 // The package knows nothing about streams or the wire protocol beyond the

@@ -343,7 +343,10 @@ func (c *stdConn) stopReading() {
 
 func (c *stdConn) readLoop(session Session) {
 	if err := c.handshake(); err != nil {
-		if c.closed.Load() {
+		switch {
+		case c.stopped.Load():
+			err = nil // draining, as for a read
+		case c.closed.Load():
 			err = net.ErrClosed // the handshake was cut short by Close
 		}
 		session.ReadStopped(err)

@@ -24,9 +24,11 @@ type GateOptions struct {
 	// (64): a handshake flood cannot take every slot. When the table is
 	// full the oldest of them is evicted to admit a new one.
 	MaxHalfOpen int
-	// MaxHalfOpenPerSource bounds them per source IP (16): at its cap a
-	// source's new connection evicts that source's own oldest, so one
-	// source never evicts another's.
+	// MaxHalfOpenPerSource bounds them per source IP (32, half the
+	// table): at its cap a source's new connection evicts that source's
+	// own oldest, so one source's flood never evicts another's and other
+	// sources always have the rest of the table. Loopback peers count as
+	// one source like any other.
 	MaxHalfOpenPerSource int
 	// ConnectionsPerSecond and ConnectionBurst rate-limit new connections
 	// per source IP (20/s, burst 40).
@@ -55,7 +57,7 @@ type GateOptions struct {
 // Defaults of the gate.
 const (
 	DefaultMaxHalfOpen          = 64
-	DefaultMaxHalfOpenPerSource = 16
+	DefaultMaxHalfOpenPerSource = 32
 	DefaultConnectionsPerSecond = 20
 	DefaultConnectionBurst      = 40
 	DefaultLockoutAfter         = 5

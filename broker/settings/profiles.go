@@ -43,15 +43,15 @@ func Profiles() []Profile {
 				// Pre-auth limits scaled to 32 connections and one small
 				// CPU: a handshake flood holds at most half the slots
 				// (beyond that the oldest waiting connection is closed),
-				// one source holds at most a quarter of those (so its
-				// flood closes its own connections, never another
-				// source's), one source cannot queue TLS handshakes
+				// one source holds at most half of those (so its flood
+				// closes its own connections, never another source's),
+				// one source cannot queue TLS handshakes
 				// (each several ms of a Pi's core) faster than the box
 				// does them, and a guesser is locked out sooner, since
 				// every failed password costs an Argon2id hash in a 64MiB
 				// box.
 				"max-half-open":            "16",
-				"max-half-open-per-source": "4",
+				"max-half-open-per-source": "8",
 				"connection-rate":          "5",
 				"auth-lockout-after":       "3",
 			}},

@@ -58,10 +58,12 @@ func startStdTLS(t *testing.T, cfg Config, handler Handler) string {
 // first as a session handler does, and echoes the rest.
 type refuseSome struct {
 	refusals atomic.Int64
+	refused  atomic.Int64 // refusals begun
 }
 
 func (h *refuseSome) Open(conn Conn) (Session, error) {
 	if h.refusals.Add(-1) >= 0 {
+		h.refused.Add(1)
 		_ = conn.Write([]byte("refused"))
 		return nil, errors.New("refused")
 	}
@@ -81,7 +83,11 @@ func TestStdTLSRefusalDoesNotBlockAccept(t *testing.T) {
 		conn := dial(t, addr)
 		silent = append(silent, conn)
 	}
-	time.Sleep(50 * time.Millisecond) // let the broker take them in first
+	for deadline := time.Now().Add(5 * time.Second); handler.refused.Load() < 3; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the silent peers were never opened")
+		}
+	}
 	dialer := &net.Dialer{Timeout: 2 * time.Second}
 	conn, err := tls.DialWithDialer(dialer, "tcp", addr, clientTLS)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -61,24 +62,41 @@ func (s *StdServer) Serve() error {
 	if listener == nil {
 		return errors.New("loop: Serve before Listen")
 	}
+	var backoff time.Duration
 	for {
 		nc, err := listener.Accept()
 		if err != nil {
 			if s.draining.Load() {
 				return ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(5 * time.Millisecond)
-				continue
+			if !acceptRetryable(err) {
+				return fmt.Errorf("loop: accept: %w", err)
 			}
-			return fmt.Errorf("loop: accept: %w", err)
+			// Out of descriptors, most likely: connections that close free
+			// them, so wait (longer each time, up to a second) rather than
+			// stop serving, which would let a flood end the listener.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.cfg.Logger.Warn("accept failed; retrying", "error", err.Error(), "after", backoff)
+			time.Sleep(backoff)
+			continue
 		}
+		backoff = 0
 		// Everything else happens on the connection's own goroutine: the
 		// handler's refusal, or a TLS handshake with a peer that sends
 		// nothing, must never hold up accepting the next connection.
 		go s.start(nc, s.nextID.Add(1))
 	}
+}
+
+// acceptRetryable reports whether an accept error passes: a timeout, a
+// connection aborted before it was accepted, or a process or system out
+// of file descriptors.
+func acceptRetryable(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ECONNABORTED)
 }
 
 func (s *StdServer) start(nc net.Conn, id uint64) {

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -129,5 +131,53 @@ func TestStdTLSHandshakeDeadline(t *testing.T) {
 	_ = peer.SetReadDeadline(time.Now().Add(3 * time.Second))
 	if _, err := io.Copy(io.Discard, peer); err != nil {
 		t.Fatalf("the silent peer was not closed: %v", err)
+	}
+}
+
+// exhaustedListener fails its first accepts as a process out of file
+// descriptors does, then accepts for real.
+type exhaustedListener struct {
+	net.Listener
+	failures atomic.Int64
+}
+
+func (l *exhaustedListener) Accept() (net.Conn, error) {
+	if l.failures.Add(-1) >= 0 {
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	return l.Listener.Accept()
+}
+
+// TestStdAcceptSurvivesDescriptorExhaustion: running out of file
+// descriptors (a flood of connections can do it) pauses accepting; it
+// does not end Serve.
+func TestStdAcceptSurvivesDescriptorExhaustion(t *testing.T) {
+	server := NewStd(Config{}, echoHandler{})
+	if _, err := server.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	listener := &exhaustedListener{Listener: server.listener}
+	listener.failures.Store(3)
+	server.listener = listener
+	served := make(chan error, 1)
+	go func() { served <- server.Serve() }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = server.Shutdown(ctx)
+	})
+	conn := dial(t, listener.Addr().String())
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conn.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	echo := make([]byte, 4)
+	if _, err := io.ReadFull(conn, echo); err != nil {
+		select {
+		case err := <-served:
+			t.Fatalf("Serve returned: %v", err)
+		default:
+		}
+		t.Fatalf("no echo after the descriptors came back: %v", err)
 	}
 }

@@ -62,7 +62,7 @@ func (s *StdServer) Serve() error {
 	if listener == nil {
 		return errors.New("loop: Serve before Listen")
 	}
-	var backoff time.Duration
+	var backoff acceptBackoff
 	for {
 		nc, err := listener.Accept()
 		if err != nil {
@@ -72,15 +72,10 @@ func (s *StdServer) Serve() error {
 			if !acceptRetryable(err) {
 				return fmt.Errorf("loop: accept: %w", err)
 			}
-			// Out of descriptors, most likely: connections that close free
-			// them, so wait (longer each time, up to a second) rather than
-			// stop serving, which would let a flood end the listener.
-			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			s.cfg.Logger.Warn("accept failed; retrying", "error", err.Error(), "after", backoff)
-			time.Sleep(backoff)
+			backoff.failed(s.cfg.Logger, err)
 			continue
 		}
-		backoff = 0
+		backoff.succeeded()
 		// Everything else happens on the connection's own goroutine: the
 		// handler's refusal, or a TLS handshake with a peer that sends
 		// nothing, must never hold up accepting the next connection.

@@ -21,8 +21,9 @@ type Config struct {
 	// Window is how many produce requests a connection may have read but
 	// not acknowledged (4096).
 	Window uint32
-	// HandshakeTimeout closes a connection that does not send Hello in
-	// time (10 s): slowloris.
+	// HandshakeTimeout closes a connection that has not completed its
+	// handshake, a TLS handshake included, this long after it was opened
+	// (10 s): slowloris, and peers that send nothing.
 	HandshakeTimeout time.Duration
 	// IdleTimeout closes a connection silent this long (5 min).
 	IdleTimeout time.Duration

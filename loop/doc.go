@@ -46,7 +46,14 @@
 // TLS connections are served by the std backend (Config.TLS; New hands a
 // TLS listener to std whatever backend was asked and says why in
 // Choice.Reason; docs/NETWORK.md has the reasoning); the reactors carry
-// plaintext only.
+// plaintext only. The TLS handshake of every accepted connection is
+// bounded by Config.HandshakeTimeout and cut short by Close, on the reader
+// and on a Write that needs it alike.
+//
+// Accepting never waits on a peer: std opens each accepted connection on
+// that connection's goroutine, and the reactors queue a refusal as output,
+// so a handler's refusal or a peer that sends nothing holds up no other
+// connection.
 //
 // Contract with the session:
 //   - Data is called from one goroutine per connection, never

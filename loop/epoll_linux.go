@@ -103,6 +103,7 @@ func (s *EpollServer) Serve() error {
 			r.run()
 		}()
 	}
+	var backoff acceptBackoff
 	for {
 		fd, _, err := unix.Accept4(listenFD, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
 		if err != nil {
@@ -113,11 +114,12 @@ func (s *EpollServer) Serve() error {
 				continue
 			}
 			if err == unix.EMFILE || err == unix.ENFILE {
-				s.cfg.Logger.Warn("accept: out of file descriptors", "error", err.Error())
+				backoff.failed(s.cfg.Logger, err)
 				continue
 			}
 			return fmt.Errorf("loop: accept: %w", err)
 		}
+		backoff.succeeded()
 		s.start(fd)
 	}
 }

@@ -125,6 +125,10 @@ type Config struct {
 	// WriteTimeout fails a write that cannot finish in time (a peer that
 	// stopped reading).
 	WriteTimeout time.Duration
+	// HandshakeTimeout bounds a TLS connection's handshake, from accept
+	// (10 s): a connection that has not completed it by then is closed,
+	// whether it sent nothing or stopped half way.
+	HandshakeTimeout time.Duration
 	// OutputLimit bounds the bytes queued for a connection before Write
 	// blocks (4 MiB).
 	OutputLimit int
@@ -159,6 +163,10 @@ type Config struct {
 // happened by the time any Data arrives).
 type TLSConn interface {
 	TLSState() (tls.ConnectionState, bool)
+	// Handshaking reports whether the connection's TLS handshake has not
+	// completed yet: bytes written now would first wait for it, and a peer
+	// that never handshakes never reads them.
+	Handshaking() bool
 }
 
 func (c Config) withDefaults() Config {
@@ -171,6 +179,9 @@ func (c Config) withDefaults() Config {
 	if c.WriteTimeout <= 0 {
 		c.WriteTimeout = 30 * time.Second
 	}
+	if c.HandshakeTimeout <= 0 {
+		c.HandshakeTimeout = DefaultHandshakeTimeout
+	}
 	if c.OutputLimit <= 0 {
 		c.OutputLimit = 4 << 20
 	}
@@ -179,6 +190,9 @@ func (c Config) withDefaults() Config {
 	}
 	return c
 }
+
+// DefaultHandshakeTimeout is Config.HandshakeTimeout's default.
+const DefaultHandshakeTimeout = 10 * time.Second
 
 // Sentinel errors.
 var (

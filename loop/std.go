@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -61,32 +62,49 @@ func (s *StdServer) Serve() error {
 	if listener == nil {
 		return errors.New("loop: Serve before Listen")
 	}
+	var backoff acceptBackoff
 	for {
 		nc, err := listener.Accept()
 		if err != nil {
 			if s.draining.Load() {
 				return ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(5 * time.Millisecond)
-				continue
+			if !acceptRetryable(err) {
+				return fmt.Errorf("loop: accept: %w", err)
 			}
-			return fmt.Errorf("loop: accept: %w", err)
+			backoff.failed(s.cfg.Logger, err)
+			continue
 		}
-		s.start(nc)
+		backoff.succeeded()
+		// Everything else happens on the connection's own goroutine: the
+		// handler's refusal, or a TLS handshake with a peer that sends
+		// nothing, must never hold up accepting the next connection.
+		go s.start(nc, s.nextID.Add(1))
 	}
 }
 
-func (s *StdServer) start(nc net.Conn) {
+// acceptRetryable reports whether an accept error passes: a timeout, a
+// connection aborted before it was accepted, or a process or system out
+// of file descriptors.
+func acceptRetryable(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ECONNABORTED)
+}
+
+func (s *StdServer) start(nc net.Conn, id uint64) {
+	c := &stdConn{server: s, nc: nc, id: id, stop: make(chan struct{})}
 	raw := nc
 	if secure, ok := nc.(*tls.Conn); ok {
 		raw = secure.NetConn()
+		c.secure = secure
+		c.handshakeContext, c.handshakeCancel = context.WithTimeout(context.Background(), s.cfg.HandshakeTimeout)
 	}
 	if tcp, ok := raw.(*net.TCPConn); ok {
 		_ = tcp.SetNoDelay(true)
 	}
-	c := &stdConn{server: s, nc: nc, id: s.nextID.Add(1), stop: make(chan struct{})}
 	s.mu.Lock()
 	if s.draining.Load() {
 		s.mu.Unlock()
@@ -159,6 +177,15 @@ type stdConn struct {
 	nc     net.Conn
 	id     uint64
 
+	// secure is nc on a TLS listener (nil on plaintext). Its handshake is
+	// bounded by handshakeContext, which ends at HandshakeTimeout after
+	// accept or at Close, whichever comes first; handshook is set once it
+	// completed.
+	secure           *tls.Conn
+	handshakeContext context.Context
+	handshakeCancel  context.CancelFunc
+	handshook        atomic.Bool
+
 	writeMu     sync.Mutex
 	readTimeout atomic.Int64 // nanoseconds
 	stopped     atomic.Bool  // draining: stop reading
@@ -179,12 +206,30 @@ var (
 // TLSState implements TLSConn: the negotiated state of a TLS connection
 // (false on a plaintext one, or before its handshake completed).
 func (c *stdConn) TLSState() (tls.ConnectionState, bool) {
-	secure, ok := c.nc.(*tls.Conn)
-	if !ok {
+	if !c.handshook.Load() {
+		// ConnectionState would wait for a handshake in progress.
 		return tls.ConnectionState{}, false
 	}
-	state := secure.ConnectionState()
+	state := c.secure.ConnectionState()
 	return state, state.HandshakeComplete
+}
+
+// Handshaking implements TLSConn.
+func (c *stdConn) Handshaking() bool { return c.secure != nil && !c.handshook.Load() }
+
+// handshake completes the TLS handshake, if there is one and it has not
+// completed, within its deadline. Both the reader and Write call it, so
+// no path waits on a handshake without a bound: crypto/tls would
+// otherwise read a silent peer for ever.
+func (c *stdConn) handshake() error {
+	if c.secure == nil || c.handshook.Load() {
+		return nil
+	}
+	if err := c.secure.HandshakeContext(c.handshakeContext); err != nil {
+		return err
+	}
+	c.handshook.Store(true)
+	return nil
 }
 
 // MayBlock implements InlineConn: Data runs on the connection's own
@@ -203,6 +248,9 @@ func (c *stdConn) SetReadTimeout(d time.Duration) { c.readTimeout.Store(int64(d)
 // Write writes b through (std has no output queue: blocking in the
 // kernel's socket buffer is its flow control).
 func (c *stdConn) Write(b []byte) error {
+	if err := c.handshake(); err != nil {
+		return err
+	}
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	if c.closed.Load() {
@@ -217,6 +265,9 @@ func (c *stdConn) Write(b []byte) error {
 // straight from the caller's memory: std has no output queue to copy into.
 func (c *stdConn) WriteVectored(header []byte, parts [][]byte, done func()) error {
 	defer done()
+	if err := c.handshake(); err != nil {
+		return err
+	}
 	buffers := make(net.Buffers, 0, len(parts)+1)
 	buffers = append(buffers, header)
 	buffers = append(buffers, parts...)
@@ -286,6 +337,9 @@ func (c *stdConn) Close() error {
 		return nil
 	}
 	c.stopOnce.Do(func() { close(c.stop) })
+	if c.handshakeCancel != nil {
+		c.handshakeCancel() // a handshake in progress ends now, and a Write waiting on it
+	}
 	c.writeMu.Lock() // let a write in progress finish first
 	err := c.nc.Close()
 	c.writeMu.Unlock()
@@ -301,6 +355,16 @@ func (c *stdConn) stopReading() {
 }
 
 func (c *stdConn) readLoop(session Session) {
+	if err := c.handshake(); err != nil {
+		switch {
+		case c.stopped.Load():
+			err = nil // draining, as for a read
+		case c.closed.Load():
+			err = net.ErrClosed // the handshake was cut short by Close
+		}
+		session.ReadStopped(err)
+		return
+	}
 	in := newInputBuffer(c.server.cfg)
 	in.sizer, _ = session.(FrameSizer)
 	err := c.read(session, &in)

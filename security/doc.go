@@ -3,8 +3,9 @@
 // connections, client verification and the mTLS identity), identities and
 // their scopes (the auth config file, bearer tokens, Argon2id passwords,
 // stream and subject patterns, consumer group rules),
-// pre-authentication limits (half-open cap, per-source connection rate,
-// failed-auth lockout), per-identity publish quotas, and the audit trail.
+// pre-authentication limits (the half-open table with its overall and
+// per-source caps, per-source connection rate, failed-auth lockout),
+// per-identity publish quotas, and the audit trail.
 //
 // Invariants:
 //   - Secrets never leave in clear: tokens are stored as SHA-256 digests
@@ -22,6 +23,10 @@
 //     by a certificate reload.
 //   - Memory is bounded: per-source tables have a fixed capacity and
 //     forget their oldest entries (I8).
+//   - A full half-open table never refuses a newcomer while it holds a
+//     connection that can be evicted: it evicts the oldest (of the
+//     newcomer's source, when that source is at its own cap), so
+//     connections that send nothing cannot lock real clients out.
 //   - Time for limits comes from an injected monotonic clock (I6).
 //   - No pattern matches the empty name, and a wildcard never stands for
 //     an empty token: a request naming no stream is never allowed by a

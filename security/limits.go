@@ -12,15 +12,24 @@ import (
 // Sentinel errors of the pre-auth gate.
 var (
 	ErrHalfOpenFull = errors.New("security: too many connections waiting to authenticate")
-	ErrRateLimited  = errors.New("security: connection rate limit for this source")
+	// ErrSourceHalfOpenFull is ErrHalfOpenFull for one source IP.
+	ErrSourceHalfOpenFull = errors.New("security: too many connections from this source waiting to authenticate")
+	ErrRateLimited        = errors.New("security: connection rate limit for this source")
 )
 
 // GateOptions are the pre-authentication limits. Zero fields take the
 // defaults below; negative ones turn that limit off.
 type GateOptions struct {
 	// MaxHalfOpen bounds connections accepted but not yet authenticated
-	// (64): a handshake flood cannot take every slot.
+	// (64): a handshake flood cannot take every slot. When the table is
+	// full the oldest of them is evicted to admit a new one.
 	MaxHalfOpen int
+	// MaxHalfOpenPerSource bounds them per source IP (32, half the
+	// table): at its cap a source's new connection evicts that source's
+	// own oldest, so one source's flood never evicts another's and other
+	// sources always have the rest of the table. Loopback peers count as
+	// one source like any other.
+	MaxHalfOpenPerSource int
 	// ConnectionsPerSecond and ConnectionBurst rate-limit new connections
 	// per source IP (20/s, burst 40).
 	ConnectionsPerSecond float64
@@ -48,6 +57,7 @@ type GateOptions struct {
 // Defaults of the gate.
 const (
 	DefaultMaxHalfOpen          = 64
+	DefaultMaxHalfOpenPerSource = 32
 	DefaultConnectionsPerSecond = 20
 	DefaultConnectionBurst      = 40
 	DefaultLockoutAfter         = 5
@@ -60,6 +70,9 @@ const (
 func (o GateOptions) withDefaults() GateOptions {
 	if o.MaxHalfOpen == 0 {
 		o.MaxHalfOpen = DefaultMaxHalfOpen
+	}
+	if o.MaxHalfOpenPerSource == 0 {
+		o.MaxHalfOpenPerSource = DefaultMaxHalfOpenPerSource
 	}
 	if o.ConnectionsPerSecond == 0 {
 		o.ConnectionsPerSecond = DefaultConnectionsPerSecond
@@ -92,7 +105,7 @@ func (o GateOptions) withDefaults() GateOptions {
 type Gate struct {
 	options  GateOptions
 	mu       sync.Mutex
-	halfOpen int
+	halfOpen halfOpenTable
 	sources  map[string]*source
 }
 
@@ -107,7 +120,7 @@ type source struct {
 
 // NewGate returns a gate with options (defaults for zero fields).
 func NewGate(options GateOptions) *Gate {
-	return &Gate{options: options.withDefaults(), sources: map[string]*source{}}
+	return &Gate{options: options.withDefaults(), halfOpen: newHalfOpenTable(), sources: map[string]*source{}}
 }
 
 // Options returns the options in force, defaults filled in.
@@ -123,14 +136,15 @@ func SourceOf(remote string) string {
 }
 
 // Admit takes a half-open slot and a connection token for the source.
-// On success the caller must call Release exactly once (authenticated or
-// gone).
-func (g *Gate) Admit(remote string) error {
+// When the source or the whole table is at its cap, the oldest
+// connection there is evicted to make room: evict is how the gate ends a
+// connection, called under the gate's lock, so it must not block or call
+// back into the gate; it returns false when the connection cannot be
+// evicted now (nil: never). On success the caller must Release the
+// admission once (authenticated or gone).
+func (g *Gate) Admit(remote string, evict func() bool) (*Admission, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.options.MaxHalfOpen > 0 && g.halfOpen >= g.options.MaxHalfOpen {
-		return fmt.Errorf("%w (%d)", ErrHalfOpenFull, g.options.MaxHalfOpen)
-	}
 	ip := SourceOf(remote)
 	if g.options.ConnectionsPerSecond > 0 && (g.options.RateLimitLoopback || !isLoopback(ip)) {
 		s := g.sourceLocked(ip)
@@ -138,12 +152,20 @@ func (g *Gate) Admit(remote string) error {
 		s.tokens = min(g.options.ConnectionBurst, s.tokens+now.Sub(s.refilled).Seconds()*g.options.ConnectionsPerSecond)
 		s.refilled = now
 		if s.tokens < 1 {
-			return fmt.Errorf("%w (%.0f/s)", ErrRateLimited, g.options.ConnectionsPerSecond)
+			return nil, fmt.Errorf("%w (%.0f/s)", ErrRateLimited, g.options.ConnectionsPerSecond)
 		}
 		s.tokens--
 	}
-	g.halfOpen++
-	return nil
+	table := &g.halfOpen
+	if limit := g.options.MaxHalfOpenPerSource; limit > 0 && table.sourceCount(ip) >= limit && !table.evictOldest(table.bySource[ip]) {
+		return nil, fmt.Errorf("%w (%d)", ErrSourceHalfOpenFull, limit)
+	}
+	if limit := g.options.MaxHalfOpen; limit > 0 && table.all.Len() >= limit && !table.evictOldest(table.all) {
+		return nil, fmt.Errorf("%w (%d)", ErrHalfOpenFull, limit)
+	}
+	a := &Admission{gate: g, source: ip, evict: evict}
+	table.add(a)
+	return a, nil
 }
 
 func isLoopback(ip string) bool {
@@ -151,20 +173,11 @@ func isLoopback(ip string) bool {
 	return parsed != nil && parsed.IsLoopback()
 }
 
-// Release gives back a half-open slot.
-func (g *Gate) Release() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.halfOpen > 0 {
-		g.halfOpen--
-	}
-}
-
 // HalfOpen is the number of connections not yet authenticated.
 func (g *Gate) HalfOpen() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.halfOpen
+	return g.halfOpen.all.Len()
 }
 
 // LockedOut reports whether the source may not authenticate now.

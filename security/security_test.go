@@ -172,19 +172,22 @@ func TestGateLockoutAndRate(t *testing.T) {
 	gate := NewGate(GateOptions{MaxHalfOpen: 2, ConnectionsPerSecond: 1, ConnectionBurst: 3, LockoutAfter: 2,
 		LockoutBase: time.Second, LockoutMax: 4 * time.Second, Now: func() time.Time { return now }})
 	peer := "10.0.0.1:5000"
-	if gate.Admit(peer) != nil || gate.Admit(peer) != nil {
+	first, err1 := gate.Admit(peer, nil)
+	second, err2 := gate.Admit(peer, nil)
+	if err1 != nil || err2 != nil {
 		t.Fatal("two admissions refused")
 	}
-	if err := gate.Admit("10.0.0.2:1"); !errors.Is(err, ErrHalfOpenFull) {
+	if _, err := gate.Admit("10.0.0.2:1", nil); !errors.Is(err, ErrHalfOpenFull) {
 		t.Fatalf("third half-open: %v", err)
 	}
-	gate.Release()
-	gate.Release()
-	if gate.Admit(peer) != nil {
+	first.Release()
+	second.Release()
+	third, err := gate.Admit(peer, nil)
+	if err != nil {
 		t.Fatal("burst of 3 refused")
 	}
-	gate.Release()
-	if err := gate.Admit(peer); !errors.Is(err, ErrRateLimited) {
+	third.Release()
+	if _, err := gate.Admit(peer, nil); !errors.Is(err, ErrRateLimited) {
 		t.Fatalf("fourth in a second: %v", err)
 	}
 	for round, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second} {
@@ -209,10 +212,11 @@ func TestGateLockoutAndRate(t *testing.T) {
 		t.Fatal("another source is locked out")
 	}
 	for range 10 {
-		gate.Release()
-		if err := gate.Admit("127.0.0.1:9"); err != nil {
+		admission, err := gate.Admit("127.0.0.1:9", nil)
+		if err != nil {
 			t.Fatalf("loopback is rate-limited by default: %v", err)
 		}
+		admission.Release()
 	}
 }
 

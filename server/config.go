@@ -179,8 +179,13 @@ type Config struct {
 	// checked for changes [security_reload_interval]: 10 ms to 24 h.
 	SecurityReloadInterval time.Duration
 	// MaxHalfOpen bounds connections accepted but not through Hello
-	// [max_half_open]: 1 to 65,536.
+	// [max_half_open]: 1 to 65,536. At the cap the oldest of them is
+	// closed to admit a new one.
 	MaxHalfOpen int
+	// MaxHalfOpenPerSource bounds them per source IP
+	// [max_half_open_per_source]: 1 to 65,536; at it, a source's new
+	// connection closes that source's own oldest.
+	MaxHalfOpenPerSource int
 	// ConnectionRate is the new connections per second per source IP,
 	// burst twice that [connection_rate]: 0.01 to 1,000,000.
 	ConnectionRate float64
@@ -250,6 +255,7 @@ func DefaultConfig() Config {
 		AuditMaxBytes:          16 << 20,
 		SecurityReloadInterval: security.DefaultReloadInterval,
 		MaxHalfOpen:            security.DefaultMaxHalfOpen,
+		MaxHalfOpenPerSource:   security.DefaultMaxHalfOpenPerSource,
 		ConnectionRate:         security.DefaultConnectionsPerSecond,
 		AuthLockoutAfter:       security.DefaultLockoutAfter,
 		AuthFailureDelay:       security.DefaultFailureDelay,

@@ -50,8 +50,9 @@ type securityRuntime struct {
 func openSecurity(cfg Config, logger *slog.Logger) (*securityRuntime, error) {
 	// The burst is twice the rate, as --connection-rate says, so a profile
 	// that lowers the rate lowers the burst with it.
-	gate := security.GateOptions{MaxHalfOpen: cfg.MaxHalfOpen, ConnectionsPerSecond: cfg.ConnectionRate,
-		ConnectionBurst: 2 * cfg.ConnectionRate, LockoutAfter: cfg.AuthLockoutAfter, FailureDelay: cfg.AuthFailureDelay}
+	gate := security.GateOptions{MaxHalfOpen: cfg.MaxHalfOpen, MaxHalfOpenPerSource: cfg.MaxHalfOpenPerSource,
+		ConnectionsPerSecond: cfg.ConnectionRate, ConnectionBurst: 2 * cfg.ConnectionRate,
+		LockoutAfter: cfg.AuthLockoutAfter, FailureDelay: cfg.AuthFailureDelay}
 	r := &securityRuntime{logger: logger, gate: security.NewGate(gate), stop: func() {}}
 	var err error
 	if cfg.TLSCert != "" || cfg.TLSKey != "" || cfg.TLSClientCA != "" {

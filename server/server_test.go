@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -139,6 +140,7 @@ func set(t *testing.T, cfg *Config, b bound, value int64) {
 		"audit_max_bytes":          func() { cfg.AuditMaxBytes = value },
 		"security_reload_interval": func() { cfg.SecurityReloadInterval = time.Duration(value) },
 		"max_half_open":            func() { cfg.MaxHalfOpen = int(value) },
+		"max_half_open_per_source": func() { cfg.MaxHalfOpenPerSource = int(value) },
 		"auth_lockout_after":       func() { cfg.AuthLockoutAfter = int(value) },
 		"auth_failure_delay":       func() { cfg.AuthFailureDelay = time.Duration(value) },
 	}
@@ -397,5 +399,31 @@ func TestDocsListEveryBound(t *testing.T) {
 		if !ok || !strings.Contains(row, "| "+b.Min+" |") || !strings.Contains(row, "| "+b.Max+" |") {
 			t.Errorf("docs/CONFIG.md: want a row | `%s` | %s | %s | …, have %q", b.Key, b.Min, b.Max, row)
 		}
+	}
+}
+
+// TestHalfOpenPerSourceCap: max_half_open_per_source reaches the gate: at
+// a cap of one, a client from the address of a silent connection gets in
+// and the silent connection is closed to make room.
+func TestHalfOpenPerSourceCap(t *testing.T) {
+	cfg := testConfig(t, nil)
+	cfg.MaxHalfOpenPerSource = 1
+	srv := start(t, cfg)
+	silent, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for srv.secured.gate.HalfOpen() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the silent connection was never admitted")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	produceAndFetch(t, srv.Addr(), "crowded", 1)
+	_ = silent.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.Copy(io.Discard, silent); err != nil {
+		t.Fatalf("the silent connection was not evicted: %v", err)
 	}
 }

@@ -95,6 +95,7 @@ func bounds() []bound {
 		sizeBound("audit_max_bytes", 4<<10, tebibyte, func(c *Config) int64 { return c.AuditMaxBytes }),
 		durationBound("security_reload_interval", 10*time.Millisecond, 24*time.Hour, func(c *Config) time.Duration { return c.SecurityReloadInterval }),
 		countBound("max_half_open", 1, 1<<16, func(c *Config) int { return c.MaxHalfOpen }),
+		countBound("max_half_open_per_source", 1, 1<<16, func(c *Config) int { return c.MaxHalfOpenPerSource }),
 		countBound("auth_lockout_after", 1, 1000, func(c *Config) int { return c.AuthLockoutAfter }),
 		durationBound("auth_failure_delay", time.Millisecond, 10*time.Second, func(c *Config) time.Duration { return c.AuthFailureDelay }),
 	}

@@ -27,28 +27,25 @@ func notAuthorized() *wire.Error {
 	return wire.NewError(wire.CodeNotAuthorized, "not authorized")
 }
 
-// admit applies the pre-authentication gate to a new connection; a
-// refusal has been written to the connection when it returns false.
-func (h *Handler) admit(conn loop.Conn) bool {
+// admit applies the pre-authentication gate to a new connection: a
+// half-open slot (nil without a gate), which the gate may take back by
+// evicting the connection while its handshake is pending.
+func (h *Handler) admit(conn loop.Conn, handshake *handshakeGuard) (*security.Admission, error) {
 	if h.cfg.Gate == nil {
-		return true
+		return nil, nil
 	}
-	if err := h.cfg.Gate.Admit(conn.RemoteAddr()); err != nil {
-		e := wire.NewError(wire.CodeTooManyConns, "%v", err)
-		e.RetryAfter = time.Second
-		refuse(conn, e)
+	admission, err := h.cfg.Gate.Admit(conn.RemoteAddr(), handshake.evict)
+	if err != nil {
 		h.cfg.Audit.Record(security.AuditEvent{Peer: conn.RemoteAddr(), Action: "connect", Outcome: "refused", Detail: err.Error()})
-		return false
+		return nil, err
 	}
-	return true
+	return admission, nil
 }
 
 // releaseGate gives back the half-open slot once (authenticated, or gone).
 func (s *session) releaseGate() {
-	if s.gated {
-		s.gated = false
-		s.cfg.Gate.Release()
-	}
+	s.admission.Release()
+	s.admission = nil
 }
 
 // authenticateHello checks Hello's credentials on a goroutine while

@@ -7,7 +7,10 @@
 // What it owns, per connection:
 //
 //   - The handshake (Hello, Welcome) within HandshakeTimeout for the whole
-//     of it, authentication of Hello off the reader and authorization of
+//     of it, settled once by Hello, the deadline or an eviction by the
+//     pre-authentication gate (handshake.go); no frame above 8 KiB before
+//     Hello is answered, so an unauthenticated peer takes no large-frame
+//     memory; authentication of Hello off the reader and authorization of
 //     every request against the identity in force (auth.go): the scope on
 //     every stream a request touches (an admin verb's bindings and lists
 //     included), the consumer group rules, the publish subjects; with the

@@ -21,8 +21,9 @@ type Config struct {
 	// Window is how many produce requests a connection may have read but
 	// not acknowledged (4096).
 	Window uint32
-	// HandshakeTimeout closes a connection that does not send Hello in
-	// time (10 s): slowloris.
+	// HandshakeTimeout closes a connection that has not completed its
+	// handshake, a TLS handshake included, this long after it was opened
+	// (10 s): slowloris, and peers that send nothing.
 	HandshakeTimeout time.Duration
 	// IdleTimeout closes a connection silent this long (5 min).
 	IdleTimeout time.Duration
@@ -133,15 +134,21 @@ func (h *Handler) Open(conn loop.Conn) (loop.Session, error) {
 		refuse(conn, wireError(err))
 		return nil, err
 	}
-	if !h.admit(conn) {
-		client.Close()
-		return nil, errors.New("session: refused by the pre-authentication gate")
+	// No read timeout until Hello: the handshake deadline covers the
+	// whole handshake (a per-read timeout would let a peer dribbling a
+	// byte at a time stay for ever).
+	handshake := newHandshakeGuard(conn, &h.cfg)
+	admission, err := h.admit(conn, handshake)
+	if err != nil {
+		handshake.stop()
+		client.Close() // before the refusal is written: a peer that does not read it holds no slot
+		e := wire.NewError(wire.CodeTooManyConns, "%v", err)
+		e.RetryAfter = time.Second
+		refuse(conn, e)
+		return nil, err
 	}
-	// No read timeout until Hello: the session's handshake deadline
-	// covers the whole handshake (a per-read timeout would let a peer
-	// dribbling a byte at a time stay for ever).
-	s := newSession(h, conn, client)
-	s.gated = h.cfg.Gate != nil
+	s := newSession(h, conn, client, handshake)
+	s.admission = admission
 	return s, nil
 }
 

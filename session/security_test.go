@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -33,19 +34,19 @@ type securedBroker struct {
 	gate     *security.Gate
 }
 
-func writeFile(t *testing.T, path string, data []byte, mode os.FileMode) {
+func writeFile(t testing.TB, path string, data []byte, mode os.FileMode) {
 	t.Helper()
 	if err := os.WriteFile(path, data, mode); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func startSecured(t *testing.T, identities []security.IdentityEntry, gate security.GateOptions) *securedBroker {
+func startSecured(t testing.TB, identities []security.IdentityEntry, gate security.GateOptions, options ...func(*Config)) *securedBroker {
 	t.Helper()
-	return startSecuredAudited(t, security.AuthFile{Identities: identities}, gate, nil)
+	return startSecuredAudited(t, security.AuthFile{Identities: identities}, gate, nil, options...)
 }
 
-func startSecuredAudited(t *testing.T, auth security.AuthFile, gate security.GateOptions, audit *security.AuditLog) *securedBroker {
+func startSecuredAudited(t testing.TB, auth security.AuthFile, gate security.GateOptions, audit *security.AuditLog, options ...func(*Config)) *securedBroker {
 	t.Helper()
 	s := &securedBroker{dir: t.TempDir()}
 	var err error
@@ -80,7 +81,11 @@ func startSecuredAudited(t *testing.T, auth security.AuthFile, gate security.Gat
 	if err != nil {
 		t.Fatal(err)
 	}
-	server, choice, err := loop.New(testBackend(), loop.Config{TLS: s.tls.Config()}, testHandler(t, b, Config{Auth: s.auth, Gate: s.gate, Audit: audit}))
+	cfg := Config{Auth: s.auth, Gate: s.gate, Audit: audit}
+	for _, option := range options {
+		option(&cfg)
+	}
+	server, choice, err := loop.New(testBackend(), loop.Config{TLS: s.tls.Config()}, testHandler(t, b, cfg))
 	if err != nil || choice.Backend != loop.BackendStd {
 		t.Fatalf("a TLS listener: backend %q (%s), %v", choice.Backend, choice.Reason, err)
 	}
@@ -103,7 +108,7 @@ func startSecuredAudited(t *testing.T, auth security.AuthFile, gate security.Gat
 }
 
 // clientCert issues a client certificate naming uri.
-func (s *securedBroker) clientCert(t *testing.T, name, uri string) (string, string) {
+func (s *securedBroker) clientCert(t testing.TB, name, uri string) (string, string) {
 	t.Helper()
 	spec := security.LeafSpec{Client: true, CommonName: "admin"}
 	if uri != "" {
@@ -413,9 +418,8 @@ func TestCertificateRotationUnderLoad(t *testing.T) {
 	}
 }
 
-// TestHalfOpenCap: connections that never send Hello cannot take every
-// slot beyond the cap; an authenticated client still gets in once they
-// time out or go.
+// TestHalfOpenCap: connections that never send Hello cannot hold every
+// slot: at the cap the oldest of them is closed to admit a new client.
 func TestHalfOpenCap(t *testing.T) {
 	s := startSecured(t, matrixIdentities, security.GateOptions{MaxHalfOpen: 2})
 	var idle []net.Conn
@@ -424,26 +428,22 @@ func TestHalfOpenCap(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer conn.Close()
 		idle = append(idle, conn)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for s.gate.HalfOpen() < 2 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if _, err := s.dial(t, client.TokenAuth("writer-token")); err == nil {
-		t.Fatal("a third half-open connection was admitted")
-	}
-	for _, conn := range idle {
-		conn.Close()
-	}
-	for s.gate.HalfOpen() > 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+		waitFor(t, "the idle connection to be admitted", func() bool { return s.gate.HalfOpen() == len(idle) })
 	}
 	c, err := s.dial(t, client.TokenAuth("writer-token"))
 	if err != nil {
-		t.Fatalf("after the flood went away: %v", err)
+		t.Fatalf("a client at the half-open cap: %v", err)
 	}
 	c.Close()
+	_ = idle[0].SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.Copy(io.Discard, idle[0]); err != nil {
+		t.Fatalf("the oldest idle connection was not evicted: %v", err)
+	}
+	if s.gate.HalfOpen() != 1 {
+		t.Fatalf("%d connections half-open, want the younger idle one", s.gate.HalfOpen())
+	}
 }
 
 // TestAuthOnPlaintextReactors: authentication over a plaintext listener

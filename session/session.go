@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ironbus/ironbus/arena"
@@ -39,20 +38,18 @@ type session struct {
 	cancel context.CancelFunc
 
 	handshook bool
-	// handshake is where the Hello deadline stands: it ends the handshake
-	// as a whole, not each read, so a peer that dribbles a byte at a time
-	// (slowloris) is cut off too. handshakePending until Hello or the
-	// deadline, whichever changes it first.
-	handshake      atomic.Int32
-	handshakeTimer *time.Timer
-	capabilities   uint64 // negotiated in Hello
-	clientFrame    uint32 // largest frame the client accepts
+	// handshake settles the handshake once (handshake.go): its deadline
+	// ends it as a whole, not each read, so a peer that dribbles a byte at
+	// a time (slowloris) is cut off too.
+	handshake    *handshakeGuard
+	capabilities uint64 // negotiated in Hello
+	clientFrame  uint32 // largest frame the client accepts
 	// Security (auth.go): the authenticated identity (nil without auth),
-	// its publish quota, and whether the session holds a half-open slot
-	// of the pre-auth gate.
-	identity *security.Identity
-	quota    *security.QuotaBucket
-	gated    bool
+	// its publish quota, and the half-open slot of the pre-auth gate it
+	// holds until authenticated (nil: none).
+	identity  *security.Identity
+	quota     *security.QuotaBucket
+	admission *security.Admission
 
 	// The current produce run: records for one partition, in request
 	// order, starting at runStart in the bytes Data was given.
@@ -97,34 +94,23 @@ var (
 	_ loop.FrameSizer = (*session)(nil)
 )
 
-// The states of session.handshake.
-const (
-	handshakePending int32 = iota
-	handshakeDone
-	handshakeExpired
-)
-
-func newSession(h *Handler, conn loop.Conn, client *broker.Connection) *session {
+func newSession(h *Handler, conn loop.Conn, client *broker.Connection, handshake *handshakeGuard) *session {
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := &h.cfg
 	s := &session{cfg: cfg, engine: h.engine, client: client, conn: conn, out: newWriter(conn, int(cfg.Window), cfg.ConnectionOutput),
 		ctx: ctx, cancel: cancel, bodies: make([][]byte, 0, maxRun), crcs: make([]uint32, 0, maxRun), ids: make([]uint32, 0, maxRun),
-		groups: map[*broker.Group]uint64{}, sticky: client.Sticky()}
+		groups: map[*broker.Group]uint64{}, sticky: client.Sticky(), handshake: handshake}
 	s.inline, _ = conn.(loop.InlineConn)
-	s.handshakeTimer = time.AfterFunc(cfg.HandshakeTimeout, s.handshakeDeadline)
 	return s
 }
 
-// handshakeDeadline closes a connection that has not completed Hello in
-// HandshakeTimeout. It runs on the timer's goroutine; nothing but this
-// error has been queued for a peer that never handshook.
-func (s *session) handshakeDeadline() {
-	if !s.handshake.CompareAndSwap(handshakePending, handshakeExpired) {
-		return
+// frameLimit is the largest frame accepted now: until Hello is answered,
+// only what a handshake needs.
+func (s *session) frameLimit() uint32 {
+	if s.handshook {
+		return s.cfg.MaxFrame
 	}
-	_ = s.conn.Write(wire.Append(nil, 0, wire.NewError(wire.CodeTimeout,
-		"no complete Hello within %v; closing", s.cfg.HandshakeTimeout)))
-	_ = s.conn.Close()
+	return min(maxHandshakeFrame, s.cfg.MaxFrame)
 }
 
 // Data implements loop.Session: it handles every whole frame in in, and
@@ -137,7 +123,7 @@ func (s *session) Data(in []byte) (int, error) {
 	consumed := 0
 	s.runStart = 0
 	for {
-		frame, n, err := wire.ParseFrame(in[consumed:], s.cfg.MaxFrame)
+		frame, n, err := wire.ParseFrame(in[consumed:], s.frameLimit())
 		if errors.Is(err, wire.ErrIncomplete) {
 			break
 		}
@@ -145,11 +131,14 @@ func (s *session) Data(in []byte) (int, error) {
 			if !s.flushRun() {
 				return s.runStart, nil
 			}
-			code := wire.CodeMalformed
+			code, text := wire.CodeMalformed, err.Error()
 			if errors.Is(err, wire.ErrFrameTooLarge) {
 				code = wire.CodeFrameTooLarge
+				if !s.handshook {
+					text += " before the handshake"
+				}
 			}
-			return consumed, s.fatal(0, wire.NewError(code, "%v", err))
+			return consumed, s.fatal(0, wire.NewError(code, "%s", text))
 		}
 		if s.frameStart = consumed; len(s.ids) == 0 {
 			s.runStart = consumed
@@ -185,7 +174,7 @@ func (s *session) Data(in []byte) (int, error) {
 // FrameSize implements loop.FrameSizer: the backend leases a large frame's
 // buffer at its exact size.
 func (s *session) FrameSize(head []byte) int {
-	_, total, err := wire.ParseFrame(head, s.cfg.MaxFrame)
+	_, total, err := wire.ParseFrame(head, s.frameLimit())
 	if errors.Is(err, wire.ErrIncomplete) && total > wire.HeaderSize {
 		return total
 	}
@@ -266,10 +255,9 @@ func (s *session) hello(frame wire.Frame) (outcome, error) {
 		return outcomeDone, s.fatal(frame.RequestID, wire.NewError(wire.CodeHandshake,
 			"Hello max_frame %d is below the %d-byte minimum", hello.MaxFrame, wire.MinMaxFrame))
 	}
-	if !s.handshake.CompareAndSwap(handshakePending, handshakeDone) {
-		return outcomeDone, net.ErrClosed // the deadline won: the connection is closing
+	if !s.handshake.hello() {
+		return outcomeDone, net.ErrClosed // the deadline or an eviction won: the connection is closing
 	}
-	s.handshakeTimer.Stop()
 	welcome := func() {
 		cfg := s.cfg
 		s.handshook = true
@@ -551,7 +539,7 @@ func (s *session) pauseForOutput() {
 
 // ReadStopped implements loop.Session: finish in-flight work, then close.
 func (s *session) ReadStopped(cause error) {
-	s.handshakeTimer.Stop()
+	s.handshake.stop()
 	s.cancel() // end long polls and admission waits
 	s.consumers.Wait()
 	s.releaseGate()

@@ -42,15 +42,18 @@ func Profiles() []Profile {
 				"staging-bytes":     "256KiB",
 				// Pre-auth limits scaled to 32 connections and one small
 				// CPU: a handshake flood holds at most half the slots
-				// (a rush of more clients connecting at once than that
-				// gets a retryable refusal), one source cannot queue TLS handshakes
+				// (beyond that the oldest waiting connection is closed),
+				// one source holds at most half of those (so its flood
+				// closes its own connections, never another source's),
+				// one source cannot queue TLS handshakes
 				// (each several ms of a Pi's core) faster than the box
 				// does them, and a guesser is locked out sooner, since
 				// every failed password costs an Argon2id hash in a 64MiB
 				// box.
-				"max-half-open":      "16",
-				"connection-rate":    "5",
-				"auth-lockout-after": "3",
+				"max-half-open":            "16",
+				"max-half-open-per-source": "8",
+				"connection-rate":          "5",
+				"auth-lockout-after":       "3",
 			}},
 		{Name: DefaultProfile, Summary: "the built-in defaults: a server with a few hundred connections and streams",
 			Values: map[string]string{}},

@@ -230,14 +230,16 @@ func TestSIGHUPReloadsTheSafeSubset(t *testing.T) {
 func TestEdgeTinyTightensPreAuthLimits(t *testing.T) {
 	want := map[string]map[string][2]string{
 		"edge-tiny": {
-			"max_half_open":      {"16", "profile:edge-tiny"},
-			"connection_rate":    {"5", "profile:edge-tiny"},
-			"auth_lockout_after": {"3", "profile:edge-tiny"},
+			"max_half_open":            {"16", "profile:edge-tiny"},
+			"max_half_open_per_source": {"8", "profile:edge-tiny"},
+			"connection_rate":          {"5", "profile:edge-tiny"},
+			"auth_lockout_after":       {"3", "profile:edge-tiny"},
 		},
 		"balanced": {
-			"max_half_open":      {"64", "default"},
-			"connection_rate":    {"20", "default"},
-			"auth_lockout_after": {"5", "default"},
+			"max_half_open":            {"64", "default"},
+			"max_half_open_per_source": {"32", "default"},
+			"connection_rate":          {"20", "default"},
+			"auth_lockout_after":       {"5", "default"},
 		},
 	}
 	for profile, knobs := range want {

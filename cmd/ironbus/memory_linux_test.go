@@ -75,11 +75,12 @@ func TestRAMCeilingHoldsUnderLoad(t *testing.T) {
 		t.Skip("under emulation the broker's resident memory includes the emulator's own (about 25 MiB)")
 	}
 	const ceiling = 64 << 20
-	// --max-half-open 32: this test loads memory, not the gate. Its 28
-	// dials at once outrun edge-tiny's 16 handshakes in flight on a loaded
-	// machine, and the SDK does not retry a refused handshake.
+	// --max-half-open 32 and --max-half-open-per-source 32: this test
+	// loads memory, not the gate. Its 28 dials at once outrun edge-tiny's
+	// 16 handshakes in flight (8 per address) on a loaded machine, and the
+	// SDK does not retry a handshake closed to make room.
 	broker := ironbus.Serve(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0",
-		"--edge", "--ram-ceiling", "64MiB", "--max-half-open", "32")
+		"--edge", "--ram-ceiling", "64MiB", "--max-half-open", "32", "--max-half-open-per-source", "32")
 	stop := make(chan struct{})
 	peaks := sampleResident(broker.Pid(), stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -18,7 +18,9 @@ func addSecurityFlags(cmd *cobra.Command, cfg *server.Config) {
 	flags.Var(sizeValue{&cfg.AuditMaxBytes}, "audit-max-bytes", "rotate the audit log at this size (keeps 3 old files)")
 	flags.DurationVar(&cfg.SecurityReloadInterval, "security-reload-interval", cfg.SecurityReloadInterval,
 		"how often TLS and auth files are checked for changes (they also reload on SIGHUP)")
-	flags.IntVar(&cfg.MaxHalfOpen, "max-half-open", cfg.MaxHalfOpen, "connections accepted but not yet through Hello, at most")
+	flags.IntVar(&cfg.MaxHalfOpen, "max-half-open", cfg.MaxHalfOpen, "connections accepted but not yet through Hello, at most (the oldest is closed to admit a new one)")
+	flags.IntVar(&cfg.MaxHalfOpenPerSource, "max-half-open-per-source", cfg.MaxHalfOpenPerSource,
+		"connections from one source IP accepted but not yet through Hello, at most (that source's oldest is closed to admit a new one)")
 	flags.Float64Var(&cfg.ConnectionRate, "connection-rate", cfg.ConnectionRate, "new connections per second per source IP (burst twice that)")
 	flags.IntVar(&cfg.AuthLockoutAfter, "auth-lockout-after", cfg.AuthLockoutAfter, "failed authentications from one source before it is locked out (1 s, doubling to 5 min)")
 	flags.DurationVar(&cfg.AuthFailureDelay, "auth-failure-delay", cfg.AuthFailureDelay, "wait before answering a failed authentication")

@@ -8,16 +8,17 @@ import (
 )
 
 // encodeAuthFile writes file as the TOML ParseAuthFile reads: one
-// [[identity]] table an entry, keys in IdentityEntry's field order, and
+// [[identity]] table an entry and one [[group]] table a group rule, keys
+// in their structs' field order, and
 // an empty string, an empty list or a zero quota left out (absent is the
 // same as empty to the decoder). It is written by hand because the file
 // has one fixed shape, and go-toml's reflection-driven encoder would cost
 // about 0.1 MB of the binary for it (docs/PACKAGING.md).
 func encodeAuthFile(file AuthFile) []byte {
-	if len(file.Identities) == 0 {
-		return []byte("identity = []\n")
-	}
 	var out []byte
+	if len(file.Identities) == 0 {
+		out = append(out, "identity = []\n"...)
+	}
 	for i, entry := range file.Identities {
 		if i > 0 {
 			out = append(out, '\n')
@@ -30,10 +31,25 @@ func encodeAuthFile(file AuthFile) []byte {
 		out = appendListKey(out, "publish", entry.Publish)
 		out = appendListKey(out, "subscribe", entry.Subscribe)
 		out = appendListKey(out, "admin", entry.Admin)
+		out = appendListKey(out, "publish_subjects", entry.PublishSubjects)
 		out = appendFloatKey(out, "publish_messages_per_second", entry.PublishMessagesPerSecond)
 		out = appendFloatKey(out, "publish_bytes_per_second", entry.PublishBytesPerSecond)
 	}
+	for _, rule := range file.Groups {
+		out = append(out, "\n[[group]]\n"...)
+		out = appendQuotedKey(out, "stream", rule.Stream)
+		out = appendQuotedKey(out, "group", rule.Group)
+		out = appendListKey(out, "join", rule.Join)
+		out = appendListKey(out, "commit", rule.Commit)
+		out = appendListKey(out, "reset", rule.Reset)
+	}
 	return out
+}
+
+// appendQuotedKey writes key = "value" whatever the value.
+func appendQuotedKey(out []byte, key, value string) []byte {
+	out = append(append(out, key...), " = "...)
+	return append(appendTOMLString(out, value), '\n')
 }
 
 // appendStringKey writes key = "value", the name always and any other

@@ -63,3 +63,41 @@ func TestEncodeAuthFileRoundTrip(t *testing.T) {
 		t.Fatalf("invalid UTF-8 and an infinite quota decoded as %+v", got)
 	}
 }
+
+// TestEncodeAuthFileWritesEveryField guards the hand-written encoder
+// against a field added to the file's structs and never written: every
+// field of every table is set (by reflection, so a new field is covered
+// without editing this test) and must decode back.
+func TestEncodeAuthFileWritesEveryField(t *testing.T) {
+	fill := func(value reflect.Value) {
+		for i := range value.NumField() {
+			field := value.Field(i)
+			switch field.Kind() {
+			case reflect.String:
+				field.SetString("v-" + value.Type().Field(i).Name)
+			case reflect.Slice:
+				field.Set(reflect.ValueOf([]string{"a." + value.Type().Field(i).Name, "b"}))
+			case reflect.Float64:
+				field.SetFloat(float64(i) + 0.5)
+			default:
+				t.Fatalf("%s.%s: a %s field; teach encodeAuthFile and this test its kind",
+					value.Type().Name(), value.Type().Field(i).Name, field.Kind())
+			}
+		}
+	}
+	var entry IdentityEntry
+	var rule GroupRule
+	fill(reflect.ValueOf(&entry).Elem())
+	fill(reflect.ValueOf(&rule).Elem())
+	file := AuthFile{Identities: []IdentityEntry{entry}, Groups: []GroupRule{rule}}
+	if fields := reflect.TypeOf(file).NumField(); fields != 2 {
+		t.Fatalf("AuthFile has %d tables; encodeAuthFile writes identity and group", fields)
+	}
+	var decoded AuthFile
+	if err := toml.Unmarshal(encodeAuthFile(file), &decoded); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(decoded, file) {
+		t.Fatalf("decoded\n%+v\nwant\n%+v\nfrom:\n%s", decoded, file, encodeAuthFile(file))
+	}
+}

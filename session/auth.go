@@ -49,7 +49,10 @@ func (s *session) releaseGate() {
 }
 
 // authenticateHello checks Hello's credentials on a goroutine while
-// reading is paused; welcome runs there on success.
+// reading is paused; welcome runs there on success. A failure is answered
+// when the failure delay since the Hello has passed, whatever the check
+// cost: an unknown user, a wrong password and a locked-out account take
+// the same time to refuse.
 func (s *session) authenticateHello(hello wire.Hello, requestID uint32, welcome func()) {
 	auth, gate := s.cfg.Auth, s.cfg.Gate
 	remote := s.conn.RemoteAddr()
@@ -60,22 +63,31 @@ func (s *session) authenticateHello(hello wire.Hello, requestID uint32, welcome 
 	s.consumers.Add(1)
 	go func() {
 		defer s.consumers.Done()
-		identity, outcome := s.checkCredentials(auth, gate, remote, mechanism, material, peer)
-		if identity == nil {
-			delay := security.DefaultFailureDelay
+		started := time.Now()
+		answerAt := started.Add(security.DefaultFailureDelay)
+		if gate != nil {
+			answerAt = started.Add(gate.Options().FailureDelay)
+		}
+		attempt := checkCredentials(auth, gate, remote, mechanism, material, peer)
+		if attempt.identity == nil {
+			answerAt = later(answerAt, started.Add(auth.SlowestCheck()))
 			if gate != nil {
-				delay = gate.Failed(remote)
+				gate.Failed(remote, attempt.account)
 			}
-			s.cfg.Audit.Record(security.AuditEvent{Peer: remote, Action: "auth", Outcome: outcome, Detail: mechanismName(mechanism)})
-			time.Sleep(delay)
+			// Record waits for room in the audit queue: this peer, and
+			// only it, waits for its failure to be on the record.
+			s.cfg.Audit.Record(security.AuditEvent{Peer: remote, Action: "auth", Outcome: attempt.outcome,
+				Detail: mechanismName(mechanism), Username: attempt.username})
+			time.Sleep(time.Until(answerAt))
 			e := notAuthorized()
 			e.Closes = true
 			_ = s.conn.Write(wire.Append(nil, requestID, e))
 			_ = s.conn.Close()
 			return
 		}
+		identity := attempt.identity
 		if gate != nil {
-			gate.Succeeded(remote)
+			gate.Succeeded(remote, attempt.account)
 		}
 		s.cfg.Audit.Record(security.AuditEvent{Peer: remote, Identity: identity.Name, Action: "auth", Outcome: "ok", Detail: identity.Mechanism})
 		s.identity = identity
@@ -85,20 +97,47 @@ func (s *session) authenticateHello(hello wire.Hello, requestID uint32, welcome 
 	}()
 }
 
-// checkCredentials returns the identity, or nil and the audit outcome.
-func (s *session) checkCredentials(auth *security.Authorizer, gate *security.Gate, remote string, mechanism uint8, material []byte, peer string) (*security.Identity, string) {
-	if gate != nil && gate.LockedOut(remote) {
-		return nil, "locked_out"
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
 	}
+	return b
+}
+
+// maxAuditedUsername bounds the username a failed login puts in the
+// audit file (the wire allows 64 KiB).
+const maxAuditedUsername = 256
+
+// attempt is one authentication's result: the identity (nil on failure),
+// the audit outcome, the account the gate counts it against, and the
+// username it claimed.
+type attempt struct {
+	identity *security.Identity
+	outcome  string
+	account  string
+	username string
+}
+
+// checkCredentials decodes and checks Hello's credentials.
+func checkCredentials(auth *security.Authorizer, gate *security.Gate, remote string, mechanism uint8, material []byte, peer string) attempt {
 	credentials, err := wire.DecodeAuth(mechanism, material)
 	if err != nil {
-		return nil, "malformed"
+		return attempt{outcome: "malformed"}
 	}
-	identity, err := auth.Authenticate(credentials, peer)
-	if err != nil {
-		return nil, "failed"
+	result := attempt{account: security.LockoutAccount(credentials, peer), username: credentials.Username}
+	if len(result.username) > maxAuditedUsername {
+		result.username = result.username[:maxAuditedUsername]
 	}
-	return identity, "ok"
+	if gate != nil && gate.LockedOut(remote, result.account) {
+		result.outcome = "locked_out"
+		return result
+	}
+	if result.identity, err = auth.Authenticate(credentials, peer); err != nil {
+		result.outcome = "failed"
+		return result
+	}
+	result.outcome = "ok"
+	return result
 }
 
 func mechanismName(mechanism uint8) string {
@@ -129,6 +168,50 @@ func (s *session) peerIdentity() string {
 	return identity
 }
 
+// audit records an event from the reactor, which never waits for the
+// audit file: an essential event the full queue cannot take is held for
+// holdForAudit, which makes this connection wait for it.
+func (s *session) audit(event security.AuditEvent) {
+	if !s.cfg.Audit.TryRecord(event) {
+		s.auditHeld = append(s.auditHeld, event)
+	}
+}
+
+// holdForAudit makes the connection whose frame caused audit events the
+// full queue could not take wait until they are queued: reading pauses,
+// a goroutine records them (waiting for room) and resumes reading. The
+// reactor and every other connection go on; a peer that floods denied or
+// admin requests slows only itself, and the trail loses none of them.
+func (s *session) holdForAudit(result outcome, err error) (outcome, error) {
+	held := s.auditHeld
+	s.auditHeld = nil
+	if result == outcomePaused {
+		return result, err // the frame comes back and is handled again, its events with it
+	}
+	resume := err == nil // an error ends the connection: record, but never resume
+	if resume {
+		s.conn.PauseReading()
+	}
+	s.consumers.Add(1)
+	go func() {
+		defer s.consumers.Done()
+		for _, event := range held {
+			s.cfg.Audit.Record(event)
+		}
+		switch {
+		case !resume:
+		case result == outcomePauseAfter:
+			s.out.whenDrained(s.conn.ResumeReading)
+		default:
+			s.conn.ResumeReading()
+		}
+	}()
+	if err != nil {
+		return result, err
+	}
+	return outcomeStop, nil
+}
+
 // authorize checks one request: nil when allowed (or no auth is
 // configured); a permission_denied error for this request; or, when the
 // identity was removed from the config, not_authorized with closes set:
@@ -140,7 +223,7 @@ func (s *session) authorize(scope security.Scope, stream []byte) (deny *wire.Err
 	}
 	identity, ok := auth.Current(s.identity)
 	if !ok {
-		s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: s.identity.Name, Action: scope.String(), Outcome: "removed"})
+		s.audit(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: s.identity.Name, Action: scope.String(), Outcome: "removed"})
 		return notAuthorized(), true
 	}
 	if identity != s.identity {
@@ -150,7 +233,7 @@ func (s *session) authorize(scope security.Scope, stream []byte) (deny *wire.Err
 	if identity.Allowed(scope, string(stream)) {
 		return nil, false
 	}
-	s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: identity.Name, Action: scope.String(), Outcome: "denied", Detail: string(stream)})
+	s.audit(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: identity.Name, Action: scope.String(), Outcome: "denied", Detail: string(stream)})
 	return wire.NewError(wire.CodePermissionDenied, "identity %q has no %s permission on stream %q", identity.Name, scope, stream), false
 }
 
@@ -188,7 +271,7 @@ func (s *session) auditAdmin(action, detail string) {
 	if s.identity != nil {
 		name = s.identity.Name
 	}
-	s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: name, Action: action, Outcome: "requested", Detail: detail})
+	s.audit(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: name, Action: action, Outcome: "requested", Detail: detail})
 }
 
 // auditUnauthenticatedEnd records a connection that ended before its

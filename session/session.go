@@ -53,6 +53,9 @@ type session struct {
 	identity *security.Identity
 	quota    *security.QuotaBucket
 	gated    bool
+	// auditHeld are essential audit events of the frame being handled
+	// that the full audit queue could not take (holdForAudit).
+	auditHeld []security.AuditEvent
 
 	// The current produce run: records for one partition, in request
 	// order, starting at runStart in the bytes Data was given.
@@ -122,6 +125,8 @@ func (s *session) handshakeDeadline() {
 	if !s.handshake.CompareAndSwap(handshakePending, handshakeExpired) {
 		return
 	}
+	s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Action: "handshake", Outcome: "timeout",
+		Detail: "no complete Hello within " + s.cfg.HandshakeTimeout.String()})
 	_ = s.conn.Write(wire.Append(nil, 0, wire.NewError(wire.CodeTimeout,
 		"no complete Hello within %v; closing", s.cfg.HandshakeTimeout)))
 	_ = s.conn.Close()
@@ -204,6 +209,14 @@ const (
 
 // handle dispatches one frame. An error ends the connection.
 func (s *session) handle(frame wire.Frame) (outcome, error) {
+	result, err := s.dispatch(frame)
+	if len(s.auditHeld) > 0 {
+		return s.holdForAudit(result, err)
+	}
+	return result, err
+}
+
+func (s *session) dispatch(frame wire.Frame) (outcome, error) {
 	if !s.handshook {
 		if frame.Type != wire.TypeHello {
 			return outcomeDone, s.fatal(frame.RequestID, wire.NewError(wire.CodeHandshake, "the first frame must be Hello, got %v", frame.Type))

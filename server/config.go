@@ -175,6 +175,9 @@ type Config struct {
 	// AuditMaxBytes rotates the audit log [audit_max_bytes]: 4 KiB to
 	// 1 TiB.
 	AuditMaxBytes int64
+	// AuditKeep is how many rotated audit files are kept [audit_keep]:
+	// 1 to 1,000. The trail holds at most AuditMaxBytes × (AuditKeep+1).
+	AuditKeep int
 	// SecurityReloadInterval is how often the TLS and auth files are
 	// checked for changes [security_reload_interval]: 10 ms to 24 h.
 	SecurityReloadInterval time.Duration
@@ -248,6 +251,7 @@ func DefaultConfig() Config {
 		DiskFullPolicy:         broker.DropNew.String(),
 		RetentionInterval:      broker.DefaultRetentionCheck,
 		AuditMaxBytes:          16 << 20,
+		AuditKeep:              security.DefaultAuditKeep,
 		SecurityReloadInterval: security.DefaultReloadInterval,
 		MaxHalfOpen:            security.DefaultMaxHalfOpen,
 		ConnectionRate:         security.DefaultConnectionsPerSecond,

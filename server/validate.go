@@ -93,6 +93,7 @@ func bounds() []bound {
 		sizeBound("disk_headroom", 0, pebibyte, func(c *Config) int64 { return c.DiskHeadroom }),
 		durationBound("retention_interval", 100*time.Millisecond, 24*time.Hour, func(c *Config) time.Duration { return c.RetentionInterval }),
 		sizeBound("audit_max_bytes", 4<<10, tebibyte, func(c *Config) int64 { return c.AuditMaxBytes }),
+		countBound("audit_keep", 1, 1000, func(c *Config) int { return c.AuditKeep }),
 		durationBound("security_reload_interval", 10*time.Millisecond, 24*time.Hour, func(c *Config) time.Duration { return c.SecurityReloadInterval }),
 		countBound("max_half_open", 1, 1<<16, func(c *Config) int { return c.MaxHalfOpen }),
 		countBound("auth_lockout_after", 1, 1000, func(c *Config) int { return c.AuthLockoutAfter }),

@@ -1,0 +1,62 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ironbus/ironbus/security"
+)
+
+// TestAuditKeepsTheConfiguredFiles: rotation keeps audit_keep old files,
+// no more, and /metrics counts the audit events dropped.
+func TestAuditKeepsTheConfiguredFiles(t *testing.T) {
+	cfg := testConfig(t, nil)
+	cfg.AuditLog = filepath.Join(t.TempDir(), "audit.jsonl")
+	cfg.AuditMaxBytes, cfg.AuditKeep = 4<<10, 5
+	secured, err := openSecurity(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 400 {
+		secured.audit.Record(security.AuditEvent{Peer: "10.0.0.1:1", Action: "auth", Outcome: "failed", Username: fmt.Sprint("user", i)})
+	}
+	if err := secured.audit.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 5; i++ {
+		if _, err := os.Stat(fmt.Sprintf("%s.%d", cfg.AuditLog, i)); err != nil {
+			t.Fatalf("rotated file %d of 5: %v", i, err)
+		}
+	}
+	if _, err := os.Stat(cfg.AuditLog + ".6"); err == nil {
+		t.Fatal("more rotated files than audit_keep")
+	}
+}
+
+func TestAuditDropsAreAMetric(t *testing.T) {
+	cfg := testConfig(t, nil)
+	cfg.AuditLog = filepath.Join(t.TempDir(), "audit.jsonl")
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop(context.Background())
+	response, err := http.Get("http://" + s.HealthAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer response.Body.Close()
+	body, _ := io.ReadAll(response.Body)
+	if !strings.Contains(string(body), "ironbus_audit_events_dropped_total 0") {
+		t.Fatalf("/metrics has no audit drop counter:\n%.2000s", body)
+	}
+}

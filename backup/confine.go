@@ -13,17 +13,18 @@ import (
 // A backup and a data directory are trees a stranger may have written: a
 // backup copied from elsewhere, a data directory on a shared disk. Every
 // file this package reads or writes below a root is reached through real
-// directories only: a symbolic link anywhere on the way (or as the file
-// itself) is refused as an unsafe path, never followed, so a crafted tree
-// can neither feed a file from outside into a backup or a restore nor
-// steer a removal outside the root. The root itself may be a link (an
+// directories only and is a regular file: a symbolic link anywhere on the
+// way, or a FIFO, device or socket, is refused as an unsafe path, never
+// followed or opened. So a crafted tree can neither feed a file from
+// outside into a backup or a restore, nor steer a removal outside the
+// root, nor hang a reader on a FIFO. The root itself may be a link (an
 // operator's /backups/latest); only what lies below it is judged.
 
-// confined checks that root/rel is reached through no symbolic link
+// confined checks that root/rel is reached through no special entry
 // below root. A component that does not exist ends the check: the caller
 // meets the missing file and reports it its own way.
 func confined(fsys vfs.FS, root, rel string) error {
-	checker, ok := fsys.(vfs.SymlinkChecker)
+	checker, ok := fsys.(vfs.SpecialChecker)
 	if !ok {
 		return nil
 	}
@@ -33,25 +34,26 @@ func confined(fsys vfs.FS, root, rel string) error {
 	at := root
 	for _, part := range strings.Split(rel, "/") {
 		at = path.Join(at, part)
-		link, err := checker.IsSymlink(at)
+		special, err := checker.IsSpecial(at)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		if link {
-			return fmt.Errorf("%w: %s is a symbolic link; backup, restore and scrub never follow one", ErrUnsafePath, at)
+		if special {
+			return fmt.Errorf("%w: %s is a symbolic link or a special file; backup, restore and scrub never follow or open one", ErrUnsafePath, at)
 		}
 	}
 	return nil
 }
 
-// isSymlink reports whether name itself is a symbolic link.
-func isSymlink(fsys vfs.FS, name string) (bool, error) {
-	checker, ok := fsys.(vfs.SymlinkChecker)
+// isSpecial reports whether name itself is a symbolic link or a special
+// file.
+func isSpecial(fsys vfs.FS, name string) (bool, error) {
+	checker, ok := fsys.(vfs.SpecialChecker)
 	if !ok {
 		return false, nil
 	}
-	return checker.IsSymlink(name)
+	return checker.IsSpecial(name)
 }

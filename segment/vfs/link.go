@@ -17,22 +17,24 @@ var _ Linker = OS{}
 // name's directory.
 func (OS) Link(oldname, newname string) error { return os.Link(oldname, newname) }
 
-// SymlinkChecker is an optional FS capability: whether a name is a
-// symbolic link, judged without following it. Tools that walk a tree
-// someone else may have written (backup, restore, scrub) refuse links
-// rather than follow them out of the tree; a file system that cannot
-// hold symbolic links need not implement it.
-type SymlinkChecker interface {
-	IsSymlink(name string) (bool, error)
+// SpecialChecker is an optional FS capability: whether a name is
+// anything but a regular file or a directory (a symbolic link, a FIFO, a
+// device, a socket), judged without following it. Tools that walk a tree
+// someone else may have written (backup, restore, scrub) refuse such
+// entries: a link leads out of the tree, a FIFO blocks the reader
+// forever, a device reads without end. A file system that can hold only
+// files and directories need not implement it.
+type SpecialChecker interface {
+	IsSpecial(name string) (bool, error)
 }
 
-var _ SymlinkChecker = OS{}
+var _ SpecialChecker = OS{}
 
-// IsSymlink implements SymlinkChecker with lstat(2).
-func (OS) IsSymlink(name string) (bool, error) {
+// IsSpecial implements SpecialChecker with lstat(2).
+func (OS) IsSpecial(name string) (bool, error) {
 	info, err := os.Lstat(name)
 	if err != nil {
 		return false, err
 	}
-	return info.Mode()&os.ModeSymlink != 0, nil
+	return !info.Mode().IsRegular() && !info.IsDir(), nil
 }

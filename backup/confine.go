@@ -57,3 +57,42 @@ func isSpecial(fsys vfs.FS, name string) (bool, error) {
 	}
 	return checker.IsSpecial(name)
 }
+
+// SpecialEntries lists, relative to root, every symbolic link, FIFO,
+// device or socket below root, without following or opening any. The
+// broker makes none, so each one is damage an operator must look at
+// (`ironbus verify` reports them).
+func SpecialEntries(fsys vfs.FS, root string) ([]string, error) {
+	if _, ok := fsys.(vfs.SpecialChecker); !ok {
+		return nil, nil
+	}
+	var found []string
+	var walk func(rel string) error
+	walk = func(rel string) error {
+		names, err := fsys.List(path.Join(root, rel))
+		if err != nil {
+			return err
+		}
+		for _, name := range names {
+			child := path.Join(rel, name)
+			special, err := isSpecial(fsys, path.Join(root, child))
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // removed since the listing
+			}
+			if err != nil {
+				return err
+			}
+			if special {
+				found = append(found, child)
+				continue
+			}
+			if info, err := fsys.Stat(path.Join(root, child)); err == nil && info.IsDir {
+				if err := walk(child); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return found, walk("")
+}

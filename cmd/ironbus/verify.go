@@ -9,7 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ironbus/ironbus/backup"
 	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/segment/vfs"
 )
 
 const verifySchema = "ironbus.cli.verify.v1"
@@ -37,6 +39,10 @@ type verifyOutput struct {
 	// dead-letter queues (a data directory of their own), checked the same
 	// way when verify covers the whole directory.
 	DeadLetterLogs []verifiedLog `json:"dead_letter_logs,omitempty"`
+	// SpecialEntries are symbolic links, FIFOs, devices and sockets in
+	// the data directory, relative to it: the broker makes none, so each
+	// is damage (a link leads outside the directory).
+	SpecialEntries []string `json:"special_entries,omitempty"`
 }
 
 // verifiedLog is the engine's report of one log plus what stopped verify
@@ -63,7 +69,9 @@ It prints one line per log (outcome, segments, offsets held, bytes) and one
 indented line per problem: its reason, the segment file, the byte position,
 and the offsets and number of records lost. A torn tail (bytes written after
 the last sync, never acknowledged to a producer) is reported but counts as
-clean; anything else is damage.
+clean; anything else is damage, and so is a symbolic link, FIFO, device or
+socket anywhere in the directory (the broker makes none; a link leads
+outside it).
 
 Exit codes: 0 clean (torn tails allowed), 2 not found, 3 damage found or a log
 frozen, 4 unreadable (I/O error, inconsistent files, format newer than this
@@ -116,6 +124,14 @@ func runVerifyAs(opts *globalOptions, verify *verifyOptions, what string) error 
 	if verify.stream == "" {
 		if err := verifyDeadLetters(opts, verify.dataDir, &output); err != nil {
 			return err
+		}
+	}
+	if verify.stream == "" {
+		if output.SpecialEntries, err = backup.SpecialEntries(vfs.OS{}, verify.dataDir); err != nil {
+			return exitErrorf(exitUnreadable, "looking for links in %s: %w", verify.dataDir, err)
+		}
+		if len(output.SpecialEntries) > 0 {
+			output.ExitCode = worseExitCode(output.ExitCode, exitDamage)
 		}
 	}
 	output.OK = output.ExitCode == exitClean

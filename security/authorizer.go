@@ -68,10 +68,13 @@ func (a *Authorizer) Reload() error {
 	if snap.dummy.key != nil {
 		// One verification of the costliest hash now, so the first
 		// failure after a start or reload already waits as long as the
-		// slowest would (SlowestCheck).
+		// slowest would (SlowestCheck). It takes the hashing slot like a
+		// login: the RAM budget has room for one hash at a time.
+		a.hashing <- struct{}{}
 		started := time.Now()
 		snap.dummy.matches(nil)
 		snap.noteCheck(time.Since(started))
+		<-a.hashing
 	}
 	a.current.Store(snap)
 	a.stamps.Store(&stamps)

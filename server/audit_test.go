@@ -60,3 +60,35 @@ func TestAuditDropsAreAMetric(t *testing.T) {
 		t.Fatalf("/metrics has no audit drop counter:\n%.2000s", body)
 	}
 }
+
+// TestHealthHostsAreServed: the health endpoints answer the configured
+// host names besides loopback, and refuse any other Host (DNS rebinding).
+func TestHealthHostsAreServed(t *testing.T) {
+	cfg := testConfig(t, nil)
+	cfg.HealthHosts = []string{"broker.internal"}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop(context.Background())
+	for host, want := range map[string]int{"broker.internal": http.StatusOK, "localhost": http.StatusOK, "evil.example": http.StatusMisdirectedRequest} {
+		request, err := http.NewRequest(http.MethodGet, "http://"+s.HealthAddr()+"/healthz", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		request.Host = host
+		response, err := http.DefaultClient.Do(request)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = response.Body.Close()
+		if response.StatusCode != want && !(want == http.StatusOK && response.StatusCode == http.StatusServiceUnavailable) {
+			t.Errorf("Host %q: %d, want %d", host, response.StatusCode, want)
+		}
+	}
+	bad := testConfig(t, nil)
+	bad.HealthHosts = []string{"with space"}
+	if err := bad.Validate(); err == nil {
+		t.Fatal("a health host with a space validated")
+	}
+}

@@ -31,6 +31,10 @@ type Config struct {
 	// HealthAddr serves /healthz, /readyz, /metrics and /admin
 	// [health_addr]: a loopback host:port, or "" or "off" for none.
 	HealthAddr string
+	// HealthHosts are host names the health endpoints answer besides the
+	// loopback ones [health_hosts]: a request whose Host header names
+	// anything else is refused (DNS rebinding, docs/SECURITY.md).
+	HealthHosts []string
 	// Loop is the network backend [loop]: auto, uring, epoll or std.
 	Loop string
 	// InsecurePlaintextWire consents to a non-loopback Addr without TLS

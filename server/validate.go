@@ -270,6 +270,11 @@ func (cfg Config) checkRetention() error {
 }
 
 func (cfg Config) checkHealthAddr() error {
+	for _, host := range cfg.HealthHosts {
+		if host == "" || strings.ContainsAny(host, " \t\r\n/:@") {
+			return invalid("--health-hosts: %q is not a host name (want names like broker.internal, without a port)", host)
+		}
+	}
 	if cfg.HealthAddr == "" || cfg.HealthAddr == HealthOff {
 		return nil
 	}

@@ -25,14 +25,14 @@ type AuditEvent struct {
 }
 
 // Essential reports whether the event is one the audit trail must never
-// lose: an authentication outcome, an admin request, or an authorization
-// decision against an identity (denied, removed). The rest (refused
-// connections, failed or timed-out handshakes) come from peers that
-// proved nothing, so a flood of them is dropped and counted rather than
-// slowing anyone down.
+// lose: an authentication outcome, an admin request, an authorization
+// decision (denied, removed), or anything an authenticated identity did.
+// The rest (refused connections, failed or timed-out handshakes) come
+// from peers that proved nothing, so a flood of them is dropped and
+// counted rather than slowing anyone down.
 func (e AuditEvent) Essential() bool {
 	return e.Action == "auth" || e.Action == "admin" || strings.HasPrefix(e.Action, "admin.") ||
-		e.Outcome == "denied" || e.Outcome == "removed"
+		e.Identity != "" || e.Outcome == "denied" || e.Outcome == "removed"
 }
 
 // AuditOptions configure the audit file.

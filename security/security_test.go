@@ -397,7 +397,8 @@ func TestAuditCountsWhatItDrops(t *testing.T) {
 		t.Fatalf("%d written + %d dropped != %d", lines, audit.Dropped(), total)
 	}
 	if !(AuditEvent{Action: "auth"}).Essential() || !(AuditEvent{Action: "admin.group"}).Essential() ||
-		!(AuditEvent{Action: "publish", Outcome: "denied"}).Essential() || (AuditEvent{Action: "handshake", Outcome: "timeout"}).Essential() {
+		!(AuditEvent{Action: "publish", Outcome: "denied"}).Essential() || (AuditEvent{Action: "handshake", Outcome: "timeout"}).Essential() ||
+		!(AuditEvent{Action: "group.commit", Identity: "billing"}).Essential() || (AuditEvent{Action: "connect", Outcome: "refused"}).Essential() {
 		t.Fatal("Essential classifies wrongly")
 	}
 }

@@ -18,9 +18,11 @@
 //   - Failed authentications lock out one account from one source, never
 //     a whole address; password hashes below MinimumArgon2id never load.
 //   - The audit trail never drops an essential event (auth, admin, denied,
-//     removed): Record waits for room, TryRecord hands the wait back to
-//     the caller; other events are dropped only when the queue is full,
-//     and counted.
+//     removed, anything an identity did): Record waits for room, so it is
+//     called only where the connection that caused the event may wait;
+//     TryRecord never waits and hands the wait back to the caller (the
+//     network reactor). Other events are dropped only when the queue is
+//     full, and counted.
 //   - Secret files (auth config, private keys, token and password files)
 //     are refused when group- or world-readable.
 //   - Reloads swap whole immutable snapshots (certificates, identities)

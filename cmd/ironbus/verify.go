@@ -9,9 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ironbus/ironbus/backup"
 	"github.com/ironbus/ironbus/segment"
-	"github.com/ironbus/ironbus/segment/vfs"
 )
 
 const verifySchema = "ironbus.cli.verify.v1"
@@ -126,13 +124,8 @@ func runVerifyAs(opts *globalOptions, verify *verifyOptions, what string) error 
 			return err
 		}
 	}
-	if verify.stream == "" {
-		if output.SpecialEntries, err = backup.SpecialEntries(vfs.OS{}, verify.dataDir); err != nil {
-			return exitErrorf(exitUnreadable, "looking for links in %s: %w", verify.dataDir, err)
-		}
-		if len(output.SpecialEntries) > 0 {
-			output.ExitCode = worseExitCode(output.ExitCode, exitDamage)
-		}
+	if err := findSpecialEntries(verify, &output); err != nil {
+		return err
 	}
 	output.OK = output.ExitCode == exitClean
 	if opts.json {

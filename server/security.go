@@ -117,12 +117,12 @@ func (r *securityRuntime) logStart(addr string, exposedPlaintext bool, asked str
 	}
 }
 
-// observe adds the security counters to the broker's metrics.
-func (r *securityRuntime) observe(registry *prometheus.Registry) {
+// collectors are the security counters /metrics serves.
+func (r *securityRuntime) collectors() []prometheus.Collector {
 	audit := r.audit
-	registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ironbus_audit_events_dropped_total",
+	return []prometheus.Collector{prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ironbus_audit_events_dropped_total",
 		Help: "Audit events lost to a full audit queue since start: refused connections and failed handshakes only; auth and admin events are never dropped."},
-		func() float64 { return float64(audit.Dropped()) }))
+		func() float64 { return float64(audit.Dropped()) })}
 }
 
 func (r *securityRuntime) close() {

@@ -105,7 +105,6 @@ func (s *Server) acquire(cfg Config) error {
 	if s.engine, err = broker.Open(mapped.engine); err != nil {
 		return openError(cfg.DataDir, err)
 	}
-	s.secured.observe(s.engine.Registry())
 	handler, err := session.NewHandler(s.engine, mapped.session)
 	if err != nil {
 		return invalid("%w", err)

@@ -74,9 +74,9 @@ func (s *session) authenticateHello(hello wire.Hello, requestID uint32, welcome 
 			if gate != nil {
 				gate.Failed(remote, attempt.account)
 			}
-			// Record waits for room in the audit queue: this peer, and
+			// record waits for room in the audit queue: this peer, and
 			// only it, waits for its failure to be on the record.
-			s.cfg.Audit.Record(security.AuditEvent{Peer: remote, Action: "auth", Outcome: attempt.outcome,
+			s.record(security.AuditEvent{Peer: remote, Action: "auth", Outcome: attempt.outcome,
 				Detail: mechanismName(mechanism), Username: attempt.username})
 			time.Sleep(time.Until(answerAt))
 			e := notAuthorized()
@@ -89,7 +89,7 @@ func (s *session) authenticateHello(hello wire.Hello, requestID uint32, welcome 
 		if gate != nil {
 			gate.Succeeded(remote, attempt.account)
 		}
-		s.cfg.Audit.Record(security.AuditEvent{Peer: remote, Identity: identity.Name, Action: "auth", Outcome: "ok", Detail: identity.Mechanism})
+		s.record(security.AuditEvent{Peer: remote, Identity: identity.Name, Action: "auth", Outcome: "ok", Detail: identity.Mechanism})
 		s.identity = identity
 		s.quota = auth.Quota(identity)
 		welcome()
@@ -168,13 +168,53 @@ func (s *session) peerIdentity() string {
 	return identity
 }
 
-// audit records an event from the reactor, which never waits for the
-// audit file: an essential event the full queue cannot take is held for
-// holdForAudit, which makes this connection wait for it.
-func (s *session) audit(event security.AuditEvent) {
-	if !s.cfg.Audit.TryRecord(event) {
-		s.auditHeld = append(s.auditHeld, event)
+// record puts an event on the audit trail from any goroutine of this
+// connection. An essential event the full queue cannot take is never
+// dropped: off the reader, the calling goroutine (this connection's own)
+// waits for room; while Data runs, the reader never waits, so the event
+// is held and the connection waits for it after the frame (holdForAudit).
+func (s *session) record(event security.AuditEvent) {
+	if s.cfg.Audit.TryRecord(event) {
+		return
 	}
+	s.auditMu.Lock()
+	if s.reading {
+		s.auditHeld = append(s.auditHeld, event)
+		s.auditMu.Unlock()
+		return
+	}
+	s.auditMu.Unlock()
+	s.cfg.Audit.Record(event)
+}
+
+// setReading marks Data running or done. Events held when Data ends
+// (another goroutine's, after the last frame was handled) are recorded by
+// a goroutine of their own, as their goroutine would have.
+func (s *session) setReading(reading bool) {
+	s.auditMu.Lock()
+	s.reading = reading
+	held := s.auditHeld
+	s.auditHeld = nil
+	s.auditMu.Unlock()
+	if len(held) == 0 {
+		return
+	}
+	s.consumers.Add(1)
+	go func() {
+		defer s.consumers.Done()
+		for _, event := range held {
+			s.cfg.Audit.Record(event)
+		}
+	}()
+}
+
+// takeHeld returns and clears the held events.
+func (s *session) takeHeld() []security.AuditEvent {
+	s.auditMu.Lock()
+	defer s.auditMu.Unlock()
+	held := s.auditHeld
+	s.auditHeld = nil
+	return held
 }
 
 // holdForAudit makes the connection whose frame caused audit events the
@@ -182,9 +222,7 @@ func (s *session) audit(event security.AuditEvent) {
 // a goroutine records them (waiting for room) and resumes reading. The
 // reactor and every other connection go on; a peer that floods denied or
 // admin requests slows only itself, and the trail loses none of them.
-func (s *session) holdForAudit(result outcome, err error) (outcome, error) {
-	held := s.auditHeld
-	s.auditHeld = nil
+func (s *session) holdForAudit(held []security.AuditEvent, result outcome, err error) (outcome, error) {
 	if result == outcomePaused {
 		return result, err // the frame comes back and is handled again, its events with it
 	}
@@ -223,7 +261,7 @@ func (s *session) authorize(scope security.Scope, stream []byte) (deny *wire.Err
 	}
 	identity, ok := auth.Current(s.identity)
 	if !ok {
-		s.audit(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: s.identity.Name, Action: scope.String(), Outcome: "removed"})
+		s.record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: s.identity.Name, Action: scope.String(), Outcome: "removed"})
 		return notAuthorized(), true
 	}
 	if identity != s.identity {
@@ -233,7 +271,7 @@ func (s *session) authorize(scope security.Scope, stream []byte) (deny *wire.Err
 	if identity.Allowed(scope, string(stream)) {
 		return nil, false
 	}
-	s.audit(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: identity.Name, Action: scope.String(), Outcome: "denied", Detail: string(stream)})
+	s.record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: identity.Name, Action: scope.String(), Outcome: "denied", Detail: string(stream)})
 	return wire.NewError(wire.CodePermissionDenied, "identity %q has no %s permission on stream %q", identity.Name, scope, stream), false
 }
 
@@ -271,7 +309,7 @@ func (s *session) auditAdmin(action, detail string) {
 	if s.identity != nil {
 		name = s.identity.Name
 	}
-	s.audit(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: name, Action: action, Outcome: "requested", Detail: detail})
+	s.record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: name, Action: action, Outcome: "requested", Detail: detail})
 }
 
 // auditUnauthenticatedEnd records a connection that ended before its
@@ -281,5 +319,5 @@ func (s *session) auditUnauthenticatedEnd(outcome, detail string) {
 	if s.handshook || s.identity != nil {
 		return
 	}
-	s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Action: "handshake", Outcome: outcome, Detail: detail})
+	s.record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Action: "handshake", Outcome: outcome, Detail: detail})
 }

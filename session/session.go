@@ -53,8 +53,12 @@ type session struct {
 	identity *security.Identity
 	quota    *security.QuotaBucket
 	gated    bool
-	// auditHeld are essential audit events of the frame being handled
-	// that the full audit queue could not take (holdForAudit).
+	// auditMu guards reading and auditHeld: while Data runs (reading),
+	// an essential audit event the full audit queue cannot take is held
+	// here instead of blocking the reader, and the connection waits for
+	// it after the frame (record, holdForAudit).
+	auditMu   sync.Mutex
+	reading   bool
 	auditHeld []security.AuditEvent
 
 	// The current produce run: records for one partition, in request
@@ -125,7 +129,7 @@ func (s *session) handshakeDeadline() {
 	if !s.handshake.CompareAndSwap(handshakePending, handshakeExpired) {
 		return
 	}
-	s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Action: "handshake", Outcome: "timeout",
+	s.record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Action: "handshake", Outcome: "timeout",
 		Detail: "no complete Hello within " + s.cfg.HandshakeTimeout.String()})
 	_ = s.conn.Write(wire.Append(nil, 0, wire.NewError(wire.CodeTimeout,
 		"no complete Hello within %v; closing", s.cfg.HandshakeTimeout)))
@@ -139,6 +143,15 @@ func (s *session) handshakeDeadline() {
 // back after the resume. Every other effect (a reply, a consume) happens
 // only while no run is pending, so nothing is ever done twice.
 func (s *session) Data(in []byte) (int, error) {
+	if s.cfg.Audit == nil {
+		return s.data(in)
+	}
+	s.setReading(true)
+	defer s.setReading(false)
+	return s.data(in)
+}
+
+func (s *session) data(in []byte) (int, error) {
 	consumed := 0
 	s.runStart = 0
 	for {
@@ -210,8 +223,8 @@ const (
 // handle dispatches one frame. An error ends the connection.
 func (s *session) handle(frame wire.Frame) (outcome, error) {
 	result, err := s.dispatch(frame)
-	if len(s.auditHeld) > 0 {
-		return s.holdForAudit(result, err)
+	if held := s.takeHeld(); len(held) > 0 {
+		return s.holdForAudit(held, result, err)
 	}
 	return result, err
 }

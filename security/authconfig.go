@@ -181,8 +181,9 @@ type authSnapshot struct {
 	tokens   []*Identity
 	byMTLS   map[string]*Identity
 	identity []*Identity
-	// dummy is hashed when the username is unknown: the parameters of
-	// the most expensive real hash, a key nothing matches.
+	// dummy is hashed when the username is unknown, so an unknown user
+	// costs what a wrong password costs: the parameters of the most
+	// expensive real hash, a key nothing matches.
 	dummy passwordHash
 	// slowest is the longest password verification seen with this
 	// config, in nanoseconds (Authorizer.SlowestCheck).

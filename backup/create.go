@@ -166,6 +166,9 @@ func (c *creator) copyMetadata(dir string) error {
 
 // copyWhole copies a small file whole and lists it.
 func (c *creator) copyWhole(rel, kind string) error {
+	if err := confined(c.opts.FS, c.src, rel); err != nil {
+		return err
+	}
 	to := path.Join(c.out, DataDirName, rel)
 	if err := vfs.MkdirAllDurable(c.opts.FS, path.Dir(to)); err != nil {
 		return err
@@ -236,6 +239,9 @@ func (c *creator) copyLog(log logLocation) error {
 // group was deleted) before the copy.
 func (c *creator) copyCheckpoint(log logLocation, name string) (bool, error) {
 	rel := path.Join(log.rel(), segment.CheckpointDirName, name)
+	if err := confined(c.opts.FS, c.src, rel); err != nil {
+		return false, err
+	}
 	to := path.Join(c.out, DataDirName, rel)
 	if err := vfs.MkdirAllDurable(c.opts.FS, path.Dir(to)); err != nil {
 		return false, err
@@ -266,6 +272,9 @@ func (c *creator) copyCheckpoint(log logLocation, name string) (bool, error) {
 // yet (the log's start moved on), a change of the log otherwise.
 func (c *creator) copySegment(log logLocation, name string, last, first bool) (segment.SegmentCheck, bool, error) {
 	rel := path.Join(log.rel(), name)
+	if err := confined(c.opts.FS, c.src, rel); err != nil {
+		return segment.SegmentCheck{}, false, err
+	}
 	from, to := path.Join(c.src, rel), path.Join(c.out, DataDirName, rel)
 	var check segment.SegmentCheck
 	var linked bool

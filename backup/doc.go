@@ -28,6 +28,11 @@
 //     are copied before segments, so no cursor is ahead of the records.
 //   - Restore writes nothing unless every file matches the manifest, and it
 //     never deletes an existing directory: it renames it aside.
+//   - Symbolic links below a root (the data directory, the backup, the
+//     restore target's staging directory) are never followed: Create and
+//     Restore refuse a file reached through one (ErrUnsafePath), Validate
+//     and Scrub report it as damage, and a removal deletes the link itself,
+//     so nothing outside the roots is read, written or deleted.
 //
 // All file I/O goes through segment/vfs.
 package backup

@@ -229,8 +229,19 @@ func checksum(fsys vfs.FS, name string) (int64, uint32, error) {
 }
 
 // removeTree removes dir and everything under it (a crashed restore's
-// staging directory).
+// staging directory). A symbolic link (or any special file) is removed
+// itself, never followed: nothing outside dir is touched.
 func removeTree(fsys vfs.FS, dir string) error {
+	link, err := isSpecial(fsys, dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if link {
+		return fsys.Remove(dir)
+	}
 	info, err := fsys.Stat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil

@@ -35,6 +35,9 @@ type RestoreResult struct {
 
 // ReadManifest reads and checks the manifest of the backup at dir.
 func ReadManifest(fsys vfs.FS, dir string) (Manifest, error) {
+	if err := confined(fsys, dir, ManifestName); err != nil {
+		return Manifest{}, err
+	}
 	data, err := vfs.ReadFile(fsys, path.Join(dir, ManifestName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return Manifest{}, fmt.Errorf("%w: %s has no %s", ErrIncomplete, dir, ManifestName)
@@ -53,7 +56,8 @@ func ReadManifest(fsys vfs.FS, dir string) (Manifest, error) {
 }
 
 // Validate checks every file of the backup at dir against its manifest
-// (presence, size, CRC32C) and returns the manifest.
+// (presence, size, CRC32C, reached through no symbolic link) and returns
+// the manifest.
 func Validate(fsys vfs.FS, dir string, progress func(done, total int64)) (Manifest, error) {
 	if progress == nil {
 		progress = func(int64, int64) {}
@@ -64,6 +68,9 @@ func Validate(fsys vfs.FS, dir string, progress func(done, total int64)) (Manife
 	}
 	var done int64
 	for _, file := range m.Files {
+		if err := confined(fsys, dir, path.Join(DataDirName, file.Path)); err != nil {
+			return m, err
+		}
 		size, crc, err := checksum(fsys, path.Join(dir, DataDirName, file.Path))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -166,6 +173,10 @@ func writeStaging(fsys vfs.FS, from, staging string, m Manifest, progress func(d
 			return err
 		}
 		dirs[path.Dir(to)] = true
+		// Checked again: the backup could have changed since Validate.
+		if err := confined(fsys, from, path.Join(DataDirName, file.Path)); err != nil {
+			return err
+		}
 		if _, err := copyFile(fsys, path.Join(from, DataDirName, file.Path), to, -1, func(n int64) {
 			done += n
 			progress(done, m.Bytes)

@@ -88,6 +88,9 @@ func scrubLog(fsys vfs.FS, root string, log logLocation, advance func(int64)) Lo
 	result := LogScrub{Dir: log.dir, Stream: log.stream, Partition: log.partition, Events: []segment.LossEvent{}}
 	logPath := path.Join(root, log.rel())
 	segments, checkpoints, err := logFiles(fsys, logPath)
+	if err == nil {
+		err = confinedFiles(fsys, root, log.rel(), segments, checkpoints)
+	}
 	if err != nil {
 		result.Error = err.Error()
 		return result
@@ -127,6 +130,25 @@ func scrubLog(fsys vfs.FS, root string, log logLocation, advance func(int64)) Lo
 		previous = &check
 	}
 	return result
+}
+
+// confinedFiles refuses a log whose directory or files are reached
+// through a symbolic link: damage, since the broker never makes one.
+func confinedFiles(fsys vfs.FS, root, logRel string, segments, checkpoints []string) error {
+	if err := confined(fsys, root, logRel); err != nil {
+		return err
+	}
+	for _, name := range segments {
+		if err := confined(fsys, root, path.Join(logRel, name)); err != nil {
+			return err
+		}
+	}
+	for _, name := range checkpoints {
+		if err := confined(fsys, root, path.Join(logRel, segment.CheckpointDirName, name)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // scrubSegment checks one segment. The active one is read again when its

@@ -1,10 +1,13 @@
 package broker
 
 import (
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/datadir"
@@ -89,6 +92,9 @@ func Open(cfg Config) (*Broker, error) {
 	b := &Broker{streams: map[string]*Stream{}, groups: map[groupKey]*Group{}, started: time.Now(),
 		stop: make(chan struct{}), flushed: make(chan struct{}), checkpointDue: make(chan struct{}, 1)}
 	b.metrics = newMetrics(b)
+	if err := registerCollectors(b.metrics.registry, cfg.Collectors); err != nil {
+		return nil, err
+	}
 	cfg.Storage.Observer = storageObserver(b.metrics, cfg.Storage.Observer)
 	b.cfg = cfg
 	dir, err := segment.Open(cfg.FS, cfg.DataDir, cfg.Storage)
@@ -190,4 +196,16 @@ func (b *Broker) nudgeCheckpoints() {
 	case b.checkpointDue <- struct{}{}:
 	default:
 	}
+}
+
+// registerCollectors adds the collectors of Config.Collectors; one that
+// clashes with a broker metric is a programming error, reported as an
+// error rather than a panic.
+func registerCollectors(registry *prometheus.Registry, extra []prometheus.Collector) error {
+	for _, collector := range extra {
+		if err := registry.Register(collector); err != nil {
+			return fmt.Errorf("broker: Config.Collectors: %w", err)
+		}
+	}
+	return nil
 }

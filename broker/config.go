@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
@@ -72,6 +74,9 @@ type Config struct {
 	// one fdatasync may run, before /healthz reports the broker stuck
 	// (30 s).
 	StuckAfter time.Duration
+	// Collectors are counters other parts own (the server's security
+	// counters) that /metrics serves beside the broker's.
+	Collectors []prometheus.Collector
 	// ---- Retention and the disk budget (docs/RETENTION.md) ----
 
 	// Retention holds the bounds of every stream and dead-letter queue,

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,20 +19,40 @@ type AuditEvent struct {
 	Action   string `json:"action"`             // auth, publish, subscribe, admin.group, admin.dlq, ...
 	Outcome  string `json:"outcome"`            // ok, denied, failed, locked_out, rate_limited, removed
 	Detail   string `json:"detail,omitempty"`   // the stream or request, never a credential
+	// Username is the name a password login claimed, recorded whether or
+	// not it exists (an operator needs it to see who is being guessed at).
+	Username string `json:"username,omitempty"`
+}
+
+// Essential reports whether the event is one the audit trail must never
+// lose: an authentication outcome, an admin request, an authorization
+// decision (denied, removed), or anything an authenticated identity did.
+// The rest (refused connections, failed or timed-out handshakes) come
+// from peers that proved nothing, so a flood of them is dropped and
+// counted rather than slowing anyone down.
+func (e AuditEvent) Essential() bool {
+	return e.Action == "auth" || e.Action == "admin" || strings.HasPrefix(e.Action, "admin.") ||
+		e.Identity != "" || e.Outcome == "denied" || e.Outcome == "removed"
 }
 
 // AuditOptions configure the audit file.
 type AuditOptions struct {
 	Path string
 	// MaxBytes rotates the file when a line would take it past this
-	// (16 MiB); Keep rotated files are kept (3): path.1 is the newest.
+	// (16 MiB); Keep rotated files are kept (DefaultAuditKeep): path.1
+	// is the newest. History is at most MaxBytes × (Keep+1).
 	MaxBytes int64
 	Keep     int
-	// Queue bounds the events waiting to be written (1,024): the
-	// reactor never waits for the disk; a full queue counts drops.
+	// Queue bounds the events waiting to be written (1,024). When it is
+	// full an essential event waits for room (the connection that caused
+	// it waits, see Record and TryRecord) and any other is dropped and
+	// counted.
 	Queue int
 	Now   func() time.Time
 }
+
+// DefaultAuditKeep is the rotated audit files kept when unset.
+const DefaultAuditKeep = 3
 
 // AuditLog appends events as JSON lines on its own goroutine.
 type AuditLog struct {
@@ -39,7 +60,12 @@ type AuditLog struct {
 	events  chan AuditEvent
 	dropped atomic.Uint64
 	done    chan struct{}
-	once    sync.Once
+	// closing guards the queue's end: senders hold it shared while they
+	// send (an essential one may wait there for the writer, which keeps
+	// draining), Close takes it exclusively to close the queue, so no
+	// send ever meets a closed channel.
+	closing sync.RWMutex
+	closed  bool
 	file    *os.File
 	size    int64
 	failed  error // the first write error, reported by Close
@@ -51,7 +77,7 @@ func OpenAudit(options AuditOptions) (*AuditLog, error) {
 		options.MaxBytes = 16 << 20
 	}
 	if options.Keep <= 0 {
-		options.Keep = 3
+		options.Keep = DefaultAuditKeep
 	}
 	if options.Queue <= 0 {
 		options.Queue = 1024
@@ -81,28 +107,85 @@ func (a *AuditLog) open() error {
 	return nil
 }
 
-// Record queues an event; it never blocks. The time is filled in here.
+// Record queues an event; the time is filled in here. An essential event
+// waits for room in the queue, so call Record for one only where the
+// connection that caused it may wait (its own goroutine); the network
+// reactor uses TryRecord. Any other event never waits: a full queue
+// drops it and counts it (Dropped).
 func (a *AuditLog) Record(event AuditEvent) {
 	if a == nil {
 		return
 	}
+	a.queue(event, event.Essential())
+}
+
+// TryRecord queues an event without ever waiting. It returns false only
+// for an essential event the full queue could not take: nothing was
+// recorded, and the caller must hold the connection that caused it (stop
+// reading from it) and Record the event off the reactor before going on.
+// Any other event is dropped and counted when the queue is full, and
+// TryRecord returns true.
+func (a *AuditLog) TryRecord(event AuditEvent) bool {
+	if a == nil {
+		return true
+	}
+	if !event.Essential() {
+		a.queue(event, false)
+		return true
+	}
+	return a.queueNow(event)
+}
+
+func (a *AuditLog) queue(event AuditEvent, wait bool) {
+	if !wait {
+		if !a.queueNow(event) {
+			a.dropped.Add(1)
+		}
+		return
+	}
 	event.Time = a.options.Now().UTC().Format(time.RFC3339Nano)
-	select {
-	case a.events <- event:
-	default:
-		a.dropped.Add(1)
+	a.closing.RLock()
+	defer a.closing.RUnlock()
+	if !a.closed {
+		a.events <- event
 	}
 }
 
-// Dropped counts events lost to a full queue.
-func (a *AuditLog) Dropped() uint64 { return a.dropped.Load() }
+// queueNow queues the event if there is room this instant.
+func (a *AuditLog) queueNow(event AuditEvent) bool {
+	event.Time = a.options.Now().UTC().Format(time.RFC3339Nano)
+	a.closing.RLock()
+	defer a.closing.RUnlock()
+	if a.closed {
+		return true // shutting down: nothing more is written
+	}
+	select {
+	case a.events <- event:
+		return true
+	default:
+		return false
+	}
+}
+
+// Dropped counts the non-essential events lost to a full queue.
+func (a *AuditLog) Dropped() uint64 {
+	if a == nil {
+		return 0
+	}
+	return a.dropped.Load()
+}
 
 // Close writes what is queued and closes the file.
 func (a *AuditLog) Close() error {
 	if a == nil {
 		return nil
 	}
-	a.once.Do(func() { close(a.events) })
+	a.closing.Lock()
+	if !a.closed {
+		a.closed = true
+		close(a.events)
+	}
+	a.closing.Unlock()
 	<-a.done
 	return a.failed
 }
@@ -131,7 +214,11 @@ func (a *AuditLog) write(line []byte) error {
 		}
 	}
 	if a.file == nil {
-		return fmt.Errorf("security: audit log closed after a failed rotation")
+		// A rotation could not reopen the file: try again, so one
+		// transient failure does not end the trail.
+		if err := a.open(); err != nil {
+			return err
+		}
 	}
 	n, err := a.file.Write(line)
 	a.size += int64(n)

@@ -9,6 +9,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/pelletier/go-toml/v2"
 )
@@ -246,6 +248,28 @@ type authSnapshot struct {
 	// costs what a wrong password costs: the parameters of the most
 	// expensive real hash, a key nothing matches.
 	dummy passwordHash
+	// slowest is the longest password verification seen with this
+	// config, in nanoseconds (Authorizer.SlowestCheck).
+	slowest atomic.Int64
+}
+
+// noteCheck keeps the longest verification time.
+func (s *authSnapshot) noteCheck(elapsed time.Duration) {
+	for {
+		old := s.slowest.Load()
+		if int64(elapsed) <= old || s.slowest.CompareAndSwap(old, int64(elapsed)) {
+			return
+		}
+	}
+}
+
+// costlier orders hash parameters by the work a verification does.
+func costlier(a, b Argon2idParams) bool {
+	workA, workB := uint64(a.MemoryKiB)*uint64(a.Iterations), uint64(b.MemoryKiB)*uint64(b.Iterations)
+	if workA != workB {
+		return workA > workB
+	}
+	return a.Parallelism < b.Parallelism // fewer lanes: less of it runs at once
 }
 
 // compile validates a file and builds its snapshot.
@@ -270,7 +294,7 @@ func compile(file AuthFile) (*authSnapshot, error) {
 		case "token":
 			snap.tokens = append(snap.tokens, id)
 		case "password":
-			if id.password.params.MemoryKiB > snap.dummy.params.MemoryKiB || snap.dummy.key == nil {
+			if snap.dummy.key == nil || costlier(id.password.params, snap.dummy.params) {
 				snap.dummy = passwordHash{params: id.password.params, salt: make([]byte, saltBytes), key: make([]byte, keyBytes)}
 			}
 		case "mtls":

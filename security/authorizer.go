@@ -65,6 +65,17 @@ func (a *Authorizer) Reload() error {
 	if err != nil {
 		return err
 	}
+	if snap.dummy.key != nil {
+		// One verification of the costliest hash now, so the first
+		// failure after a start or reload already waits as long as the
+		// slowest would (SlowestCheck). It takes the hashing slot like a
+		// login: the RAM budget has room for one hash at a time.
+		a.hashing <- struct{}{}
+		started := time.Now()
+		snap.dummy.matches(nil)
+		snap.noteCheck(time.Since(started))
+		<-a.hashing
+	}
 	a.current.Store(snap)
 	a.stamps.Store(&stamps)
 	return nil
@@ -109,7 +120,9 @@ func (a *Authorizer) Authenticate(credentials wire.Credentials, peerIdentity str
 			break
 		}
 		a.hashing <- struct{}{}
+		started := time.Now()
 		ok := hash.matches(credentials.Password)
+		snap.noteCheck(time.Since(started))
 		<-a.hashing
 		if ok && id != nil && id.Mechanism == "password" {
 			return id, nil
@@ -120,6 +133,16 @@ func (a *Authorizer) Authenticate(credentials wire.Credentials, peerIdentity str
 		}
 	}
 	return nil, ErrNotAuthorized
+}
+
+// SlowestCheck is the longest password verification seen with the
+// config in force. Hashes may have different parameters, so a wrong
+// password for one identity costs less than for another, or than the
+// costliest hash an unknown username is checked against; answering every
+// failure no sooner than this after the Hello makes them all take the
+// same time (docs/SECURITY.md, "Username enumeration").
+func (a *Authorizer) SlowestCheck() time.Duration {
+	return time.Duration(a.current.Load().slowest.Load())
 }
 
 // Current returns the identity's version in the config now in force, or

@@ -15,7 +15,12 @@ import (
 )
 
 // Sentinel errors of credential handling.
-var ErrMalformedHash = errors.New("security: malformed password hash")
+var (
+	ErrMalformedHash = errors.New("security: malformed password hash")
+	// ErrWeakHash is a password hash whose parameters are below
+	// MinimumArgon2id: cheap enough to brute-force from a leaked config.
+	ErrWeakHash = errors.New("security: password hash parameters below the floor")
+)
 
 // tokenBytes is the entropy of a generated token: 256 bits.
 const tokenBytes = 32
@@ -58,6 +63,24 @@ type Argon2idParams struct {
 // edge devices: 64 MiB, 3 passes, 2 lanes (about 100 ms on a small ARM).
 var DefaultArgon2id = Argon2idParams{MemoryKiB: 64 << 10, Iterations: 3, Parallelism: 2}
 
+// MinimumArgon2id is the floor every password hash must reach (OWASP's
+// lowest Argon2id recommendation): 19 MiB of memory and 2 passes. A hash
+// with fewer passes is accepted when its memory makes up for them: memory
+// × passes must reach 38 MiB (46 MiB with 1 pass, say). Below the floor a
+// leaked auth config gives its passwords away to a GPU in hours.
+var MinimumArgon2id = Argon2idParams{MemoryKiB: 19 << 10, Iterations: 2, Parallelism: 1}
+
+// CheckArgon2id refuses parameters below MinimumArgon2id.
+func CheckArgon2id(params Argon2idParams) error {
+	floor := MinimumArgon2id
+	if params.MemoryKiB < floor.MemoryKiB || uint64(params.MemoryKiB)*uint64(params.Iterations) < uint64(floor.MemoryKiB)*uint64(floor.Iterations) ||
+		params.Parallelism < floor.Parallelism {
+		return fmt.Errorf("%w: m=%d KiB, t=%d, p=%d; the floor is m=%d KiB (19 MiB) with memory × passes at least %d KiB (2 passes at 19 MiB, 1 pass at 38 MiB): hash the password again with `ironbus passwd`",
+			ErrWeakHash, params.MemoryKiB, params.Iterations, params.Parallelism, floor.MemoryKiB, uint64(floor.MemoryKiB)*uint64(floor.Iterations))
+	}
+	return nil
+}
+
 const (
 	saltBytes = 16
 	keyBytes  = 32
@@ -69,7 +92,14 @@ const (
 
 // HashPassword returns a PHC-style Argon2id hash string:
 // $argon2id$v=19$m=65536,t=3,p=2$<salt>$<key> (unpadded base64).
+// Parameters below MinimumArgon2id are refused (ErrWeakHash).
 func HashPassword(password string, params Argon2idParams) (string, error) {
+	if err := CheckArgon2id(params); err != nil {
+		return "", err
+	}
+	if params.MemoryKiB > maxMemoryKiB || params.Iterations > maxIterations {
+		return "", fmt.Errorf("%w: m=%d KiB, t=%d is above the bounds (m %d, t %d)", ErrMalformedHash, params.MemoryKiB, params.Iterations, maxMemoryKiB, maxIterations)
+	}
 	salt := make([]byte, saltBytes)
 	if _, err := rand.Read(salt); err != nil {
 		return "", fmt.Errorf("security: random salt: %w", err)
@@ -105,6 +135,9 @@ func parsePasswordHash(text string) (passwordHash, error) {
 		return passwordHash{}, fmt.Errorf("%w: parameters %q out of range (m 8..%d, t 1..%d, p 1..255)", ErrMalformedHash, parts[3], maxMemoryKiB, maxIterations)
 	}
 	h.params.Parallelism = uint8(parallelism)
+	if err := CheckArgon2id(h.params); err != nil {
+		return passwordHash{}, err
+	}
 	var err error
 	if h.salt, err = base64.RawStdEncoding.DecodeString(parts[4]); err != nil || len(h.salt) < 8 {
 		return passwordHash{}, fmt.Errorf("%w: salt must be at least 8 bytes of unpadded base64", ErrMalformedHash)

@@ -13,8 +13,18 @@
 //     parameters travel in the hash string; neither appears in a log line
 //     or the audit file.
 //   - An authentication failure looks the same whatever its cause (no
-//     such identity, wrong secret, wrong mechanism, locked out), so a
-//     peer learns nothing about which identities exist.
+//     such identity, wrong secret, wrong mechanism, locked out), and takes
+//     the same time: an unknown username is checked against the costliest
+//     hash of the config, and SlowestCheck tells callers how long to hold
+//     every failure. A peer learns nothing about which identities exist.
+//   - Failed authentications lock out one account from one source, never
+//     a whole address; password hashes below MinimumArgon2id never load.
+//   - The audit trail never drops an essential event (auth, admin, denied,
+//     removed, anything an identity did): Record waits for room, so it is
+//     called only where the connection that caused the event may wait;
+//     TryRecord never waits and hands the wait back to the caller (the
+//     network reactor). Other events are dropped only when the queue is
+//     full, and counted.
 //   - Secret files (auth config, private keys, token and password files)
 //     are refused when group- or world-readable.
 //   - Reloads swap whole immutable snapshots (certificates, identities)

@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/ironbus/ironbus/wire"
 )
 
 // Sentinel errors of the pre-auth gate.
@@ -38,17 +40,21 @@ type GateOptions struct {
 	// Off by default: local processes (tests, bench, sidecars) open many
 	// connections, and a local attacker has easier ways in.
 	RateLimitLoopback bool
-	// LockoutAfter failed authentications from one source lock it out
-	// (5); each further lockout doubles, from LockoutBase (1 s) up to
-	// LockoutMax (5 min). A success clears the source.
+	// LockoutAfter failed authentications of one account from one source
+	// lock that account out for that source (5); each further lockout
+	// doubles, from LockoutBase (1 s) up to LockoutMax (5 min). A
+	// success clears the pair. Other accounts from the same source, and
+	// the same account from other sources, are not affected
+	// (LockoutAccount, docs/SECURITY.md).
 	LockoutAfter int
 	LockoutBase  time.Duration
 	LockoutMax   time.Duration
 	// FailureDelay is waited before answering any failed authentication
 	// (500 ms): brute force gets slow, and timing says nothing.
 	FailureDelay time.Duration
-	// Sources bounds the per-source table (4,096 entries): the oldest
-	// are forgotten first (I8).
+	// Sources bounds the per-source table and the per-(source, account)
+	// table (4,096 entries each): the least recently seen are forgotten
+	// first, accounts locked out last (I8).
 	Sources int
 	// Now is the clock (time.Now; its monotonic reading is what counts).
 	Now func() time.Time
@@ -107,12 +113,24 @@ type Gate struct {
 	mu       sync.Mutex
 	halfOpen halfOpenTable
 	sources  map[string]*source
+	accounts map[accountKey]*failures
 }
 
 type source struct {
-	tokens      float64
-	refilled    time.Time
-	failures    int
+	tokens   float64
+	refilled time.Time
+	seen     time.Time
+}
+
+// accountKey is what failed authentications count against: one account
+// tried from one source IP.
+type accountKey struct {
+	ip      string
+	account string
+}
+
+type failures struct {
+	count       int
 	lockouts    int
 	lockedUntil time.Time
 	seen        time.Time
@@ -120,7 +138,23 @@ type source struct {
 
 // NewGate returns a gate with options (defaults for zero fields).
 func NewGate(options GateOptions) *Gate {
-	return &Gate{options: options.withDefaults(), halfOpen: newHalfOpenTable(), sources: map[string]*source{}}
+	return &Gate{options: options.withDefaults(), halfOpen: newHalfOpenTable(), sources: map[string]*source{},
+		accounts: map[accountKey]*failures{}}
+}
+
+// LockoutAccount names the account an authentication attempt counts
+// against, with its source: the username a password login claims; for a
+// token, its digest (a client with a stale token locks out only that
+// token; tokens carry 256 bits, so there is nothing to guess one by one);
+// for a client certificate, its identity.
+func LockoutAccount(credentials wire.Credentials, peerIdentity string) string {
+	switch credentials.Mechanism {
+	case wire.AuthPassword:
+		return "password:" + credentials.Username
+	case wire.AuthToken:
+		return "token:" + TokenDigest(string(credentials.Token))[:16]
+	}
+	return "mtls:" + peerIdentity
 }
 
 // Options returns the options in force, defaults filled in.
@@ -180,37 +214,74 @@ func (g *Gate) HalfOpen() int {
 	return g.halfOpen.all.Len()
 }
 
-// LockedOut reports whether the source may not authenticate now.
-func (g *Gate) LockedOut(remote string) bool {
+// LockedOut reports whether account may not authenticate from the
+// source now.
+func (g *Gate) LockedOut(remote, account string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	s, ok := g.sources[SourceOf(remote)]
-	return ok && g.options.Now().Before(s.lockedUntil)
+	f, ok := g.accounts[accountKey{SourceOf(remote), account}]
+	return ok && g.options.Now().Before(f.lockedUntil)
 }
 
-// Failed records a failed authentication and returns how long to wait
-// before answering it.
-func (g *Gate) Failed(remote string) time.Duration {
+// Failed records a failed authentication of account from the source.
+// The caller answers it after FailureDelay (Options).
+func (g *Gate) Failed(remote, account string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	s := g.sourceLocked(SourceOf(remote))
-	s.failures++
-	if g.options.LockoutAfter > 0 && s.failures >= g.options.LockoutAfter {
-		lockout := min(g.options.LockoutBase<<min(s.lockouts, 20), g.options.LockoutMax)
-		s.lockedUntil = g.options.Now().Add(lockout)
-		s.lockouts++
-		s.failures = 0
+	f := g.accountLocked(accountKey{SourceOf(remote), account})
+	f.count++
+	if g.options.LockoutAfter > 0 && f.count >= g.options.LockoutAfter {
+		lockout := min(g.options.LockoutBase<<min(f.lockouts, 20), g.options.LockoutMax)
+		f.lockedUntil = g.options.Now().Add(lockout)
+		f.lockouts++
+		f.count = 0
 	}
-	return max(g.options.FailureDelay, 0)
 }
 
-// Succeeded clears the source's failures.
-func (g *Gate) Succeeded(remote string) {
+// Succeeded clears the failures of account from the source.
+func (g *Gate) Succeeded(remote, account string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if s, ok := g.sources[SourceOf(remote)]; ok {
-		s.failures, s.lockouts = 0, 0
+	delete(g.accounts, accountKey{SourceOf(remote), account})
+}
+
+// accountLocked finds or makes the entry of a (source, account) pair.
+// When the table is full it forgets the least recently seen pair that is
+// not locked out, so a flood of failures for made-up accounts cannot
+// push a real lockout out of the table; only when every pair is locked
+// does the one whose lockout ends first go.
+func (g *Gate) accountLocked(key accountKey) *failures {
+	now := g.options.Now()
+	if f, ok := g.accounts[key]; ok {
+		f.seen = now
+		return f
 	}
+	if len(g.accounts) >= g.options.Sources {
+		var victim accountKey
+		var best *failures
+		for candidate, f := range g.accounts {
+			if best == nil || evictsBefore(f, best, now) {
+				victim, best = candidate, f
+			}
+		}
+		delete(g.accounts, victim)
+	}
+	f := &failures{seen: now}
+	g.accounts[key] = f
+	return f
+}
+
+// evictsBefore orders pairs for eviction: unlocked before locked, then
+// the least recently seen, or the lockout ending first.
+func evictsBefore(a, b *failures, now time.Time) bool {
+	aLocked, bLocked := now.Before(a.lockedUntil), now.Before(b.lockedUntil)
+	switch {
+	case aLocked != bLocked:
+		return !aLocked
+	case aLocked:
+		return a.lockedUntil.Before(b.lockedUntil)
+	}
+	return a.seen.Before(b.seen)
 }
 
 // sourceLocked finds or makes the source's entry, forgetting the least

@@ -2,17 +2,19 @@ package security
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/ironbus/ironbus/wire"
 )
 
-// cheap keeps Argon2id fast in tests; the format is the same.
-var cheap = Argon2idParams{MemoryKiB: 64, Iterations: 1, Parallelism: 1}
+// cheap keeps Argon2id as fast as the floor allows in tests.
+var cheap = MinimumArgon2id
 
 func TestPatternMatch(t *testing.T) {
 	cases := []struct {
@@ -52,7 +54,7 @@ func TestTokenAndPassword(t *testing.T) {
 		t.Fatal("two tokens are equal")
 	}
 	hash, err := HashPassword("correct horse", cheap)
-	if err != nil || !strings.HasPrefix(hash, "$argon2id$v=19$m=64,t=1,p=1$") {
+	if err != nil || !strings.HasPrefix(hash, "$argon2id$v=19$m=19456,t=2,p=1$") {
 		t.Fatalf("HashPassword = %q, %v", hash, err)
 	}
 	parsed, err := parsePasswordHash(hash)
@@ -155,6 +157,19 @@ func TestAuthenticate(t *testing.T) {
 			t.Errorf("%+v: %v, want ErrNotAuthorized", bad, err)
 		}
 	}
+	// A hash below the floor is refused, naming the file and the identity.
+	weak := "$argon2id$v=19$m=64,t=1,p=1$c2FsdHNhbHQ$a2V5a2V5a2V5a2V5a2V5"
+	data := "[[identity]]\nname = \"weakling\"\npassword_hash = \"" + weak + "\"\n"
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = a.Reload()
+	if !errors.Is(err, ErrWeakHash) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), `"weakling"`) {
+		t.Fatalf("a weak hash: %v", err)
+	}
+	if _, err := HashPassword("pw", Argon2idParams{MemoryKiB: 64, Iterations: 1, Parallelism: 1}); !errors.Is(err, ErrWeakHash) {
+		t.Fatalf("hashing below the floor: %v", err)
+	}
 	// A reload that removes the writer: Current says so.
 	if err := SaveAuthFile(path, AuthFile{Identities: []IdentityEntry{{Name: "reader", PasswordHash: hash, Subscribe: []string{"x"}}}}); err != nil {
 		t.Fatal(err)
@@ -190,26 +205,37 @@ func TestGateLockoutAndRate(t *testing.T) {
 	if _, err := gate.Admit(peer, nil); !errors.Is(err, ErrRateLimited) {
 		t.Fatalf("fourth in a second: %v", err)
 	}
+	const alice = "password:alice"
 	for round, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second} {
-		gate.Failed(peer)
-		if gate.LockedOut(peer) {
+		gate.Failed(peer, alice)
+		if gate.LockedOut(peer, alice) {
 			t.Fatalf("round %d: locked out after one failure", round)
 		}
-		gate.Failed(peer)
-		if !gate.LockedOut(peer) {
+		gate.Failed(peer, alice)
+		if !gate.LockedOut(peer, alice) {
 			t.Fatalf("round %d: not locked out", round)
 		}
+		if gate.LockedOut(peer, "password:bob") || gate.LockedOut("10.0.0.9:1", alice) {
+			t.Fatalf("round %d: the lockout reaches another account or another source", round)
+		}
 		now = now.Add(want - time.Millisecond)
-		if !gate.LockedOut(peer) {
+		if !gate.LockedOut(peer, alice) {
 			t.Fatalf("round %d: lockout shorter than %v", round, want)
 		}
 		now = now.Add(time.Millisecond)
-		if gate.LockedOut(peer) {
+		if gate.LockedOut(peer, alice) {
 			t.Fatalf("round %d: lockout longer than %v", round, want)
 		}
 	}
-	if gate.LockedOut("10.0.0.9:1") {
-		t.Fatal("another source is locked out")
+	// A flood of failures for made-up accounts does not push a live
+	// lockout out of the bounded table.
+	gate.Failed(peer, alice)
+	gate.Failed(peer, alice)
+	for i := range 2 * DefaultSources {
+		gate.Failed(peer, fmt.Sprintf("password:made-up-%d", i))
+	}
+	if !gate.LockedOut(peer, alice) {
+		t.Fatal("a flood of made-up accounts evicted a lockout")
 	}
 	for range 10 {
 		admission, err := gate.Admit("127.0.0.1:9", nil)
@@ -273,16 +299,17 @@ func FuzzParseAuthFile(f *testing.F) {
 
 func FuzzParsePasswordHash(f *testing.F) {
 	f.Add("$argon2id$v=19$m=64,t=1,p=1$c2FsdHNhbHQ$a2V5a2V5a2V5a2V5a2V5")
+	f.Add("$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$a2V5a2V5a2V5a2V5a2V5")
 	f.Add("$argon2id$v=19$m=-1,t=1,p=1$$")
 	f.Fuzz(func(t *testing.T, text string) {
 		h, err := parsePasswordHash(text)
 		if err != nil {
-			if !errors.Is(err, ErrMalformedHash) {
+			if !errors.Is(err, ErrMalformedHash) && !errors.Is(err, ErrWeakHash) {
 				t.Fatalf("untyped error: %v", err)
 			}
 			return
 		}
-		if h.params.MemoryKiB > maxMemoryKiB || h.params.Iterations > maxIterations {
+		if h.params.MemoryKiB > maxMemoryKiB || h.params.Iterations > maxIterations || CheckArgon2id(h.params) != nil {
 			t.Fatalf("out-of-bounds parameters accepted: %+v", h.params)
 		}
 	})
@@ -308,5 +335,74 @@ func TestQuotaHintRoundsUp(t *testing.T) {
 	now = now.Add(wait)
 	if again := q.Take(1); again != 0 {
 		t.Fatalf("refused after the hinted wait; asked to wait %v more", again)
+	}
+}
+
+// TestAuditNeverDropsAuthOrAdminEvents: a burst far larger than the queue
+// loses no auth or admin event: the recorders wait for room instead.
+func TestAuditNeverDropsAuthOrAdminEvents(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	audit, err := OpenAudit(AuditOptions{Path: path, Queue: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 8, 2500
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				action := "auth"
+				if i%2 == 1 {
+					action = "admin.stream"
+				}
+				audit.Record(AuditEvent{Peer: fmt.Sprintf("10.0.0.%d:1", w), Action: action, Outcome: "failed", Username: "alice"})
+			}
+		}()
+	}
+	wg.Wait()
+	if err := audit.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(string(data), "\n"); lines != writers*each || audit.Dropped() != 0 {
+		t.Fatalf("%d of %d events written, %d dropped", lines, writers*each, audit.Dropped())
+	}
+	if !strings.Contains(string(data), `"username":"alice"`) {
+		t.Fatal("the username a failed login tried is not recorded")
+	}
+}
+
+// TestAuditCountsWhatItDrops: events that are neither auth nor admin may
+// be dropped under a flood, and every one dropped is counted; TryRecord
+// leaves an auth event it cannot queue to the caller.
+func TestAuditCountsWhatItDrops(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	audit, err := OpenAudit(AuditOptions{Path: path, Queue: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const total = 20000
+	for range total {
+		audit.Record(AuditEvent{Peer: "10.0.0.1:1", Action: "connect", Outcome: "refused"})
+	}
+	if err := audit.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := uint64(strings.Count(string(data), "\n")); lines+audit.Dropped() != total {
+		t.Fatalf("%d written + %d dropped != %d", lines, audit.Dropped(), total)
+	}
+	if !(AuditEvent{Action: "auth"}).Essential() || !(AuditEvent{Action: "admin.group"}).Essential() ||
+		!(AuditEvent{Action: "publish", Outcome: "denied"}).Essential() || (AuditEvent{Action: "handshake", Outcome: "timeout"}).Essential() ||
+		!(AuditEvent{Action: "group.commit", Identity: "billing"}).Essential() || (AuditEvent{Action: "connect", Outcome: "refused"}).Essential() {
+		t.Fatal("Essential classifies wrongly")
 	}
 }

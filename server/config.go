@@ -31,6 +31,10 @@ type Config struct {
 	// HealthAddr serves /healthz, /readyz, /metrics and /admin
 	// [health_addr]: a loopback host:port, or "" or "off" for none.
 	HealthAddr string
+	// HealthHosts are host names the health endpoints answer besides the
+	// loopback ones [health_hosts]: a request whose Host header names
+	// anything else is refused (DNS rebinding, docs/SECURITY.md).
+	HealthHosts []string
 	// Loop is the network backend [loop]: auto, uring, epoll or std.
 	Loop string
 	// InsecurePlaintextWire consents to a non-loopback Addr without TLS
@@ -175,6 +179,9 @@ type Config struct {
 	// AuditMaxBytes rotates the audit log [audit_max_bytes]: 4 KiB to
 	// 1 TiB.
 	AuditMaxBytes int64
+	// AuditKeep is how many rotated audit files are kept [audit_keep]:
+	// 1 to 1,000. The trail holds at most AuditMaxBytes × (AuditKeep+1).
+	AuditKeep int
 	// SecurityReloadInterval is how often the TLS and auth files are
 	// checked for changes [security_reload_interval]: 10 ms to 24 h.
 	SecurityReloadInterval time.Duration
@@ -253,6 +260,7 @@ func DefaultConfig() Config {
 		DiskFullPolicy:         broker.DropNew.String(),
 		RetentionInterval:      broker.DefaultRetentionCheck,
 		AuditMaxBytes:          16 << 20,
+		AuditKeep:              security.DefaultAuditKeep,
 		SecurityReloadInterval: security.DefaultReloadInterval,
 		MaxHalfOpen:            security.DefaultMaxHalfOpen,
 		MaxHalfOpenPerSource:   security.DefaultMaxHalfOpenPerSource,

@@ -118,6 +118,7 @@ func deadLetterRetention(setting time.Duration) time.Duration {
 func attachRuntime(mapped *parts, plan *memoryPlan, secured *securityRuntime, ceiling int64, logger *slog.Logger) loop.Config {
 	mapped.engine.MemoryBudget, mapped.engine.MemoryCeiling = plan.budget.Total(), ceiling
 	mapped.session.Auth, mapped.session.Gate, mapped.session.Audit = secured.auth, secured.gate, secured.audit
+	mapped.engine.Collectors = append(mapped.engine.Collectors, secured.collectors()...)
 	network := plan.loopConfig(logger)
 	if secured.tls != nil {
 		network.TLS = secured.tls.Config()

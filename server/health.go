@@ -23,11 +23,11 @@ type healthEndpoints struct {
 // startHealth binds the health endpoints before the broker opens, so a
 // probe sees "503 recovering" while recovery runs instead of a refused
 // connection. "" or "off" starts nothing.
-func startHealth(addr string, logger *slog.Logger) (*healthEndpoints, error) {
+func startHealth(addr string, hosts []string, logger *slog.Logger) (*healthEndpoints, error) {
 	if addr == "" || addr == HealthOff {
 		return &healthEndpoints{logger: logger}, nil
 	}
-	server, err := health.Listen(addr, health.Options{Logger: logger})
+	server, err := health.Listen(addr, health.Options{Logger: logger, AllowedHosts: hosts})
 	if err != nil {
 		return nil, fmt.Errorf("%w: --health-addr %s: %w (is another broker using it? pick another port, or pass --health-addr off)", ErrListen, addr, err)
 	}

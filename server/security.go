@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/ironbus/ironbus/loop"
 	"github.com/ironbus/ironbus/security"
 )
@@ -67,7 +69,7 @@ func openSecurity(cfg Config, logger *slog.Logger) (*securityRuntime, error) {
 		}
 	}
 	if cfg.AuditLog != "" {
-		if r.audit, err = security.OpenAudit(security.AuditOptions{Path: cfg.AuditLog, MaxBytes: cfg.AuditMaxBytes}); err != nil {
+		if r.audit, err = security.OpenAudit(security.AuditOptions{Path: cfg.AuditLog, MaxBytes: cfg.AuditMaxBytes, Keep: cfg.AuditKeep}); err != nil {
 			return nil, securityFileError("--audit-log", err)
 		}
 	}
@@ -114,6 +116,14 @@ func (r *securityRuntime) logStart(addr string, exposedPlaintext bool, asked str
 		r.logger.Warn("!!! INSECURE: serving PLAINTEXT on a non-loopback address: tokens, passwords and every record cross the network readable and forgeable by anyone on the path; use --tls-cert and --tls-key !!!",
 			"addr", addr)
 	}
+}
+
+// collectors are the security counters /metrics serves.
+func (r *securityRuntime) collectors() []prometheus.Collector {
+	audit := r.audit
+	return []prometheus.Collector{prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ironbus_audit_events_dropped_total",
+		Help: "Audit events lost to a full audit queue since start: refused connections and failed handshakes only; auth and admin events are never dropped."},
+		func() float64 { return float64(audit.Dropped()) })}
 }
 
 func (r *securityRuntime) close() {

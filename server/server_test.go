@@ -138,6 +138,7 @@ func set(t *testing.T, cfg *Config, b bound, value int64) {
 		"disk_headroom":            func() { cfg.DiskHeadroom = value },
 		"retention_interval":       func() { cfg.RetentionInterval = time.Duration(value) },
 		"audit_max_bytes":          func() { cfg.AuditMaxBytes = value },
+		"audit_keep":               func() { cfg.AuditKeep = int(value) },
 		"security_reload_interval": func() { cfg.SecurityReloadInterval = time.Duration(value) },
 		"max_half_open":            func() { cfg.MaxHalfOpen = int(value) },
 		"max_half_open_per_source": func() { cfg.MaxHalfOpenPerSource = int(value) },

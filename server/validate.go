@@ -93,6 +93,7 @@ func bounds() []bound {
 		sizeBound("disk_headroom", 0, pebibyte, func(c *Config) int64 { return c.DiskHeadroom }),
 		durationBound("retention_interval", 100*time.Millisecond, 24*time.Hour, func(c *Config) time.Duration { return c.RetentionInterval }),
 		sizeBound("audit_max_bytes", 4<<10, tebibyte, func(c *Config) int64 { return c.AuditMaxBytes }),
+		countBound("audit_keep", 1, 1000, func(c *Config) int { return c.AuditKeep }),
 		durationBound("security_reload_interval", 10*time.Millisecond, 24*time.Hour, func(c *Config) time.Duration { return c.SecurityReloadInterval }),
 		countBound("max_half_open", 1, 1<<16, func(c *Config) int { return c.MaxHalfOpen }),
 		countBound("max_half_open_per_source", 1, 1<<16, func(c *Config) int { return c.MaxHalfOpenPerSource }),
@@ -270,6 +271,11 @@ func (cfg Config) checkRetention() error {
 }
 
 func (cfg Config) checkHealthAddr() error {
+	for _, host := range cfg.HealthHosts {
+		if host == "" || strings.ContainsAny(host, " \t\r\n/:@") {
+			return invalid("--health-hosts: %q is not a host name (want names like broker.internal, without a port)", host)
+		}
+	}
 	if cfg.HealthAddr == "" || cfg.HealthAddr == HealthOff {
 		return nil
 	}

@@ -49,7 +49,10 @@ func (s *session) releaseGate() {
 }
 
 // authenticateHello checks Hello's credentials on a goroutine while
-// reading is paused; welcome runs there on success.
+// reading is paused; welcome runs there on success. A failure is answered
+// when the failure delay since the Hello has passed, whatever the check
+// cost: an unknown user, a wrong password and a locked-out account take
+// the same time to refuse.
 func (s *session) authenticateHello(hello wire.Hello, requestID uint32, welcome func()) {
 	auth, gate := s.cfg.Auth, s.cfg.Gate
 	remote := s.conn.RemoteAddr()
@@ -60,24 +63,33 @@ func (s *session) authenticateHello(hello wire.Hello, requestID uint32, welcome 
 	s.consumers.Add(1)
 	go func() {
 		defer s.consumers.Done()
-		identity, outcome := s.checkCredentials(auth, gate, remote, mechanism, material, peer)
-		if identity == nil {
-			delay := security.DefaultFailureDelay
+		started := time.Now()
+		answerAt := started.Add(security.DefaultFailureDelay)
+		if gate != nil {
+			answerAt = started.Add(gate.Options().FailureDelay)
+		}
+		attempt := checkCredentials(auth, gate, remote, mechanism, material, peer)
+		if attempt.identity == nil {
+			answerAt = later(answerAt, started.Add(auth.SlowestCheck()))
 			if gate != nil {
-				delay = gate.Failed(remote)
+				gate.Failed(remote, attempt.account)
 			}
-			s.cfg.Audit.Record(security.AuditEvent{Peer: remote, Action: "auth", Outcome: outcome, Detail: mechanismName(mechanism)})
-			time.Sleep(delay)
+			// record waits for room in the audit queue: this peer, and
+			// only it, waits for its failure to be on the record.
+			s.record(security.AuditEvent{Peer: remote, Action: "auth", Outcome: attempt.outcome,
+				Detail: mechanismName(mechanism), Username: attempt.username})
+			time.Sleep(time.Until(answerAt))
 			e := notAuthorized()
 			e.Closes = true
 			_ = s.conn.Write(wire.Append(nil, requestID, e))
 			_ = s.conn.Close()
 			return
 		}
+		identity := attempt.identity
 		if gate != nil {
-			gate.Succeeded(remote)
+			gate.Succeeded(remote, attempt.account)
 		}
-		s.cfg.Audit.Record(security.AuditEvent{Peer: remote, Identity: identity.Name, Action: "auth", Outcome: "ok", Detail: identity.Mechanism})
+		s.record(security.AuditEvent{Peer: remote, Identity: identity.Name, Action: "auth", Outcome: "ok", Detail: identity.Mechanism})
 		s.identity = identity
 		s.quota = auth.Quota(identity)
 		welcome()
@@ -85,20 +97,47 @@ func (s *session) authenticateHello(hello wire.Hello, requestID uint32, welcome 
 	}()
 }
 
-// checkCredentials returns the identity, or nil and the audit outcome.
-func (s *session) checkCredentials(auth *security.Authorizer, gate *security.Gate, remote string, mechanism uint8, material []byte, peer string) (*security.Identity, string) {
-	if gate != nil && gate.LockedOut(remote) {
-		return nil, "locked_out"
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
 	}
+	return b
+}
+
+// maxAuditedUsername bounds the username a failed login puts in the
+// audit file (the wire allows 64 KiB).
+const maxAuditedUsername = 256
+
+// attempt is one authentication's result: the identity (nil on failure),
+// the audit outcome, the account the gate counts it against, and the
+// username it claimed.
+type attempt struct {
+	identity *security.Identity
+	outcome  string
+	account  string
+	username string
+}
+
+// checkCredentials decodes and checks Hello's credentials.
+func checkCredentials(auth *security.Authorizer, gate *security.Gate, remote string, mechanism uint8, material []byte, peer string) attempt {
 	credentials, err := wire.DecodeAuth(mechanism, material)
 	if err != nil {
-		return nil, "malformed"
+		return attempt{outcome: "malformed"}
 	}
-	identity, err := auth.Authenticate(credentials, peer)
-	if err != nil {
-		return nil, "failed"
+	result := attempt{account: security.LockoutAccount(credentials, peer), username: credentials.Username}
+	if len(result.username) > maxAuditedUsername {
+		result.username = result.username[:maxAuditedUsername]
 	}
-	return identity, "ok"
+	if gate != nil && gate.LockedOut(remote, result.account) {
+		result.outcome = "locked_out"
+		return result
+	}
+	if result.identity, err = auth.Authenticate(credentials, peer); err != nil {
+		result.outcome = "failed"
+		return result
+	}
+	result.outcome = "ok"
+	return result
 }
 
 func mechanismName(mechanism uint8) string {
@@ -129,6 +168,88 @@ func (s *session) peerIdentity() string {
 	return identity
 }
 
+// record puts an event on the audit trail from any goroutine of this
+// connection. An essential event the full queue cannot take is never
+// dropped: off the reader, the calling goroutine (this connection's own)
+// waits for room; while Data runs, the reader never waits, so the event
+// is held and the connection waits for it after the frame (holdForAudit).
+func (s *session) record(event security.AuditEvent) {
+	if s.cfg.Audit.TryRecord(event) {
+		return
+	}
+	s.auditMu.Lock()
+	if s.reading {
+		s.auditHeld = append(s.auditHeld, event)
+		s.auditMu.Unlock()
+		return
+	}
+	s.auditMu.Unlock()
+	s.cfg.Audit.Record(event)
+}
+
+// setReading marks Data running or done. Events held when Data ends
+// (another goroutine's, after the last frame was handled) are recorded by
+// a goroutine of their own, as their goroutine would have.
+func (s *session) setReading(reading bool) {
+	s.auditMu.Lock()
+	s.reading = reading
+	held := s.auditHeld
+	s.auditHeld = nil
+	s.auditMu.Unlock()
+	if len(held) == 0 {
+		return
+	}
+	s.consumers.Add(1)
+	go func() {
+		defer s.consumers.Done()
+		for _, event := range held {
+			s.cfg.Audit.Record(event)
+		}
+	}()
+}
+
+// takeHeld returns and clears the held events.
+func (s *session) takeHeld() []security.AuditEvent {
+	s.auditMu.Lock()
+	defer s.auditMu.Unlock()
+	held := s.auditHeld
+	s.auditHeld = nil
+	return held
+}
+
+// holdForAudit makes the connection whose frame caused audit events the
+// full queue could not take wait until they are queued: reading pauses,
+// a goroutine records them (waiting for room) and resumes reading. The
+// reactor and every other connection go on; a peer that floods denied or
+// admin requests slows only itself, and the trail loses none of them.
+func (s *session) holdForAudit(held []security.AuditEvent, result outcome, err error) (outcome, error) {
+	if result == outcomePaused {
+		return result, err // the frame comes back and is handled again, its events with it
+	}
+	resume := err == nil // an error ends the connection: record, but never resume
+	if resume {
+		s.conn.PauseReading()
+	}
+	s.consumers.Add(1)
+	go func() {
+		defer s.consumers.Done()
+		for _, event := range held {
+			s.cfg.Audit.Record(event)
+		}
+		switch {
+		case !resume:
+		case result == outcomePauseAfter:
+			s.out.whenDrained(s.conn.ResumeReading)
+		default:
+			s.conn.ResumeReading()
+		}
+	}()
+	if err != nil {
+		return result, err
+	}
+	return outcomeStop, nil
+}
+
 // authorize checks one request: nil when allowed (or no auth is
 // configured); a permission_denied error for this request; or, when the
 // identity was removed from the config, not_authorized with closes set:
@@ -155,7 +276,7 @@ func (s *session) requester(scope security.Scope) (identity *security.Identity, 
 	}
 	identity, ok := auth.Current(s.identity)
 	if !ok {
-		s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: s.identity.Name, Action: scope.String(), Outcome: "removed"})
+		s.record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: s.identity.Name, Action: scope.String(), Outcome: "removed"})
 		return nil, true
 	}
 	if identity != s.identity {
@@ -167,7 +288,7 @@ func (s *session) requester(scope security.Scope) (identity *security.Identity, 
 
 // denied audits a refusal and returns its answer. Any goroutine.
 func (s *session) denied(identity *security.Identity, scope security.Scope, stream string) *wire.Error {
-	s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: identity.Name, Action: scope.String(), Outcome: "denied", Detail: stream})
+	s.record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: identity.Name, Action: scope.String(), Outcome: "denied", Detail: stream})
 	return wire.NewError(wire.CodePermissionDenied, "identity %q has no %s permission on stream %q", identity.Name, scope, stream)
 }
 
@@ -243,7 +364,7 @@ func (r *rebinding) audited(bindings []broker.Binding, err error) ([]broker.Bind
 		return bindings, err
 	}
 	s := r.session
-	s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: r.identity.Name, Action: security.ScopeAdmin.String(), Outcome: "denied", Detail: r.refused})
+	s.record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: r.identity.Name, Action: security.ScopeAdmin.String(), Outcome: "denied", Detail: r.refused})
 	return nil, wire.NewError(wire.CodePermissionDenied, "identity %q has no admin permission on a stream this binding change routes subjects to or away from", r.identity.Name)
 }
 
@@ -254,7 +375,7 @@ func (s *session) groupRefused(verb security.GroupVerb, stream, group []byte, re
 	if s.cfg.Auth == nil || s.identity == nil || s.identity.MayUseGroup(verb, stream, group) {
 		return false
 	}
-	s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: s.identity.Name, Action: "group." + verb.String(),
+	s.record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: s.identity.Name, Action: "group." + verb.String(),
 		Outcome: "denied", Detail: fmt.Sprintf("stream %q group %q", stream, group)})
 	s.reply(requestID, wire.NewError(wire.CodePermissionDenied, "identity %q may not %s group %q of stream %q: a group rule of the auth config covers it and does not name the identity",
 		s.identity.Name, verb, group, stream))
@@ -267,7 +388,7 @@ func (s *session) subjectRefused(subject []byte) *wire.Error {
 	if s.cfg.Auth == nil || s.identity == nil || s.identity.SubjectAllowed(subject) {
 		return nil
 	}
-	s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: s.identity.Name, Action: "publish", Outcome: "denied", Detail: "subject " + string(subject)})
+	s.record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: s.identity.Name, Action: "publish", Outcome: "denied", Detail: "subject " + string(subject)})
 	if len(subject) == 0 {
 		return wire.NewError(wire.CodePermissionDenied, "identity %q publishes only records with a subject its publish_subjects cover; this one has none", s.identity.Name)
 	}
@@ -286,7 +407,7 @@ func (s *session) auditOutcome(identity *security.Identity, action string, err e
 	if err != nil {
 		outcome, detail = "failed", detail+": "+err.Error()
 	}
-	s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: name, Action: action, Outcome: outcome, Detail: detail})
+	s.record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: name, Action: action, Outcome: outcome, Detail: detail})
 }
 
 // chargeQuota spends the identity's publish quota on one record.
@@ -309,7 +430,7 @@ func (s *session) auditAdmin(action, detail string) {
 	if s.identity != nil {
 		name = s.identity.Name
 	}
-	s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: name, Action: action, Outcome: "requested", Detail: detail})
+	s.record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: name, Action: action, Outcome: "requested", Detail: detail})
 }
 
 // auditUnauthenticatedEnd records a connection that ended before its
@@ -319,5 +440,5 @@ func (s *session) auditUnauthenticatedEnd(outcome, detail string) {
 	if s.handshook || s.identity != nil {
 		return
 	}
-	s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Action: "handshake", Outcome: outcome, Detail: detail})
+	s.record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Action: "handshake", Outcome: outcome, Detail: detail})
 }

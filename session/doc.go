@@ -27,8 +27,9 @@
 //   - Backpressure, never a drop: a connection has at most Window produce
 //     requests read and not yet acknowledged (credits); a full window, a
 //     full staging buffer (broker.ErrFull), a large record waiting for the
-//     large-record pool, or a reply queue over ConnectionOutput pauses
-//     reading. A run that could not be appended is handed back unconsumed
+//     large-record pool, a reply queue over ConnectionOutput, or an
+//     essential audit event the full audit queue could not take
+//     (holdForAudit) pauses reading. A run that could not be appended is handed back unconsumed
 //     and read again after the resume, so nothing is done twice.
 //   - Consume long polls (consume.go, stream.go) on goroutines of their
 //     own, woken by durable records, by acks that free a credit or a key,

@@ -69,6 +69,8 @@ func (g *handshakeGuard) expire() {
 	if !g.state.CompareAndSwap(handshakePending, handshakeExpired) {
 		return
 	}
+	g.cfg.Audit.Record(security.AuditEvent{Peer: g.conn.RemoteAddr(), Action: "handshake", Outcome: "timeout",
+		Detail: "no complete Hello within " + g.cfg.HandshakeTimeout.String()})
 	g.end(wire.NewError(wire.CodeTimeout, "no complete Hello within %v; closing", g.cfg.HandshakeTimeout))
 }
 

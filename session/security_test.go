@@ -214,9 +214,9 @@ func TestScopeMatrix(t *testing.T) {
 	}
 }
 
-// TestAuthFailureIsUniformAndLocksOut: every failure reads the same, and
-// repeated failures lock the source out even for a good token.
-func TestAuthFailureIsUniformAndLocksOut(t *testing.T) {
+// TestAuthFailureIsUniform: every failure reads the same and is
+// answered no sooner than the failure delay.
+func TestAuthFailureIsUniform(t *testing.T) {
 	s := startSecured(t, matrixIdentities, security.GateOptions{LockoutAfter: 4, LockoutBase: time.Minute, FailureDelay: 20 * time.Millisecond})
 	var messages []string
 	for _, auth := range []client.Auth{client.TokenAuth("wrong"), client.PasswordAuth("writer", "writer-token"),
@@ -238,8 +238,37 @@ func TestAuthFailureIsUniformAndLocksOut(t *testing.T) {
 			t.Fatalf("failures differ: %q", messages)
 		}
 	}
-	if _, err := s.dial(t, client.TokenAuth("writer-token")); code(err) != wire.CodeNotAuthorized {
-		t.Fatalf("a locked-out source authenticated: %v", err)
+}
+
+// TestLockoutIsPerAccount: failures lock out the account they tried,
+// from that source, even for its right password; another account from
+// the same source (loopback here) still gets in.
+func TestLockoutIsPerAccount(t *testing.T) {
+	alice, err := security.HashPassword("alice-pw", security.MinimumArgon2id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := security.HashPassword("bob-pw", security.MinimumArgon2id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	identities := append([]security.IdentityEntry{{Name: "alice", PasswordHash: alice, Publish: []string{">"}},
+		{Name: "bob", PasswordHash: bob, Publish: []string{">"}}}, matrixIdentities...)
+	s := startSecured(t, identities, security.GateOptions{LockoutAfter: 3, LockoutBase: time.Minute, FailureDelay: time.Millisecond})
+	for range 3 {
+		if _, err := s.dial(t, client.PasswordAuth("alice", "guess")); code(err) != wire.CodeNotAuthorized {
+			t.Fatalf("a wrong password: %v", err)
+		}
+	}
+	if _, err := s.dial(t, client.PasswordAuth("alice", "alice-pw")); code(err) != wire.CodeNotAuthorized {
+		t.Fatalf("a locked-out account authenticated: %v", err)
+	}
+	for _, auth := range []client.Auth{client.PasswordAuth("bob", "bob-pw"), client.TokenAuth("writer-token")} {
+		c, err := s.dial(t, auth)
+		if err != nil {
+			t.Fatalf("another account from the same source was locked out: %v", err)
+		}
+		c.Close()
 	}
 }
 
@@ -573,4 +602,39 @@ func TestQuotaHoldsUnderLoad(t *testing.T) {
 		t.Fatalf("stored %d (limit %d over %.2fs), refused %d", stored.Load(), limit, elapsed, refused.Load())
 	}
 	t.Logf("stored %d, refused %d in %.2fs at 200 msg/s", stored.Load(), refused.Load(), elapsed)
+}
+
+// TestUnknownUserCostsWhatAWrongPasswordCosts: identities' hashes differ
+// in cost; a wrong password for the cheap one, for the costly one and an
+// unknown username are all answered no sooner than the costliest check,
+// so the answer time says nothing about which usernames exist.
+func TestUnknownUserCostsWhatAWrongPasswordCosts(t *testing.T) {
+	cheapHash, err := security.HashPassword("alice-pw", security.MinimumArgon2id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	costly := security.MinimumArgon2id
+	costly.Iterations = 12
+	costlyHash, err := security.HashPassword("bob-pw", costly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startSecured(t, []security.IdentityEntry{{Name: "alice", PasswordHash: cheapHash, Publish: []string{">"}},
+		{Name: "bob", PasswordHash: costlyHash, Publish: []string{">"}}},
+		security.GateOptions{LockoutAfter: 1000, FailureDelay: time.Millisecond})
+	fastest := func(user string) time.Duration {
+		best := time.Hour
+		for range 2 {
+			started := time.Now()
+			if _, err := s.dial(t, client.PasswordAuth(user, "guess")); code(err) != wire.CodeNotAuthorized {
+				t.Fatalf("%s with a wrong password: %v", user, err)
+			}
+			best = min(best, time.Since(started))
+		}
+		return best
+	}
+	bob, alice, nobody := fastest("bob"), fastest("alice"), fastest("nobody")
+	if alice < bob*8/10 || nobody < bob*8/10 {
+		t.Fatalf("failures answered after: bob (costly hash) %v, alice (cheap hash) %v, unknown user %v", bob, alice, nobody)
+	}
 }

@@ -50,6 +50,13 @@ type session struct {
 	identity  *security.Identity
 	quota     *security.QuotaBucket
 	admission *security.Admission
+	// auditMu guards reading and auditHeld: while Data runs (reading),
+	// an essential audit event the full audit queue cannot take is held
+	// here instead of blocking the reader, and the connection waits for
+	// it after the frame (record, holdForAudit).
+	auditMu   sync.Mutex
+	reading   bool
+	auditHeld []security.AuditEvent
 
 	// The current produce run: records for one partition, in request
 	// order, starting at runStart in the bytes Data was given.
@@ -120,6 +127,15 @@ func (s *session) frameLimit() uint32 {
 // back after the resume. Every other effect (a reply, a consume) happens
 // only while no run is pending, so nothing is ever done twice.
 func (s *session) Data(in []byte) (int, error) {
+	if s.cfg.Audit == nil {
+		return s.data(in)
+	}
+	s.setReading(true)
+	defer s.setReading(false)
+	return s.data(in)
+}
+
+func (s *session) data(in []byte) (int, error) {
 	consumed := 0
 	s.runStart = 0
 	for {
@@ -193,6 +209,14 @@ const (
 
 // handle dispatches one frame. An error ends the connection.
 func (s *session) handle(frame wire.Frame) (outcome, error) {
+	result, err := s.dispatch(frame)
+	if held := s.takeHeld(); len(held) > 0 {
+		return s.holdForAudit(held, result, err)
+	}
+	return result, err
+}
+
+func (s *session) dispatch(frame wire.Frame) (outcome, error) {
 	if !s.handshook {
 		if frame.Type != wire.TypeHello {
 			return outcomeDone, s.fatal(frame.RequestID, wire.NewError(wire.CodeHandshake, "the first frame must be Hello, got %v", frame.Type))

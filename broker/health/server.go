@@ -56,7 +56,13 @@ type Options struct {
 	// runaway scraper waits (up to a second, then gets 503) instead of
 	// growing the heap.
 	MaxRequests int
-	Logger      *slog.Logger
+	// AllowedHosts are host names the Host header may carry besides the
+	// loopback ones (localhost, 127.0.0.0/8, ::1), which are always
+	// served. Any other Host is refused (421): a browser page whose name
+	// an attacker made resolve to 127.0.0.1 (DNS rebinding) sends its own
+	// name, and must not read /admin or /metrics.
+	AllowedHosts []string
+	Logger       *slog.Logger
 }
 
 // Server serves the endpoints on one loopback listener.
@@ -112,7 +118,7 @@ func Listen(addr string, opts Options) (*Server, error) {
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /metrics", s.metrics)
 	mux.HandleFunc("GET /admin", s.admin)
-	s.http = newHTTPServer(s.bounded(mux), 5*time.Second, 30*time.Second, opts.Logger)
+	s.http = newHTTPServer(s.hostChecked(s.bounded(mux)), 5*time.Second, 30*time.Second, opts.Logger)
 	go func() { s.served <- s.http.Serve(listener) }()
 	return s, nil
 }
@@ -161,6 +167,43 @@ func (s *Server) bounded(next http.Handler) http.Handler {
 		defer func() { <-s.slots }()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// hostChecked serves only requests whose Host header names this
+// machine's loopback or one of Options.AllowedHosts.
+func (s *Server) hostChecked(next http.Handler) http.Handler {
+	allowed := make(map[string]bool, len(s.opts.AllowedHosts))
+	for _, host := range s.opts.AllowedHosts {
+		allowed[canonicalHost(host)] = true
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := canonicalHost(r.Host)
+		if !allowed[host] && !loopbackHost(host) {
+			writeText(w, http.StatusMisdirectedRequest, fmt.Sprintf(
+				"the Host header %q names no loopback address: the health endpoints answer only requests for this machine (DNS rebinding)", r.Host))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// canonicalHost is the host of a Host header without its port, IPv6
+// brackets and trailing dot, in lower case.
+func canonicalHost(header string) string {
+	host := header
+	if h, _, err := net.SplitHostPort(header); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	return strings.ToLower(strings.TrimSuffix(host, "."))
+}
+
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func (s *Server) attached() Source {

@@ -187,3 +187,40 @@ func TestRequestsAreBounded(t *testing.T) {
 		t.Fatalf("the request holding the slot got %d", code)
 	}
 }
+
+// getAs fetches an endpoint with the Host header given.
+func getAs(t *testing.T, server *health.Server, host, endpoint string) int {
+	t.Helper()
+	request, err := http.NewRequest(http.MethodGet, "http://"+server.Addr()+endpoint, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	request.Host = host
+	response, err := http.DefaultClient.Do(request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer response.Body.Close()
+	_, _ = io.ReadAll(response.Body)
+	return response.StatusCode
+}
+
+// TestHostHeaderGuardsAgainstRebinding: a page whose name was made to
+// resolve to 127.0.0.1 (DNS rebinding) sends its own name as Host; only
+// loopback names and the configured ones are served.
+func TestHostHeaderGuardsAgainstRebinding(t *testing.T) {
+	server := listen(t, health.Options{AllowedHosts: []string{"broker.internal"}})
+	_, port, _ := strings.Cut(server.Addr(), ":")
+	for _, endpoint := range []string{"/admin", "/metrics", "/healthz", "/readyz"} {
+		for _, host := range []string{"evil.example:" + port, "evil.example", "127.0.0.1.evil.example:" + port, "localhost.evil.example"} {
+			if status := getAs(t, server, host, endpoint); status != http.StatusMisdirectedRequest {
+				t.Errorf("%s with Host %q: %d, want 421", endpoint, host, status)
+			}
+		}
+	}
+	for _, host := range []string{"127.0.0.1:" + port, "localhost:" + port, "LOCALHOST", "[::1]:" + port, "127.0.0.2", "broker.internal:" + port, "broker.internal."} {
+		if status := getAs(t, server, host, "/healthz"); status != http.StatusOK {
+			t.Errorf("/healthz with Host %q: %d, want 200", host, status)
+		}
+	}
+}

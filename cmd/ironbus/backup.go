@@ -126,6 +126,8 @@ func backupError(options *backupOptions, err error) error {
 		return exitErrorf(exitNotFound, "%w; check --data-dir: it must name the broker's data directory", err)
 	case errors.Is(err, backup.ErrNotEmpty):
 		return exitErrorf(exitUsage, "%w; --out must name a new or empty directory", err)
+	case errors.Is(err, backup.ErrUnsafePath):
+		return exitErrorf(exitDamage, "%w; the broker never makes links: replace it with the file it points to, or remove it", err)
 	}
 	return exitErrorf(exitUnreadable, "backing up %s into %s: %w; the backup in %s is incomplete (no MANIFEST): remove it and run backup again",
 		options.dataDir, options.out, err, options.out)

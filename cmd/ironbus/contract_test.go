@@ -230,7 +230,7 @@ func envelopeSecurity(run *envelopeRun) {
 	run.expect("ironbus token create", exitClean, "", nil, "token", "create")
 	tokenFile := filepath.Join(dir, "writer.token")
 	run.expect("ironbus token create", exitClean, "", nil, "token", "create", "--out", tokenFile)
-	run.expect("ironbus passwd", exitClean, "secret\n", nil, "passwd", "--memory", "64KiB", "--iterations", "1")
+	run.expect("ironbus passwd", exitClean, "secret\n", nil, "passwd", "--memory", "19MiB", "--iterations", "2")
 	auth := []string{"--auth-config", filepath.Join(dir, "auth.toml")}
 	run.expect("ironbus auth add", exitClean, "", nil, append([]string{"auth", "add", "--name", "writer", "--token-file", tokenFile, "--scopes", "publish"}, auth...)...)
 	run.expect("ironbus auth ls", exitClean, "", nil, append([]string{"auth", "ls"}, auth...)...)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/ironbus/ironbus/server"
@@ -13,4 +15,29 @@ const defaultHealthAddr = server.DefaultHealthAddr
 func addHealthFlags(cmd *cobra.Command, cfg *server.Config) {
 	cmd.Flags().StringVar(&cfg.HealthAddr, "health-addr", cfg.HealthAddr,
 		"serve /healthz, /readyz, /metrics and /admin on this loopback host:port (port 0 picks one; off disables)")
+	cmd.Flags().Var(hostsValue{&cfg.HealthHosts}, "health-hosts",
+		"host names the health endpoints answer besides loopback ones, comma-separated (any other Host header is refused)")
 }
+
+// hostsValue is a comma-separated list of host names as one flag value,
+// so a config file key and an environment variable set it the same way.
+type hostsValue struct{ hosts *[]string }
+
+func (v hostsValue) String() string {
+	if v.hosts == nil {
+		return ""
+	}
+	return strings.Join(*v.hosts, ",")
+}
+
+func (v hostsValue) Set(text string) error {
+	*v.hosts = nil
+	for _, host := range strings.Split(text, ",") {
+		if host = strings.TrimSpace(host); host != "" {
+			*v.hosts = append(*v.hosts, host)
+		}
+	}
+	return nil
+}
+
+func (hostsValue) Type() string { return "hosts" }

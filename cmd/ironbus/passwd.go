@@ -37,7 +37,7 @@ once, not per client; on a small device pick --memory to fit its RAM ceiling.`,
 		Args: cobra.NoArgs,
 	}
 	flags := cmd.Flags()
-	flags.Var(sizeValue{&passwd.memory}, "memory", "Argon2id memory per hash (64MiB; 8KiB to 1GiB)")
+	flags.Var(sizeValue{&passwd.memory}, "memory", "Argon2id memory per hash (64MiB; 19MiB to 1GiB)")
 	flags.Uint32Var(&passwd.iterations, "iterations", passwd.iterations, "Argon2id passes (1 to 64)")
 	flags.Uint8Var(&passwd.parallelism, "parallelism", passwd.parallelism, "Argon2id lanes")
 	flags.BoolVar(&opts.json, "json", false, "print JSON (schema ironbus.cli.passwd.v1)")
@@ -61,8 +61,11 @@ once, not per client; on a small device pick --memory to fit its RAM ceiling.`,
 
 func (passwd *passwdOptions) hash(password string) (string, error) {
 	params := security.Argon2idParams{MemoryKiB: uint32(passwd.memory >> 10), Iterations: passwd.iterations, Parallelism: passwd.parallelism}
-	if params.MemoryKiB < 8 || params.MemoryKiB > 1<<20 || params.Iterations < 1 || params.Iterations > 64 || params.Parallelism < 1 {
-		return "", exitErrorf(exitUsage, "--memory must be 8KiB to 1GiB, --iterations 1 to 64, --parallelism at least 1")
+	if params.MemoryKiB > 1<<20 || params.Iterations < 1 || params.Iterations > 64 || params.Parallelism < 1 {
+		return "", exitErrorf(exitUsage, "--memory must be 19MiB to 1GiB, --iterations 1 to 64, --parallelism at least 1")
+	}
+	if err := security.CheckArgon2id(params); err != nil {
+		return "", exitErrorf(exitUsage, "%w", err)
 	}
 	hash, err := security.HashPassword(password, params)
 	if err != nil {

@@ -92,7 +92,7 @@ func TestSecuredBrokerFromTheCLI(t *testing.T) {
 	expectCode(t, runCLI(t, "auth", "add", "--auth-config", authPath, "--name", "reader", "--token-file", readerToken,
 		"--scopes", "subscribe,admin"), exitClean)
 	expectCode(t, runCLIInput(t, "s3cret\n", "auth", "add", "--auth-config", authPath, "--name", "ops", "--password-stdin",
-		"--argon2-memory", "64KiB", "--scopes", "admin"), exitClean)
+		"--argon2-memory", "19MiB", "--scopes", "admin"), exitClean)
 	duplicate := runCLI(t, "auth", "add", "--auth-config", authPath, "--name", "writer", "--token-file", writerToken, "--scopes", "publish")
 	expectCode(t, duplicate, exitUsage)
 
@@ -170,9 +170,9 @@ func TestSecuredBrokerFromTheCLI(t *testing.T) {
 }
 
 func TestPasswdHashesStdin(t *testing.T) {
-	hashed := runCLIInput(t, "hunter2\n", "passwd", "--memory", "64KiB", "--iterations", "1")
+	hashed := runCLIInput(t, "hunter2\n", "passwd", "--memory", "19MiB", "--iterations", "2")
 	expectCode(t, hashed, exitClean)
-	if !strings.HasPrefix(hashed.stdout, "$argon2id$v=19$m=64,t=1,p=2$") || strings.Contains(hashed.stdout, "hunter2") {
+	if !strings.HasPrefix(hashed.stdout, "$argon2id$v=19$m=19456,t=2,p=2$") || strings.Contains(hashed.stdout, "hunter2") {
 		t.Fatalf("passwd: %q", hashed.stdout)
 	}
 	expectCode(t, runCLIInput(t, "", "passwd"), exitUsage)

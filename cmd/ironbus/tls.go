@@ -15,13 +15,14 @@ func addSecurityFlags(cmd *cobra.Command, cfg *server.Config) {
 	flags.StringVar(&cfg.TLSClientCA, "tls-client-ca", "", "require client certificates signed by these CAs (mTLS; PEM)")
 	flags.StringVar(&cfg.AuthConfig, "auth-config", "", "identities and scopes (TOML, mode 0600; edit with `ironbus auth`)")
 	flags.StringVar(&cfg.AuditLog, "audit-log", "", "append auth outcomes and admin actions to this JSON-lines file")
-	flags.Var(sizeValue{&cfg.AuditMaxBytes}, "audit-max-bytes", "rotate the audit log at this size (keeps 3 old files)")
+	flags.Var(sizeValue{&cfg.AuditMaxBytes}, "audit-max-bytes", "rotate the audit log at this size")
+	flags.IntVar(&cfg.AuditKeep, "audit-keep", cfg.AuditKeep, "rotated audit log files kept (FILE.1 the newest)")
 	flags.DurationVar(&cfg.SecurityReloadInterval, "security-reload-interval", cfg.SecurityReloadInterval,
 		"how often TLS and auth files are checked for changes (they also reload on SIGHUP)")
 	flags.IntVar(&cfg.MaxHalfOpen, "max-half-open", cfg.MaxHalfOpen, "connections accepted but not yet through Hello, at most (the oldest is closed to admit a new one)")
 	flags.IntVar(&cfg.MaxHalfOpenPerSource, "max-half-open-per-source", cfg.MaxHalfOpenPerSource,
 		"connections from one source IP accepted but not yet through Hello, at most (that source's oldest is closed to admit a new one)")
 	flags.Float64Var(&cfg.ConnectionRate, "connection-rate", cfg.ConnectionRate, "new connections per second per source IP (burst twice that)")
-	flags.IntVar(&cfg.AuthLockoutAfter, "auth-lockout-after", cfg.AuthLockoutAfter, "failed authentications from one source before it is locked out (1 s, doubling to 5 min)")
-	flags.DurationVar(&cfg.AuthFailureDelay, "auth-failure-delay", cfg.AuthFailureDelay, "wait before answering a failed authentication")
+	flags.IntVar(&cfg.AuthLockoutAfter, "auth-lockout-after", cfg.AuthLockoutAfter, "failed authentications of one account from one source IP before that pair is locked out (1 s, doubling to 5 min)")
+	flags.DurationVar(&cfg.AuthFailureDelay, "auth-failure-delay", cfg.AuthFailureDelay, "least wait before answering a failed authentication")
 }

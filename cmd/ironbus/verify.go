@@ -29,6 +29,10 @@ type verifyOutput struct {
 	// dead-letter queues (a data directory of their own), checked the same
 	// way when verify covers the whole directory.
 	DeadLetterLogs []verifiedLog `json:"dead_letter_logs,omitempty"`
+	// SpecialEntries are symbolic links, FIFOs, devices and sockets in
+	// the data directory, relative to it: the broker makes none, so each
+	// is damage (a link leads outside the directory).
+	SpecialEntries []string `json:"special_entries,omitempty"`
 }
 
 // verifiedLog is the engine's report of one log plus what stopped verify
@@ -55,7 +59,9 @@ It prints one line per log (outcome, segments, offsets held, bytes) and one
 indented line per problem: its reason, the segment file, the byte position,
 and the offsets and number of records lost. A torn tail (bytes written after
 the last sync, never acknowledged to a producer) is reported but counts as
-clean; anything else is damage.
+clean; anything else is damage, and so is a symbolic link, FIFO, device or
+socket anywhere in the directory (the broker makes none; a link leads
+outside it).
 
 Exit codes: 0 clean (torn tails allowed), 2 not found, 3 damage found or a log
 frozen, 4 unreadable (I/O error, inconsistent files, format newer than this
@@ -95,6 +101,9 @@ func runVerifyAs(opts *globalOptions, verify *verifyOptions, what string) error 
 	output := verifyOutput{Schema: verifySchema, DataDir: verify.dataDir, Logs: []verifiedLog{}}
 	output.Logs = append(output.Logs, verifiedLogs(check.Logs, &output.ExitCode)...)
 	output.DeadLetterLogs = verifiedLogs(check.DeadLetterLogs, &output.ExitCode)
+	if err := findSpecialEntries(verify, &output); err != nil {
+		return err
+	}
 	output.OK = output.ExitCode == exitClean
 	if opts.json {
 		err = writeJSON(opts.stdout, output)

@@ -25,6 +25,9 @@ func printVerifyHuman(w io.Writer, output verifyOutput) error {
 			writeLogLine(&text, result)
 		}
 	}
+	for _, entry := range output.SpecialEntries {
+		fmt.Fprintf(&text, "%s  a symbolic link or special file: the broker makes none; replace it with the file it stands for, or remove it\n", entry)
+	}
 	writeVerifySummary(&text, output)
 	_, err := io.WriteString(w, text.String())
 	return err

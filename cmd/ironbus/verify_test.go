@@ -200,3 +200,31 @@ func TestHelpTeaches(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyReportsSymlinksAsDamage: the broker never makes a link, and
+// one in a data directory leads outside it (a restore used to copy
+// through it); verify calls it damage even when the bytes it leads to
+// are a sound segment.
+func TestVerifyReportsSymlinksAsDamage(t *testing.T) {
+	t.Parallel()
+	dataDir := copyTestdata(t, "demo")
+	logDir := filepath.Join(dataDir, "streams", "default", "0")
+	names, err := filepath.Glob(filepath.Join(logDir, "*.seg"))
+	if err != nil || len(names) < 2 {
+		t.Fatalf("segments of the demo: %v %v", names, err)
+	}
+	first := names[0]
+	outside := filepath.Join(t.TempDir(), "outside.seg")
+	if err := os.Rename(first, outside); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, first); err != nil {
+		t.Fatal(err)
+	}
+	result := runCLI(t, "verify", "--data-dir", dataDir)
+	expectCode(t, result, exitDamage)
+	rel, _ := filepath.Rel(dataDir, first)
+	if !strings.Contains(result.stdout, filepath.ToSlash(rel)) || !strings.Contains(result.stdout, "symbolic link") {
+		t.Fatalf("verify does not name the link:\n%s", result.stdout)
+	}
+}

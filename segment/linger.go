@@ -1,0 +1,123 @@
+package segment
+
+import "time"
+
+// The commit linger (Options.CommitLinger) is for flash that wears by the
+// page: every fdatasync of a log rewrites the page its tail is in, so a
+// sync per awaited record of 256 B writes a 4 KiB page (and the file
+// system's journal block) for each, about 19 device bytes per payload
+// byte. Holding the sync of a busy log for a moment lets the records of
+// other producers join it, and one page rewrite then covers all of them.
+//
+// Busy means the log's last fdatasync covered more than one record
+// (Log.lastCovered): records arrived while the previous sync ran, so
+// more than one producer, or a pipelining one, is writing, and records
+// are on their way. A log whose last sync covered one record is idle: a
+// lone producer with one record in flight sends its next record only
+// after this one's ack, so waiting would only delay it. Its records keep
+// the inline commit (TryCommitBatch) and the committer syncs them at once,
+// exactly as with no linger. The number is re-learnt at every sync, so a
+// log whose producers went away is idle again after one sync.
+//
+// A busy log is held until as many records are written but not yet
+// synced as its last sync covered (the same producers have each sent
+// their next one), or until the linger has passed since it was queued,
+// whichever comes first. The linger only delays the call to syncLog: what
+// a sync covers and when tickets complete is unchanged, so an
+// acknowledgement still never precedes the fdatasync that covers it.
+// Under DurabilityInterval and DurabilityNone there is no linger (those
+// acknowledge before any sync).
+
+// lingers reports whether an append to l should be staged for the
+// committer rather than committed inline: the log is busy under a linger.
+func (l *Log) lingers() bool {
+	return l.dir.committer.linger > 0 && l.lastCovered.Load() > 1
+}
+
+// noteWrittenLocked keeps the linger's account of a write the appender
+// published: when it queued the log, the linger starts; when the log is
+// held and now has as many unsynced records as its last sync covered, the
+// committer is woken to sync it without waiting out the linger.
+// REQUIRES: l.mu held.
+func (l *Log) noteWrittenLocked(m mark, queued bool) {
+	if queued {
+		l.mu.dirtySince = time.Now()
+		return
+	}
+	want, synced := l.lastCovered.Load(), l.syncedNext.Load()
+	if want > 1 && m.next > synced && m.next-synced >= want {
+		select {
+		case l.dir.committer.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// lingerDue reports whether the committer should sync l now and, when
+// not, until when it may hold it.
+func (l *Log) lingerDue(now time.Time, linger time.Duration) (bool, time.Time) {
+	want := l.lastCovered.Load()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if want <= 1 || l.mu.closed || l.mu.failure != nil || l.mu.dirtySince.IsZero() {
+		return true, time.Time{}
+	}
+	deadline := l.mu.dirtySince.Add(linger)
+	written, synced := l.mu.written.next, l.syncedNext.Load()
+	return (written > synced && written-synced >= want) || !now.Before(deadline), deadline
+}
+
+// runLingering is run with a linger: a queued busy log may be held back,
+// and a timer brings the committer back when the first held one is due.
+func (c *committer) runLingering() {
+	defer close(c.done)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case <-c.wake:
+		case <-timer.C:
+		case <-c.stop:
+			c.cycle() // the last cycle holds nothing back
+			return
+		}
+		if due := c.lingeringCycle(); !due.IsZero() {
+			timer.Reset(max(time.Until(due), 0))
+		}
+	}
+}
+
+// lingeringCycle syncs the queued logs that are due, puts the others back
+// in the queue (still dirty: each is queued once) and returns when the
+// first of those is due (zero: none held).
+func (c *committer) lingeringCycle() (due time.Time) {
+	c.mu.Lock()
+	logs := c.queue
+	c.queue = c.spare[:0]
+	c.mu.Unlock()
+	now := time.Now()
+	ready, held := logs[:0], c.holding[:0]
+	for _, l := range logs {
+		ok, deadline := l.lingerDue(now, c.linger)
+		if ok {
+			ready = append(ready, l)
+			continue
+		}
+		if due.IsZero() || deadline.Before(due) {
+			due = deadline
+		}
+		held = append(held, l)
+	}
+	clear(logs[len(ready):])
+	if len(held) > 0 {
+		c.held.Add(uint64(len(held)))
+		c.mu.Lock()
+		c.queue = append(c.queue, held...)
+		c.mu.Unlock()
+	}
+	clear(held)
+	c.holding = held[:0]
+	c.syncAll(ready)
+	return due
+}

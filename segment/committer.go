@@ -194,7 +194,7 @@ func (c *committer) syncLog(l *Log) {
 	}
 	records := l.syncedRecords(written.next)
 	if c.linger > 0 && records > 0 {
-		l.lastCovered.Store(records)
+		l.noteRound(records, written.next)
 	}
 	c.observer.ObserveSync(elapsed, records)
 	if l.opts.Durability == DurabilitySync {

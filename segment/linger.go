@@ -9,20 +9,24 @@ import "time"
 // byte. Holding the sync of a busy log for a moment lets the records of
 // other producers join it, and one page rewrite then covers all of them.
 //
-// Busy means the log's last fdatasync covered more than one record
-// (Log.lastCovered): records arrived while the previous sync ran, so
-// more than one producer, or a pipelining one, is writing, and records
-// are on their way. A log whose last sync covered one record is idle: a
-// lone producer with one record in flight sends its next record only
-// after this one's ack, so waiting would only delay it. Its records keep
-// the inline commit (TryCommitBatch) and the committer syncs them at once,
-// exactly as with no linger. The number is re-learnt at every sync, so a
+// Busy means a round of the log's syncs gathers more than one record
+// (Log.roundRecords): its last fdatasync covered several, or records were
+// written while it ran. Either shows more than one producer (or a
+// pipelining one) writing, with records on their way. A log whose last
+// sync covered one record and saw none arrive meanwhile is idle: a lone
+// producer with one record in flight sends its next record only after
+// this one's ack, so waiting would only delay it. Its records keep the
+// inline commit (TryCommitBatch) and the committer syncs them at once,
+// exactly as with no linger. The figure is re-learnt at every sync, so a
 // log whose producers went away is idle again after one sync.
 //
-// A busy log is held until as many records are written but not yet
-// synced as its last sync covered (the same producers have each sent
-// their next one), or until the linger has passed since it was queued,
-// whichever comes first. The linger only delays the call to syncLog: what
+// A round is the larger of what the last sync covered and one more than
+// what was written while it ran: two awaited producers whose syncs
+// alternate (one inline, one by the committer, each covering one record)
+// count as a round of two, and are then synced together. A busy log is
+// held until a round's worth of records is written but not yet synced
+// (each producer has sent its next one), or until the linger has passed
+// since it was queued, whichever comes first. The linger only delays the call to syncLog: what
 // a sync covers and when tickets complete is unchanged, so an
 // acknowledgement still never precedes the fdatasync that covers it.
 // Under DurabilityInterval and DurabilityNone there is no linger (those
@@ -31,20 +35,29 @@ import "time"
 // lingers reports whether an append to l should be staged for the
 // committer rather than committed inline: the log is busy under a linger.
 func (l *Log) lingers() bool {
-	return l.dir.committer.linger > 0 && l.lastCovered.Load() > 1
+	return l.dir.committer.linger > 0 && l.roundRecords.Load() > 1
+}
+
+// noteRound records the round a sync that made records durable, and
+// covered every offset below covered, saw.
+func (l *Log) noteRound(records, covered uint64) {
+	l.mu.Lock()
+	during := l.mu.written.next - min(covered, l.mu.written.next)
+	l.mu.Unlock()
+	l.roundRecords.Store(max(records, during+1))
 }
 
 // noteWrittenLocked keeps the linger's account of a write the appender
 // published: when it queued the log, the linger starts; when the log is
-// held and now has as many unsynced records as its last sync covered, the
-// committer is woken to sync it without waiting out the linger.
+// held and now has a round's worth of unsynced records, the committer is
+// woken to sync it without waiting out the linger.
 // REQUIRES: l.mu held.
 func (l *Log) noteWrittenLocked(m mark, queued bool) {
 	if queued {
 		l.mu.dirtySince = time.Now()
 		return
 	}
-	want, synced := l.lastCovered.Load(), l.syncedNext.Load()
+	want, synced := l.roundRecords.Load(), l.syncedNext.Load()
 	if want > 1 && m.next > synced && m.next-synced >= want {
 		select {
 		case l.dir.committer.wake <- struct{}{}:
@@ -56,7 +69,7 @@ func (l *Log) noteWrittenLocked(m mark, queued bool) {
 // lingerDue reports whether the committer should sync l now and, when
 // not, until when it may hold it.
 func (l *Log) lingerDue(now time.Time, linger time.Duration) (bool, time.Time) {
-	want := l.lastCovered.Load()
+	want := l.roundRecords.Load()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if want <= 1 || l.mu.closed || l.mu.failure != nil || l.mu.dirtySince.IsZero() {

@@ -41,7 +41,7 @@ func TestLingerHoldsBusyLog(t *testing.T) {
 	d := openDir(t, vfs.NewMemFS(), opts)
 	defer d.Close()
 	l := openLog(t, d)
-	l.lastCovered.Store(4)
+	l.roundRecords.Store(4)
 	began := time.Now()
 	b := body(0, 100)
 	ticket, err := l.TryCommitBatch([][]byte{b}, []uint32{crc(b)})
@@ -55,11 +55,11 @@ func TestLingerHoldsBusyLog(t *testing.T) {
 	if waited := time.Since(began); waited < MaxCommitLinger*9/10 {
 		t.Fatalf("a lone record on a busy log was synced after %v, before the linger of %v", waited, MaxCommitLinger)
 	}
-	if l.lastCovered.Load() != 1 || d.Stats().Held == 0 {
-		t.Fatalf("after a lone record: last covered %d, held %d; want 1 and some", l.lastCovered.Load(), d.Stats().Held)
+	if l.roundRecords.Load() != 1 || d.Stats().Held == 0 {
+		t.Fatalf("after a lone record: last covered %d, held %d; want 1 and some", l.roundRecords.Load(), d.Stats().Held)
 	}
 	// Four producers' records reach the count of the previous sync.
-	l.lastCovered.Store(4)
+	l.roundRecords.Store(4)
 	var wg sync.WaitGroup
 	tickets := make([]Ticket, 4)
 	for p := range tickets {
@@ -106,7 +106,7 @@ func TestNoLingerHoldsNothing(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if held, covered := d.Stats().Held, l.lastCovered.Load(); held != 0 || covered != 0 {
+	if held, covered := d.Stats().Held, l.roundRecords.Load(); held != 0 || covered != 0 {
 		t.Fatalf("without a linger: held %d, last covered %d", held, covered)
 	}
 }

@@ -96,10 +96,10 @@ type Log struct {
 	// syncedNext is the offset below which the last fdatasync of the log
 	// covered every record: the committer's count of records per sync.
 	syncedNext atomic.Uint64
-	// lastCovered is how many records the last fdatasync of the log made
-	// durable: with a commit linger, how many a sync waits for
-	// (linger.go).
-	lastCovered atomic.Uint64
+	// roundRecords is, with a commit linger, how many records one round
+	// of the log's syncs gathers: what its last fdatasync covered, or one
+	// more than were written while it ran if that is more (linger.go).
+	roundRecords atomic.Uint64
 	// appendedRecords and appendedBytes count what the appender wrote
 	// since the log opened (Counters).
 	appendedRecords atomic.Uint64

@@ -26,6 +26,8 @@ const (
 	minSlice   = 500 * time.Millisecond
 	maxSlice   = 3 * time.Second
 	countSlice = 2 * time.Second
+	// warmTurns of the raw loop precede the first measured slice.
+	warmTurns = 64
 )
 
 // SliceFor is how long each floor runs on each side of a run of the given
@@ -45,11 +47,18 @@ func SliceFor(run time.Duration) time.Duration {
 // error is returned as it is; the floors' are wrapped.
 func Around(dir string, size int, slice time.Duration, run func() error) (Result, error) {
 	result := Result{Slice: slice}
-	loop, err := OpenRawLoop(dir, size)
+	loop, err := openRawLoop(dir, size, aroundFileBytes)
 	if err != nil {
 		return result, fmt.Errorf("raw disk loop: %w", err)
 	}
 	defer loop.Close()
+	// Untimed turns first: the file was just written and synced, and the
+	// first syncs after that pay for it.
+	for range warmTurns {
+		if err := loop.once(); err != nil {
+			return result, fmt.Errorf("raw disk loop: %w", err)
+		}
+	}
 	var tcp []time.Duration
 	var tcpElapsed time.Duration
 	measureTCP := func() error {

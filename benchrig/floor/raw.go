@@ -13,8 +13,14 @@ import (
 
 // SmallFileBytes is the raw loop's file: zero-filled, so small writes
 // overwrite written blocks; the loop wraps around in it rather than
-// zero-filling a larger one in every run.
-const SmallFileBytes = 64 << 20
+// zero-filling a larger one in every run. aroundFileBytes is Around's:
+// a run's floors are measured right after the file is made, and a
+// device still destaging 64 MiB of zeros from its cache slows the first
+// syncs; 8 MiB holds any slice's writes many times over.
+const (
+	SmallFileBytes  = 64 << 20
+	aroundFileBytes = 8 << 20
+)
 
 // RawLoop is the write + fdatasync loop on a preallocated zero-filled
 // file. It keeps its file open so that it can run in slices around the
@@ -24,6 +30,7 @@ type RawLoop struct {
 	remove     func()
 	buffer     []byte
 	offset     int64
+	fileBytes  int64
 	BackToBack Samples // RunBackToBack's slices
 	AtRate     Samples // RunAtRate's slices
 }
@@ -44,11 +51,15 @@ func (s *Samples) PerSecond() float64 {
 
 // OpenRawLoop makes the loop's file under dir, for messages of size bytes.
 func OpenRawLoop(dir string, size int) (*RawLoop, error) {
-	file, remove, err := ScratchFile(dir, SmallFileBytes, true, false)
+	return openRawLoop(dir, size, SmallFileBytes)
+}
+
+func openRawLoop(dir string, size int, fileBytes int64) (*RawLoop, error) {
+	file, remove, err := ScratchFile(dir, fileBytes, true, false)
 	if err != nil {
 		return nil, err
 	}
-	return &RawLoop{file: file, remove: remove, buffer: Payload(size)}, nil
+	return &RawLoop{file: file, remove: remove, buffer: Payload(size), fileBytes: fileBytes}, nil
 }
 
 // Close closes and deletes the loop's file.
@@ -64,7 +75,7 @@ func (r *RawLoop) once() error { return r.WriteAndSync(r.buffer) }
 // the file (whose blocks are all written), then fdatasyncs. The TCP floor
 // writes what it receives through it. Not safe for concurrent use.
 func (r *RawLoop) WriteAndSync(p []byte) error {
-	if r.offset+int64(len(p)) > SmallFileBytes {
+	if r.offset+int64(len(p)) > r.fileBytes {
 		r.offset = 0
 	}
 	if _, err := r.file.WriteAt(p, r.offset); err != nil {

@@ -26,6 +26,12 @@
 // binary users run) and reads its RSS, disk writes and fdatasyncs from
 // outside. The open-loop schedule every rig shares is Pace.
 //
+// benchrig/floor measures what the disk allows with no broker in the
+// way: the raw write + fdatasync loop and the TCP floor (a minimal
+// in-process TCP server that syncs each message before answering), run
+// just before and just after a measured run (`ironbus bench --floor`,
+// and the peers rig beside its awaited rows).
+//
 // The head-to-head rig against peer brokers is its own module,
 // benchrig/peers, so the broker never depends on a peer.
 //

@@ -29,11 +29,14 @@ type committer struct {
 	stop        chan struct{}
 	done        chan struct{}
 	interval    time.Duration // > 0: sync on a timer (DurabilityInterval)
+	linger      time.Duration // > 0: a busy log's sync may wait (linger.go)
 	parallelism int
+	holding     []*Log // logs a lingering cycle put back (linger.go)
 
 	syncs     atomic.Uint64
 	syncNanos atomic.Uint64
 	cycles    atomic.Uint64
+	held      atomic.Uint64 // times the linger held a log back
 	observer  Observer
 
 	// started anchors syncStarted on the monotonic clock; syncStarted is
@@ -68,10 +71,14 @@ func (c *committer) inlineHealthy() bool {
 	return c.lastSync.Load() < int64(inlineSlowSync)
 }
 
-func newCommitter(interval time.Duration, parallelism int, observer Observer) *committer {
+func newCommitter(interval, linger time.Duration, parallelism int, observer Observer) *committer {
 	c := &committer{wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
-		interval: interval, parallelism: max(parallelism, 1), observer: observer, started: time.Now()}
-	go c.run()
+		interval: interval, linger: linger, parallelism: max(parallelism, 1), observer: observer, started: time.Now()}
+	if linger > 0 {
+		go c.runLingering()
+	} else {
+		go c.run()
+	}
 	return c
 }
 
@@ -120,6 +127,11 @@ func (c *committer) cycle() {
 	logs := c.queue
 	c.queue = c.spare[:0]
 	c.mu.Unlock()
+	c.syncAll(logs)
+}
+
+// syncAll syncs logs, each once, and keeps the slice for the next cycle.
+func (c *committer) syncAll(logs []*Log) {
 	if len(logs) == 0 {
 		c.spare = logs
 		return
@@ -180,7 +192,11 @@ func (c *committer) syncLog(l *Log) {
 		l.freeze(fmt.Errorf("fdatasync of %s failed, acknowledged nothing after it: %w", written.seg.path, err))
 		return
 	}
-	c.observer.ObserveSync(elapsed, l.syncedRecords(written.next))
+	records := l.syncedRecords(written.next)
+	if c.linger > 0 && records > 0 {
+		l.noteRound(records, written.next)
+	}
+	c.observer.ObserveSync(elapsed, records)
 	if l.opts.Durability == DurabilitySync {
 		l.advanceCommitted(written)
 	}
@@ -201,13 +217,16 @@ type CommitterStats struct {
 	Cycles    uint64
 	Syncs     uint64
 	SyncNanos uint64
+	// Held counts the times a commit linger held a busy log's sync back
+	// to gather more records (0 without one).
+	Held uint64
 	// SyncRunning is how long the fdatasync running now has taken so
 	// far (zero when none runs): a liveness check's view of a hung device.
 	SyncRunning time.Duration
 }
 
 func (c *committer) stats() CommitterStats {
-	stats := CommitterStats{Cycles: c.cycles.Load(), Syncs: c.syncs.Load(), SyncNanos: c.syncNanos.Load()}
+	stats := CommitterStats{Cycles: c.cycles.Load(), Syncs: c.syncs.Load(), SyncNanos: c.syncNanos.Load(), Held: c.held.Load()}
 	if since := c.syncStarted.Load(); since != 0 {
 		stats.SyncRunning = max(time.Since(c.started)-time.Duration(since), 0)
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ironbus/ironbus/segment/vfs"
 )
@@ -285,6 +286,25 @@ func TestCrashInlineCommit(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestCrashCommitLinger cuts power at every write while four producers
+// append under a commit linger, one of them through TryCommitBatch, so
+// syncs are held back and released by the record count, by the timer and
+// by the inline path giving way: an acknowledgement must still never
+// precede the fdatasync that covers it.
+func TestCrashCommitLinger(t *testing.T) {
+	opts := testOptions(0)
+	opts.CommitLinger = 300 * time.Microsecond
+	var held uint64
+	crashEveryWrite(t, "linger", opts, 0.5, emptyFS, func(c *crashRig, l *Log) {
+		c.inlineProducers = 1
+		c.appendWorkload(l, 4, 20, 0)
+		held += l.dir.Stats().Held
+	})
+	if held == 0 {
+		t.Fatal("the linger never held a sync: the test does not cross the linger path")
 	}
 }
 

@@ -70,7 +70,11 @@ func Open(fsys vfs.FS, root string, opts Options) (*Dir, error) {
 	if opts.Durability == DurabilityInterval {
 		interval = opts.SyncInterval
 	}
-	d.committer = newCommitter(interval, opts.SyncParallelism, opts.Observer)
+	linger := time.Duration(0)
+	if opts.Durability == DurabilitySync {
+		linger = opts.CommitLinger
+	}
+	d.committer = newCommitter(interval, linger, opts.SyncParallelism, opts.Observer)
 	return d, nil
 }
 

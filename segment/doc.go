@@ -22,6 +22,12 @@
 // write token (the appender's state belongs to whoever holds it), and the
 // ticket is done when the call returns.
 //
+// Under a commit linger (Options.CommitLinger, linger.go) the committer
+// may hold a busy log's fdatasync for up to the linger, until as many
+// records wait as its last sync covered, so one page rewrite covers the
+// records of several producers; an idle log is synced at once, inline as
+// above.
+//
 // A Ticket completes only after the fdatasync that covers its records
 // (DurabilitySync, the default). A failed fdatasync or write freezes the
 // log read-only for good; it is never retried. ENOSPC fails the append with

@@ -48,6 +48,9 @@ type Log struct {
 		free        [][]byte // staging buffers no batch holds (staging.go)
 		written     mark     // what the appender has written
 		dirty       bool     // queued at the committer
+		// dirtySince is when the log was last queued at the committer,
+		// the start of its linger (linger.go; set only with a linger).
+		dirtySince time.Time
 	}
 	committed atomic.Pointer[mark]
 	segments  atomic.Pointer[segmentSet]
@@ -93,6 +96,10 @@ type Log struct {
 	// syncedNext is the offset below which the last fdatasync of the log
 	// covered every record: the committer's count of records per sync.
 	syncedNext atomic.Uint64
+	// roundRecords is, with a commit linger, how many records one round
+	// of the log's syncs gathers: what its last fdatasync covered, or one
+	// more than were written while it ran if that is more (linger.go).
+	roundRecords atomic.Uint64
 	// appendedRecords and appendedBytes count what the appender wrote
 	// since the log opened (Counters).
 	appendedRecords atomic.Uint64
@@ -286,12 +293,14 @@ var closedChannel = func() chan struct{} {
 // Only DurabilitySync commits inline; the other levels acknowledge after
 // the write anyway. Behind a device whose fdatasync stalls (one running
 // for over 2 ms, or the last one over 20 ms) it only stages: a caller
-// that serves others should not wait on a failing disk.
+// that serves others should not wait on a failing disk. Under a commit
+// linger on a busy log it only stages too, so the committer can gather
+// the record with others (linger.go).
 func (l *Log) TryCommitBatch(bodies [][]byte, crcs []uint32) (Ticket, error) {
 	if len(bodies) != len(crcs) || len(bodies) == 0 {
 		return Ticket{}, fmt.Errorf("segment: TryCommitBatch needs one CRC per body and at least one body")
 	}
-	if l.opts.Durability != DurabilitySync || l.stop == nil || !l.dir.committer.inlineHealthy() || !l.writeMu.TryLock() {
+	if l.opts.Durability != DurabilitySync || l.stop == nil || !l.dir.committer.inlineHealthy() || l.lingers() || !l.writeMu.TryLock() {
 		return l.append(context.Background(), bodies, crcs, false)
 	}
 	ticket, taken, err := l.stage(context.Background(), bodies, crcs, false, true)

@@ -138,7 +138,10 @@ const (
 	// 2.3x the sequential cycle rate on the reference machine.
 	DefaultSyncParallelism = 8
 	DefaultMaxOpenSegments = 16
-	indexInterval          = 64 << 10
+	// MaxCommitLinger bounds CommitLinger: a linger is a latency every
+	// record of a busy log may pay, and past this it is a stall.
+	MaxCommitLinger = 100 * time.Millisecond
+	indexInterval   = 64 << 10
 )
 
 // Options configure a data directory and every log in it. The zero value
@@ -167,6 +170,13 @@ type Options struct {
 	AcceptRelaxedDurability bool
 	// SyncInterval is the sync period for DurabilityInterval (1 s).
 	SyncInterval time.Duration
+	// CommitLinger is how long, under DurabilitySync, the committer may
+	// hold a busy log's fdatasync to gather more records into it (0: it
+	// never waits). It trades up to that much ack latency for fewer
+	// rewrites of the same flash pages (linger.go); an acknowledgement
+	// still follows the fdatasync that covers it. At most
+	// MaxCommitLinger.
+	CommitLinger time.Duration
 	// SyncParallelism bounds the fdatasyncs a committer cycle issues at
 	// once when several logs are dirty (8).
 	SyncParallelism int
@@ -269,6 +279,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: durability %s loses acknowledged records on power loss; it needs explicit consent (AcceptRelaxedDurability)", ErrInvalidOptions, o.Durability)
 	case o.LossCapFraction < 0 || o.LossCapFraction > 1:
 		return o, fmt.Errorf("%w: loss cap fraction %v outside [0, 1]", ErrInvalidOptions, o.LossCapFraction)
+	case o.CommitLinger < 0 || o.CommitLinger > MaxCommitLinger:
+		return o, fmt.Errorf("%w: commit linger %v outside [0, %v]", ErrInvalidOptions, o.CommitLinger, MaxCommitLinger)
 	case o.SyncInterval < 0:
 		return o, fmt.Errorf("%w: negative sync interval", ErrInvalidOptions)
 	}

@@ -280,6 +280,9 @@ func (l *Log) publishWritten(m mark) {
 	l.mu.written = m
 	queue := !l.mu.dirty && l.opts.Durability != DurabilityNone
 	l.mu.dirty = l.mu.dirty || queue
+	if l.dir.committer.linger > 0 {
+		l.noteWrittenLocked(m, queue)
+	}
 	l.mu.Unlock()
 	if queue {
 		l.dir.committer.enqueue(l)

@@ -67,6 +67,12 @@ type Config struct {
 	// AcceptRelaxedDurability consents to Durability interval or none
 	// [accept_relaxed_durability]: a power cut loses acknowledged records.
 	AcceptRelaxedDurability bool
+	// CommitLinger is how long a busy stream's fdatasync may wait to
+	// gather more records [commit_linger]: 0 (never waits) to 100 ms.
+	// Fewer syncs rewrite fewer flash pages; each record's ack may come
+	// up to this much later, and still only after its fdatasync
+	// (docs/DURABILITY.md). Only with Durability sync.
+	CommitLinger time.Duration
 	// IOMode is how segments are written [io_mode]: buffered, direct or
 	// auto.
 	IOMode string

@@ -64,7 +64,7 @@ func mapConfig(cfg Config, logger *slog.Logger) (parts, error) {
 		MaxInFlight:              cfg.MaxInFlight,
 		Version:                  cfg.Version,
 		Logger:                   logger,
-		Storage: segment.Options{Durability: durability, AcceptRelaxedDurability: cfg.AcceptRelaxedDurability,
+		Storage: segment.Options{Durability: durability, AcceptRelaxedDurability: cfg.AcceptRelaxedDurability, CommitLinger: cfg.CommitLinger,
 			IOMode: ioMode, SegmentSize: cfg.SegmentBytes, StagingBytes: int(cfg.StagingBytes), Logger: logger,
 			Owner: fmt.Sprintf("%s (pid %d, addr %s)", owner, os.Getpid(), cfg.Addr)},
 	}

@@ -115,6 +115,7 @@ func set(t *testing.T, cfg *Config, b bound, value int64) {
 		"max_connections":          func() { cfg.MaxConnections = int(value) },
 		"memory_storage_cap":       func() { cfg.MemoryStorageCap = value },
 		"segment_bytes":            func() { cfg.SegmentBytes = value },
+		"commit_linger":            func() { cfg.CommitLinger = time.Duration(value) },
 		"staging_bytes":            func() { cfg.StagingBytes = value },
 		"ram_ceiling":              func() { cfg.RAMCeiling = value },
 		"max_frame":                func() { cfg.MaxFrame = value },

@@ -67,6 +67,7 @@ func bounds() []bound {
 	return []bound{
 		countBound("max_connections", 1, maxConnectionsLimit, func(c *Config) int { return c.MaxConnections }),
 		sizeBound("memory_storage_cap", 0, tebibyte, func(c *Config) int64 { return c.MemoryStorageCap }),
+		durationBound("commit_linger", 0, segment.MaxCommitLinger, func(c *Config) time.Duration { return c.CommitLinger }),
 		sizeBound("segment_bytes", segment.MinSegmentSize, segment.MaxSegmentSize, func(c *Config) int64 { return c.SegmentBytes }),
 		sizeBound("staging_bytes", 4<<10, 256<<20, func(c *Config) int64 { return c.StagingBytes }),
 		sizeBound("ram_ceiling", 0, tebibyte, func(c *Config) int64 { return c.RAMCeiling }),
@@ -210,6 +211,9 @@ func (cfg Config) checkConsents() error {
 	durability, _ := segment.ParseDurability(cfg.Durability)
 	if durability != segment.DurabilitySync && !cfg.AcceptRelaxedDurability {
 		return invalid("--durability %s acknowledges records a power cut can lose; add --accept-relaxed-durability to accept that", cfg.Durability)
+	}
+	if durability != segment.DurabilitySync && cfg.CommitLinger != 0 {
+		return invalid("--commit-linger holds fdatasyncs that --durability %s does not wait for: it applies only to --durability sync", cfg.Durability)
 	}
 	return nil
 }

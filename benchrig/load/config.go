@@ -77,6 +77,7 @@ type Config struct {
 	Broker        string // "started" or "live"
 	BrokerProfile string
 	Durability    string
+	CommitLinger  time.Duration
 }
 
 func (c *Config) check() error {

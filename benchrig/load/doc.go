@@ -13,10 +13,9 @@
 //
 // The broker is the caller's: the address of one benchrig/brokerproc
 // started (whose Usage Result.AddBrokerUsage folds in) or of a live one.
-// The load speaks the IronBus protocol only; a target that does not (a
-// floor server) is driven by a loop of its own with the same shape
-// (producers, payload bytes, rate, duration) and read against Result's
-// rates and latencies.
+// The load speaks the IronBus protocol only; the floors a run is read
+// against (package benchrig/floor, measured around it) are folded in with
+// Result.AddFloor.
 //
 // Invariants: latencies are recorded in histograms of 1 µs to 60 s at 3
 // significant digits; Result's JSON fields are never renamed or

@@ -4,6 +4,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/ironbus/ironbus/benchrig/brokerproc"
+	"github.com/ironbus/ironbus/benchrig/floor"
 )
 
 // Schema names Result's JSON object; a field is never renamed or
@@ -53,7 +54,25 @@ type Result struct {
 	FsyncsPerSec    float64 `json:"fsyncs_per_sec"`
 	RecordsPerFsync float64 `json:"records_per_fsync"`
 	RSSBytes        int64   `json:"rss_bytes"`
-	DiskPerPayload  float64 `json:"disk_bytes_per_payload_byte"`
+	// DiskPerPayload is the write amplification: bytes the broker process
+	// wrote to disk per payload byte published.
+	DiskPerPayload float64 `json:"disk_bytes_per_payload_byte"`
+	// CommitLinger is the started broker's --commit-linger ("" for none).
+	CommitLinger string `json:"commit_linger,omitempty"`
+
+	// The floors measured around the run (AddFloor; bench --floor): the
+	// TCP floor (a minimal TCP server that fdatasyncs each message before
+	// answering, one message in flight) and the raw write + fdatasync
+	// loop, on the disk the broker wrote to, and the run's rate as a
+	// ratio of each.
+	FloorTCPPerSec  float64 `json:"floor_tcp_msgs_per_sec,omitempty"`
+	FloorTCPP50     float64 `json:"floor_tcp_p50_us,omitempty"`
+	FloorTCPP99     float64 `json:"floor_tcp_p99_us,omitempty"`
+	FloorRawPerSec  float64 `json:"floor_raw_syncs_per_sec,omitempty"`
+	FloorRawP50     float64 `json:"floor_raw_p50_us,omitempty"`
+	FloorRawP99     float64 `json:"floor_raw_p99_us,omitempty"`
+	RatioToTCPFloor float64 `json:"ratio_to_tcp_floor,omitempty"`
+	RatioToRawDisk  float64 `json:"ratio_to_raw_disk,omitempty"`
 
 	ack, e2e *hdrhistogram.Histogram
 }
@@ -64,6 +83,9 @@ func newLatencyHistogram() *hdrhistogram.Histogram { return hdrhistogram.New(1, 
 // describe copies the run's configuration into r.
 func (r *Result) describe(config *Config) {
 	r.Schema, r.Mode, r.Durability = Schema, string(config.Mode), config.Durability
+	if config.CommitLinger > 0 {
+		r.CommitLinger = config.CommitLinger.String()
+	}
 	r.Producers, r.PubWindow, r.PayloadBytes = config.Producers, config.Window, config.PayloadBytes
 	r.Broker, r.BrokerProfile, r.TLS = config.Broker, config.BrokerProfile, config.Connect.TLS != nil
 	r.Compression, r.PayloadFile = config.Payloads.Compression.String(), config.Payloads.File
@@ -101,6 +123,19 @@ func (r *Result) AddBrokerUsage(usage brokerproc.Usage) {
 	}
 	if payload := int64(r.Records) * int64(r.PayloadBytes); payload > 0 && usage.DiskWriteBytes > 0 {
 		r.DiskPerPayload = float64(usage.DiskWriteBytes) / float64(payload)
+	}
+}
+
+// AddFloor folds in the floors measured around the run and the run's
+// publish rate as a ratio of each.
+func (r *Result) AddFloor(floors floor.Result) {
+	r.FloorTCPPerSec, r.FloorTCPP50, r.FloorTCPP99 = floors.TCPPerSec, floors.TCPP50, floors.TCPP99
+	r.FloorRawPerSec, r.FloorRawP50, r.FloorRawP99 = floors.RawPerSec, floors.RawP50, floors.RawP99
+	if floors.TCPPerSec > 0 {
+		r.RatioToTCPFloor = r.MsgsPerSec / floors.TCPPerSec
+	}
+	if floors.RawPerSec > 0 {
+		r.RatioToRawDisk = r.MsgsPerSec / floors.RawPerSec
 	}
 }
 

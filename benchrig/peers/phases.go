@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/ironbus/ironbus/benchrig/floor"
 )
 
 // Sizes of the produce shapes, the same on both sides.
@@ -88,7 +90,7 @@ func ironbusPhase(cfg *config, measured samples) error {
 }
 
 // ironbusRows measures IronBus's produce rows at one payload size, with
-// the raw loop and the TCP floor (floor.go) beside P1 and L1.
+// the raw loop and the TCP floor (package benchrig/floor) beside P1 and L1.
 //
 // The disk's sync rate drifts by 10-20 % within a minute on the machines
 // this runs on, so a raw loop measured in a phase of its own, tens of
@@ -98,12 +100,12 @@ func ironbusPhase(cfg *config, measured samples) error {
 // each cell it is compared with has a slice on either side, and the
 // slices are pooled into the raw figures. The broker idles meanwhile.
 func ironbusRows(cfg *config, measured samples, addr string, size int) error {
-	loop, err := openRawLoop(cfg.dir, size)
+	loop, err := floor.OpenRawLoop(cfg.dir, size)
 	if err != nil {
 		return fmt.Errorf("raw loop %d B: %w", size, err)
 	}
-	defer loop.close()
-	if err := loop.runBackToBack(cfg.duration / 3); err != nil {
+	defer loop.Close()
+	if err := loop.RunBackToBack(cfg.duration / 3); err != nil {
 		return fmt.Errorf("raw loop %d B: %w", size, err)
 	}
 	for _, shape := range produceShapes {
@@ -116,7 +118,7 @@ func ironbusRows(cfg *config, measured samples, addr string, size int) error {
 			}
 		}
 	}
-	if err := loop.runAtRate(cfg.rate, cfg.latencyDuration/3); err != nil {
+	if err := loop.RunAtRate(cfg.rate, cfg.latencyDuration/3); err != nil {
 		return fmt.Errorf("raw loop at %d/s, %d B: %w", cfg.rate, size, err)
 	}
 	latencies, err := ironbusLatency(addr, fmt.Sprintf("L1-%d", size), size, cfg.rate, cfg.latencyDuration)
@@ -128,43 +130,43 @@ func ironbusRows(cfg *config, measured samples, addr string, size int) error {
 	if err := floorBesideL1(cfg, measured, loop, size); err != nil {
 		return err
 	}
-	measured.add(metric{labelRawDisk, "sync-rate", size}, loop.backToBack.perSecond())
-	measured.add(metric{labelRawDisk, "L1-p50", size}, percentile(loop.backToBack.latencies, 0.50))
-	measured.add(metric{labelRawDisk, "L1-p99", size}, percentile(loop.backToBack.latencies, 0.99))
-	measured.add(metric{labelRawDisk, "L1-rate-p50", size}, percentile(loop.atRate.latencies, 0.50))
-	measured.add(metric{labelRawDisk, "L1-rate-p99", size}, percentile(loop.atRate.latencies, 0.99))
+	measured.add(metric{labelRawDisk, "sync-rate", size}, loop.BackToBack.PerSecond())
+	measured.add(metric{labelRawDisk, "L1-p50", size}, percentile(loop.BackToBack.Latencies, 0.50))
+	measured.add(metric{labelRawDisk, "L1-p99", size}, percentile(loop.BackToBack.Latencies, 0.99))
+	measured.add(metric{labelRawDisk, "L1-rate-p50", size}, percentile(loop.AtRate.Latencies, 0.50))
+	measured.add(metric{labelRawDisk, "L1-rate-p99", size}, percentile(loop.AtRate.Latencies, 0.99))
 	return nil
 }
 
 // floorBesideP1 runs the raw loop's second back-to-back slice, the TCP
 // floor back to back, then the third slice.
-func floorBesideP1(cfg *config, measured samples, loop *rawLoop, size int) error {
-	if err := loop.runBackToBack(cfg.duration / 3); err != nil {
+func floorBesideP1(cfg *config, measured samples, loop *floor.RawLoop, size int) error {
+	if err := loop.RunBackToBack(cfg.duration / 3); err != nil {
 		return fmt.Errorf("raw loop %d B: %w", size, err)
 	}
-	perSecond, _, err := tcpFloor(loop, size, 0, cfg.duration)
+	perSecond, _, err := floor.TCP(loop, size, 0, cfg.duration)
 	if err != nil {
 		return fmt.Errorf("%d B: %w", size, err)
 	}
 	measured.add(metric{labelTCPFloor, "P1", size}, perSecond)
-	if err := loop.runBackToBack(cfg.duration / 3); err != nil {
+	if err := loop.RunBackToBack(cfg.duration / 3); err != nil {
 		return fmt.Errorf("raw loop %d B: %w", size, err)
 	}
 	return nil
 }
 
 // floorBesideL1 is floorBesideP1 at the L1 rate.
-func floorBesideL1(cfg *config, measured samples, loop *rawLoop, size int) error {
-	if err := loop.runAtRate(cfg.rate, cfg.latencyDuration/3); err != nil {
+func floorBesideL1(cfg *config, measured samples, loop *floor.RawLoop, size int) error {
+	if err := loop.RunAtRate(cfg.rate, cfg.latencyDuration/3); err != nil {
 		return fmt.Errorf("raw loop at %d/s, %d B: %w", cfg.rate, size, err)
 	}
-	_, latencies, err := tcpFloor(loop, size, cfg.rate, cfg.latencyDuration)
+	_, latencies, err := floor.TCP(loop, size, cfg.rate, cfg.latencyDuration)
 	if err != nil {
 		return fmt.Errorf("%d B at %d/s: %w", size, cfg.rate, err)
 	}
 	measured.add(metric{labelTCPFloor, "L1-p50", size}, percentile(latencies, 0.50))
 	measured.add(metric{labelTCPFloor, "L1-p99", size}, percentile(latencies, 0.99))
-	if err := loop.runAtRate(cfg.rate, cfg.latencyDuration/3); err != nil {
+	if err := loop.RunAtRate(cfg.rate, cfg.latencyDuration/3); err != nil {
 		return fmt.Errorf("raw loop at %d/s, %d B: %w", cfg.rate, size, err)
 	}
 	return nil

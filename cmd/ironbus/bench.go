@@ -13,9 +13,11 @@ import (
 
 	"github.com/ironbus/ironbus/benchrig"
 	"github.com/ironbus/ironbus/benchrig/brokerproc"
+	"github.com/ironbus/ironbus/benchrig/floor"
 	"github.com/ironbus/ironbus/benchrig/load"
 	"github.com/ironbus/ironbus/client"
 	"github.com/ironbus/ironbus/loop"
+	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/subject"
 )
 
@@ -37,6 +39,8 @@ type benchOptions struct {
 	loop         string
 	ioMode       string
 	durability   string
+	commitLinger time.Duration
+	floor        bool
 	profile      string // started broker's configuration profile ("": serve's default)
 	profileOut   string
 	tls          bool
@@ -72,6 +76,8 @@ func newBenchCmd(opts *globalOptions) *cobra.Command {
 	flags.StringVar(&bench.loop, "loop", loop.BackendAuto, "started broker: network backend (auto, uring, epoll, std)")
 	flags.StringVar(&bench.ioMode, "io-mode", "buffered", "started broker: buffered, direct or auto")
 	flags.StringVar(&bench.durability, "durability", "sync", "started broker: sync, interval or none (the latter two are labelled unsafe)")
+	flags.DurationVar(&bench.commitLinger, "commit-linger", 0, "started broker: how long a busy stream's fdatasync may wait to cover more records (flash-wear mode; 0: never)")
+	flags.BoolVar(&bench.floor, "floor", false, "measure the TCP floor and the raw disk loop on this disk just before and after the broker, and report the broker's rate as a ratio of each")
 	flags.StringVar(&bench.profile, "profile", "", "started broker: configuration profile (edge-tiny, balanced, throughput); --loop and --io-mode then follow it unless given")
 	flags.StringVar(&bench.profileOut, "profile-out", "", "started broker: write CPU and heap profiles of the run into this directory")
 	flags.BoolVar(&opts.json, "json", false, "print one flat JSON object (schema "+load.Schema+")")
@@ -105,17 +111,18 @@ type benchPlan struct {
 	addr       string
 	brokerArgs []string
 	tls        bool
+	floor      bool // measure the floors around the run
 }
 
 func (bench *benchOptions) plan(changed func(string) bool) (*benchPlan, error) {
 	if err := bench.check(changed); err != nil {
 		return nil, err
 	}
-	plan := &benchPlan{addr: bench.addr, tls: bench.tls, load: load.Config{
+	plan := &benchPlan{addr: bench.addr, tls: bench.tls, floor: bench.floor, load: load.Config{
 		Mode: load.Mode(bench.mode), Producers: bench.producers, Consumers: bench.consumers, Window: bench.pubWindow,
 		PayloadBytes: bench.payloadBytes, Count: bench.count, Rate: bench.rate, Tier: load.Tier(bench.consumeTier),
 		Stream: bench.stream, Subjects: load.Subjects{Count: bench.subjects, Filter: bench.filter, Sparse: bench.filterSparse},
-		Broker: "started", BrokerProfile: bench.profile, Durability: bench.durability,
+		Broker: "started", BrokerProfile: bench.profile, Durability: bench.durability, CommitLinger: bench.commitLinger,
 	}}
 	if bench.addr != "" {
 		plan.load.Broker = "live"
@@ -133,6 +140,9 @@ func (bench *benchOptions) plan(changed func(string) bool) (*benchPlan, error) {
 	}
 	if bench.durability != "sync" {
 		plan.brokerArgs = append(plan.brokerArgs, "--accept-relaxed-durability")
+	}
+	if bench.commitLinger != 0 {
+		plan.brokerArgs = append(plan.brokerArgs, "--commit-linger", bench.commitLinger.String())
 	}
 	if bench.profileOut != "" {
 		plan.brokerArgs = append(plan.brokerArgs, "--profile-out", bench.profileOut)
@@ -176,6 +186,12 @@ func (bench *benchOptions) check(changed func(string) bool) error {
 		return exitErrorf(exitUsage, "--profile-out needs the broker bench starts itself (no --addr)")
 	case bench.addr != "" && bench.profile != "":
 		return exitErrorf(exitUsage, "--profile configures the broker bench starts itself (no --addr)")
+	case bench.commitLinger < 0 || bench.commitLinger > segment.MaxCommitLinger:
+		return exitErrorf(exitUsage, "--commit-linger %v: want 0 to %v", bench.commitLinger, segment.MaxCommitLinger)
+	case bench.commitLinger != 0 && bench.durability != "sync":
+		return exitErrorf(exitUsage, "--commit-linger holds fdatasyncs that --durability %s does not wait for: use it with --durability sync", bench.durability)
+	case bench.addr != "" && (bench.commitLinger != 0 || bench.floor):
+		return exitErrorf(exitUsage, "--commit-linger and --floor need the broker bench starts itself (no --addr): the floors measure this machine's disk")
 	case bench.addr != "" && bench.tls:
 		return exitErrorf(exitUsage, "--tls makes the started broker serve TLS; for a live broker (--addr) give --tls-ca instead")
 	}
@@ -230,16 +246,46 @@ func (bench *benchOptions) payloads() (load.Payloads, error) {
 }
 
 func runBench(ctx context.Context, opts *globalOptions, plan *benchPlan) error {
+	var result load.Result
+	var runErr error
+	measure := func() error {
+		result, runErr = benchOnce(ctx, opts, plan)
+		return runErr
+	}
+	if plan.floor {
+		// The floors use the temporary directory, where brokerproc puts
+		// the broker's data directory: the same disk.
+		floors, err := floor.Around(os.TempDir(), plan.load.PayloadBytes, floor.SliceFor(plan.load.Duration), measure)
+		switch {
+		case runErr != nil:
+			return runErr
+		case err != nil:
+			return exitErrorf(exitUnreadable, "bench --floor: %w", err)
+		}
+		result.AddFloor(floors)
+	} else if err := measure(); err != nil {
+		return err
+	}
+	if opts.json {
+		return writeJSON(opts.stdout, result)
+	}
+	printBenchResult(opts, plan, &result)
+	return nil
+}
+
+// benchOnce starts the broker (unless the plan names a live one), loads
+// it and returns the run's figures.
+func benchOnce(ctx context.Context, opts *globalOptions, plan *benchPlan) (load.Result, error) {
 	addr := plan.addr
 	var broker *brokerproc.Process
 	if addr != "" {
 		if err := opts.connect.apply(&plan.load.Connect); err != nil {
-			return fmt.Errorf("bench: %w", err)
+			return load.Result{}, fmt.Errorf("bench: %w", err)
 		}
 	} else {
 		var err error
 		if broker, err = startBenchBroker(plan); err != nil {
-			return err
+			return load.Result{}, err
 		}
 		defer broker.Remove()
 		addr, plan.load.Connect.TLS = broker.Addr(), broker.ClientTLS()
@@ -252,22 +298,18 @@ func runBench(ctx context.Context, opts *globalOptions, plan *benchPlan) error {
 			_, _ = broker.Stop()
 		}
 		if errors.Is(err, load.ErrInvalidConfig) {
-			return exitErrorf(exitInternal, "bench: %w", err)
+			return result, exitErrorf(exitInternal, "bench: %w", err)
 		}
-		return exitErrorf(exitDamage, "bench: %w", err)
+		return result, exitErrorf(exitDamage, "bench: %w", err)
 	}
 	if broker != nil {
 		usage, err := broker.Stop()
 		if err != nil {
-			return exitErrorf(exitInternal, "bench: %w", err)
+			return result, exitErrorf(exitInternal, "bench: %w", err)
 		}
 		result.AddBrokerUsage(usage)
 	}
-	if opts.json {
-		return writeJSON(opts.stdout, result)
-	}
-	printBenchResult(opts, plan, &result)
-	return nil
+	return result, nil
 }
 
 // startBenchBroker starts this binary's serve as the broker under load.
@@ -312,8 +354,18 @@ func printBenchResult(opts *globalOptions, plan *benchPlan, r *load.Result) {
 		fmt.Fprintf(out, "  end to end  p50 %.0f µs  p99 %.0f µs  p99.9 %.0f µs  max %.0f µs\n", r.E2EP50, r.E2EP99, r.E2EP999, r.E2EMax)
 	}
 	if r.Broker == "started" {
-		fmt.Fprintf(out, "  broker      %.0f fdatasyncs/s, %.1f records per fdatasync, peak RSS %.1f MiB, %.2f disk bytes per payload byte\n",
-			r.FsyncsPerSec, r.RecordsPerFsync, float64(r.RSSBytes)/(1<<20), r.DiskPerPayload)
+		fmt.Fprintf(out, "  broker      %.0f fdatasyncs/s, %.1f records per fdatasync, peak RSS %.1f MiB\n",
+			r.FsyncsPerSec, r.RecordsPerFsync, float64(r.RSSBytes)/(1<<20))
+		fmt.Fprintf(out, "  write amplification %.2f (disk bytes per payload byte)", r.DiskPerPayload)
+		if r.CommitLinger != "" {
+			fmt.Fprintf(out, ", commit linger %s", r.CommitLinger)
+		}
+		fmt.Fprintln(out)
+	}
+	if r.FloorTCPPerSec > 0 {
+		fmt.Fprintf(out, "  floors      TCP+fdatasync %.0f msg/s (p50 %.0f µs), raw disk %.0f syncs/s (p50 %.0f µs), one message in flight, before and after\n",
+			r.FloorTCPPerSec, r.FloorTCPP50, r.FloorRawPerSec, r.FloorRawP50)
+		fmt.Fprintf(out, "  vs floors   %.2f× the TCP floor, %.2f× the raw disk loop\n", r.RatioToTCPFloor, r.RatioToRawDisk)
 	}
 	if r.Durability != "sync" {
 		fmt.Fprintf(out, "  NOTE: --durability %s acknowledges before the fdatasync; a power cut loses acknowledged records\n", r.Durability)
@@ -400,8 +452,16 @@ stall is not hidden (no coordinated omission).
 
 Beside the rates it reports what the broker did for them: fdatasyncs/s and
 records per fdatasync, its peak anonymous RSS, and the bytes it wrote to disk
-per payload byte (all read from the broker process, so only when bench
-started it). Payloads are zeros and go uncompressed by default, so runs
+per payload byte, the write amplification (all read from the broker
+process, so only when bench started it). --commit-linger D starts the
+broker in flash-wear mode (serve --commit-linger D): compare the write
+amplification and the ack latency with and without it.
+
+--floor measures, on the same disk just before and just after the
+broker, the raw write + fdatasync loop and a minimal TCP server that
+fdatasyncs each message before answering (one message in flight), and
+reports the broker's rate as a ratio of each: its own overhead on this
+disk. Payloads are zeros and go uncompressed by default, so runs
 compare with earlier ones and with peers that store raw bytes; zeros shrink
 to almost nothing, so --compress lz4|zstd means something only with
 --payload-file, a sample of the data you will publish. Pointing bench at a running broker (--addr) writes load into it:
@@ -414,6 +474,8 @@ that needs --i-understand-this-is-live.`
   ironbus bench --loop std --io-mode direct --json
   ironbus bench --subjects 10000 --duration 5s
   ironbus bench --mode subscribe --count 1000000 --consume-tier streaming --filter-sparse 100
+  ironbus bench --producers 1 --pubwindow 1 --floor
+  ironbus bench --producers 8 --pubwindow 1 --commit-linger 2ms
   ironbus bench --tls --duration 5s
   ironbus bench --compress lz4 --payload-file sample.jsonl --payload-bytes 1024`
 )

@@ -49,6 +49,11 @@ func TestBenchModes(t *testing.T) {
 	if work.ConsumedRecords != 5000 {
 		t.Fatalf("subscribe, work group of 2 sharing 5,000: %+v", work)
 	}
+	lingered := runBenchJSON(t, "--duration", "1s", "--producers", "4", "--pubwindow", "1", "--commit-linger", "2ms", "--floor")
+	if lingered.CommitLinger != "2ms" || lingered.Records == 0 || lingered.FloorTCPPerSec <= 0 || lingered.FloorRawPerSec <= 0 ||
+		lingered.FloorTCPP50 <= 0 || lingered.RatioToTCPFloor <= 0 || lingered.RatioToRawDisk <= 0 {
+		t.Fatalf("publish with a commit linger, beside the floors: %+v", lingered)
+	}
 	edge := runBenchJSON(t, "--count", "1000", "--profile", "edge-tiny")
 	if edge.Records != 1000 || edge.BrokerProfile != "edge-tiny" {
 		t.Fatalf("publish to an edge-tiny broker: %+v", edge)
@@ -70,6 +75,11 @@ func TestBenchUsage(t *testing.T) {
 		{"--subjects", "-1"},
 		{"--addr", "127.0.0.1:7777", "--i-understand-this-is-live", "--profile", "edge-tiny"},
 		{"--addr", "127.0.0.1:7777", "--i-understand-this-is-live", "--tls"},
+		{"--addr", "127.0.0.1:7777", "--i-understand-this-is-live", "--floor"},
+		{"--addr", "127.0.0.1:7777", "--i-understand-this-is-live", "--commit-linger", "2ms"},
+		{"--commit-linger", "1s"},
+		{"--commit-linger", "-1ms"},
+		{"--commit-linger", "2ms", "--durability", "none"},
 	} {
 		result := runCLI(t, append([]string{"bench"}, args...)...)
 		expectCode(t, result, exitUsage)

@@ -126,6 +126,8 @@ func newServeCommand(opts *globalOptions) (*cobra.Command, *serveOptions) {
 	flags.StringVar(&cfg.Addr, "addr", cfg.Addr, "address to listen on (host:port; port 0 picks a free one)")
 	flags.StringVar(&cfg.Durability, "durability", cfg.Durability, "when a produce is acknowledged: sync (after fdatasync), interval or none (need --accept-relaxed-durability)")
 	flags.BoolVar(&cfg.AcceptRelaxedDurability, "accept-relaxed-durability", false, "consent to --durability interval|none: a power cut loses acknowledged records")
+	flags.DurationVar(&cfg.CommitLinger, "commit-linger", cfg.CommitLinger,
+		"flash-wear mode: a busy stream's fdatasync may wait this long (up to 100ms) to cover more records; acks still follow it (0: never waits)")
 	flags.StringVar(&cfg.IOMode, "io-mode", cfg.IOMode, "how segments are written: buffered, direct (O_DIRECT) or auto (probe and pick)")
 	flags.Var(sizeValue{&cfg.SegmentBytes}, "segment-bytes", "segment size, with a unit (64MiB; 8MiB suits small devices)")
 	flags.IntVar(&cfg.MaxConnections, "max-connections", cfg.MaxConnections, "connections served at once")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/ironbus/ironbus/segment/format"
@@ -60,6 +61,8 @@ type recovery struct {
 	lossCap  int64
 	planned  []plannedChange
 	writable bool
+	// clean is the clean-stop marker a writable open found (and removed).
+	clean *cleanStop
 }
 
 // plannedChange is one change phase 6 makes on disk.
@@ -115,6 +118,9 @@ func (r *recovery) list() error {
 		return fmt.Errorf("listing %s: %w", l.path, err)
 	}
 	for _, name := range names {
+		if name == cleanStopName || name == cleanStopTempName {
+			continue
+		}
 		if base, ok := parseSegmentFileName(name); ok {
 			r.files = append(r.files, &segmentFile{name: name, path: path.Join(l.path, name), base: base})
 			continue
@@ -129,6 +135,17 @@ func (r *recovery) list() error {
 			l.opts.Logger.Warn("unknown file in log directory, left alone", "log", l.id.String(), "file", name)
 		}
 	}
+	if r.writable && slices.Contains(names, cleanStopName) {
+		if r.clean, err = r.readCleanStop(); err != nil {
+			return err
+		}
+	} else if r.writable && slices.Contains(names, cleanStopTempName) {
+		if _, err := r.readCleanStop(); err != nil {
+			return err
+		}
+	}
+	// The removals above, the marker's included, are durable before
+	// recovery or the appender writes anything (C2).
 	if r.writable && len(names) > len(r.files) {
 		return l.fs.SyncDir(l.path)
 	}
@@ -226,6 +243,15 @@ func (r *recovery) scanUnsealed() error {
 	for i, sf := range r.files {
 		if sf.footer != nil || sf.headerErr != nil {
 			continue
+		}
+		if i == len(r.files)-1 && r.clean != nil {
+			trusted, err := r.trustCleanStop(sf, r.clean)
+			if err != nil {
+				return err
+			}
+			if trusted {
+				continue
+			}
 		}
 		if err := r.scanFile(sf, i == len(r.files)-1); err != nil {
 			return err

@@ -192,11 +192,11 @@ func TestCleanStopNotTrusted(t *testing.T) {
 			}
 			_ = vfs.WriteFileAtomic(mem, file, image)
 		},
-		"other token":      func(t *testing.T, mem *vfs.MemFS) { rewriteMarker(t, mem, func(m *cleanStop) { m.token++ }) },
-		"other file size":  func(t *testing.T, mem *vfs.MemFS) { rewriteMarker(t, mem, func(m *cleanStop) { m.fileSize++ }) },
-		"end too early":    func(t *testing.T, mem *vfs.MemFS) { rewriteMarker(t, mem, func(m *cleanStop) { m.end -= 8 }) },
-		"next off by one":  func(t *testing.T, mem *vfs.MemFS) { rewriteMarker(t, mem, func(m *cleanStop) { m.next-- }) },
-		"other partition":  func(t *testing.T, mem *vfs.MemFS) { rewriteMarker(t, mem, func(m *cleanStop) { m.partition++ }) },
+		"other token":     func(t *testing.T, mem *vfs.MemFS) { rewriteMarker(t, mem, func(m *cleanStop) { m.token++ }) },
+		"other file size": func(t *testing.T, mem *vfs.MemFS) { rewriteMarker(t, mem, func(m *cleanStop) { m.fileSize++ }) },
+		"end too early":   func(t *testing.T, mem *vfs.MemFS) { rewriteMarker(t, mem, func(m *cleanStop) { m.end -= 8 }) },
+		"next off by one": func(t *testing.T, mem *vfs.MemFS) { rewriteMarker(t, mem, func(m *cleanStop) { m.next-- }) },
+		"other partition": func(t *testing.T, mem *vfs.MemFS) { rewriteMarker(t, mem, func(m *cleanStop) { m.partition++ }) },
 		"leftover temp only": func(t *testing.T, mem *vfs.MemFS) {
 			if err := mem.Rename(path.Join(logDirPath, cleanStopName), path.Join(logDirPath, cleanStopTempName)); err != nil {
 				t.Fatal(err)

@@ -135,13 +135,14 @@ func (r *recovery) list() error {
 			l.opts.Logger.Warn("unknown file in log directory, left alone", "log", l.id.String(), "file", name)
 		}
 	}
-	if r.writable && slices.Contains(names, cleanStopName) {
-		if r.clean, err = r.readCleanStop(); err != nil {
+	if r.writable && (slices.Contains(names, cleanStopName) || slices.Contains(names, cleanStopTempName)) {
+		marker, err := r.readCleanStop()
+		if err != nil {
 			return err
 		}
-	} else if r.writable && slices.Contains(names, cleanStopTempName) {
-		if _, err := r.readCleanStop(); err != nil {
-			return err
+		// A repair (AcceptLoss) checks the whole log: it never trusts one.
+		if !l.opts.AcceptLoss {
+			r.clean = marker
 		}
 	}
 	// The removals above, the marker's included, are durable before

@@ -284,30 +284,40 @@ func dictBuilderOf(d subjectDict) dictBuilder {
 	return b
 }
 
-// readCleanStop reads and removes the marker of a writable open (C2). The
-// removal is synced by the caller (list) with the directory, before any
-// write. A missing marker is nil; a damaged or newer one is logged, never
-// trusted, and removed all the same.
-func (r *recovery) readCleanStop() (*cleanStop, error) {
+// readCleanStop reads the marker of a writable open. A missing one is
+// nil; a damaged or newer one is logged and never trusted.
+func (r *recovery) readCleanStop() *cleanStop {
 	l := r.l
-	file := path.Join(l.path, cleanStopName)
-	image, err := vfs.ReadFile(l.fs, file)
-	var marker *cleanStop
+	image, err := vfs.ReadFile(l.fs, path.Join(l.path, cleanStopName))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+		return nil
 	case err != nil:
 		l.opts.Logger.Warn("clean-stop marker unreadable: scanning the active segment", "log", l.id.String(), "error", err.Error())
-	default:
-		if marker, err = decodeCleanStop(image); err != nil {
-			l.opts.Logger.Warn("clean-stop marker not trusted: scanning the active segment", "log", l.id.String(), "error", err.Error())
-		}
+		return nil
 	}
+	marker, err := decodeCleanStop(image)
+	if err != nil {
+		l.opts.Logger.Warn("clean-stop marker not trusted: scanning the active segment", "log", l.id.String(), "error", err.Error())
+	}
+	return marker
+}
+
+// removeCleanStop removes the marker and its temporary name and syncs the
+// directory (C2). Recovery calls it once it knows the log will be
+// written, before its repairs and before the appender starts; a log that
+// opens frozen is left untouched, marker included.
+func (r *recovery) removeCleanStop() error {
+	if !r.markers {
+		return nil
+	}
+	l := r.l
 	for _, name := range []string{cleanStopName, cleanStopTempName} {
 		if err := l.fs.Remove(path.Join(l.path, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("removing the clean-stop marker %s: %w", name, err)
+			return fmt.Errorf("removing the clean-stop marker %s: %w", name, err)
 		}
 	}
-	return marker, nil
+	return l.fs.SyncDir(l.path)
 }
 
 // trustCleanStop installs the marker's state as the scan of sf, the last
@@ -320,11 +330,13 @@ func (r *recovery) trustCleanStop(sf *segmentFile, m *cleanStop) (bool, error) {
 		sf.headerErr != nil || sf.footer != nil || m.token != sf.header.Token || m.fileSize != sf.size {
 		return false, nil
 	}
-	from := max(m.end-format.CommitFrameSize, format.SegmentDataStart)
-	buf := make([]byte, m.end-from+min(vfs.DirectAlignment, sf.size-m.end))
-	if _, err := sf.file.ReadAt(buf, from); err != nil && !errors.Is(err, io.EOF) {
-		return false, fmt.Errorf("reading the end of %s: %w", sf.path, err)
+	// Mapped, as a scan would: only the pages around the end are touched.
+	data, err := r.mapFile(sf)
+	if err != nil {
+		return false, err
 	}
+	from := max(m.end-format.CommitFrameSize, format.SegmentDataStart)
+	buf := data[from : m.end+min(vfs.DirectAlignment, sf.size-m.end)]
 	if !format.IsZero(buf[m.end-from:]) {
 		return false, nil
 	}
@@ -399,4 +411,136 @@ func (l *Log) cleanStopState() (*cleanStop, bool) {
 		token: seg.header.Token, fileSize: a.size, end: a.pos, next: a.next, first: a.first,
 		records: a.count, minTS: a.minTS, maxTS: a.maxTS, index: seg.mu.index,
 		blocks: seg.mu.summary.blocks, dict: seg.mu.summary.dict, spots: seg.mu.summary.spots}, true
+}
+
+// trustPrefix marks the bytes before end as installed from a clean-stop
+// marker: like a sealed segment's, they are checked in full on the first
+// read (C4).
+func (s *segment) trustPrefix(end int64, next uint64) {
+	s.mu.Lock()
+	s.mu.validated = false
+	s.mu.trustedEnd, s.mu.trustedNext = end, next
+	s.mu.Unlock()
+	s.trustPending.Store(true)
+}
+
+// validateTrusted runs the first-read check of an active segment's trusted
+// prefix (C4). Damage is reported as a runtime loss event, becomes holes
+// readers skip, and, when the log is writable, is quarantined and covered
+// with a skip frame as in a sealed segment. The repair holds the write
+// token, so the appender is not writing meanwhile and Close, which writes
+// no marker for a segment with holes, comes before or after it whole.
+func (l *Log) validateTrusted(seg *segment) error {
+	l.maintMu.Lock()
+	defer l.maintMu.Unlock()
+	damages, err := seg.validatePrefix(l.opts.MaxRecordBytes)
+	if err != nil || len(damages) == 0 {
+		return err
+	}
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	l.mu.Lock()
+	repairable := !l.mu.closed && l.mu.failure == nil && !l.opts.ReadOnly
+	l.mu.Unlock()
+	var holes []hole
+	for _, d := range damages {
+		ev := newEvent(d.Reason, seg.name, d.Start, d.End, d.FirstLost, d.LostCount, d.Detail)
+		holes = append(holes, hole{First: d.FirstLost, Count: d.LostCount, Start: d.Start, End: d.End, Reason: d.Reason})
+		if repairable {
+			if err := l.repairTrusted(seg, d, &ev); err != nil {
+				l.opts.Logger.Error("could not quarantine damage", "log", l.id.String(), "segment", seg.name, "error", err.Error())
+			}
+		}
+		l.runtimeMu.Lock()
+		l.runtimeEvents = append(l.runtimeEvents, ev)
+		l.runtimeMu.Unlock()
+		l.opts.Logger.Error("damage found reading the active segment", "log", l.id.String(), "segment", seg.name,
+			"reason", ev.Reason.String(), "bytes", ev.Bytes, "records", ev.Records,
+			"first_offset", ev.FirstOffset, "last_offset", ev.LastOffset, "applied", ev.Applied, "detail", ev.Detail)
+	}
+	seg.addHoles(holes)
+	l.dir.reportRuntimeDamage(l)
+	return nil
+}
+
+// repairTrusted quarantines a damaged region of the active segment's
+// trusted prefix and writes a skip frame over its start. In direct mode
+// the appender rewrites the partial block it writes into from its copy of
+// it, so a skip frame landing in that block is copied there too.
+// REQUIRES: the write token held.
+func (l *Log) repairTrusted(seg *segment, d damage, ev *LossEvent) error {
+	damaged := make([]byte, d.End-d.Start)
+	if err := seg.readAt(damaged, d.Start); err != nil {
+		return err
+	}
+	if err := l.coverDamage(seg, d, damaged, ev); err != nil {
+		return err
+	}
+	a := &l.app
+	if !ev.Applied || a.active != seg || len(a.tail) == 0 {
+		return nil
+	}
+	skip := format.AppendSkip(nil, format.Skip{Token: seg.header.Token, Length: uint32(d.End - d.Start),
+		FirstLost: d.FirstLost, LostCount: d.LostCount, ReasonCode: uint32(d.Reason)})
+	blockStart := a.pos - int64(len(a.tail))
+	for i, b := range skip {
+		if at := d.Start + int64(i) - blockStart; at >= 0 && at < int64(len(a.tail)) {
+			a.tail[at] = b
+		}
+	}
+	return nil
+}
+
+// readAt reads len(buf) bytes at off through the read handle.
+func (s *segment) readAt(buf []byte, off int64) error {
+	s.mu.Lock()
+	file, err := s.readHandleLocked()
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if _, err := file.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}
+
+// validatePrefix scans the trusted prefix as a sealed region (every byte
+// of it was synced before the marker was written). The appender may write
+// after the prefix meanwhile: the scan holds no lock on the segment and
+// never looks past the prefix. REQUIRES: the log's maintMu held.
+func (s *segment) validatePrefix(maxBody uint32) ([]damage, error) {
+	if !s.trustPending.Load() {
+		return nil, nil
+	}
+	s.mu.Lock()
+	end, next := s.mu.trustedEnd, s.mu.trustedNext
+	file, err := s.readHandleLocked()
+	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	var mapping vfs.Mapping
+	if mapper, ok := file.(vfs.Mapper); ok {
+		mapping, err = mapper.Map(end)
+	} else {
+		err = vfs.ErrNotSupported
+	}
+	if errors.Is(err, vfs.ErrNotSupported) {
+		mapping, err = readMapping(file, end)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("segment: reading %s: %w", s.path, err)
+	}
+	defer mapping.Close()
+	result := scanSegment(mapping.Bytes(), s.header.Token, s.base, maxBody,
+		scanLimits{End: end, Sealed: true, SealedNext: next})
+	if result.TooNew != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrTooNew, s.name, result.TooNew)
+	}
+	s.mu.Lock()
+	s.mu.validated = true
+	s.mu.Unlock()
+	s.trustPending.Store(false)
+	return result.Damage, nil
 }

@@ -54,7 +54,13 @@ func (l *Log) repairSealed(seg *segment, d damage, ev *LossEvent) error {
 	if err != nil {
 		return err
 	}
-	quarantined, err := l.dir.quarantine(l.id, fmt.Sprintf("%s.%d-%d", seg.name, d.Start, d.End), data[d.Start:d.End])
+	return l.coverDamage(seg, d, data[d.Start:d.End], ev)
+}
+
+// coverDamage copies the damaged bytes of a region to quarantine and
+// writes a skip frame over its start, synced.
+func (l *Log) coverDamage(seg *segment, d damage, damaged []byte, ev *LossEvent) error {
+	quarantined, err := l.dir.quarantine(l.id, fmt.Sprintf("%s.%d-%d", seg.name, d.Start, d.End), damaged)
 	if err != nil {
 		return err
 	}

@@ -171,6 +171,10 @@ func (r *Reader) enter() (*Gap, error) {
 			if err := r.log.validateSealed(seg); err != nil {
 				return nil, err
 			}
+		} else if seg.trustPending.Load() {
+			if err := r.log.validateTrusted(seg); err != nil {
+				return nil, err
+			}
 		}
 		r.pos = seg.locate(r.next)
 		r.forgetSummary()

@@ -51,6 +51,7 @@ type segmentFile struct {
 	resealAt  int64 // > 0: write a footer here (footer missing or damaged)
 	cutAt     int64 // > 0: a footer was found but the file runs past it
 	dropped   bool  // replaced by a stub
+	trusted   bool  // scan installed from a clean-stop marker
 }
 
 type recovery struct {
@@ -61,8 +62,10 @@ type recovery struct {
 	lossCap  int64
 	planned  []plannedChange
 	writable bool
-	// clean is the clean-stop marker a writable open found (and removed).
-	clean *cleanStop
+	// clean is the clean-stop marker a writable open found; markers says
+	// one of its names exists, to be removed before anything is written.
+	clean   *cleanStop
+	markers bool
 }
 
 // plannedChange is one change phase 6 makes on disk.
@@ -100,6 +103,9 @@ func (r *recovery) run() error {
 		r.checkCaps()
 	}
 	if r.writable && r.frozen == nil {
+		if err := r.removeCleanStop(); err != nil {
+			return err
+		}
 		if err := r.apply(); err != nil {
 			return err
 		}
@@ -135,19 +141,20 @@ func (r *recovery) list() error {
 			l.opts.Logger.Warn("unknown file in log directory, left alone", "log", l.id.String(), "file", name)
 		}
 	}
-	if r.writable && (slices.Contains(names, cleanStopName) || slices.Contains(names, cleanStopTempName)) {
-		marker, err := r.readCleanStop()
-		if err != nil {
-			return err
-		}
-		// A repair (AcceptLoss) checks the whole log: it never trusts one.
-		if !l.opts.AcceptLoss {
-			r.clean = marker
+	markers := 0
+	for _, name := range []string{cleanStopName, cleanStopTempName} {
+		if slices.Contains(names, name) {
+			markers++
 		}
 	}
-	// The removals above, the marker's included, are durable before
-	// recovery or the appender writes anything (C2).
-	if r.writable && len(names) > len(r.files) {
+	// A repair (AcceptLoss) checks the whole log: it never trusts one.
+	if r.writable && markers > 0 {
+		r.markers = true
+		if !l.opts.AcceptLoss {
+			r.clean = r.readCleanStop()
+		}
+	}
+	if r.writable && len(names)-markers > len(r.files) {
 		return l.fs.SyncDir(l.path)
 	}
 	return nil
@@ -251,6 +258,7 @@ func (r *recovery) scanUnsealed() error {
 				return err
 			}
 			if trusted {
+				sf.trusted = true
 				continue
 			}
 		}

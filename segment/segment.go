@@ -30,6 +30,9 @@ type segment struct {
 
 	refs   atomic.Int64
 	sealed atomic.Bool
+	// trustPending: the bytes before mu.trustedEnd were installed from a
+	// clean-stop marker, not scanned; the first read validates them.
+	trustPending atomic.Bool
 
 	mu struct {
 		sync.Mutex
@@ -43,6 +46,8 @@ type segment struct {
 		live, noLive bool
 		outgrown     []vfs.Mapping
 		validated    bool // sealed: scanned once after mapping
+		trustedEnd   int64  // with trustPending: the marker's data end
+		trustedNext  uint64 // and next offset
 		indexBuilt   bool // index is current (false after closeIdle)
 		footer       format.Footer
 		index        []indexEntry

@@ -45,10 +45,10 @@ type segment struct {
 		// (shorter than the sealed file), closed with the segment.
 		live, noLive bool
 		outgrown     []vfs.Mapping
-		validated    bool // sealed: scanned once after mapping
+		validated    bool   // sealed: scanned once after mapping
 		trustedEnd   int64  // with trustPending: the marker's data end
 		trustedNext  uint64 // and next offset
-		indexBuilt   bool // index is current (false after closeIdle)
+		indexBuilt   bool   // index is current (false after closeIdle)
 		footer       format.Footer
 		index        []indexEntry
 		summary      subjectSummary // subjects per index block (summary.go)

@@ -140,7 +140,7 @@ func BenchmarkOpenAfterCleanStop(b *testing.B) {
 
 // fillCleanly appends 1 KiB records until the log holds about bytes of
 // them, in the active segment, and closes it cleanly.
-func fillCleanly(b *testing.B, root string, opts Options, bytes int64) {
+func fillCleanly(b testing.TB, root string, opts Options, bytes int64) {
 	b.Helper()
 	d, err := Open(vfs.OS{}, root, opts)
 	if err != nil {

@@ -143,6 +143,11 @@
 //     marker's last offset ends at its data end and zeros follow; a newer
 //     version is ErrTooNew and never trusted. Its names end in ".prepare",
 //     which binaries predating it delete at open before they append.
+//   - C4 what a marker vouches for is checked as a sealed segment is: in
+//     full, on the segment's first read (damage reported as a runtime
+//     loss event, quarantined and covered with a skip frame under the
+//     write token); a segment with holes gets no marker, so the next open
+//     scans it.
 //
 // # Filtered reading and the subject summary
 //

@@ -396,7 +396,7 @@ func (l *Log) cleanStopState() (*cleanStop, bool) {
 	l.mu.Lock()
 	committed := l.committed.Load()
 	idle := l.mu.failure == nil && l.mu.staging.count == 0 && len(l.mu.inflight) == 0 &&
-		l.mu.written.next == committed.next && l.mu.nextOffset == committed.next
+		(l.mu.written.seg == nil || l.mu.written.next == committed.next) && l.mu.nextOffset == committed.next
 	l.mu.Unlock()
 	if !idle || committed.seg != seg || committed.pos != a.pos || committed.next != a.next {
 		return nil, false

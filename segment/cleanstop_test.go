@@ -354,3 +354,19 @@ func TestCleanStopDamageFoundOnFirstRead(t *testing.T) {
 		})
 	}
 }
+
+// TestCleanStopSurvivesIdleRuns: a run that writes nothing leaves the
+// marker again, so restart after restart skips the scan.
+func TestCleanStopSurvivesIdleRuns(t *testing.T) {
+	opts := testOptions(8)
+	mem := cleanImage(t, opts, 100)
+	for run := range 3 {
+		d := openDir(t, mem, opts)
+		if r := openLog(t, d).Report(); !r.CleanStop || r.NextOffset != 100 {
+			t.Fatalf("run %d: %+v", run, r)
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"math"
 	"path"
+	"slices"
 
 	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/segment/vfs"
@@ -459,8 +460,56 @@ func (l *Log) validateTrusted(seg *segment) error {
 			"first_offset", ev.FirstOffset, "last_offset", ev.LastOffset, "applied", ev.Applied, "detail", ev.Detail)
 	}
 	seg.addHoles(holes)
+	seg.forgetDamaged(damages)
+	if a := &l.app; a.active == seg {
+		a.spots.blockSpots = seg.publishedSpots()
+	}
 	l.dir.reportRuntimeDamage(l)
 	return nil
+}
+
+// forgetDamaged keeps the marker's index and summary true to a prefix in
+// which damage was found: an index entry inside a damaged region moves to
+// its start (a walk from there meets the hole first and jumps it), and a
+// block touching damage lists no spots (its positions may lie in the
+// hole, or be relative to a start that moved). Masks stay supersets of
+// their blocks (S2) because blocks only lose records. REQUIRES: the write
+// token held, so the appender does not publish meanwhile.
+func (s *segment) forgetDamaged(damages []damage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	index := slices.Clone(s.mu.index)
+	touched := make([]bool, len(index))
+	for i := range index {
+		blockEnd := int64(math.MaxInt64)
+		if i+1 < len(index) {
+			blockEnd = index[i+1].Position
+		}
+		for _, d := range damages {
+			if index[i].Position > d.Start && index[i].Position < d.End {
+				index[i].Position = d.Start
+			}
+			if index[i].Position < d.End && d.Start < blockEnd {
+				touched[i] = true
+			}
+		}
+	}
+	old := s.mu.summary.spots
+	var spots blockSpots
+	for i := range old.ends {
+		if !touched[i] {
+			spots.spots = append(spots.spots, old.of(i)...)
+		}
+		spots.ends = append(spots.ends, uint32(len(spots.spots)))
+	}
+	s.mu.index, s.mu.summary.spots = index, spots
+}
+
+// publishedSpots returns the spots readers see. REQUIRES: not s.mu.
+func (s *segment) publishedSpots() blockSpots {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.summary.spots
 }
 
 // repairTrusted quarantines a damaged region of the active segment's

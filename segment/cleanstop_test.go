@@ -330,6 +330,9 @@ func TestCleanStopDamageFoundOnFirstRead(t *testing.T) {
 			if r := l.Report(); !r.CleanStop || r.HasDataLoss() {
 				t.Fatalf("open: %+v", r)
 			}
+			if r, err := l.Validate(); err != nil || r.LossRecords != 4 {
+				t.Fatalf("Validate does not check the trusted part: %+v %v", r, err)
+			}
 			entries, gaps := readAll(t, l)
 			if len(entries) != 36 || len(gaps) != 1 || gaps[0].From != 36 || gaps[0].To != 40 {
 				t.Fatalf("entries %d gaps %+v", len(entries), gaps)
@@ -368,5 +371,60 @@ func TestCleanStopSurvivesIdleRuns(t *testing.T) {
 		if err := d.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestCleanStopDamageReadsAsAfterAScan: once the first read found damage
+// in the trusted part, readers (filtered or not, from any offset) see what
+// they would see had the open scanned the same bytes.
+func TestCleanStopDamageReadsAsAfterAScan(t *testing.T) {
+	for _, mode := range []IOMode{IOBuffered, IODirect} {
+		t.Run(mode.String(), func(t *testing.T) {
+			opts := testOptions(9)
+			opts.IOMode = mode
+			opts.SegmentSize = 1 << 20
+			trusted := cleanImage(t, opts, 1500)
+			// Damage a record that starts an index block in the middle of
+			// its batch, so an index entry lies inside the damaged region.
+			probe := openDir(t, trusted.CrashClone(vfs.CrashOptions{}), opts)
+			var hit uint64
+			for _, e := range openLog(t, probe).app.active.mu.index {
+				if e.Offset%4 != 0 && e.Offset > 400 {
+					hit = e.Offset
+					break
+				}
+			}
+			_ = probe.Close()
+			if hit == 0 {
+				t.Fatal("no index entry inside a batch")
+			}
+			segPath := path.Join(logDirPath, segmentFileName(0))
+			flipByte(t, trusted, segPath, recordPosition(t, trusted, segPath, hit)+record.FrameHeaderSize+3)
+			scanned := withoutMarker(t, trusted)
+			dt, ds := openDir(t, trusted, opts), openDir(t, scanned, opts)
+			defer dt.Close()
+			defer ds.Close()
+			lt, ls := openLog(t, dt), openLog(t, ds)
+			if !lt.Report().CleanStop || ls.Report().LossRecords != 4 {
+				t.Fatalf("trusted %+v, scanned %+v", lt.Report(), ls.Report())
+			}
+			batch := hit &^ 3
+			filters := []Matcher{nil, subjectSet{"sensors.2": true}, subjectSet{
+				fmt.Sprint("rare.", batch/11*11): true, fmt.Sprint("rare.", batch/11*11+11): true}}
+			for _, from := range []uint64{0, batch - 50, batch - 1, batch, hit, batch + 3, batch + 4, batch + 5, 1400} {
+				for i, m := range filters {
+					got, want := readEntriesFrom(t, lt, m, from), readEntriesFrom(t, ls, m, from)
+					if fmt.Sprint(got) != fmt.Sprint(want) {
+						t.Fatalf("from %d, filter %d: trusted read %d items, scanned %d\n%v\n%v", from, i, len(got), len(want), got, want)
+					}
+				}
+			}
+			for i, m := range filters {
+				got, want := readRuns(t, lt, m, 64, 64<<10), readRuns(t, ls, m, 64, 64<<10)
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("runs, filter %d: trusted read %d items, scanned %d", i, len(got), len(want))
+				}
+			}
+		})
 	}
 }

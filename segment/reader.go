@@ -403,6 +403,10 @@ func (l *Log) scanForTime(seg *segment, ts int64) (uint64, bool, error) {
 		if err := l.validateSealed(seg); err != nil {
 			return 0, false, err
 		}
+	} else if seg.trustPending.Load() {
+		if err := l.validateTrusted(seg); err != nil {
+			return 0, false, err
+		}
 	}
 	r := &Reader{log: l, seg: seg, pos: seg.locateTime(ts)}
 	seg.tryAcquire() // the reader releases its own reference

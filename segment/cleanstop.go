@@ -331,7 +331,9 @@ func (r *recovery) trustCleanStop(sf *segmentFile, m *cleanStop) (bool, error) {
 		sf.headerErr != nil || sf.footer != nil || m.token != sf.header.Token || m.fileSize != sf.size {
 		return false, nil
 	}
-	// Mapped, as a scan would: only the pages around the end are touched.
+	// Mapped, as a scan would: only the pages around the end are touched
+	// (where files cannot be mapped, mapFile reads the file whole, as the
+	// scan would have).
 	data, err := r.mapFile(sf)
 	if err != nil {
 		return false, err

@@ -22,23 +22,26 @@ import (
 // of scanning the segment, so a clean restart reads a few kilobytes per
 // log whatever the segment size. See docs/RECOVERY.md and docs/FORMAT.md.
 //
-// The protocol (C1-C3 in doc.go):
+// The protocol (C1-C4 in doc.go):
 //
 //   - Close writes the marker only once every written byte is synced and
 //     committed, nothing is staged or in flight and the log is not frozen:
 //     the marker's end is then both the written and the durable end. It
 //     is written to a temporary file, synced, renamed and the directory
 //     synced.
-//   - A writable open reads the marker, then removes it and syncs the
-//     directory before anything writes to the log (recovery's repairs and
-//     the appender both come later). A marker that exists at open
-//     therefore proves that nothing was written after it.
+//   - A writable open reads the marker; once it knows the log will be
+//     written (not frozen), it removes the marker and syncs the directory
+//     before anything writes to the log (recovery's repairs and the
+//     appender both come later). A marker that exists at open therefore
+//     proves that nothing was written after it.
 //   - Both file names end in ".prepare": a binary that predates the
 //     marker removes them at open as leftovers of an interrupted roll,
 //     before it appends, so a marker outliving an older binary's writes
 //     is never seen by a newer one.
+//   - What the marker vouches for is checked in full on the segment's
+//     first read, as a sealed segment is.
 //
-// Read-only opens (tools, verify) ignore the marker and scan as before.
+// Read-only opens (tools, verify) and repairs ignore the marker and scan.
 //
 // Layout (version 1), little-endian:
 //
@@ -58,9 +61,9 @@ const (
 	cleanStopTempName = "clean-stop-next" + prepareSuffix
 	cleanStopVersion  = 1
 	cleanStopFixed    = 90
-	// cleanStopMaxBytes bounds what a marker may claim before anything is
-	// allocated for it: a 4 GiB segment's index, masks, dictionary and
-	// spots fit with room to spare.
+	// cleanStopMaxBytes bounds the marker file read at open: the largest
+	// segment's (MaxSegmentSize) index, masks, dictionary and spots take
+	// under 1 MiB.
 	cleanStopMaxBytes = 64 << 20
 )
 
@@ -289,7 +292,15 @@ func dictBuilderOf(d subjectDict) dictBuilder {
 // nil; a damaged or newer one is logged and never trusted.
 func (r *recovery) readCleanStop() *cleanStop {
 	l := r.l
-	image, err := vfs.ReadFile(l.fs, path.Join(l.path, cleanStopName))
+	file := path.Join(l.path, cleanStopName)
+	var image []byte
+	info, err := l.fs.Stat(file)
+	switch {
+	case err == nil && info.Size > cleanStopMaxBytes:
+		err = fmt.Errorf("%w: %d bytes", ErrCorruptCleanStop, info.Size)
+	case err == nil:
+		image, err = vfs.ReadFile(l.fs, file)
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil

@@ -136,8 +136,9 @@
 //     not frozen, no skip frame in the active segment), and is itself
 //     synced and renamed into place, the directory synced.
 //   - C2 a writable open removes the marker, and syncs the directory,
-//     before recovery or the appender writes anything: a marker present
-//     at open proves nothing was written after it.
+//     before recovery or the appender writes anything (a log that opens
+//     frozen keeps it, untouched): a marker present at open proves
+//     nothing was written after it.
 //   - C3 it is trusted only when it matches the last, unsealed segment
 //     (identity, token, file size), a commit frame of that segment with the
 //     marker's last offset ends at its data end and zeros follow; a newer

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -319,5 +320,49 @@ func TestBackupCarriesTheBrokerMetadata(t *testing.T) {
 		if err != nil || string(got) != content {
 			t.Fatalf("restored %s: %q %v, want %q", name, got, err, content)
 		}
+	}
+}
+
+// TestBackupOfACleanStopCopiesNoMarker: a cleanly stopped directory holds
+// a clean-stop marker per log; a backup copies segments and checkpoints
+// only, so the restored directory is scanned on its first start instead
+// of trusting a marker written for other files.
+func TestBackupOfACleanStopCopiesNoMarker(t *testing.T) {
+	base := t.TempDir()
+	source := filepath.Join(base, "data")
+	dir, _ := liveDir(t, source, 500)
+	if err := dir.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(source, "streams", "orders", "0", "clean-stop.prepare")); err != nil {
+		t.Fatalf("the clean stop left no marker: %v", err)
+	}
+	out := filepath.Join(base, "backup")
+	if _, err := Create(source, out, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(base, "restored")
+	if _, err := Restore(out, target, RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(target, "streams", "orders", "0", "clean-stop.prepare")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the marker was restored: %v", err)
+	}
+	restored, err := segment.Open(vfs.OS{}, target, segment.Options{SegmentSize: segment.MinSegmentSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := restored.OpenLog(segment.LogID{Stream: "orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if report := log.Report(); report.CleanStop || report.NextOffset != 500 {
+		t.Fatalf("restored log: %+v", report)
+	}
+	if err := restored.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readLog(t, target); got != 500 {
+		t.Fatalf("restored %d records", got)
 	}
 }

@@ -285,7 +285,7 @@ func (d *Dir) logRecovery(l *Log) {
 			"last_offset", ev.LastOffset, "applied", ev.Applied, "quarantine", ev.Quarantine, "detail", ev.Detail)
 	}
 	logger.Info("log recovered", "outcome", r.Outcome, "segments", r.Segments, "next_offset", r.NextOffset,
-		"scanned_bytes", r.ScannedBytes, "torn_tail_bytes", r.TornTailBytes, "data_loss_bytes", r.LossBytes,
+		"scanned_bytes", r.ScannedBytes, "clean_stop", r.CleanStop, "torn_tail_bytes", r.TornTailBytes, "data_loss_bytes", r.LossBytes,
 		"data_loss_records", r.LossRecords, "duration_us", r.DurationMicros)
 	if r.Frozen != "" {
 		logger.Error("log opened frozen read-only", "reason", r.Frozen)

@@ -42,6 +42,7 @@
 //	<data>/recovery-report.json   what the last recovery found, per log
 //	<data>/quarantine/<stream>/<partition>/...   copies of damaged bytes
 //	<data>/streams/<stream>/<partition>/<20-digit base offset>.seg
+//	<data>/streams/<stream>/<partition>/clean-stop.prepare   clean-stop marker
 //
 // A segment file starts with a 4096-byte header block (64 bytes used, the
 // rest zero, so frames start block-aligned):
@@ -129,6 +130,32 @@
 //     of small writes in zeroahead.go), so the bytes a recovery scans past
 //     the tail read as an unwritten extent does.
 //
+// # Clean restarts
+//
+// A clean close leaves clean-stop.prepare beside a log's segments: the
+// active segment's end, statistics, index and subject summary, with a
+// CRC32C (cleanstop.go, docs/FORMAT.md). A writable open installs it
+// instead of scanning the segment when it matches.
+//
+//   - C1 the marker is written only when the written end is the durable
+//     end (everything synced and committed, nothing staged or in flight,
+//     not frozen, no skip frame in the active segment), and is itself
+//     synced and renamed into place, the directory synced.
+//   - C2 a writable open removes the marker, and syncs the directory,
+//     before recovery or the appender writes anything (a log that opens
+//     frozen keeps it, untouched): a marker present at open proves
+//     nothing was written after it.
+//   - C3 it is trusted only when it matches the last, unsealed segment
+//     (identity, token, file size), a commit frame of that segment with the
+//     marker's last offset ends at its data end and zeros follow; a newer
+//     version is ErrTooNew and never trusted. Its names end in ".prepare",
+//     which binaries predating it delete at open before they append.
+//   - C4 what a marker vouches for is checked as a sealed segment is: in
+//     full, on the segment's first read (damage reported as a runtime
+//     loss event, quarantined and covered with a skip frame under the
+//     write token); a segment with holes gets no marker, so the next open
+//     scans it.
+//
 // # Filtered reading and the subject summary
 //
 // Reader.SetFilter(Matcher) makes a reader return only records whose
@@ -144,7 +171,7 @@
 // subject and skips, unread, every block whose mask has no matching id,
 // no unknown bit and no hole. The summary is built where the index is
 // (appender, recovery scan, first read, idle rebuild), dropped with it,
-// and never written: the on-disk format does not change.
+// and written only into the clean-stop marker of the active segment.
 //
 //   - S1 a segment has one mask per index entry.
 //   - S2 a mask may claim subjects its block does not hold, never the

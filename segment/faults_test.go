@@ -246,13 +246,15 @@ func TestCorruptRecordInActiveSegmentCostsOneBatch(t *testing.T) {
 	flipByte(t, mem, segPath, pos+record.FrameHeaderSize+3)
 	d = openDir(t, mem, opts)
 	l = openLog(t, d)
-	report := l.Report()
-	if report.LossRecords != 1 || report.Events[0].FirstOffset != 10 || report.Events[0].Reason != ReasonCorruptRecordBody {
-		t.Fatalf("report %+v", report)
-	}
+	// The clean close left a marker, so the damage is found by the first
+	// read of the segment rather than by recovery.
 	entries, gaps := readAll(t, l)
 	if len(entries) != 29 || len(gaps) != 1 || gaps[0].From != 10 || gaps[0].To != 11 {
 		t.Fatalf("entries %d gaps %+v", len(entries), gaps)
+	}
+	report := l.Report()
+	if report.LossRecords != 1 || report.Events[0].FirstOffset != 10 || report.Events[0].Reason != ReasonCorruptRecordBody {
+		t.Fatalf("report %+v", report)
 	}
 	waitTicket(t, appendBody(t, l, body(30, 50)))
 	_ = d.Close()

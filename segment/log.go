@@ -634,7 +634,8 @@ func (l *Log) newBatch(buf []byte) *batch {
 
 // Close stops accepting appends, writes and commits what is staged, and
 // releases the log's files. It does not seal the active segment: the next
-// open resumes appending to it.
+// open resumes appending to it, without scanning it when the clean-stop
+// marker Close leaves is intact (cleanstop.go).
 func (l *Log) Close() error {
 	l.mu.Lock()
 	if l.mu.closed {
@@ -653,6 +654,10 @@ func (l *Log) Close() error {
 	defer l.writeMu.Unlock()
 	if !l.opts.ReadOnly && l.Err() == nil {
 		l.syncNow()
+		if err := l.writeCleanStop(); err != nil {
+			// Only the next open's speed is at stake: it scans.
+			l.opts.Logger.Warn("clean-stop marker not written", "log", l.id.String(), "error", err.Error())
+		}
 	}
 	l.dir.forget(l)
 	set := l.segments.Swap(&segmentSet{})

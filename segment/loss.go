@@ -113,10 +113,13 @@ type LogReport struct {
 	Stream    string `json:"stream"`
 	Partition uint32 `json:"partition"`
 	// Outcome is one of clean, torn_tail_truncated, data_loss, frozen.
-	Outcome       string `json:"outcome"`
-	Segments      int    `json:"segments"`
-	Bytes         int64  `json:"bytes"`
-	ScannedBytes  int64  `json:"scanned_bytes"`
+	Outcome      string `json:"outcome"`
+	Segments     int    `json:"segments"`
+	Bytes        int64  `json:"bytes"`
+	ScannedBytes int64  `json:"scanned_bytes"`
+	// CleanStop says the active segment was not scanned: a clean stop's
+	// marker vouched for its end (cleanstop.go).
+	CleanStop     bool   `json:"clean_stop,omitempty"`
 	FirstOffset   uint64 `json:"first_offset"`
 	NextOffset    uint64 `json:"next_offset"`
 	Records       uint64 `json:"records_scanned"`

@@ -54,7 +54,13 @@ func (l *Log) repairSealed(seg *segment, d damage, ev *LossEvent) error {
 	if err != nil {
 		return err
 	}
-	quarantined, err := l.dir.quarantine(l.id, fmt.Sprintf("%s.%d-%d", seg.name, d.Start, d.End), data[d.Start:d.End])
+	return l.coverDamage(seg, d, data[d.Start:d.End], ev)
+}
+
+// coverDamage copies the damaged bytes of a region to quarantine and
+// writes a skip frame over its start, synced.
+func (l *Log) coverDamage(seg *segment, d damage, damaged []byte, ev *LossEvent) error {
+	quarantined, err := l.dir.quarantine(l.id, fmt.Sprintf("%s.%d-%d", seg.name, d.Start, d.End), damaged)
 	if err != nil {
 		return err
 	}
@@ -79,14 +85,21 @@ func (l *Log) repairSealed(seg *segment, d damage, ev *LossEvent) error {
 	return nil
 }
 
-// Validate scans every sealed segment not yet scanned (what `ironbus
-// verify` does) and returns the log's report with everything found.
+// Validate scans every segment not yet scanned (what `ironbus verify`
+// does): sealed ones, and the part of the active one a clean-stop marker
+// vouched for. It returns the log's report with everything found.
 func (l *Log) Validate() (LogReport, error) {
 	for _, seg := range l.segments.Load().segments {
-		if !seg.sealed.Load() || !seg.tryAcquire() {
+		if !seg.tryAcquire() {
 			continue
 		}
-		err := l.validateSealed(seg)
+		var err error
+		switch {
+		case seg.sealed.Load():
+			err = l.validateSealed(seg)
+		case seg.trustPending.Load():
+			err = l.validateTrusted(seg)
+		}
 		seg.release()
 		if err != nil {
 			return l.Report(), err

@@ -171,6 +171,10 @@ func (r *Reader) enter() (*Gap, error) {
 			if err := r.log.validateSealed(seg); err != nil {
 				return nil, err
 			}
+		} else if seg.trustPending.Load() {
+			if err := r.log.validateTrusted(seg); err != nil {
+				return nil, err
+			}
 		}
 		r.pos = seg.locate(r.next)
 		r.forgetSummary()
@@ -397,6 +401,10 @@ func (l *Log) OffsetForTime(ts int64) (uint64, error) {
 func (l *Log) scanForTime(seg *segment, ts int64) (uint64, bool, error) {
 	if seg.sealed.Load() {
 		if err := l.validateSealed(seg); err != nil {
+			return 0, false, err
+		}
+	} else if seg.trustPending.Load() {
+		if err := l.validateTrusted(seg); err != nil {
 			return 0, false, err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/ironbus/ironbus/segment/format"
@@ -50,6 +51,7 @@ type segmentFile struct {
 	resealAt  int64 // > 0: write a footer here (footer missing or damaged)
 	cutAt     int64 // > 0: a footer was found but the file runs past it
 	dropped   bool  // replaced by a stub
+	trusted   bool  // scan installed from a clean-stop marker
 }
 
 type recovery struct {
@@ -60,6 +62,10 @@ type recovery struct {
 	lossCap  int64
 	planned  []plannedChange
 	writable bool
+	// clean is the clean-stop marker a writable open found; markers says
+	// one of its names exists, to be removed before anything is written.
+	clean   *cleanStop
+	markers bool
 }
 
 // plannedChange is one change phase 6 makes on disk.
@@ -97,6 +103,9 @@ func (r *recovery) run() error {
 		r.checkCaps()
 	}
 	if r.writable && r.frozen == nil {
+		if err := r.removeCleanStop(); err != nil {
+			return err
+		}
 		if err := r.apply(); err != nil {
 			return err
 		}
@@ -115,6 +124,9 @@ func (r *recovery) list() error {
 		return fmt.Errorf("listing %s: %w", l.path, err)
 	}
 	for _, name := range names {
+		if name == cleanStopName || name == cleanStopTempName {
+			continue
+		}
 		if base, ok := parseSegmentFileName(name); ok {
 			r.files = append(r.files, &segmentFile{name: name, path: path.Join(l.path, name), base: base})
 			continue
@@ -129,7 +141,20 @@ func (r *recovery) list() error {
 			l.opts.Logger.Warn("unknown file in log directory, left alone", "log", l.id.String(), "file", name)
 		}
 	}
-	if r.writable && len(names) > len(r.files) {
+	markers := 0
+	for _, name := range []string{cleanStopName, cleanStopTempName} {
+		if slices.Contains(names, name) {
+			markers++
+		}
+	}
+	// A repair (AcceptLoss) checks the whole log: it never trusts one.
+	if r.writable && markers > 0 {
+		r.markers = true
+		if !l.opts.AcceptLoss {
+			r.clean = r.readCleanStop()
+		}
+	}
+	if r.writable && len(names)-markers > len(r.files) {
 		return l.fs.SyncDir(l.path)
 	}
 	return nil
@@ -226,6 +251,16 @@ func (r *recovery) scanUnsealed() error {
 	for i, sf := range r.files {
 		if sf.footer != nil || sf.headerErr != nil {
 			continue
+		}
+		if i == len(r.files)-1 && r.clean != nil {
+			trusted, err := r.trustCleanStop(sf, r.clean)
+			if err != nil {
+				return err
+			}
+			if trusted {
+				sf.trusted = true
+				continue
+			}
 		}
 		if err := r.scanFile(sf, i == len(r.files)-1); err != nil {
 			return err

@@ -272,7 +272,9 @@ func (r *recovery) finishSegments() error {
 				return err
 			}
 			sf.size = sf.cutAt
-		case i == len(r.files)-1:
+		case i == len(r.files)-1 && !sf.trusted:
+			// A segment a clean-stop marker vouched for was synced before
+			// the marker was, and nothing wrote to it since (C1, C2).
 			if err := sf.file.SyncData(); err != nil {
 				return err
 			}

@@ -30,6 +30,9 @@ func (r *recovery) install() error {
 		if sf.scan != nil {
 			seg.installScan(sf.scan, r.holesOf(sf))
 		}
+		if sf.trusted {
+			seg.trustPrefix(sf.scan.End, sf.scan.NextOffset)
+		}
 		if sf.footer != nil {
 			seg.seal(*sf.footer)
 			closeQuietly(sf.file)

@@ -30,6 +30,9 @@ type segment struct {
 
 	refs   atomic.Int64
 	sealed atomic.Bool
+	// trustPending: the bytes before mu.trustedEnd were installed from a
+	// clean-stop marker, not scanned; the first read validates them.
+	trustPending atomic.Bool
 
 	mu struct {
 		sync.Mutex
@@ -42,8 +45,10 @@ type segment struct {
 		// (shorter than the sealed file), closed with the segment.
 		live, noLive bool
 		outgrown     []vfs.Mapping
-		validated    bool // sealed: scanned once after mapping
-		indexBuilt   bool // index is current (false after closeIdle)
+		validated    bool   // sealed: scanned once after mapping
+		trustedEnd   int64  // with trustPending: the marker's data end
+		trustedNext  uint64 // and next offset
+		indexBuilt   bool   // index is current (false after closeIdle)
 		footer       format.Footer
 		index        []indexEntry
 		summary      subjectSummary // subjects per index block (summary.go)

@@ -22,7 +22,8 @@ import (
 // It lives beside the index and under the same rules: built by the
 // appender as it writes, by the scanner on recovery and on the first read
 // of a sealed segment, and again whenever a sealed segment that went idle
-// rebuilds its index; dropped with the index; never written to disk.
+// rebuilds its index; dropped with the index; written to disk only in the
+// clean-stop marker (cleanstop.go).
 //
 // Invariants (the reader relies on them to skip):
 //   - S1 len(blocks) == len(index): bitmap i describes block i.

@@ -1,6 +1,10 @@
 package security
 
 import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -114,4 +118,35 @@ func (a *Authorizer) endSessions() bool {
 		e.end(e.reason)
 	}
 	return left
+}
+
+// ErrBadExpiry is an expiry that is neither a duration nor a time.
+var ErrBadExpiry = errors.New("security: bad expiry")
+
+// ParseExpiry reads when a credential ends: a positive duration from now
+// ("720h", "90m"; "d" counts days: "30d"), or an RFC 3339 time
+// ("2027-01-31T00:00:00Z") that must be later than now. The result is
+// absolute and in UTC: the auth file stores an instant, so the expiry
+// does not move when the file is edited or the broker restarts.
+func ParseExpiry(text string, now time.Time) (time.Time, error) {
+	if at, err := time.Parse(time.RFC3339, text); err == nil {
+		if !at.After(now) {
+			return time.Time{}, fmt.Errorf("%w: %s is not in the future", ErrBadExpiry, text)
+		}
+		return at.UTC(), nil
+	}
+	duration, err := time.ParseDuration(text)
+	if days, ok := strings.CutSuffix(text, "d"); ok {
+		var count int
+		if count, err = strconv.Atoi(days); err == nil {
+			duration = time.Duration(min(max(count, -1), 100*366)) * 24 * time.Hour // bounded before it can overflow
+		}
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: %q: want a duration (720h, 30d) or an RFC 3339 time (2027-01-31T00:00:00Z)", ErrBadExpiry, text)
+	}
+	if duration <= 0 || duration > 100*365*24*time.Hour {
+		return time.Time{}, fmt.Errorf("%w: %q: a duration must be positive and at most 100 years", ErrBadExpiry, text)
+	}
+	return now.Add(duration).UTC().Truncate(time.Second), nil
 }

@@ -142,3 +142,24 @@ func TestTrackEndsSessions(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestParseExpiry(t *testing.T) {
+	now := time.Date(2026, 12, 3, 10, 0, 0, 500, time.UTC)
+	good := map[string]time.Time{
+		"720h":                      time.Date(2027, 1, 2, 10, 0, 0, 0, time.UTC),
+		"30d":                       time.Date(2027, 1, 2, 10, 0, 0, 0, time.UTC),
+		"90m":                       time.Date(2026, 12, 3, 11, 30, 0, 0, time.UTC),
+		"2027-01-31T00:00:00Z":      time.Date(2027, 1, 31, 0, 0, 0, 0, time.UTC),
+		"2027-01-31T02:00:00+02:00": time.Date(2027, 1, 31, 0, 0, 0, 0, time.UTC),
+	}
+	for text, want := range good {
+		if got, err := ParseExpiry(text, now); err != nil || !got.Equal(want) {
+			t.Errorf("ParseExpiry(%q) = %v, %v; want %v", text, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "0s", "-1h", "soon", "2020-01-01T00:00:00Z", "2027-01-31", "x d", "-3d", "1000000d"} {
+		if _, err := ParseExpiry(bad, now); !errors.Is(err, ErrBadExpiry) {
+			t.Errorf("ParseExpiry(%q): %v, want %v", bad, err, ErrBadExpiry)
+		}
+	}
+}

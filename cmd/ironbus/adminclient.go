@@ -12,10 +12,13 @@ import (
 	"github.com/ironbus/ironbus/security"
 )
 
-// addHealthTokenFlag adds --health-token-file to a command that reads
-// the health endpoints.
-func addHealthTokenFlag(flags *pflag.FlagSet, target *string) {
-	flags.StringVar(target, "health-token-file", "", "bearer token file (mode 0600) for health endpoints behind serve --health-token-file")
+// addHealthClientFlags adds --health-addr and --health-token-file to a
+// command that reads the health endpoints; the current context fills
+// both when --health-addr is not given.
+func addHealthClientFlags(flags *pflag.FlagSet, addr, tokenFile *string) {
+	flags.StringVar(addr, "health-addr", defaultHealthAddr, "the broker's health endpoints (serve --health-addr)")
+	flags.StringVar(tokenFile, "health-token-file", "", "bearer token file (mode 0600) for health endpoints behind serve --health-token-file")
+	_ = flags.SetAnnotation("health-addr", contextAnnotation, []string{contextHealthAddr})
 }
 
 // healthEndpoint is addr with the token of tokenFile ("" for none).

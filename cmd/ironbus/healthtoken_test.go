@@ -52,6 +52,15 @@ func TestHealthTokenBeyondLoopback(t *testing.T) {
 	expectCode(t, runCLI(t, append([]string{"report", "streams"}, withToken...)...), exitClean)
 	expectCode(t, runCLI(t, append([]string{"top", "--once", "--interval", "0"}, withToken...)...), exitClean)
 
+	// A context carries the health address and token to top, report and
+	// server; a --health-addr given by hand gets neither.
+	env := []string{"IRONBUS_CONFIG_DIR=" + t.TempDir()}
+	expectCode(t, runCLIEnv(t, env, "context", "create", "lab", "--health-addr", health[1], "--health-token-file", token, "--use"), exitClean)
+	expectCode(t, runCLIEnv(t, env, "server", "info"), exitClean)
+	expectCode(t, runCLIEnv(t, env, "report", "streams"), exitClean)
+	expectCode(t, runCLIEnv(t, env, "top", "--once", "--interval", "0"), exitClean)
+	expectCode(t, runCLIEnv(t, env, append([]string{"server", "info"}, health...)...), exitNotAuthorized)
+
 	secret, _ := security.ReadSecretLine(token)
 	clientSecret, _ := security.ReadSecretLine(clientToken)
 	response, err := monitor.Get(context.Background(), monitor.Endpoint{Addr: health[1], Token: string(secret)}, "/admin", monitor.MaxAdminBytes)

@@ -53,8 +53,7 @@ exits 5; the broker is never changed.`,
   ironbus report recovery --json | jq '.recovery[].report.outcome'`,
 		Args: cobra.NoArgs,
 	}
-	cmd.PersistentFlags().StringVar(&addr, "health-addr", defaultHealthAddr, "the broker's health endpoints (serve --health-addr)")
-	addHealthTokenFlag(cmd.PersistentFlags(), &tokenFile)
+	addHealthClientFlags(cmd.PersistentFlags(), &addr, &tokenFile)
 	for _, section := range reportSections() {
 		cmd.AddCommand(newReportSectionCmd(opts, section, &addr, &tokenFile))
 	}

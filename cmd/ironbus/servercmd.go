@@ -46,8 +46,7 @@ other commands' (docs/CLI.md).`,
   ironbus server check --lag-warn 1000 --lag-crit 100000 --disk-warn 80 --disk-crit 90`,
 		Args: cobra.NoArgs,
 	}
-	cmd.PersistentFlags().StringVar(&server.addr, "health-addr", defaultHealthAddr, "the broker's health endpoints (serve --health-addr)")
-	addHealthTokenFlag(cmd.PersistentFlags(), &server.tokenFile)
+	addHealthClientFlags(cmd.PersistentFlags(), &server.addr, &server.tokenFile)
 	cmd.AddCommand(newServerInfoCmd(opts, server), newServerCheckCmd(opts, server))
 	return cmd
 }

@@ -84,8 +84,7 @@ again. docs/OBSERVABILITY.md describes every figure.`,
   ironbus top --data-dir /var/lib/ironbus --once`,
 		Args: cobra.NoArgs,
 	}
-	cmd.Flags().StringVar(&top.healthAddr, "health-addr", defaultHealthAddr, "the broker's health endpoints (serve --health-addr)")
-	addHealthTokenFlag(cmd.Flags(), &top.tokenFile)
+	addHealthClientFlags(cmd.Flags(), &top.healthAddr, &top.tokenFile)
 	cmd.Flags().StringVar(&top.dataDir, "data-dir", "", "read this data directory instead of a running broker (offline, no rates)")
 	cmd.Flags().DurationVar(&top.interval, "interval", time.Second, "time between snapshots (with --once and --json: between the two taken)")
 	cmd.Flags().BoolVar(&top.once, "once", false, "print one plain-text screen and exit, for scripts and logs")

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -126,12 +125,6 @@ func Listen(addr string, opts Options) (*Server, error) {
 	s := &Server{opts: opts, listener: listener, served: make(chan error, 1), slots: make(chan struct{}, opts.MaxRequests),
 		guarded: opts.Token != "", token: sha256.Sum256([]byte(opts.Token))}
 	s.opts.Token = "" // the digest is enough; the secret is not kept
-	if ip := listenerIP(listener); ip != nil {
-		// A request naming the address the endpoints are bound to, as an
-		// IP literal, names this machine: no DNS name is involved, so no
-		// rebinding either.
-		s.opts.AllowedHosts = append(slices.Clip(s.opts.AllowedHosts), ip.String())
-	}
 	probes := opts.Probes
 	s.probes.Store(&probes)
 	mux := http.NewServeMux()
@@ -190,16 +183,6 @@ func (s *Server) bounded(next http.Handler) http.Handler {
 	})
 }
 
-// listenerIP is the specific IP the listener is bound to (nil for a
-// wildcard address).
-func listenerIP(listener net.Listener) net.IP {
-	addr, ok := listener.Addr().(*net.TCPAddr)
-	if !ok || addr.IP.IsUnspecified() {
-		return nil
-	}
-	return addr.IP
-}
-
 // authorized serves, when a token is configured, only requests that
 // carry it as a bearer token; the comparison is of SHA-256 digests in
 // constant time, so its duration says nothing about the token.
@@ -220,7 +203,10 @@ func (s *Server) authorized(next http.Handler) http.Handler {
 }
 
 // hostChecked serves only requests whose Host header names this
-// machine's loopback or one of Options.AllowedHosts.
+// machine's loopback or one of Options.AllowedHosts, or, behind a token,
+// any IP literal: rebinding needs a DNS name in the Host header, so an
+// address a client reaches a non-loopback bind by is served without
+// listing it.
 func (s *Server) hostChecked(next http.Handler) http.Handler {
 	allowed := make(map[string]bool, len(s.opts.AllowedHosts))
 	for _, host := range s.opts.AllowedHosts {
@@ -228,7 +214,7 @@ func (s *Server) hostChecked(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host := canonicalHost(r.Host)
-		if !allowed[host] && !loopbackHost(host) {
+		if !allowed[host] && !loopbackHost(host) && !(s.guarded && net.ParseIP(host) != nil) {
 			writeText(w, http.StatusMisdirectedRequest, fmt.Sprintf(
 				"the Host header %q names no loopback address: the health endpoints answer only requests for this machine (DNS rebinding)", r.Host))
 			return

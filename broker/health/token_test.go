@@ -74,9 +74,11 @@ func TestBeyondLoopbackNeedsAToken(t *testing.T) {
 		if host == "0.0.0.0" {
 			dial = net.JoinHostPort("127.0.0.1", port)
 		}
-		names := []string{"broker.internal:" + port, "127.0.0.1:" + port}
+		// Behind a token, any IP literal is a Host the endpoints serve: it
+		// involves no DNS name to rebind.
+		names := []string{"broker.internal:" + port, "127.0.0.1:" + port, "192.0.2.7:" + port, "[2001:db8::1]:" + port}
 		if host != "0.0.0.0" {
-			names = append(names, dial) // the bound IP itself names this machine
+			names = append(names, dial)
 		}
 		for _, endpoint := range []string{"/healthz", "/readyz", "/metrics", "/admin"} {
 			for _, name := range names {

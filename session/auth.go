@@ -287,6 +287,9 @@ func (s *session) requester(scope security.Scope) (identity *security.Identity, 
 	}
 	identity, ended := auth.Current(s.identity)
 	if ended != "" {
+		if s.untrack != nil {
+			s.untrack() // this request ends the session: the Authorizer need not
+		}
 		s.record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: s.identity.Name, Action: scope.String(), Outcome: ended})
 		return nil, true
 	}
@@ -316,10 +319,8 @@ func (s *session) revoke(name, reason string) {
 		stop.Stop()
 		s.cfg.Logger.Info("closed a connection whose identity no longer holds", "remote", s.conn.RemoteAddr(),
 			"identity", name, "reason", reason)
-		if s.cfg.Audit != nil {
-			s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: name, Action: "session",
-				Outcome: reason, Detail: "connection closed"})
-		}
+		s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: name, Action: "session",
+			Outcome: reason, Detail: "connection closed"})
 	}()
 }
 

@@ -66,7 +66,9 @@ password from stdin and stores its Argon2id hash, the identity's name being the
 username; --mtls-identity names a client certificate by its first URI SAN, else
 its first DNS SAN. --expires ends the credential at an instant (stored in UTC;
 a duration counts from now): past it the identity is refused like a wrong
-secret and its open connections are closed.
+secret and its open connections are closed. --replace with a new credential
+rotates it: a running broker closes the connections that proved the old one
+within a second of loading the file.
 
 Scopes are publish, subscribe and admin; none implies another. Each granted
 scope covers the --streams patterns, which match stream names (default ">" =

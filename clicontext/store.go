@@ -45,13 +45,19 @@ type Context struct {
 	TLSServerName string `json:"tls_server_name,omitempty"`
 	User          string `json:"user,omitempty"`
 	PasswordFile  string `json:"password_file,omitempty"`
+
+	// The broker's health endpoints, for top, report and server: where
+	// they answer and the bearer token file they want (serve
+	// --health-token-file).
+	HealthAddr      string `json:"health_addr,omitempty"`
+	HealthTokenFile string `json:"health_token_file,omitempty"`
 }
 
-// SecretFiles are the context's files that hold secrets (token, password,
-// private key): each must pass CheckSecretFile.
+// SecretFiles are the context's files that hold secrets (tokens,
+// password, private key): each must pass CheckSecretFile.
 func (c Context) SecretFiles() []string {
 	var files []string
-	for _, path := range []string{c.TokenFile, c.PasswordFile, c.TLSKey} {
+	for _, path := range []string{c.TokenFile, c.PasswordFile, c.TLSKey, c.HealthTokenFile} {
 		if path != "" {
 			files = append(files, path)
 		}
@@ -168,7 +174,7 @@ func (s *Store) Create(c Context, replace bool) (Context, error) {
 	if err := c.validate(); err != nil {
 		return c, err
 	}
-	for _, path := range []*string{&c.TokenFile, &c.DataDir, &c.TLSCA, &c.TLSCert, &c.TLSKey, &c.PasswordFile} {
+	for _, path := range []*string{&c.TokenFile, &c.DataDir, &c.TLSCA, &c.TLSCert, &c.TLSKey, &c.PasswordFile, &c.HealthTokenFile} {
 		var err error
 		if *path, err = absolute(*path); err != nil {
 			return c, err

@@ -65,9 +65,9 @@ func (r *Result) Raise(level Level, problem string) {
 // a log is frozen read-only or a critical threshold is reached; warning
 // when it is not ready (recovering, draining) or a warning threshold is
 // reached.
-func Check(ctx context.Context, addr string, doc *health.Admin, thresholds Thresholds) Result {
+func Check(ctx context.Context, endpoint Endpoint, doc *health.Admin, thresholds Thresholds) Result {
 	result := Result{Problems: []string{}, Perfdata: []string{}}
-	checkReadiness(ctx, &result, addr, doc)
+	checkReadiness(ctx, &result, endpoint, doc)
 	checkThresholds(&result, thresholds, doc)
 	if result.Level == OK {
 		result.Problems = result.Problems[:0]
@@ -76,7 +76,7 @@ func Check(ctx context.Context, addr string, doc *health.Admin, thresholds Thres
 	return result
 }
 
-func checkReadiness(ctx context.Context, result *Result, addr string, doc *health.Admin) {
+func checkReadiness(ctx context.Context, result *Result, endpoint Endpoint, doc *health.Admin) {
 	switch reason := doc.Readiness.Reason; {
 	case doc.Readiness.Ready:
 	case strings.HasPrefix(reason, "frozen"):
@@ -84,15 +84,15 @@ func checkReadiness(ctx context.Context, result *Result, addr string, doc *healt
 	default:
 		result.Raise(Warning, "not ready: "+reason)
 	}
-	if stuck := livenessProblem(ctx, addr); stuck != "" {
+	if stuck := livenessProblem(ctx, endpoint); stuck != "" {
 		result.Raise(Critical, stuck)
 	}
 }
 
 // livenessProblem asks /healthz; a broker that answered /admin but whose
 // loops are stuck is critical.
-func livenessProblem(ctx context.Context, addr string) string {
-	response, err := Get(ctx, addr, "/healthz", 4096)
+func livenessProblem(ctx context.Context, endpoint Endpoint) string {
+	response, err := Get(ctx, endpoint, "/healthz", 4096)
 	if err != nil {
 		return "liveness: " + err.Error()
 	}

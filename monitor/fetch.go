@@ -37,6 +37,12 @@ var (
 	ErrNotAdmin = errors.New("monitor: not an IronBus admin document")
 	// ErrSchema marks an /admin document of another schema version.
 	ErrSchema = errors.New("monitor: admin document of another schema")
+	// ErrUnauthorized marks endpoints that want a bearer token this
+	// request lacked or got wrong.
+	ErrUnauthorized = errors.New("monitor: the health endpoints refused the token")
+	// ErrToken marks a token that cannot go in a header (a control
+	// character or a space).
+	ErrToken = errors.New("monitor: malformed token")
 )
 
 // Response is a health endpoint's answer.
@@ -46,16 +52,32 @@ type Response struct {
 	Body       []byte
 }
 
-// Get sends one GET for path to the health endpoints on addr and returns
+// Endpoint is where a broker's health endpoints answer, and the bearer
+// token they want ("" for none: loopback endpoints without
+// serve --health-token-file).
+type Endpoint struct {
+	Addr  string
+	Token string
+}
+
+// Get sends one GET for path to the health endpoints at endpoint and returns
 // the answer (its body cut at limit bytes), all within Timeout. A bad
 // address is ErrAddress; a network failure is returned as the network
 // gave it. The request is written here and the answer parsed by
 // http.ReadResponse: http.Client would link its transport, proxy and
 // HTTP/2 machinery (about 0.4 MB of the binary, docs/PACKAGING.md) for a
 // request to a loopback address.
-func Get(ctx context.Context, addr, path string, limit int64) (Response, error) {
+func Get(ctx context.Context, endpoint Endpoint, path string, limit int64) (Response, error) {
+	addr := endpoint.Addr
 	if _, _, err := net.SplitHostPort(addr); err != nil || strings.ContainsFunc(addr, unicode.IsSpace) {
 		return Response{}, ErrAddress
+	}
+	authorization := ""
+	if endpoint.Token != "" {
+		if strings.ContainsFunc(endpoint.Token, func(r rune) bool { return r < 0x21 || r == 0x7f }) {
+			return Response{}, ErrToken // it would break the request
+		}
+		authorization = "Authorization: Bearer " + endpoint.Token + "\r\n"
 	}
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
@@ -73,7 +95,7 @@ func Get(ctx context.Context, addr, path string, limit int64) (Response, error) 
 	}
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	request := "GET " + path + " HTTP/1.1\r\nHost: " + addr + "\r\nUser-Agent: ironbus\r\nConnection: close\r\n\r\n"
+	request := "GET " + path + " HTTP/1.1\r\nHost: " + addr + "\r\n" + authorization + "User-Agent: ironbus\r\nConnection: close\r\n\r\n"
 	if _, err := io.WriteString(conn, request); err != nil {
 		return Response{}, err
 	}
@@ -90,11 +112,17 @@ func Get(ctx context.Context, addr, path string, limit int64) (Response, error) 
 }
 
 // Fetch reads the /admin document of the broker whose health endpoints
-// listen on addr. A broker that is recovering answers 503 with a document
-// that carries only its readiness; that is returned too.
-func Fetch(ctx context.Context, addr string) (*health.Admin, error) {
-	response, err := Get(ctx, addr, "/admin", MaxAdminBytes)
+// answer at endpoint. A broker that is recovering answers 503 with a
+// document that carries only its readiness; that is returned too. A 401
+// is ErrUnauthorized.
+func Fetch(ctx context.Context, endpoint Endpoint) (*health.Admin, error) {
+	addr := endpoint.Addr
+	response, err := Get(ctx, endpoint, "/admin", MaxAdminBytes)
 	switch {
+	case errors.Is(err, ErrToken):
+		return nil, err
+	case err == nil && response.StatusCode == http.StatusUnauthorized:
+		return nil, fmt.Errorf("%w: %s/admin answered %s", ErrUnauthorized, addr, response.Status)
 	case errors.Is(err, ErrAddress):
 		return nil, err
 	case err != nil:

@@ -30,11 +30,11 @@ func endpoints(t *testing.T, doc *health.Admin, healthz int) string {
 
 func TestFetch(t *testing.T) {
 	addr := endpoints(t, admin(1, 2, 3, 4, 0), http.StatusOK)
-	doc, err := Fetch(context.Background(), addr)
+	doc, err := Fetch(context.Background(), Endpoint{Addr: addr})
 	if err != nil || doc.Totals.ProducedRecords != 2 {
 		t.Fatalf("fetch: %+v %v", doc, err)
 	}
-	if _, err := Fetch(context.Background(), "no port"); !errors.Is(err, ErrAddress) {
+	if _, err := Fetch(context.Background(), Endpoint{Addr: "no port"}); !errors.Is(err, ErrAddress) {
 		t.Fatalf("a bad address: %v", err)
 	}
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
@@ -44,11 +44,11 @@ func TestFetch(t *testing.T) {
 	closed := listener.Addr().String()
 	_ = listener.Close()
 	var refused *net.OpError
-	if _, err := Fetch(context.Background(), closed); !errors.Is(err, ErrUnreachable) || !errors.As(err, &refused) {
+	if _, err := Fetch(context.Background(), Endpoint{Addr: closed}); !errors.Is(err, ErrUnreachable) || !errors.As(err, &refused) {
 		t.Fatalf("nothing listening: %v", err)
 	}
 	other := &health.Admin{Schema: "ironbus.admin.v0"}
-	if doc, err := Fetch(context.Background(), endpoints(t, other, http.StatusOK)); !errors.Is(err, ErrSchema) || doc.Schema != other.Schema {
+	if doc, err := Fetch(context.Background(), Endpoint{Addr: endpoints(t, other, http.StatusOK)}); !errors.Is(err, ErrSchema) || doc.Schema != other.Schema {
 		t.Fatalf("another schema: %v", err)
 	}
 }
@@ -56,7 +56,7 @@ func TestFetch(t *testing.T) {
 func TestFetchRefusesWhatIsNotAHealthServer(t *testing.T) {
 	server := httptest.NewServer(http.NotFoundHandler())
 	defer server.Close()
-	if _, err := Fetch(context.Background(), strings.TrimPrefix(server.URL, "http://")); !errors.Is(err, ErrStatus) {
+	if _, err := Fetch(context.Background(), Endpoint{Addr: strings.TrimPrefix(server.URL, "http://")}); !errors.Is(err, ErrStatus) {
 		t.Fatalf("a 404: %v", err)
 	}
 }
@@ -98,7 +98,7 @@ func TestCheck(t *testing.T) {
 		{Thresholds{LagWarn: 10, LagCrit: 50, DiskWarn: 80}, Critical,
 			"group orders/billing lags 50 records (critical at 50); disk 85.0% used (warning at 80%)"},
 	} {
-		result := Check(context.Background(), live, doc, test.thresholds)
+		result := Check(context.Background(), Endpoint{Addr: live}, doc, test.thresholds)
 		if result.Level != test.level || result.Summary != test.summary {
 			t.Errorf("%+v: %s %q, want %s %q", test.thresholds, result.Level, result.Summary, test.level, test.summary)
 		}
@@ -106,12 +106,12 @@ func TestCheck(t *testing.T) {
 			t.Errorf("perfdata %v", result.Perfdata)
 		}
 	}
-	stuck := Check(context.Background(), endpoints(t, doc, http.StatusServiceUnavailable), doc, Thresholds{})
+	stuck := Check(context.Background(), Endpoint{Addr: endpoints(t, doc, http.StatusServiceUnavailable)}, doc, Thresholds{})
 	if stuck.Level != Critical || stuck.Summary != "liveness: reactor 0 stuck" {
 		t.Errorf("a stuck broker: %s %q", stuck.Level, stuck.Summary)
 	}
 	doc.Readiness = health.Readiness{Reason: "frozen: orders/0 fsync failed"}
-	if frozen := Check(context.Background(), live, doc, Thresholds{}); frozen.Level != Critical {
+	if frozen := Check(context.Background(), Endpoint{Addr: live}, doc, Thresholds{}); frozen.Level != Critical {
 		t.Errorf("a frozen log: %s %q", frozen.Level, frozen.Summary)
 	}
 }

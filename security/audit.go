@@ -17,7 +17,7 @@ type AuditEvent struct {
 	Peer     string `json:"peer"`               // remote address
 	Identity string `json:"identity,omitempty"` // the authenticated identity, when there is one
 	Action   string `json:"action"`             // auth, publish, subscribe, admin.group, admin.dlq, ...
-	Outcome  string `json:"outcome"`            // ok, denied, failed, locked_out, rate_limited, removed
+	Outcome  string `json:"outcome"`            // ok, denied, failed, expired, locked_out, rate_limited, removed, rotated
 	Detail   string `json:"detail,omitempty"`   // the stream or request, never a credential
 	// Username is the name a password login claimed, recorded whether or
 	// not it exists (an operator needs it to see who is being guessed at).
@@ -32,7 +32,7 @@ type AuditEvent struct {
 // counted rather than slowing anyone down.
 func (e AuditEvent) Essential() bool {
 	return e.Action == "auth" || e.Action == "admin" || strings.HasPrefix(e.Action, "admin.") ||
-		e.Identity != "" || e.Outcome == "denied" || e.Outcome == "removed"
+		e.Identity != "" || e.Outcome == "denied" || e.Outcome == "removed" || e.Outcome == "expired"
 }
 
 // AuditOptions configure the audit file.

@@ -59,6 +59,7 @@ func ParseScope(text string) (Scope, error) {
 //	admin = []
 //	publish_messages_per_second = 1000  # optional quota; 0 = none
 //	publish_bytes_per_second = 1048576
+//	expires = 2027-01-31T00:00:00Z      # optional; absent: never
 //
 //	[[group]]                          # optional consumer group ACLs (GroupRule)
 //	stream = "orders.>"
@@ -88,6 +89,10 @@ type IdentityEntry struct {
 	// Publish quotas; 0 means none.
 	PublishMessagesPerSecond float64 `toml:"publish_messages_per_second,omitempty"`
 	PublishBytesPerSecond    float64 `toml:"publish_bytes_per_second,omitempty"`
+	// Expires ends the credential at this instant (a TOML offset
+	// date-time); zero: it never expires. From then on it is refused like
+	// a wrong one, and sessions it opened are cut.
+	Expires time.Time `toml:"expires,omitempty"`
 }
 
 // Mechanism names the entry's credential kind.
@@ -213,7 +218,19 @@ type Identity struct {
 	password  passwordHash
 	mtls      string
 	quota     Quota
-	snapshot  *authSnapshot
+	// credential is the secret's stored form (digest, hash or mtls
+	// identity): a session outlives a reload only while it is unchanged.
+	credential string
+	expires    time.Time // zero: never
+	snapshot   *authSnapshot
+}
+
+// Expires is when the identity's credential ends (zero: never).
+func (id *Identity) Expires() time.Time { return id.expires }
+
+// expiredAt reports whether the credential has ended by now.
+func (id *Identity) expiredAt(now time.Time) bool {
+	return !id.expires.IsZero() && !now.Before(id.expires)
 }
 
 // Allowed reports whether the identity holds scope on name (a stream).
@@ -320,8 +337,9 @@ func compileIdentity(entry IdentityEntry) (*Identity, error) {
 	if set != 1 {
 		return nil, errors.New("set exactly one of token_sha256, password_hash, mtls_identity")
 	}
-	id := &Identity{Name: entry.Name, Mechanism: entry.Mechanism(), mtls: entry.MTLSIdentity,
-		quota: Quota{MessagesPerSecond: entry.PublishMessagesPerSecond, BytesPerSecond: entry.PublishBytesPerSecond}}
+	id := &Identity{Name: entry.Name, Mechanism: entry.Mechanism(), mtls: entry.MTLSIdentity, expires: entry.Expires,
+		credential: entry.TokenSHA256 + entry.PasswordHash + entry.MTLSIdentity,
+		quota:      Quota{MessagesPerSecond: entry.PublishMessagesPerSecond, BytesPerSecond: entry.PublishBytesPerSecond}}
 	if entry.TokenSHA256 != "" {
 		digest, err := hex.DecodeString(entry.TokenSHA256)
 		if err != nil || len(digest) != sha256.Size {

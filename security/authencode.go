@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -34,6 +35,7 @@ func encodeAuthFile(file AuthFile) []byte {
 		out = appendListKey(out, "publish_subjects", entry.PublishSubjects)
 		out = appendFloatKey(out, "publish_messages_per_second", entry.PublishMessagesPerSecond)
 		out = appendFloatKey(out, "publish_bytes_per_second", entry.PublishBytesPerSecond)
+		out = appendTimeKey(out, "expires", entry.Expires)
 	}
 	for _, rule := range file.Groups {
 		out = append(out, "\n[[group]]\n"...)
@@ -98,6 +100,16 @@ func appendFloatKey(out []byte, key string, value float64) []byte {
 		}
 	}
 	return append(out, '\n')
+}
+
+// appendTimeKey writes key = an offset date-time (RFC 3339, to the
+// nanosecond when it has one), left out when zero.
+func appendTimeKey(out []byte, key string, value time.Time) []byte {
+	if value.IsZero() {
+		return out
+	}
+	out = append(append(out, key...), " = "...)
+	return append(value.AppendFormat(out, time.RFC3339Nano), '\n')
 }
 
 // appendTOMLString writes text as a literal string ('…', taken as it

@@ -4,6 +4,7 @@ import (
 	"math"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/pelletier/go-toml/v2"
 )
@@ -79,6 +80,12 @@ func TestEncodeAuthFileWritesEveryField(t *testing.T) {
 				field.Set(reflect.ValueOf([]string{"a." + value.Type().Field(i).Name, "b"}))
 			case reflect.Float64:
 				field.SetFloat(float64(i) + 0.5)
+			case reflect.Struct:
+				if field.Type() != reflect.TypeFor[time.Time]() {
+					t.Fatalf("%s.%s: a %s field; teach encodeAuthFile and this test its type",
+						value.Type().Name(), value.Type().Field(i).Name, field.Type())
+				}
+				field.Set(reflect.ValueOf(time.Date(2027, 1, 2, 3, 4, 5, 6000+i, time.UTC)))
 			default:
 				t.Fatalf("%s.%s: a %s field; teach encodeAuthFile and this test its kind",
 					value.Type().Name(), value.Type().Field(i).Name, field.Kind())

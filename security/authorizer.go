@@ -16,6 +16,11 @@ import (
 // tell the peer more than this.
 var ErrNotAuthorized = errors.New("security: not authorized")
 
+// ErrCredentialExpired is the failure of a right credential past its
+// expiry. It wraps ErrNotAuthorized: the peer is answered exactly as for
+// a wrong one, and only the audit trail tells them apart.
+var ErrCredentialExpired = fmt.Errorf("%w: credential expired", ErrNotAuthorized)
+
 // Authorizer authenticates peers against the auth config and answers
 // scope questions. Reload swaps the whole config atomically.
 type Authorizer struct {
@@ -32,6 +37,9 @@ type Authorizer struct {
 	quotasMu sync.Mutex
 	quotas   map[string]*QuotaBucket
 	now      func() time.Time
+	// live ends the sessions of identities removed, rotated or expired
+	// (revoke.go).
+	live liveSessions
 }
 
 // NewAuthorizer loads the auth config at path (refused when group- or
@@ -78,6 +86,7 @@ func (a *Authorizer) Reload() error {
 	}
 	a.current.Store(snap)
 	a.stamps.Store(&stamps)
+	a.live.poke()
 	return nil
 }
 
@@ -108,7 +117,7 @@ func (a *Authorizer) Authenticate(credentials wire.Credentials, peerIdentity str
 			}
 		}
 		if found != nil {
-			return found, nil
+			return a.unexpired(found)
 		}
 	case wire.AuthPassword:
 		id := snap.byName[credentials.Username]
@@ -125,14 +134,23 @@ func (a *Authorizer) Authenticate(credentials wire.Credentials, peerIdentity str
 		snap.noteCheck(time.Since(started))
 		<-a.hashing
 		if ok && id != nil && id.Mechanism == "password" {
-			return id, nil
+			return a.unexpired(id)
 		}
 	case wire.AuthMTLS, wire.AuthNone:
 		if id := snap.byMTLS[peerIdentity]; peerIdentity != "" && id != nil {
-			return id, nil
+			return a.unexpired(id)
 		}
 	}
 	return nil, ErrNotAuthorized
+}
+
+// unexpired passes an identity whose credential was proven, unless it
+// has expired.
+func (a *Authorizer) unexpired(id *Identity) (*Identity, error) {
+	if id.expiredAt(a.now()) {
+		return nil, fmt.Errorf("%w: identity %q at %s", ErrCredentialExpired, id.Name, id.expires.UTC().Format(time.RFC3339))
+	}
+	return id, nil
 }
 
 // SlowestCheck is the longest password verification seen with the
@@ -145,16 +163,34 @@ func (a *Authorizer) SlowestCheck() time.Duration {
 	return time.Duration(a.current.Load().slowest.Load())
 }
 
+// Why a session's identity no longer holds (Current, Track).
+const (
+	EndRemoved = "removed" // the config no longer has the name
+	EndRotated = "rotated" // the name has another credential
+	EndExpired = "expired" // the credential's expiry has passed
+)
+
 // Current returns the identity's version in the config now in force, or
-// false when it was removed. Sessions call it per request; while the
-// config is unchanged it is one atomic load.
-func (a *Authorizer) Current(id *Identity) (*Identity, bool) {
+// why it no longer holds (EndRemoved, EndRotated, EndExpired): a session
+// authenticated as id ends then. Sessions call it per request; while the
+// config is unchanged it is one atomic load (and a clock read for an
+// identity that expires).
+func (a *Authorizer) Current(id *Identity) (*Identity, string) {
 	snap := a.current.Load()
-	if id.snapshot == snap {
-		return id, true
+	now := id
+	if id.snapshot != snap {
+		var ok bool
+		if now, ok = snap.byName[id.Name]; !ok {
+			return nil, EndRemoved
+		}
+		if now.Mechanism != id.Mechanism || now.credential != id.credential {
+			return nil, EndRotated
+		}
 	}
-	now, ok := snap.byName[id.Name]
-	return now, ok
+	if now.expiredAt(a.now()) {
+		return nil, EndExpired
+	}
+	return now, ""
 }
 
 // Quota returns the identity's publish quota bucket, or nil when it has

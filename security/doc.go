@@ -2,6 +2,7 @@
 // data: TLS (server certificates that reload without dropping
 // connections, client verification and the mTLS identity), identities and
 // their scopes (the auth config file, bearer tokens, Argon2id passwords,
+// credential expiry and the end of the sessions of revoked identities,
 // stream and subject patterns, consumer group rules),
 // pre-authentication limits (the half-open table with its overall and
 // per-source caps, per-source connection rate, failed-auth lockout),
@@ -17,6 +18,12 @@
 //     the same time: an unknown username is checked against the costliest
 //     hash of the config, and SlowestCheck tells callers how long to hold
 //     every failure. A peer learns nothing about which identities exist.
+//   - A credential holds only until its expiry; past it, it fails like a
+//     wrong one (ErrCredentialExpired wraps ErrNotAuthorized, and only the
+//     audit trail tells them apart).
+//   - A session lives no longer than the credential it proved: Track ends
+//     it within RevocationInterval of its identity being removed, given
+//     another credential under its name, or expiring.
 //   - Failed authentications lock out one account from one source, never
 //     a whole address; password hashes below MinimumArgon2id never load.
 //   - The audit trail never drops an essential event (auth, admin, denied,

@@ -177,8 +177,8 @@ func TestAuthenticate(t *testing.T) {
 	if err := a.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := a.Current(id); ok {
-		t.Fatal("a removed identity is still current")
+	if _, reason := a.Current(id); reason != EndRemoved {
+		t.Fatalf("a removed identity: %q, want %q", reason, EndRemoved)
 	}
 }
 

@@ -29,8 +29,13 @@ type Config struct {
 	// or authentication and InsecurePlaintextWire.
 	Addr string
 	// HealthAddr serves /healthz, /readyz, /metrics and /admin
-	// [health_addr]: a loopback host:port, or "" or "off" for none.
+	// [health_addr]: a loopback host:port, any host:port with
+	// HealthTokenFile, or "" or "off" for none.
 	HealthAddr string
+	// HealthTokenFile holds the bearer token every request to the health
+	// endpoints must carry [health_token_file] (mode 0600, like every
+	// secret file); required to bind HealthAddr beyond loopback.
+	HealthTokenFile string
 	// HealthHosts are host names the health endpoints answer besides the
 	// loopback ones [health_hosts]: a request whose Host header names
 	// anything else is refused (DNS rebinding, docs/SECURITY.md).

@@ -41,7 +41,8 @@
 //     SegmentBytes) and say what to do.
 //   - The bind rule holds for every listener: a non-loopback address needs
 //     TLS and authentication, or authentication and the explicit plaintext
-//     consent; the health endpoints bind loopback only.
+//     consent; the health endpoints bind loopback only, or any address with
+//     a bearer token file (HealthTokenFile).
 //   - The package never exits the process and never installs signal
 //     handlers: the caller maps signals to Stop, Reload and ReloadSecrets.
 //   - Each door is a listener (an internal interface): the client wire is

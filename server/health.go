@@ -11,8 +11,14 @@ import (
 
 	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/broker/health"
+	"github.com/ironbus/ironbus/security"
 	"github.com/ironbus/ironbus/wire"
 )
+
+// minHealthToken is the shortest health token accepted: 128 bits as
+// hex, below what a generated token holds, and far above what a guess
+// reaches.
+const minHealthToken = 32
 
 // healthEndpoints is the running health server, or nothing.
 type healthEndpoints struct {
@@ -23,15 +29,28 @@ type healthEndpoints struct {
 // startHealth binds the health endpoints before the broker opens, so a
 // probe sees "503 recovering" while recovery runs instead of a refused
 // connection. "" or "off" starts nothing.
-func startHealth(addr string, hosts []string, logger *slog.Logger) (*healthEndpoints, error) {
+func startHealth(cfg Config, logger *slog.Logger) (*healthEndpoints, error) {
+	addr := cfg.HealthAddr
 	if addr == "" || addr == HealthOff {
 		return &healthEndpoints{logger: logger}, nil
 	}
-	server, err := health.Listen(addr, health.Options{Logger: logger, AllowedHosts: hosts})
+	options := health.Options{Logger: logger, AllowedHosts: cfg.HealthHosts}
+	if cfg.HealthTokenFile != "" {
+		token, err := security.ReadSecretLine(cfg.HealthTokenFile)
+		if err != nil {
+			return nil, securityFileError("--health-token-file", err)
+		}
+		if len(token) < minHealthToken {
+			return nil, fmt.Errorf("%w: --health-token-file %s: the token has %d bytes, want at least %d (`ironbus token create` makes one)",
+				ErrSecurityFile, cfg.HealthTokenFile, len(token), minHealthToken)
+		}
+		options.Token = string(token)
+	}
+	server, err := health.Listen(addr, options)
 	if err != nil {
 		return nil, fmt.Errorf("%w: --health-addr %s: %w (is another broker using it? pick another port, or pass --health-addr off)", ErrListen, addr, err)
 	}
-	logger.Info("health endpoints listening", "health_addr", server.Addr())
+	logger.Info("health endpoints listening", "health_addr", server.Addr(), "token", cfg.HealthTokenFile != "")
 	return &healthEndpoints{server: server, logger: logger}, nil
 }
 

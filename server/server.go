@@ -95,7 +95,7 @@ func (s *Server) acquire(cfg Config) error {
 	if err := s.plan.enforce(cfg.RAMCeiling); err != nil {
 		return err
 	}
-	if s.health, err = startHealth(cfg.HealthAddr, cfg.HealthHosts, s.logger); err != nil {
+	if s.health, err = startHealth(cfg, s.logger); err != nil {
 		return err
 	}
 	if s.secured, err = openSecurity(cfg, s.logger); err != nil {

@@ -283,10 +283,11 @@ func (cfg Config) checkHealthAddr() error {
 	if cfg.HealthAddr == "" || cfg.HealthAddr == HealthOff {
 		return nil
 	}
-	if err := health.CheckAddress(cfg.HealthAddr); err != nil {
+	if err := health.CheckAddress(cfg.HealthAddr, cfg.HealthTokenFile != ""); err != nil {
 		if errors.Is(err, health.ErrNotLoopback) {
-			return fmt.Errorf("%w: --health-addr %s is not a loopback address: the endpoints have no TLS or authentication yet; "+
-				"bind 127.0.0.1 (and scrape through a local agent or an SSH tunnel), or pass --health-addr off", ErrUnprotectedAddress, cfg.HealthAddr)
+			return fmt.Errorf("%w: --health-addr %s is not a loopback address: beyond loopback the endpoints need a bearer token; "+
+				"pass --health-token-file FILE (mode 0600; `ironbus token create --out FILE` makes one), bind 127.0.0.1, or pass --health-addr off",
+				ErrUnprotectedAddress, cfg.HealthAddr)
 		}
 		return invalid("--health-addr: %w", err)
 	}

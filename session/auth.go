@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ironbus/ironbus/broker"
@@ -19,8 +20,10 @@ import (
 // writes the one uniform not_authorized error and closes. Each request
 // afterwards is checked against the identity's scopes; the identity is
 // looked up again in the config in force, so a reload that changes its
-// scopes applies at its next request, and one that removes it cuts the
-// connection at its next request.
+// scopes applies at its next request. A reload that removes the identity
+// or gives its name another credential, and the expiry of its
+// credential, cut the connection within security.RevocationInterval:
+// the Authorizer tracks every authenticated session (revoke).
 
 // notAuthorized is the only thing a failed peer learns.
 func notAuthorized() *wire.Error {
@@ -77,7 +80,7 @@ func (s *session) authenticateHello(hello wire.Hello, requestID uint32, welcome 
 			// record waits for room in the audit queue: this peer, and
 			// only it, waits for its failure to be on the record.
 			s.record(security.AuditEvent{Peer: remote, Action: "auth", Outcome: attempt.outcome,
-				Detail: mechanismName(mechanism), Username: attempt.username})
+				Detail: mechanismName(mechanism) + attempt.detail, Username: attempt.username})
 			time.Sleep(time.Until(answerAt))
 			e := notAuthorized()
 			e.Closes = true
@@ -92,6 +95,7 @@ func (s *session) authenticateHello(hello wire.Hello, requestID uint32, welcome 
 		s.record(security.AuditEvent{Peer: remote, Identity: identity.Name, Action: "auth", Outcome: "ok", Detail: identity.Mechanism})
 		s.identity = identity
 		s.quota = auth.Quota(identity)
+		s.untrack = auth.Track(identity, func(reason string) { s.revoke(identity.Name, reason) })
 		welcome()
 		s.conn.ResumeReading()
 	}()
@@ -116,6 +120,7 @@ type attempt struct {
 	outcome  string
 	account  string
 	username string
+	detail   string // appended to the mechanism in the audit event
 }
 
 // checkCredentials decodes and checks Hello's credentials.
@@ -134,6 +139,12 @@ func checkCredentials(auth *security.Authorizer, gate *security.Gate, remote str
 	}
 	if result.identity, err = auth.Authenticate(credentials, peer); err != nil {
 		result.outcome = "failed"
+		if errors.Is(err, security.ErrCredentialExpired) {
+			// The right secret, too late: the peer hears what a wrong one
+			// hears, the audit trail says which identity and since when.
+			result.outcome = security.EndExpired
+			result.detail = strings.TrimPrefix(err.Error(), security.ErrCredentialExpired.Error())
+		}
 		return result
 	}
 	result.outcome = "ok"
@@ -274,9 +285,12 @@ func (s *session) requester(scope security.Scope) (identity *security.Identity, 
 	if auth == nil || s.identity == nil {
 		return nil, false
 	}
-	identity, ok := auth.Current(s.identity)
-	if !ok {
-		s.record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: s.identity.Name, Action: scope.String(), Outcome: "removed"})
+	identity, ended := auth.Current(s.identity)
+	if ended != "" {
+		if s.untrack != nil {
+			s.untrack() // this request ends the session: the Authorizer need not
+		}
+		s.record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: s.identity.Name, Action: scope.String(), Outcome: ended})
 		return nil, true
 	}
 	if identity != s.identity {
@@ -284,6 +298,30 @@ func (s *session) requester(scope security.Scope) (identity *security.Identity, 
 		s.quota = auth.Quota(identity)
 	}
 	return identity, false
+}
+
+// revokeGrace bounds how long a revoked session's last answer may take
+// to be written before the connection is closed anyway (a peer that does
+// not read).
+const revokeGrace = 200 * time.Millisecond
+
+// revoke ends the session of an identity removed, rotated or expired
+// (reason): audited, answered not_authorized with closes set, closed. It
+// runs on the Authorizer's goroutine, so the work moves to one of its
+// own.
+func (s *session) revoke(name, reason string) {
+	go func() {
+		stop := time.AfterFunc(revokeGrace, func() { _ = s.conn.Close() })
+		e := notAuthorized()
+		e.Closes = true
+		_ = s.conn.Write(wire.Append(nil, 0, e))
+		_ = s.conn.Close()
+		stop.Stop()
+		s.cfg.Logger.Info("closed a connection whose identity no longer holds", "remote", s.conn.RemoteAddr(),
+			"identity", name, "reason", reason)
+		s.cfg.Audit.Record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: name, Action: "session",
+			Outcome: reason, Detail: "connection closed"})
+	}()
 }
 
 // denied audits a refusal and returns its answer. Any goroutine.

@@ -332,7 +332,7 @@ func TestTLSReadInterruptedByContext(t *testing.T) {
 }
 
 // TestRemovedIdentityIsCut: a reload that removes an identity ends its
-// connections at their next request; the others go on.
+// connections (at the latest at their next request); the others go on.
 func TestRemovedIdentityIsCut(t *testing.T) {
 	s := startSecured(t, matrixIdentities, security.GateOptions{})
 	ctx := context.Background()

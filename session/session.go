@@ -50,6 +50,9 @@ type session struct {
 	identity  *security.Identity
 	quota     *security.QuotaBucket
 	admission *security.Admission
+	// untrack stops the Authorizer watching this session (nil: never
+	// authenticated).
+	untrack func()
 	// auditMu guards reading and auditHeld: while Data runs (reading),
 	// an essential audit event the full audit queue cannot take is held
 	// here instead of blocking the reader, and the connection waits for
@@ -566,6 +569,9 @@ func (s *session) ReadStopped(cause error) {
 	s.handshake.stop()
 	s.cancel() // end long polls and admission waits
 	s.consumers.Wait()
+	if s.untrack != nil {
+		s.untrack()
+	}
 	s.releaseGate()
 	s.releaseRunLease()
 	s.releaseReserved()

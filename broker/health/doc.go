@@ -9,8 +9,12 @@
 // probe gets "503 recovering" while recovery runs rather than a refused
 // connection; Attach hands it the open broker.
 //
-// Invariants: the server binds loopback addresses only, because it
-// serves neither TLS nor authentication; every endpoint is
+// Invariants: the server binds a non-loopback address only with a bearer
+// token (Options.Token), and with one every request to every endpoint
+// must carry it (compared as SHA-256 digests in constant time; the token
+// itself is not kept); a Host header that names neither loopback nor a
+// configured name (nor, behind a token, an IP literal) is refused (DNS
+// rebinding); no endpoint exposes a secret; every endpoint is
 // read-only; nothing a request does touches the broker's hot path beyond
 // atomic loads and the locks a snapshot takes briefly; a request never
 // panics the process (the server recovers a handler, and handlers do not

@@ -2,6 +2,8 @@ package health
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,8 +19,8 @@ import (
 
 // Sentinel errors.
 var (
-	// ErrNotLoopback refuses an address other hosts could reach: the
-	// endpoints have no TLS and no authentication yet.
+	// ErrNotLoopback refuses an address other hosts could reach when no
+	// token protects the endpoints.
 	ErrNotLoopback = errors.New("health: address is not a loopback address")
 	// ErrAddress is a malformed address.
 	ErrAddress = errors.New("health: bad address")
@@ -62,12 +64,20 @@ type Options struct {
 	// an attacker made resolve to 127.0.0.1 (DNS rebinding) sends its own
 	// name, and must not read /admin or /metrics.
 	AllowedHosts []string
-	Logger       *slog.Logger
+	// Token, when set, is the bearer token every request must carry
+	// (Authorization: Bearer <token>), whatever the endpoint and wherever
+	// the request comes from; without it the answer is 401. It is required
+	// to bind beyond loopback. Only its SHA-256 is kept.
+	Token  string
+	Logger *slog.Logger
 }
 
-// Server serves the endpoints on one loopback listener.
+// Server serves the endpoints on one listener: loopback, or any address
+// with a token.
 type Server struct {
 	opts     Options
+	token    [sha256.Size]byte // the token's digest, when protected
+	guarded  bool
 	listener net.Listener
 	http     *httpServer
 	source   atomic.Pointer[Source]
@@ -76,13 +86,15 @@ type Server struct {
 	slots    chan struct{}
 }
 
-// CheckAddress refuses an address that is malformed or not loopback.
-func CheckAddress(addr string) error {
+// CheckAddress refuses an address that is malformed, or beyond loopback
+// (another host could reach it) when tokened is false: only a token lets
+// the endpoints listen there.
+func CheckAddress(addr string, tokened bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("%w %q: %w (want host:port, for example 127.0.0.1:7778)", ErrAddress, addr, err)
 	}
-	if host == "localhost" {
+	if tokened || host == "localhost" {
 		return nil
 	}
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
@@ -91,10 +103,10 @@ func CheckAddress(addr string) error {
 	return fmt.Errorf("%w: %s", ErrNotLoopback, addr)
 }
 
-// Listen binds addr (loopback only) and starts serving: until Attach,
-// /readyz answers 503 "recovering".
+// Listen binds addr (loopback, or any address with Options.Token) and
+// starts serving: until Attach, /readyz answers 503 "recovering".
 func Listen(addr string, opts Options) (*Server, error) {
-	if err := CheckAddress(addr); err != nil {
+	if err := CheckAddress(addr, opts.Token != ""); err != nil {
 		return nil, err
 	}
 	if opts.ProbeTimeout <= 0 {
@@ -110,7 +122,9 @@ func Listen(addr string, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("health: listening on %s: %w", addr, err)
 	}
-	s := &Server{opts: opts, listener: listener, served: make(chan error, 1), slots: make(chan struct{}, opts.MaxRequests)}
+	s := &Server{opts: opts, listener: listener, served: make(chan error, 1), slots: make(chan struct{}, opts.MaxRequests),
+		guarded: opts.Token != "", token: sha256.Sum256([]byte(opts.Token))}
+	s.opts.Token = "" // the digest is enough; the secret is not kept
 	probes := opts.Probes
 	s.probes.Store(&probes)
 	mux := http.NewServeMux()
@@ -118,7 +132,7 @@ func Listen(addr string, opts Options) (*Server, error) {
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /metrics", s.metrics)
 	mux.HandleFunc("GET /admin", s.admin)
-	s.http = newHTTPServer(s.hostChecked(s.bounded(mux)), 5*time.Second, 30*time.Second, opts.Logger)
+	s.http = newHTTPServer(s.hostChecked(s.authorized(s.bounded(mux))), 5*time.Second, 30*time.Second, opts.Logger)
 	go func() { s.served <- s.http.Serve(listener) }()
 	return s, nil
 }
@@ -169,8 +183,30 @@ func (s *Server) bounded(next http.Handler) http.Handler {
 	})
 }
 
+// authorized serves, when a token is configured, only requests that
+// carry it as a bearer token; the comparison is of SHA-256 digests in
+// constant time, so its duration says nothing about the token.
+func (s *Server) authorized(next http.Handler) http.Handler {
+	if !s.guarded {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		presented, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		digest := sha256.Sum256([]byte(strings.TrimSpace(presented)))
+		if subtle.ConstantTimeCompare(digest[:], s.token[:]) != 1 || !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="ironbus"`)
+			writeText(w, http.StatusUnauthorized, "unauthorized: these endpoints need the bearer token of serve --health-token-file")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // hostChecked serves only requests whose Host header names this
-// machine's loopback or one of Options.AllowedHosts.
+// machine's loopback or one of Options.AllowedHosts, or, behind a token,
+// any IP literal: rebinding needs a DNS name in the Host header, so an
+// address a client reaches a non-loopback bind by is served without
+// listing it.
 func (s *Server) hostChecked(next http.Handler) http.Handler {
 	allowed := make(map[string]bool, len(s.opts.AllowedHosts))
 	for _, host := range s.opts.AllowedHosts {
@@ -178,7 +214,7 @@ func (s *Server) hostChecked(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host := canonicalHost(r.Host)
-		if !allowed[host] && !loopbackHost(host) {
+		if !allowed[host] && !loopbackHost(host) && !(s.guarded && net.ParseIP(host) != nil) {
 			writeText(w, http.StatusMisdirectedRequest, fmt.Sprintf(
 				"the Host header %q names no loopback address: the health endpoints answer only requests for this machine (DNS rebinding)", r.Host))
 			return

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -23,6 +24,7 @@ type authOptions struct {
 	messagesRate  float64
 	bytesRate     int64
 	replace       bool
+	expires       string
 	passwd        passwdOptions
 }
 
@@ -62,7 +64,11 @@ Credentials: --token-file stores the SHA-256 digest of the token in that file
 (make one with 'ironbus token create --out F'); --password-stdin reads a
 password from stdin and stores its Argon2id hash, the identity's name being the
 username; --mtls-identity names a client certificate by its first URI SAN, else
-its first DNS SAN.
+its first DNS SAN. --expires ends the credential at an instant (stored in UTC;
+a duration counts from now): past it the identity is refused like a wrong
+secret and its open connections are closed. --replace with a new credential
+rotates it: a running broker closes the connections that proved the old one
+within a second of loading the file.
 
 Scopes are publish, subscribe and admin; none implies another. Each granted
 scope covers the --streams patterns, which match stream names (default ">" =
@@ -93,6 +99,7 @@ scope on the stream it lands in. Consumer group rules are edited by hand
 	flags.Float64Var(&auth.messagesRate, "publish-messages-per-second", 0, "publish quota in records per second (0 = none)")
 	flags.Var(sizeValue{&auth.bytesRate}, "publish-bytes-per-second", "publish quota in bytes per second, with a unit (0 = none)")
 	flags.BoolVar(&auth.replace, "replace", false, "replace an identity of the same name")
+	flags.StringVar(&auth.expires, "expires", "", "end the credential: a duration from now (720h, 30d) or an RFC 3339 time (default: never)")
 	flags.Var(sizeValue{&auth.passwd.memory}, "argon2-memory", "Argon2id memory per login for --password-stdin (64MiB)")
 	flags.BoolVar(&opts.json, "json", false, "print the change as JSON (schema ironbus.cli.auth-change.v1)")
 	_ = cmd.MarkFlagRequired("name")
@@ -152,6 +159,13 @@ func (auth *authOptions) entry(opts *globalOptions) (security.IdentityEntry, err
 			return entry, err
 		}
 	}
+	if auth.expires != "" {
+		expires, err := security.ParseExpiry(auth.expires, time.Now())
+		if err != nil {
+			return entry, exitErrorf(exitUsage, "--expires: %w", err)
+		}
+		entry.Expires = expires
+	}
 	patterns := auth.streams
 	if len(patterns) == 0 {
 		patterns = []string{">"}
@@ -190,6 +204,8 @@ type authIdentity struct {
 	PublishSubjects          []string `json:"publish_subjects,omitempty"`
 	PublishMessagesPerSecond float64  `json:"publish_messages_per_second,omitempty"`
 	PublishBytesPerSecond    float64  `json:"publish_bytes_per_second,omitempty"`
+	Expires                  string   `json:"expires,omitempty"` // RFC 3339, UTC; absent: never
+	Expired                  bool     `json:"expired"`
 }
 
 func newAuthListCmd(opts *globalOptions) *cobra.Command {
@@ -198,7 +214,8 @@ func newAuthListCmd(opts *globalOptions) *cobra.Command {
 		Use:   "ls --auth-config F",
 		Short: "List identities, their mechanisms and scopes (never secrets)",
 		Long: `List every identity of the auth config: name, mechanism, the patterns each
-scope covers and the quotas. Digests and hashes are not printed.`,
+scope covers, the quotas and when the credential expires (UTC; "never", and
+"(expired)" once past). Digests and hashes are not printed.`,
 		Example: `  ironbus auth ls --auth-config auth.toml
   ironbus auth ls --auth-config auth.toml --json | jq '.identities[].name'`,
 		Args: cobra.NoArgs,
@@ -214,7 +231,11 @@ scope covers and the quotas. Digests and hashes are not printed.`,
 		for _, e := range file.Identities {
 			out.Identities = append(out.Identities, authIdentity{Name: e.Name, Mechanism: e.Mechanism(), MTLSIdentity: e.MTLSIdentity,
 				Publish: e.Publish, Subscribe: e.Subscribe, Admin: e.Admin, PublishSubjects: e.PublishSubjects,
-				PublishMessagesPerSecond: e.PublishMessagesPerSecond, PublishBytesPerSecond: e.PublishBytesPerSecond})
+				PublishMessagesPerSecond: e.PublishMessagesPerSecond, PublishBytesPerSecond: e.PublishBytesPerSecond,
+				Expired: !e.Expires.IsZero() && !time.Now().Before(e.Expires)})
+			if !e.Expires.IsZero() {
+				out.Identities[len(out.Identities)-1].Expires = e.Expires.UTC().Format(time.RFC3339)
+			}
 		}
 		if opts.json {
 			return writeJSON(opts.stdout, out)
@@ -226,7 +247,7 @@ scope covers and the quotas. Digests and hashes are not printed.`,
 
 func printIdentities(opts *globalOptions, identities []authIdentity) error {
 	table := tabwriter.NewWriter(opts.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(table, "NAME\tMECHANISM\tPUBLISH\tSUBSCRIBE\tADMIN\tQUOTA")
+	fmt.Fprintln(table, "NAME\tMECHANISM\tPUBLISH\tSUBSCRIBE\tADMIN\tQUOTA\tEXPIRES")
 	show := func(patterns []string) string {
 		if patterns == nil {
 			return "-"
@@ -238,7 +259,14 @@ func printIdentities(opts *globalOptions, identities []authIdentity) error {
 		if id.PublishMessagesPerSecond > 0 || id.PublishBytesPerSecond > 0 {
 			quota = fmt.Sprintf("%g msg/s, %g B/s", id.PublishMessagesPerSecond, id.PublishBytesPerSecond)
 		}
-		fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\t%s\n", id.Name, id.Mechanism, show(id.Publish), show(id.Subscribe), show(id.Admin), quota)
+		expires := "never"
+		if id.Expires != "" {
+			expires = id.Expires
+		}
+		if id.Expired {
+			expires += " (expired)"
+		}
+		fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id.Name, id.Mechanism, show(id.Publish), show(id.Subscribe), show(id.Admin), quota, expires)
 	}
 	return table.Flush()
 }
@@ -248,8 +276,9 @@ func newAuthRemoveCmd(opts *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rm --auth-config F --name N",
 		Short: "Remove an identity",
-		Long: `Remove an identity from the auth config. A running broker reloads the file and
-cuts the identity's open connections at their next request (docs/SECURITY.md).
+		Long: `Remove an identity from the auth config. A running broker reloads the file
+(within its security reload interval, or on SIGHUP) and closes the identity's
+open connections within a second of loading it (docs/SECURITY.md).
 Exit code 2 when there is no such identity.`,
 		Example: `  ironbus auth rm --auth-config auth.toml --name writer`,
 		Args:    cobra.NoArgs,

@@ -37,7 +37,8 @@ func newContextCmd(opts *globalOptions) *cobra.Command {
 securely (TLS CA, client certificate and key, server name; a token file, or a
 user and password file) and a data directory. Once a context is current,
 every command that takes --addr uses its address, and every command that
-takes only --data-dir uses its data directory, whenever the flag is not given
+takes only --data-dir uses its data directory, and top, report and server use
+its health address and token file, whenever the flag is not given
 (IRONBUS_ADDR still wins over the context's address). Commands that take
 either (group, dlq, cumulative-ack) talk to the context's broker unless
 --data-dir is given.
@@ -94,6 +95,8 @@ makes it the current context.`,
 	flags.StringVar(&created.User, "user", "", "authenticate as this user; with --password-file")
 	flags.StringVar(&created.PasswordFile, "password-file", "", "file holding --user's password on its first line (mode 0600)")
 	flags.StringVar(&created.DataDir, "data-dir", "", "the broker's data directory, for the offline commands")
+	flags.StringVar(&created.HealthAddr, "health-addr", "", "the broker's health endpoints, for top, report and server (host:port)")
+	flags.StringVar(&created.HealthTokenFile, "health-token-file", "", "bearer token file of the health endpoints (mode 0600)")
 	flags.BoolVar(&use, "use", false, "also make it the current context")
 	flags.BoolVar(&replace, "replace", false, "overwrite a context of the same name")
 	flags.BoolVar(&opts.json, "json", false, "print the context as JSON (schema "+contextSchema+")")

@@ -16,8 +16,9 @@ import (
 const contextAnnotation = "ironbus/context-default"
 
 const (
-	contextAddr    = "addr"
-	contextDataDir = "data_dir"
+	contextAddr       = "addr"
+	contextDataDir    = "data_dir"
+	contextHealthAddr = "health_addr"
 )
 
 func markContextFlag(cmd *cobra.Command, flag, kind string) {
@@ -47,6 +48,9 @@ func applyCurrentContext(cmd *cobra.Command, _ []string) error {
 	if len(targets) == 0 {
 		return nil // not a command a context applies to: never read the file
 	}
+	if health := targets[contextHealthAddr]; health != nil {
+		return applyContextHealth(cmd, health)
+	}
 	addr, dataDir := targets[contextAddr], targets[contextDataDir]
 	if (addr != nil && addr.Changed) || (dataDir != nil && dataDir.Changed) {
 		return nil // the user chose where this command works
@@ -75,6 +79,34 @@ func applyCurrentContext(cmd *cobra.Command, _ []string) error {
 		return dataDir.Value.Set(current.DataDir)
 	}
 	return nil
+}
+
+// applyContextHealth fills --health-addr, and with it
+// --health-token-file unless given, from the current context when
+// --health-addr was not given: the context's token goes only to its own
+// endpoints.
+func applyContextHealth(cmd *cobra.Command, addr *pflag.Flag) error {
+	if addr.Changed {
+		return nil
+	}
+	store, err := contextStore()
+	if err != nil {
+		return err
+	}
+	current, ok, err := store.Current()
+	if err != nil {
+		return exitErrorf(exitUnreadable, "%w (fix it with `ironbus context create|use`, or remove %s)", err, store.Path())
+	}
+	if !ok || current.HealthAddr == "" {
+		return nil
+	}
+	if token := cmd.Flags().Lookup("health-token-file"); token != nil && !token.Changed && current.HealthTokenFile != "" {
+		if err := clicontext.CheckSecretFile(current.HealthTokenFile); err != nil {
+			return contextError(err, current.Name)
+		}
+		_ = token.Value.Set(current.HealthTokenFile)
+	}
+	return addr.Value.Set(current.HealthAddr)
 }
 
 // The connect flags (connect.go) a context fills, in two groups: TLS and

@@ -14,7 +14,9 @@ const defaultHealthAddr = server.DefaultHealthAddr
 
 func addHealthFlags(cmd *cobra.Command, cfg *server.Config) {
 	cmd.Flags().StringVar(&cfg.HealthAddr, "health-addr", cfg.HealthAddr,
-		"serve /healthz, /readyz, /metrics and /admin on this loopback host:port (port 0 picks one; off disables)")
+		"serve /healthz, /readyz, /metrics and /admin on this host:port: loopback, or any with --health-token-file (port 0 picks one; off disables)")
+	cmd.Flags().StringVar(&cfg.HealthTokenFile, "health-token-file", "",
+		"bearer token file (mode 0600) every health request must carry; required for a non-loopback --health-addr")
 	cmd.Flags().Var(hostsValue{&cfg.HealthHosts}, "health-hosts",
 		"host names the health endpoints answer besides loopback ones, comma-separated (any other Host header is refused)")
 }

@@ -27,7 +27,7 @@ type reportSection struct {
 }
 
 func newReportCmd(opts *globalOptions) *cobra.Command {
-	addr := defaultHealthAddr
+	addr, tokenFile := defaultHealthAddr, ""
 	cmd := &cobra.Command{
 		Use:   "report groups|streams|storage|recovery|connections",
 		Short: "Show a running broker's groups, streams, storage, recovery or connections",
@@ -53,14 +53,14 @@ exits 5; the broker is never changed.`,
   ironbus report recovery --json | jq '.recovery[].report.outcome'`,
 		Args: cobra.NoArgs,
 	}
-	cmd.PersistentFlags().StringVar(&addr, "health-addr", defaultHealthAddr, "the broker's health endpoints (serve --health-addr)")
+	addHealthClientFlags(cmd.PersistentFlags(), &addr, &tokenFile)
 	for _, section := range reportSections() {
-		cmd.AddCommand(newReportSectionCmd(opts, section, &addr))
+		cmd.AddCommand(newReportSectionCmd(opts, section, &addr, &tokenFile))
 	}
 	return cmd
 }
 
-func newReportSectionCmd(opts *globalOptions, section reportSection, addr *string) *cobra.Command {
+func newReportSectionCmd(opts *globalOptions, section reportSection, addr, tokenFile *string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     section.name,
 		Short:   section.short,
@@ -70,7 +70,7 @@ func newReportSectionCmd(opts *globalOptions, section reportSection, addr *strin
 	}
 	cmd.Flags().BoolVar(&opts.json, "json", false, fmt.Sprintf("print JSON (schema ironbus.cli.report.%s.v1)", section.name))
 	cmd.RunE = classified(func() error {
-		doc, err := fetchAdmin(context.Background(), *addr)
+		doc, err := fetchAdmin(context.Background(), *addr, *tokenFile)
 		if err != nil {
 			return err
 		}

@@ -23,6 +23,7 @@ import (
 
 type serverOptions struct {
 	addr       string
+	tokenFile  string
 	thresholds monitor.Thresholds
 }
 
@@ -45,7 +46,7 @@ other commands' (docs/CLI.md).`,
   ironbus server check --lag-warn 1000 --lag-crit 100000 --disk-warn 80 --disk-crit 90`,
 		Args: cobra.NoArgs,
 	}
-	cmd.PersistentFlags().StringVar(&server.addr, "health-addr", defaultHealthAddr, "the broker's health endpoints (serve --health-addr)")
+	addHealthClientFlags(cmd.PersistentFlags(), &server.addr, &server.tokenFile)
 	cmd.AddCommand(newServerInfoCmd(opts, server), newServerCheckCmd(opts, server))
 	return cmd
 }
@@ -63,7 +64,7 @@ that is not reachable exits 5.`,
 	}
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print JSON (schema ironbus.cli.server.info.v1)")
 	cmd.RunE = classified(func() error {
-		doc, err := fetchAdmin(context.Background(), server.addr)
+		doc, err := fetchAdmin(context.Background(), server.addr, server.tokenFile)
 		if err != nil {
 			return err
 		}
@@ -175,7 +176,7 @@ func (r checkResult) line() string {
 // that cannot be judged is UNKNOWN.
 func runServerCheck(ctx context.Context, server *serverOptions) checkResult {
 	result := monitor.Result{Problems: []string{}, Perfdata: []string{}}
-	doc, err := fetchAdmin(ctx, server.addr)
+	doc, err := fetchAdmin(ctx, server.addr, server.tokenFile)
 	if err != nil {
 		level := monitor.Unknown
 		var exit *exitError
@@ -184,7 +185,8 @@ func runServerCheck(ctx context.Context, server *serverOptions) checkResult {
 		}
 		result.Raise(level, err.Error())
 	} else {
-		result = monitor.Check(ctx, server.addr, doc, server.thresholds)
+		endpoint, _ := healthEndpoint(server.addr, server.tokenFile) // fetchAdmin read it
+		result = monitor.Check(ctx, endpoint, doc, server.thresholds)
 	}
 	return checkResult{Schema: "ironbus.cli.server.check.v1", Status: result.Level.String(), Code: int(result.Level),
 		Summary: result.Summary, Problems: result.Problems, Perfdata: result.Perfdata}

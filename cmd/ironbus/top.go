@@ -23,6 +23,7 @@ const topSchema = "ironbus.cli.top.v1"
 
 type topOptions struct {
 	healthAddr string
+	tokenFile  string
 	dataDir    string
 	interval   time.Duration
 	once       bool
@@ -83,7 +84,7 @@ again. docs/OBSERVABILITY.md describes every figure.`,
   ironbus top --data-dir /var/lib/ironbus --once`,
 		Args: cobra.NoArgs,
 	}
-	cmd.Flags().StringVar(&top.healthAddr, "health-addr", defaultHealthAddr, "the broker's health endpoints (serve --health-addr)")
+	addHealthClientFlags(cmd.Flags(), &top.healthAddr, &top.tokenFile)
 	cmd.Flags().StringVar(&top.dataDir, "data-dir", "", "read this data directory instead of a running broker (offline, no rates)")
 	cmd.Flags().DurationVar(&top.interval, "interval", time.Second, "time between snapshots (with --once and --json: between the two taken)")
 	cmd.Flags().BoolVar(&top.once, "once", false, "print one plain-text screen and exit, for scripts and logs")
@@ -138,7 +139,9 @@ func isTerminal(file *os.File) bool {
 // latest offline read could see (empty live).
 func topSource(opts *globalOptions, top *topOptions) (fetch topview.Fetcher, source string, note func() string) {
 	if top.dataDir == "" {
-		return func(ctx context.Context) (*health.Admin, error) { return fetchAdmin(ctx, top.healthAddr) },
+		return func(ctx context.Context) (*health.Admin, error) {
+				return fetchAdmin(ctx, top.healthAddr, top.tokenFile)
+			},
 			"live " + top.healthAddr, func() string { return "" }
 	}
 	// The screen reads the note while the next fetch may be writing it.

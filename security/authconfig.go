@@ -53,6 +53,7 @@ func ParseScope(text string) (Scope, error) {
 //
 //	[[identity]]
 //	name = "orders-writer"
+//	account = "acme"                  # optional; absent: the default account
 //	token_sha256 = "9f86d0…"          # or password_hash, or mtls_identity
 //	publish = ["orders.>"]            # patterns this scope covers; absent: not granted
 //	subscribe = ["orders.*"]
@@ -72,7 +73,10 @@ type AuthFile struct {
 // IdentityEntry is one identity: a name, exactly one credential, its
 // scopes and quotas.
 type IdentityEntry struct {
-	Name         string `toml:"name"`
+	Name string `toml:"name"`
+	// Account is the namespace the identity's stream names live in
+	// (accounts.go); empty is the default account.
+	Account      string `toml:"account,omitempty"`
 	TokenSHA256  string `toml:"token_sha256,omitempty"`
 	PasswordHash string `toml:"password_hash,omitempty"`
 	// MTLSIdentity is the client certificate's first URI SAN, else its
@@ -207,6 +211,7 @@ func SaveAuthFile(path string, file AuthFile) error {
 type Identity struct {
 	Name      string
 	Mechanism string
+	account   string               // DefaultAccount, OperatorAccount or a tenant's name
 	granted   [scopeCount]Patterns // nil: scope not granted
 	subjects  Patterns             // nil: any subject
 	token     [sha256.Size]byte
@@ -215,6 +220,10 @@ type Identity struct {
 	quota     Quota
 	snapshot  *authSnapshot
 }
+
+// Account is the account the identity belongs to: DefaultAccount,
+// OperatorAccount or a tenant's name.
+func (id *Identity) Account() string { return id.account }
 
 // Allowed reports whether the identity holds scope on name (a stream).
 func (id *Identity) Allowed(scope Scope, name string) bool {
@@ -320,7 +329,11 @@ func compileIdentity(entry IdentityEntry) (*Identity, error) {
 	if set != 1 {
 		return nil, errors.New("set exactly one of token_sha256, password_hash, mtls_identity")
 	}
-	id := &Identity{Name: entry.Name, Mechanism: entry.Mechanism(), mtls: entry.MTLSIdentity,
+	account, err := accountOf(entry.Account)
+	if err != nil {
+		return nil, err
+	}
+	id := &Identity{Name: entry.Name, Mechanism: entry.Mechanism(), mtls: entry.MTLSIdentity, account: account,
 		quota: Quota{MessagesPerSecond: entry.PublishMessagesPerSecond, BytesPerSecond: entry.PublishBytesPerSecond}}
 	if entry.TokenSHA256 != "" {
 		digest, err := hex.DecodeString(entry.TokenSHA256)

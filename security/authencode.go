@@ -25,6 +25,7 @@ func encodeAuthFile(file AuthFile) []byte {
 		}
 		out = append(out, "[[identity]]\n"...)
 		out = appendStringKey(out, "name", entry.Name)
+		out = appendStringKey(out, "account", entry.Account)
 		out = appendStringKey(out, "token_sha256", entry.TokenSHA256)
 		out = appendStringKey(out, "password_hash", entry.PasswordHash)
 		out = appendStringKey(out, "mtls_identity", entry.MTLSIdentity)

@@ -91,6 +91,7 @@ func (s *session) authenticateHello(hello wire.Hello, requestID uint32, welcome 
 		}
 		s.record(security.AuditEvent{Peer: remote, Identity: identity.Name, Action: "auth", Outcome: "ok", Detail: identity.Mechanism})
 		s.identity = identity
+		s.names = security.NamespaceOf(identity.Account())
 		s.quota = auth.Quota(identity)
 		welcome()
 		s.conn.ResumeReading()
@@ -275,6 +276,9 @@ func (s *session) requester(scope security.Scope) (identity *security.Identity, 
 		return nil, false
 	}
 	identity, ok := auth.Current(s.identity)
+	if ok && identity.Account() != s.names.Account() {
+		ok = false // moved to another account: its names mean other streams now
+	}
 	if !ok {
 		s.record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: s.identity.Name, Action: scope.String(), Outcome: "removed"})
 		return nil, true
@@ -346,7 +350,7 @@ func (r *rebinding) permit() broker.Permit {
 		return nil
 	}
 	return func(stream string) error {
-		if r.identity.Allowed(security.ScopeAdmin, stream) {
+		if name, own := r.session.names.External(stream); own && r.identity.Allowed(security.ScopeAdmin, name) {
 			return nil
 		}
 		r.refused, r.denied = stream, true

@@ -1,0 +1,278 @@
+package security
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Accounts. Every identity belongs to one account, and the stream names,
+// subjects and binding patterns it uses live in that account's namespace.
+// The engine knows nothing of accounts: a Namespace maps an account's
+// names to the engine's (internal) names at the door and back, so two
+// accounts can each own a stream "orders" and never see each other's.
+//
+//   - The default account's names are the engine's names unchanged, so a
+//     data dir written before accounts existed keeps its layout. Names
+//     and subjects whose first token begins with ReservedPrefix belong to
+//     other accounts: the default account may not use them.
+//   - A tenant account's stream "orders" is the engine's
+//     "__acme.orders" (ReservedPrefix, the account, '.', the name); its
+//     dead-letter queue ".dlq.orders" is ".dlq.__acme.orders"; its subject
+//     "orders.eu" and binding pattern "orders.>" are "__acme.orders.eu" and
+//     "__acme.orders.>".
+//   - The operator account owns no names: it addresses the default
+//     account's streams by their bare names and a tenant's as
+//     "ACCOUNT/STREAM" ('/' is in no stream name). Its scopes match those
+//     spellings.
+
+// Account names.
+const (
+	// DefaultAccount holds every identity without an account, and every
+	// client of a broker without auth.
+	DefaultAccount = "default"
+	// OperatorAccount administers every account.
+	OperatorAccount = "operator"
+	// ReservedPrefix begins the first token of every engine name of a
+	// tenant account.
+	ReservedPrefix = "__"
+	// maxAccountName keeps an account's prefix short next to the 128-byte
+	// stream name limit.
+	maxAccountName = 32
+	// accountSeparator joins account and stream in the operator's names.
+	accountSeparator = '/'
+	deadLetterPrefix = ".dlq."
+)
+
+// ErrForeignName reports a name outside the requester's account: one the
+// default account may not use (its first token begins with
+// ReservedPrefix), or an operator's "ACCOUNT/STREAM" that is not valid.
+var ErrForeignName = errors.New("security: name outside the account")
+
+// ValidateAccount checks an account name: 1 to 32 letters, digits, '-'
+// or '_', not starting with ReservedPrefix.
+func ValidateAccount(name string) error {
+	if name == "" || len(name) > maxAccountName || strings.HasPrefix(name, ReservedPrefix) {
+		return fmt.Errorf("%w: account %q: use 1 to %d letters, digits, '-' or '_', not starting with %q", ErrAuthConfig, name, maxAccountName, ReservedPrefix)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return fmt.Errorf("%w: account %q has %q at byte %d: use letters, digits, '-' or '_'", ErrAuthConfig, name, c, i)
+		}
+	}
+	return nil
+}
+
+// accountOf returns the account an entry's account field names.
+func accountOf(field string) (string, error) {
+	if field == "" {
+		return DefaultAccount, nil
+	}
+	if err := ValidateAccount(field); err != nil {
+		return "", err
+	}
+	return field, nil
+}
+
+// Namespace maps one account's names to the engine's and back. The zero
+// value is the default account's.
+type Namespace struct {
+	account  string
+	prefix   string // the engine's names of the account begin with it ("" for the default account)
+	operator bool
+}
+
+// NamespaceOf returns the namespace of account (DefaultAccount for "").
+func NamespaceOf(account string) Namespace {
+	switch account {
+	case "", DefaultAccount:
+		return Namespace{}
+	case OperatorAccount:
+		return Namespace{account: OperatorAccount, operator: true}
+	}
+	return Namespace{account: account, prefix: ReservedPrefix + account + "."}
+}
+
+// Account names the namespace's account.
+func (n Namespace) Account() string {
+	if n.account == "" {
+		return DefaultAccount
+	}
+	return n.account
+}
+
+// Operator reports whether the namespace is the operator account's.
+func (n Namespace) Operator() bool { return n.operator }
+
+// Plain reports whether names pass through unchanged (the default
+// account's namespace).
+func (n Namespace) Plain() bool { return n.prefix == "" && !n.operator }
+
+// Reserved reports whether a name's first token begins with
+// ReservedPrefix (after a dead-letter prefix).
+func Reserved[Name string | []byte](name Name) bool {
+	return hasPrefix(name, ReservedPrefix)
+}
+
+// hasPrefix is strings.HasPrefix for bytes too, without converting them.
+func hasPrefix[Name string | []byte](name Name, prefix string) bool {
+	if len(name) < len(prefix) {
+		return false
+	}
+	for i := range len(prefix) {
+		if name[i] != prefix[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// AppendStream appends the engine's name of stream (which may be a
+// dead-letter queue's ".dlq.NAME") to out. The default account's names
+// come back as they are; an empty name stays empty (the engine's default
+// or a broker-wide list).
+func (n Namespace) AppendStream(out, stream []byte) ([]byte, error) {
+	if len(stream) == 0 {
+		return out, nil
+	}
+	body := stream
+	if hasPrefix(stream, deadLetterPrefix) {
+		body = stream[len(deadLetterPrefix):]
+		out = append(out, deadLetterPrefix...)
+	}
+	if n.operator {
+		if at := bytes.IndexByte(body, accountSeparator); at >= 0 {
+			account := string(body[:at])
+			if account == DefaultAccount {
+				return n.plainStream(out, body[at+1:])
+			}
+			if ValidateAccount(account) != nil || account == OperatorAccount {
+				return out, fmt.Errorf("%w: %q: the account before '/' is not a valid account name", ErrForeignName, body)
+			}
+			return NamespaceOf(account).plainStream(out, body[at+1:])
+		}
+	}
+	return n.plainStream(out, body)
+}
+
+func (n Namespace) plainStream(out, body []byte) ([]byte, error) {
+	if Reserved(body) {
+		return out, fmt.Errorf("%w: %q: names beginning with %q are reserved for accounts", ErrForeignName, body, ReservedPrefix)
+	}
+	return append(append(out, n.prefix...), body...), nil
+}
+
+// Stream is AppendStream for a string.
+func (n Namespace) Stream(stream string) (string, error) {
+	if n.Plain() {
+		if Reserved(strings.TrimPrefix(stream, deadLetterPrefix)) {
+			return "", fmt.Errorf("%w: %q: names beginning with %q are reserved for accounts", ErrForeignName, stream, ReservedPrefix)
+		}
+		return stream, nil
+	}
+	out, err := n.AppendStream(nil, []byte(stream))
+	return string(out), err
+}
+
+// AppendSubject appends the engine's form of a subject or binding pattern
+// to out: a tenant's carry its prefix; the default and operator accounts'
+// are unchanged, and may not begin with ReservedPrefix.
+func (n Namespace) AppendSubject(out, subject []byte) ([]byte, error) {
+	if Reserved(subject) && n.prefix == "" {
+		return out, fmt.Errorf("%w: subject %q: subjects beginning with %q are reserved for accounts", ErrForeignName, subject, ReservedPrefix)
+	}
+	return append(append(out, n.prefix...), subject...), nil
+}
+
+// Subject is AppendSubject for a string.
+func (n Namespace) Subject(subject string) (string, error) {
+	if n.Plain() && !Reserved(subject) {
+		return subject, nil
+	}
+	out, err := n.AppendSubject(nil, []byte(subject))
+	return string(out), err
+}
+
+// External returns how the account names the engine's stream (or
+// dead-letter queue) name, and false when the name is not the account's:
+// the caller then shows nothing of it.
+func (n Namespace) External(name string) (string, bool) {
+	dead := ""
+	if rest, ok := strings.CutPrefix(name, deadLetterPrefix); ok {
+		dead, name = deadLetterPrefix, rest
+	}
+	switch {
+	case n.operator:
+		if account, rest, ok := cutAccount(name); ok {
+			return dead + account + string(accountSeparator) + rest, true
+		}
+		return dead + name, true
+	case n.prefix == "":
+		return dead + name, !Reserved(name)
+	}
+	rest, ok := strings.CutPrefix(name, n.prefix)
+	return dead + rest, ok
+}
+
+// ExternalPattern is External for a binding pattern or subject.
+func (n Namespace) ExternalPattern(pattern string) (string, bool) {
+	switch {
+	case n.operator:
+		if account, rest, ok := cutAccount(pattern); ok {
+			return account + string(accountSeparator) + rest, true
+		}
+		return pattern, true
+	case n.prefix == "":
+		return pattern, !Reserved(pattern)
+	}
+	rest, ok := strings.CutPrefix(pattern, n.prefix)
+	return rest, ok
+}
+
+// cutAccount splits an engine name "__acme.orders" into "acme" and
+// "orders".
+func cutAccount(name string) (account, rest string, ok bool) {
+	body, ok := strings.CutPrefix(name, ReservedPrefix)
+	if !ok {
+		return "", "", false
+	}
+	account, rest, ok = strings.Cut(body, ".")
+	return account, rest, ok && account != ""
+}
+
+// Hide rewrites a message about the engine's names into the account's
+// names: a tenant's prefix is removed wherever it appears; for the
+// operator, every tenant's "__acme." becomes "acme/". Messages are built
+// from the requester's own names only, so nothing else needs hiding.
+func (n Namespace) Hide(message string) string {
+	switch {
+	case n.operator:
+		if !strings.Contains(message, ReservedPrefix) {
+			return message
+		}
+		var out strings.Builder
+		for {
+			at := strings.Index(message, ReservedPrefix)
+			if at < 0 {
+				break
+			}
+			out.WriteString(message[:at])
+			account, _, ok := cutAccount(message[at:])
+			if !ok {
+				out.WriteString(ReservedPrefix)
+				message = message[at+len(ReservedPrefix):]
+				continue
+			}
+			out.WriteString(account)
+			out.WriteByte(accountSeparator)
+			message = message[at+len(ReservedPrefix)+len(account)+1:]
+		}
+		out.WriteString(message)
+		return out.String()
+	case n.prefix == "":
+		return message
+	}
+	return strings.ReplaceAll(message, n.prefix, "")
+}

@@ -276,3 +276,20 @@ func (n Namespace) Hide(message string) string {
 	}
 	return strings.ReplaceAll(message, n.prefix, "")
 }
+
+// RoutingDomain is the engine's routing domain of a subject or binding
+// pattern (broker.Config.RoutingDomain): the length of its first token
+// when that begins with ReservedPrefix (a tenant account's), else 0 (the
+// default account's). So the default account's wildcard bindings (">")
+// never overlap a tenant's, nor route its subjects. It does not allocate.
+func RoutingDomain(name []byte) int {
+	if !Reserved(name) {
+		return 0
+	}
+	for i, c := range name {
+		if c == '.' {
+			return i
+		}
+	}
+	return len(name)
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -13,6 +14,7 @@ import (
 type authOptions struct {
 	configPath    string
 	name          string
+	account       string
 	tokenFile     string
 	passwordStdin bool
 	mtlsIdentity  string
@@ -70,7 +72,12 @@ every stream): tokens split on '.', "*" matches one token, ">" the rest.
 --publish-subjects patterns match record subjects: with them, every record
 the identity publishes must carry a matching subject, on top of the publish
 scope on the stream it lands in. Consumer group rules are edited by hand
-(docs/SECURITY.md).`,
+(docs/SECURITY.md).
+
+--account puts the identity in an account: its stream names, bindings, groups
+and dead-letter queues are the account's own, invisible to other accounts
+(default: the default account). The account "operator" administers every
+account, naming a tenant's stream ACCOUNT/STREAM (docs/SECURITY.md, "Accounts").`,
 		Example: `  ironbus auth add --auth-config auth.toml --name writer --token-file writer.token --scopes publish --streams 'orders.>' --streams audit
   ironbus auth add --auth-config auth.toml --name device-1 --mtls-identity spiffe://edge/device-1 --scopes publish --streams telemetry --publish-subjects 'telemetry.device-1.>'
   printf '%s\n' "$PW" | ironbus auth add --auth-config auth.toml --name ops --password-stdin --scopes admin`,
@@ -79,6 +86,7 @@ scope on the stream it lands in. Consumer group rules are edited by hand
 	flags := cmd.Flags()
 	addAuthConfigFlag(cmd, &auth.configPath)
 	flags.StringVar(&auth.name, "name", "", "identity name (the username for --password-stdin)")
+	flags.StringVar(&auth.account, "account", "", "the identity's account (default: the default account; \"operator\" administers all)")
 	flags.StringVar(&auth.tokenFile, "token-file", "", "file holding the identity's bearer token (its digest is stored)")
 	flags.BoolVar(&auth.passwordStdin, "password-stdin", false, "read the identity's password from stdin (its Argon2id hash is stored)")
 	flags.StringVar(&auth.mtlsIdentity, "mtls-identity", "", "client certificate identity (first URI SAN, else first DNS SAN)")
@@ -125,7 +133,15 @@ func runAuthAdd(opts *globalOptions, auth *authOptions) error {
 
 // entry builds the identity from the flags.
 func (auth *authOptions) entry(opts *globalOptions) (security.IdentityEntry, error) {
-	entry := security.IdentityEntry{Name: auth.name, MTLSIdentity: auth.mtlsIdentity,
+	if auth.account == security.DefaultAccount {
+		auth.account = ""
+	}
+	if auth.account != "" {
+		if err := security.ValidateAccount(auth.account); err != nil {
+			return security.IdentityEntry{}, exitErrorf(exitUsage, "--account: %w", err)
+		}
+	}
+	entry := security.IdentityEntry{Name: auth.name, Account: auth.account, MTLSIdentity: auth.mtlsIdentity,
 		PublishMessagesPerSecond: auth.messagesRate, PublishBytesPerSecond: float64(auth.bytesRate)}
 	credentials := 0
 	for _, set := range []bool{auth.tokenFile != "", auth.passwordStdin, auth.mtlsIdentity != ""} {
@@ -182,6 +198,7 @@ type authListOutput struct {
 
 type authIdentity struct {
 	Name                     string   `json:"name"`
+	Account                  string   `json:"account"`
 	Mechanism                string   `json:"mechanism"`
 	MTLSIdentity             string   `json:"mtls_identity,omitempty"`
 	Publish                  []string `json:"publish,omitempty"`
@@ -212,7 +229,7 @@ scope covers and the quotas. Digests and hashes are not printed.`,
 		}
 		out := authListOutput{Schema: "ironbus.cli.auth.v1", Identities: []authIdentity{}}
 		for _, e := range file.Identities {
-			out.Identities = append(out.Identities, authIdentity{Name: e.Name, Mechanism: e.Mechanism(), MTLSIdentity: e.MTLSIdentity,
+			out.Identities = append(out.Identities, authIdentity{Name: e.Name, Account: cmp.Or(e.Account, security.DefaultAccount), Mechanism: e.Mechanism(), MTLSIdentity: e.MTLSIdentity,
 				Publish: e.Publish, Subscribe: e.Subscribe, Admin: e.Admin, PublishSubjects: e.PublishSubjects,
 				PublishMessagesPerSecond: e.PublishMessagesPerSecond, PublishBytesPerSecond: e.PublishBytesPerSecond})
 		}
@@ -226,7 +243,7 @@ scope covers and the quotas. Digests and hashes are not printed.`,
 
 func printIdentities(opts *globalOptions, identities []authIdentity) error {
 	table := tabwriter.NewWriter(opts.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(table, "NAME\tMECHANISM\tPUBLISH\tSUBSCRIBE\tADMIN\tQUOTA")
+	fmt.Fprintln(table, "NAME\tACCOUNT\tMECHANISM\tPUBLISH\tSUBSCRIBE\tADMIN\tQUOTA")
 	show := func(patterns []string) string {
 		if patterns == nil {
 			return "-"
@@ -238,7 +255,7 @@ func printIdentities(opts *globalOptions, identities []authIdentity) error {
 		if id.PublishMessagesPerSecond > 0 || id.PublishBytesPerSecond > 0 {
 			quota = fmt.Sprintf("%g msg/s, %g B/s", id.PublishMessagesPerSecond, id.PublishBytesPerSecond)
 		}
-		fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\t%s\n", id.Name, id.Mechanism, show(id.Publish), show(id.Subscribe), show(id.Admin), quota)
+		fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id.Name, id.Account, id.Mechanism, show(id.Publish), show(id.Subscribe), show(id.Admin), quota)
 	}
 	return table.Flush()
 }

@@ -23,7 +23,7 @@ func (s *session) engineStream(name []byte) ([]byte, *wire.Error) {
 	if len(name) == 0 {
 		return name, nil
 	}
-	if s.names.Plain() && !security.Reserved(name) {
+	if s.names.Plain() && name[0] != '.' && !security.Reserved(name) {
 		return name, nil
 	}
 	out, err := s.names.AppendStream(nil, name)

@@ -2,8 +2,10 @@ package security
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -161,6 +163,9 @@ func (n Namespace) plainStream(out, body []byte) ([]byte, error) {
 	if Reserved(body) {
 		return out, fmt.Errorf("%w: %q: names beginning with %q are reserved for accounts", ErrForeignName, body, ReservedPrefix)
 	}
+	if bytes.IndexByte(body, accountSeparator) >= 0 {
+		return out, fmt.Errorf("%w: %q: no such stream in the account (a stream another account exports is only consumed from)", ErrForeignName, body)
+	}
 	return append(append(out, n.prefix...), body...), nil
 }
 
@@ -293,3 +298,98 @@ func RoutingDomain(name []byte) int {
 	}
 	return len(name)
 }
+
+// ExportRule is one [[export]] entry of the auth config: the account
+// Account lets the accounts To read its stream Stream. An importer names
+// it "ACCOUNT/STREAM", may consume from it (its own subscribe scope must
+// cover that name too) and do nothing else: publish, bind and every admin
+// verb are refused. Its groups on the stream are its own (the engine's
+// group "__IMPORTER.GROUP"), and every open of an imported stream is
+// audited (action "import").
+//
+//	[[export]]
+//	account = "acme"     # the owner ("default" for the default account)
+//	stream = "orders"
+//	to = ["beta"]
+type ExportRule struct {
+	Account string   `toml:"account"`
+	Stream  string   `toml:"stream"`
+	To      []string `toml:"to,omitempty"`
+}
+
+// exportKey is what compileExports indexes: an importer and the name it
+// uses.
+type exportKey struct{ importer, name string }
+
+// compileExports checks the rules and indexes them by importer and name.
+func compileExports(rules []ExportRule) (map[exportKey]bool, error) {
+	out := map[exportKey]bool{}
+	for i, rule := range rules {
+		owner, err := accountOf(rule.Account)
+		if err == nil && owner == OperatorAccount {
+			err = fmt.Errorf("%w: the operator account owns no streams", ErrAuthConfig)
+		}
+		if err == nil && (rule.Stream == "" || strings.ContainsAny(rule.Stream, "/ \t\r\n") || Reserved(rule.Stream) || rule.Stream[0] == '.') {
+			err = fmt.Errorf("%w: stream %q is not a stream name", ErrAuthConfig, rule.Stream)
+		}
+		for _, importer := range rule.To {
+			if err == nil {
+				if err = ValidateAccount(importer); err == nil && (importer == owner || importer == OperatorAccount) {
+					err = fmt.Errorf("%w: an export to %q: the owner and the operator need none", ErrAuthConfig, importer)
+				}
+			}
+			out[exportKey{importer: importer, name: owner + string(accountSeparator) + rule.Stream}] = true
+		}
+		if err != nil {
+			return nil, fmt.Errorf("export %d: %w", i+1, err)
+		}
+	}
+	return out, nil
+}
+
+// Imports reports whether the identity's account may read name, an
+// "ACCOUNT/STREAM" another account exports to it.
+func (id *Identity) Imports(name string) bool {
+	return id.snapshot != nil && id.snapshot.exports[exportKey{importer: id.account, name: name}]
+}
+
+// CutImport splits a name a tenant uses for an import, "ACCOUNT/STREAM",
+// and reports whether it is one.
+func CutImport[Name string | []byte](name Name) (account, stream string, ok bool) {
+	account, stream, ok = strings.Cut(string(name), string(accountSeparator))
+	return account, stream, ok && account != "" && stream != ""
+}
+
+// ImportGroup is the engine's name of an importer's group on an
+// imported stream.
+func ImportGroup(importer string, group []byte) []byte {
+	return append([]byte(ReservedPrefix+importer+"."), group...)
+}
+
+// Export lets importer read the owner's stream (nothing changes when it
+// already may); with revoke set it takes that back, and reports
+// ErrNoExport when there was nothing to take back.
+func (f *AuthFile) Export(owner, stream, importer string, revoke bool) error {
+	if owner == DefaultAccount {
+		owner = ""
+	}
+	at := slices.IndexFunc(f.Exports, func(r ExportRule) bool { return r.Account == owner && r.Stream == stream })
+	switch {
+	case revoke && (at < 0 || !slices.Contains(f.Exports[at].To, importer)):
+		return fmt.Errorf("%w: %q/%q to %q", ErrNoExport, cmp.Or(owner, DefaultAccount), stream, importer)
+	case revoke:
+		rule := &f.Exports[at]
+		rule.To = slices.DeleteFunc(rule.To, func(to string) bool { return to == importer })
+		if len(rule.To) == 0 {
+			f.Exports = slices.Delete(f.Exports, at, at+1)
+		}
+	case at < 0:
+		f.Exports = append(f.Exports, ExportRule{Account: owner, Stream: stream, To: []string{importer}})
+	case !slices.Contains(f.Exports[at].To, importer):
+		f.Exports[at].To = append(f.Exports[at].To, importer)
+	}
+	return nil
+}
+
+// ErrNoExport reports an export revoked that was never made.
+var ErrNoExport = errors.New("security: no such export")

@@ -68,6 +68,7 @@ func ParseScope(text string) (Scope, error) {
 type AuthFile struct {
 	Identities []IdentityEntry `toml:"identity"`
 	Groups     []GroupRule     `toml:"group,omitempty"`
+	Exports    []ExportRule    `toml:"export,omitempty"`
 }
 
 // IdentityEntry is one identity: a name, exactly one credential, its
@@ -253,6 +254,7 @@ type authSnapshot struct {
 	byMTLS   map[string]*Identity
 	identity []*Identity
 	groups   []groupRule
+	exports  map[exportKey]bool
 	// dummy is hashed when the username is unknown, so an unknown user
 	// costs what a wrong password costs: the parameters of the most
 	// expensive real hash, a key nothing matches.
@@ -287,7 +289,11 @@ func compile(file AuthFile) (*authSnapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	snap := &authSnapshot{byName: map[string]*Identity{}, byMTLS: map[string]*Identity{}, groups: groups}
+	exports, err := compileExports(file.Exports)
+	if err != nil {
+		return nil, err
+	}
+	snap := &authSnapshot{byName: map[string]*Identity{}, byMTLS: map[string]*Identity{}, groups: groups, exports: exports}
 	for i, entry := range file.Identities {
 		id, err := compileIdentity(entry)
 		if err != nil {

@@ -44,6 +44,12 @@ func encodeAuthFile(file AuthFile) []byte {
 		out = appendListKey(out, "commit", rule.Commit)
 		out = appendListKey(out, "reset", rule.Reset)
 	}
+	for _, rule := range file.Exports {
+		out = append(out, "\n[[export]]\n"...)
+		out = appendQuotedKey(out, "account", rule.Account)
+		out = appendQuotedKey(out, "stream", rule.Stream)
+		out = appendListKey(out, "to", rule.To)
+	}
 	return out
 }
 

@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/security"
@@ -42,6 +43,38 @@ func (s *session) engineName(name []byte, requestID uint32) ([]byte, error) {
 		return nil, werr
 	}
 	return out, nil
+}
+
+// readName maps the stream and group of a read (Consume, OpenGroup, Ack)
+// to the engine's: an import ("ACCOUNT/STREAM" another account exports
+// to this one) is the exporter's stream, and the group on it this
+// account's own. The first read of an import on a connection is
+// audited. It answers a refused name itself: err is non-nil when it did.
+func (s *session) readName(stream, group []byte, requestID uint32) ([]byte, []byte, error) {
+	account, name, isImport := security.CutImport(stream)
+	if !isImport || s.names.Operator() {
+		stream, err := s.engineName(stream, requestID)
+		return stream, group, err
+	}
+	if s.identity == nil || !s.identity.Imports(string(stream)) {
+		werr := foreignName(fmt.Errorf("%w: %q: no such stream, and no account exports it to this one", security.ErrForeignName, stream))
+		s.reply(requestID, werr)
+		return nil, nil, werr
+	}
+	engine, err := security.NamespaceOf(account).Stream(name)
+	if err != nil {
+		s.reply(requestID, foreignName(err))
+		return nil, nil, err
+	}
+	if !s.imported[string(stream)] {
+		if s.imported == nil {
+			s.imported = map[string]bool{}
+		}
+		s.imported[string(stream)] = true
+		s.record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: s.identity.Name, Action: "import", Outcome: "ok",
+			Detail: fmt.Sprintf("account %q reads %q", s.names.Account(), stream)})
+	}
+	return []byte(engine), security.ImportGroup(s.names.Account(), group), nil
 }
 
 // foreignName answers a name outside the account as the engine answers

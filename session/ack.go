@@ -31,7 +31,7 @@ func (s *session) ack(frame wire.Frame) error {
 	if s.groupRefused(verb, a.Stream, a.Group, frame.RequestID) {
 		return nil
 	}
-	if a.Stream, err = s.engineName(a.Stream, frame.RequestID); err != nil {
+	if a.Stream, a.Group, err = s.readName(a.Stream, a.Group, frame.RequestID); err != nil {
 		return nil
 	}
 	if a.Op > wire.AckCommit || (a.Op > wire.AckNack && s.capabilities&wire.CapGroups == 0) {
@@ -200,7 +200,7 @@ func (s *session) openGroupRequest(frame wire.Frame) error {
 	if s.groupRefused(security.GroupJoin, m.Stream, m.Group, frame.RequestID) {
 		return nil
 	}
-	if m.Stream, err = s.engineName(m.Stream, frame.RequestID); err != nil {
+	if m.Stream, m.Group, err = s.readName(m.Stream, m.Group, frame.RequestID); err != nil {
 		return nil
 	}
 	kind, ok := modeType(m.Mode)

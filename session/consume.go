@@ -31,7 +31,7 @@ func (s *session) consume(frame wire.Frame) error {
 	if s.groupRefused(security.GroupJoin, c.Stream, c.Group, frame.RequestID) {
 		return nil
 	}
-	if c.Stream, err = s.engineName(c.Stream, frame.RequestID); err != nil {
+	if c.Stream, c.Group, err = s.readName(c.Stream, c.Group, frame.RequestID); err != nil {
 		return nil
 	}
 	kind, ok := modeType(c.Mode)

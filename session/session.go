@@ -53,6 +53,9 @@ type session struct {
 	// names maps the identity's account's names to the engine's
 	// (accounts.go); the zero value, the default account's, without auth.
 	names security.Namespace
+	// imported holds the imports this connection has read (audited once
+	// each). Reader goroutine only.
+	imported map[string]bool
 	// auditMu guards reading and auditHeld: while Data runs (reading),
 	// an essential audit event the full audit queue cannot take is held
 	// here instead of blocking the reader, and the connection waits for

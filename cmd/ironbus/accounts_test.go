@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestAccountsIsolatedThroughTheCLI: two accounts each create and use a
@@ -33,7 +35,7 @@ func TestAccountsIsolatedThroughTheCLI(t *testing.T) {
 		t.Fatalf("auth ls --json does not show accounts: %s", listed.stdout)
 	}
 	broker := ironbus.Serve(t, "serve", "--data-dir", filepath.Join(dir, "data"), "--addr", "127.0.0.1:0",
-		"--auth-config", authPath, "--max-deliver", "1")
+		"--auth-config", authPath, "--max-deliver", "1", "--security-reload-interval", "50ms", "--audit-log", filepath.Join(dir, "audit.log"))
 	as := func(name string, args ...string) cliResult {
 		t.Helper()
 		return runCLI(t, append(args, "--addr", broker.Addr(), "--token-file", tokens[name])...)
@@ -171,4 +173,37 @@ func TestAccountsIsolatedThroughTheCLI(t *testing.T) {
 	if got := read("root", "--stream", "acme/orders", "--group", "audit", "--max", "5"); len(got) != 2 {
 		t.Fatalf("the operator reading acme/orders: %q", got)
 	}
+
+	// An explicit export: beta consumes acme's orders as acme/orders,
+	// read only, and the read is audited.
+	before := as("bob", "sub", "--stream", "acme/orders", "--group", "g", "--max", "1")
+	if before.code == exitClean {
+		t.Fatal("beta read acme/orders before any export")
+	}
+	noForeign("bob", before)
+	expectCode(t, runCLI(t, "auth", "export", "--auth-config", authPath, "--account", "acme", "--stream", "orders", "--to", "beta"), exitClean)
+	deadline := time.Now().Add(10 * time.Second)
+	for as("bob", "sub", "--stream", "acme/orders", "--group", "g", "--max", "1").code != exitClean {
+		if time.Now().After(deadline) {
+			t.Fatalf("the export never took effect:\n%s", broker.Logs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := read("bob", "--stream", "acme/orders", "--group", "g2", "--max", "5"); len(got) != 2 {
+		t.Fatalf("beta reading the import: %q", got)
+	}
+	for _, args := range [][]string{{"pub", "--stream", "acme/orders", "x"}, {"stream", "info", "acme/orders"}, {"stream", "purge", "acme/orders", "--force"}} {
+		if result := as("bob", args...); result.code == exitClean {
+			t.Fatalf("beta %v on an import succeeded", args)
+		}
+	}
+	if got := read("alice", "--stream", "orders", "--group", "after", "--max", "5"); len(got) != 2 {
+		t.Fatalf("acme's orders after beta's reads: %q", got)
+	}
+	audit, err := os.ReadFile(filepath.Join(dir, "audit.log"))
+	if err != nil || !strings.Contains(string(audit), `"action":"import"`) {
+		t.Fatalf("the import is not audited: %v\n%s", err, audit)
+	}
+	expectCode(t, runCLI(t, "auth", "export", "--auth-config", authPath, "--account", "acme", "--stream", "orders", "--to", "beta", "--revoke"), exitClean)
+	expectCode(t, runCLI(t, "auth", "export", "--auth-config", authPath, "--account", "acme", "--stream", "orders", "--to", "beta", "--revoke"), exitNotFound)
 }

@@ -43,7 +43,7 @@ picks it up within seconds (or on SIGHUP). See docs/SECURITY.md.`,
   ironbus auth rm --auth-config auth.toml --name writer`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newAuthAddCmd(opts), newAuthListCmd(opts), newAuthRemoveCmd(opts))
+	cmd.AddCommand(newAuthAddCmd(opts), newAuthListCmd(opts), newAuthRemoveCmd(opts), newAuthExportCmd(opts))
 	return cmd
 }
 
@@ -288,6 +288,45 @@ Exit code 2 when there is no such identity.`,
 			return exitErrorf(exitUsage, "%w", err)
 		}
 		return printAuthChange(opts, authChange{Schema: authChangeSchema, Action: "removed", Name: name, Mechanism: removed.Mechanism(), File: path})
+	})
+	return cmd
+}
+
+func newAuthExportCmd(opts *globalOptions) *cobra.Command {
+	var path, account, stream, to string
+	var revoke bool
+	cmd := &cobra.Command{
+		Use:   "export --auth-config F --account OWNER --stream S --to ACCOUNT [--revoke]",
+		Short: "Let another account consume one of an account's streams",
+		Long: `Export a stream of account OWNER to account ACCOUNT, or --revoke that. The
+importing account names the stream OWNER/S and may only consume from it (its
+subscribe scope must cover OWNER/S); its groups on it are its own. A running
+broker applies the change on reload; each connection's first read of an
+import is audited (docs/SECURITY.md, "Accounts").`,
+		Example: `  ironbus auth export --auth-config auth.toml --account acme --stream orders --to beta`,
+		Args:    cobra.NoArgs,
+	}
+	addAuthConfigFlag(cmd, &path)
+	cmd.Flags().StringVar(&account, "account", security.DefaultAccount, "the account owning the stream")
+	cmd.Flags().StringVar(&stream, "stream", "", "the stream exported")
+	cmd.Flags().StringVar(&to, "to", "", "the account that may consume it")
+	cmd.Flags().BoolVar(&revoke, "revoke", false, "take the export back")
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print the change as JSON (schema ironbus.cli.auth-change.v1)")
+	_ = cmd.MarkFlagRequired("stream")
+	_ = cmd.MarkFlagRequired("to")
+	cmd.RunE = classified(func() error {
+		file, err := security.LoadAuthFile(path)
+		if err != nil {
+			return exitErrorf(exitUnreadable, "%w", err)
+		}
+		if err := file.Export(account, stream, to, revoke); err != nil {
+			return exitErrorf(exitNotFound, "%w", err)
+		}
+		if err := security.SaveAuthFile(path, file); err != nil {
+			return exitErrorf(exitUsage, "%w", err)
+		}
+		action := map[bool]string{false: "exported", true: "revoked"}[revoke]
+		return printAuthChange(opts, authChange{Schema: authChangeSchema, Action: action, Name: account + "/" + stream + " to " + to, Mechanism: "export", File: path})
 	})
 	return cmd
 }

@@ -182,9 +182,20 @@ func (n Namespace) Stream(stream string) (string, error) {
 }
 
 // AppendSubject appends the engine's form of a subject or binding pattern
-// to out: a tenant's carry its prefix; the default and operator accounts'
-// are unchanged, and may not begin with ReservedPrefix.
+// to out: a tenant's carry its prefix; the default account's are
+// unchanged, and may not begin with ReservedPrefix; the operator's are the
+// default account's, or a tenant's written "ACCOUNT/PATTERN".
 func (n Namespace) AppendSubject(out, subject []byte) ([]byte, error) {
+	if n.operator {
+		// "acme/orders.>" is acme's "orders.>".
+		if at := bytes.IndexByte(subject, accountSeparator); at > 0 && bytes.IndexByte(subject[:at], '.') < 0 {
+			account := string(subject[:at])
+			if ValidateAccount(account) != nil || account == OperatorAccount {
+				return out, fmt.Errorf("%w: %q: the account before '/' is not a valid account name", ErrForeignName, subject)
+			}
+			return NamespaceOf(account).AppendSubject(out, subject[at+1:])
+		}
+	}
 	if Reserved(subject) && n.prefix == "" {
 		return out, fmt.Errorf("%w: subject %q: subjects beginning with %q are reserved for accounts", ErrForeignName, subject, ReservedPrefix)
 	}
@@ -393,3 +404,12 @@ func (f *AuthFile) Export(owner, stream, importer string, revoke bool) error {
 
 // ErrNoExport reports an export revoked that was never made.
 var ErrNoExport = errors.New("security: no such export")
+
+// SameAccount reports whether an engine's binding pattern and stream
+// belong to one account, as every binding must: a route from one
+// account's subjects into another's stream would cross the boundary.
+func SameAccount(pattern, stream string) bool {
+	patternAccount, _, _ := cutAccount(pattern)
+	streamAccount, _, _ := cutAccount(stream)
+	return patternAccount == streamAccount
+}

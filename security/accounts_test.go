@@ -75,6 +75,18 @@ func TestNamespaceSubjectsAndRouting(t *testing.T) {
 	if _, err := plain.Subject("__acme.orders.eu"); !errors.Is(err, ErrForeignName) {
 		t.Fatalf("the default account routed into acme: %v", err)
 	}
+	operator := NamespaceOf(OperatorAccount)
+	for written, engine := range map[string]string{"acme/orders.>": "__acme.orders.>", "orders.>": "orders.>", "default/x": "x"} {
+		if got, err := operator.Subject(written); err != nil || got != engine {
+			t.Errorf("the operator's %q: %q %v, want %q", written, got, err, engine)
+		}
+		if back, ok := operator.ExternalPattern(engine); written != "default/x" && (!ok || back != written) {
+			t.Errorf("the operator's %q reads back as %q", engine, back)
+		}
+	}
+	if _, err := operator.Subject("operator/x"); !errors.Is(err, ErrForeignName) {
+		t.Errorf("the operator account's own subjects: %v", err)
+	}
 	if got, ok := acme.ExternalPattern("__acme.orders.>"); !ok || got != "orders.>" {
 		t.Fatalf("ExternalPattern: %q %v", got, ok)
 	}

@@ -77,6 +77,19 @@ func TestAccountNamesTranslated(t *testing.T) {
 	if streamEnd(t, acme, "orders") != 2 {
 		t.Fatal("acme's orders changed")
 	}
+	// The operator binds inside an account, never across two.
+	if _, err := root.Bind(ctx, "acme/orders.>", "acme/orders"); err != nil {
+		t.Fatalf("the operator binding acme's subjects: %v", err)
+	}
+	if _, err := root.Bind(ctx, "acme/x.>", "beta/orders"); code(err) != wire.CodeInvalidRequest {
+		t.Fatalf("the operator routing acme's subjects into beta: %v", err)
+	}
+	if bindings, err := acme.Bindings(ctx); err != nil || len(bindings) != 1 || bindings[0] != (client.Binding{Pattern: "orders.>", Stream: "orders"}) {
+		t.Fatalf("acme's bindings: %+v %v", bindings, err)
+	}
+	if bindings, err := beta.Bindings(ctx); err != nil || len(bindings) != 0 {
+		t.Fatalf("beta's bindings: %+v %v", bindings, err)
+	}
 	// Groups are per stream, so per account: the same group name twice.
 	for _, c := range []*client.Client{acme, beta} {
 		if _, err := c.OpenGroup(ctx, "orders", "billing", client.GroupOptions{}); err != nil {

@@ -206,6 +206,10 @@ func (s *session) streamAdminRequest(frame wire.Frame) error {
 			return nil
 		}
 		m.Pattern = pattern
+		if m.Op == wire.StreamOpBind && !security.SameAccount(string(m.Pattern), string(m.Stream)) {
+			s.reply(frame.RequestID, wire.NewError(wire.CodeInvalidRequest, "a binding routes one account's subjects to a stream of the same account"))
+			return nil
+		}
 	}
 	m.Stream, m.Pattern = clone(m.Stream), clone(m.Pattern) // the body goes back to the reader
 	s.consumers.Add(1)

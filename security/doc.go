@@ -2,7 +2,9 @@
 // data: TLS (server certificates that reload without dropping
 // connections, client verification and the mTLS identity), identities and
 // their scopes (the auth config file, bearer tokens, Argon2id passwords,
-// stream and subject patterns, consumer group rules),
+// stream and subject patterns, consumer group rules, accounts: the
+// namespace of each account's names in the engine's, and the exports
+// between accounts),
 // pre-authentication limits (the half-open table with its overall and
 // per-source caps, per-source connection rate, failed-auth lockout),
 // per-identity publish quotas, and the audit trail.

@@ -323,9 +323,9 @@ func RoutingDomain(name []byte) int {
 //	stream = "orders"
 //	to = ["beta"]
 type ExportRule struct {
-	Account string   `toml:"account"`
-	Stream  string   `toml:"stream"`
-	To      []string `toml:"to,omitempty"`
+	Account string   `toml:"account" json:"account"`
+	Stream  string   `toml:"stream" json:"stream"`
+	To      []string `toml:"to,omitempty" json:"to"`
 }
 
 // exportKey is what compileExports indexes: an importer and the name it

@@ -149,3 +149,25 @@ func TestAccountErrorsDoNotLeak(t *testing.T) {
 		t.Errorf("binding to a missing stream: %v", err)
 	}
 }
+
+// TestAccountChangeCutsTheIdentity: an identity a reload moves to another
+// account is cut, like a removed one: its names would mean other streams.
+func TestAccountChangeCutsTheIdentity(t *testing.T) {
+	identities := accountIdentities()
+	s := startSecured(t, identities, security.GateOptions{})
+	ctx := context.Background()
+	acme := s.dialAs(t, "acme")
+	if _, err := acme.Produce(ctx, "orders", client.Record{Payload: []byte("a")}); err != nil {
+		t.Fatal(err)
+	}
+	identities[0].Account = "beta"
+	if err := security.SaveAuthFile(s.authPath, security.AuthFile{Identities: identities}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.auth.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acme.Produce(ctx, "orders", client.Record{Payload: []byte("a")}); code(err) != wire.CodeNotAuthorized {
+		t.Fatalf("an identity moved to another account published: %v", err)
+	}
+}

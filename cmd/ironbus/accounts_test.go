@@ -182,6 +182,9 @@ func TestAccountsIsolatedThroughTheCLI(t *testing.T) {
 	}
 	noForeign("bob", before)
 	expectCode(t, runCLI(t, "auth", "export", "--auth-config", authPath, "--account", "acme", "--stream", "orders", "--to", "beta"), exitClean)
+	if shown := runCLI(t, "auth", "ls", "--auth-config", authPath); !strings.Contains(shown.stdout, "export acme/orders to beta") {
+		t.Fatalf("auth ls does not show the export:\n%s", shown.stdout)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for as("bob", "sub", "--stream", "acme/orders", "--group", "g", "--max", "1").code != exitClean {
 		if time.Now().After(deadline) {

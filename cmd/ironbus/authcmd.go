@@ -192,8 +192,9 @@ func (auth *authOptions) entry(opts *globalOptions) (security.IdentityEntry, err
 }
 
 type authListOutput struct {
-	Schema     string         `json:"schema"`
-	Identities []authIdentity `json:"identities"`
+	Schema     string                `json:"schema"`
+	Identities []authIdentity        `json:"identities"`
+	Exports    []security.ExportRule `json:"exports,omitempty"`
 }
 
 type authIdentity struct {
@@ -227,7 +228,7 @@ scope covers and the quotas. Digests and hashes are not printed.`,
 		if err != nil {
 			return exitErrorf(exitUnreadable, "%w", err)
 		}
-		out := authListOutput{Schema: "ironbus.cli.auth.v1", Identities: []authIdentity{}}
+		out := authListOutput{Schema: "ironbus.cli.auth.v1", Identities: []authIdentity{}, Exports: file.Exports}
 		for _, e := range file.Identities {
 			out.Identities = append(out.Identities, authIdentity{Name: e.Name, Account: cmp.Or(e.Account, security.DefaultAccount), Mechanism: e.Mechanism(), MTLSIdentity: e.MTLSIdentity,
 				Publish: e.Publish, Subscribe: e.Subscribe, Admin: e.Admin, PublishSubjects: e.PublishSubjects,
@@ -236,7 +237,13 @@ scope covers and the quotas. Digests and hashes are not printed.`,
 		if opts.json {
 			return writeJSON(opts.stdout, out)
 		}
-		return printIdentities(opts, out.Identities)
+		if err := printIdentities(opts, out.Identities); err != nil {
+			return err
+		}
+		for _, export := range file.Exports {
+			fmt.Fprintf(opts.stdout, "export %s/%s to %s\n", cmp.Or(export.Account, security.DefaultAccount), export.Stream, strings.Join(export.To, ","))
+		}
+		return nil
 	})
 	return cmd
 }

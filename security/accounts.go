@@ -163,7 +163,10 @@ func (n Namespace) plainStream(out, body []byte) ([]byte, error) {
 	if Reserved(body) {
 		return out, fmt.Errorf("%w: %q: names beginning with %q are reserved for accounts", ErrForeignName, body, ReservedPrefix)
 	}
-	if bytes.IndexByte(body, accountSeparator) >= 0 {
+	// "acme/orders" reads as another account's stream (an import,
+	// consumed only); any other name with '/' is the engine's to refuse
+	// as invalid.
+	if at := bytes.IndexByte(body, accountSeparator); at >= 0 && ValidateAccount(string(body[:at])) == nil {
 		return out, fmt.Errorf("%w: %q: no such stream in the account (a stream another account exports is only consumed from)", ErrForeignName, body)
 	}
 	return append(append(out, n.prefix...), body...), nil

@@ -28,9 +28,12 @@ type Broker struct {
 	// MaxStreams. logsMu guards streams and every change to openLogs,
 	// which is read without it (deadLetterLog runs under group locks,
 	// below logsMu in the lock order).
-	catalog  *datadir.Streams
-	router   *subject.Router // bindings, in step with the catalog (route.go)
-	bindMu   sync.Mutex      // serializes catalog changes to bindings with router updates
+	catalog *datadir.Streams
+	router  *subject.Router // the default domain's bindings, in step with the catalog (route.go)
+	// domains holds the other routing domains' routers, by domain; it is
+	// replaced, never changed, under bindMu (route.go).
+	domains  atomic.Pointer[map[string]*subject.Router]
+	bindMu   sync.Mutex // serializes catalog changes to bindings with router updates
 	logsMu   sync.RWMutex
 	streams  map[string]*Stream
 	openLogs atomic.Int64

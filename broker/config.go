@@ -59,6 +59,14 @@ type Config struct {
 	// every RetentionCheck.
 	DeadLetterRetention      time.Duration
 	DeadLetterRetentionCheck time.Duration
+	// RoutingDomain, when set, splits subject routing into domains: it
+	// returns how many leading bytes of a subject or binding pattern name
+	// its domain (0: the default domain). A binding only ever conflicts
+	// with bindings of its own domain, and a subject routes only through
+	// them, so one domain's wildcards never reach into another. The
+	// engine gives domains no other meaning (the session keys them by
+	// account).
+	RoutingDomain func(name []byte) int
 	// Version is the broker's version, for adapters and /admin.
 	Version string
 	Logger  *slog.Logger

@@ -15,8 +15,10 @@
 //     set (ProduceStream); every other lookup (Stream, OpenGroups,
 //     LoadedGroup, the admin calls) never creates one and answers
 //     ErrNoSuchStream. Subject bindings route records to streams
-//     (route.go: a subject.Router, looked up through a subject.Cache per
-//     connection).
+//     (route.go: a subject.Router per routing domain, looked up through a
+//     subject.Cache per connection); bindings of different domains
+//     (Config.RoutingDomain) never conflict and a subject routes only
+//     within its own.
 //   - Appends (partition.go): a Partition takes a batch of record bodies
 //     with their CRC32C, copies it into the log's staging buffer and
 //     returns a Ticket that completes when the batch is durable. TryAppend

@@ -17,17 +17,77 @@ import (
 // was checked when each binding was made; a table that no longer builds
 // (a catalog edited by hand) keeps the bindings that do and reports the
 // rest.
-func (b *Broker) newRouter(c catalog.Catalog) *subject.Router {
-	table := (*subject.Table)(nil)
+func (b *Broker) newRouters(c catalog.Catalog) {
+	tables := map[string]*subject.Table{}
 	for _, binding := range c.Bindings {
-		next, err := table.Bind(binding.Pattern, binding.Stream)
+		domain := b.domainOf([]byte(binding.Pattern))
+		next, err := tables[domain].Bind(binding.Pattern, binding.Stream)
 		if err != nil {
 			b.cfg.Logger.Error("a subject binding of the catalog was not loaded", "pattern", binding.Pattern, "stream", binding.Stream, "error", err.Error())
 			continue
 		}
-		table = next
+		tables[domain] = next
 	}
-	return subject.NewRouter(table)
+	b.router = subject.NewRouter(tables[""])
+	domains := map[string]*subject.Router{}
+	for domain, table := range tables {
+		if domain != "" {
+			domains[domain] = subject.NewRouter(table)
+		}
+	}
+	b.domains.Store(&domains)
+}
+
+// domainOf names the routing domain of a subject or pattern ("" for the
+// default one).
+func (b *Broker) domainOf(name []byte) string {
+	if b.cfg.RoutingDomain == nil {
+		return ""
+	}
+	return string(name[:b.cfg.RoutingDomain(name)])
+}
+
+// routerOf returns the router of a subject's domain, or nil when the
+// domain has no bindings. It does not allocate.
+func (b *Broker) routerOf(subj []byte) *subject.Router {
+	if b.cfg.RoutingDomain == nil {
+		return b.router
+	}
+	n := b.cfg.RoutingDomain(subj)
+	if n == 0 {
+		return b.router
+	}
+	return (*b.domains.Load())[string(subj[:n])]
+}
+
+// routerFor returns the router of a pattern's domain, created empty when
+// the domain has none yet. REQUIRES: bindMu held.
+func (b *Broker) routerFor(pattern string) *subject.Router {
+	domain := b.domainOf([]byte(pattern))
+	if domain == "" {
+		return b.router
+	}
+	domains := *b.domains.Load()
+	if router, ok := domains[domain]; ok {
+		return router
+	}
+	next := make(map[string]*subject.Router, len(domains)+1)
+	for name, router := range domains {
+		next[name] = router
+	}
+	router := subject.NewRouter(nil)
+	next[domain] = router
+	b.domains.Store(&next)
+	return router
+}
+
+// routers returns every domain's router.
+func (b *Broker) routers() []*subject.Router {
+	all := []*subject.Router{b.router}
+	for _, router := range *b.domains.Load() {
+		all = append(all, router)
+	}
+	return all
 }
 
 // ValidateSubject checks a record's subject: an invalid one is
@@ -52,7 +112,11 @@ func (b *Broker) Route(cache *subject.Cache, subj []byte) (string, error) {
 	// The lookup validates what it routes (an invalid subject routes
 	// nowhere), so a routed subject is valid and validation runs again
 	// only to name the error of one that did not route.
-	stream, ok := cache.Lookup(b.router, subj)
+	router := b.routerOf(subj)
+	stream, ok := "", false
+	if router != nil {
+		stream, ok = cache.Lookup(router, subj)
+	}
 	if !ok {
 		if err := ValidateSubject(subj); err != nil {
 			return "", err

@@ -208,14 +208,16 @@ func (b *Broker) forgetStream(name string) (StreamInfo, []Binding, int, string, 
 	if err != nil {
 		b.cfg.Logger.Error("a removed stream is still in the catalog; the next boot forgets it", "stream", name, "error", err.Error())
 	}
-	_ = b.router.Update(func(t *subject.Table) (*subject.Table, error) {
-		for _, binding := range t.Bindings() {
-			if binding.Stream == name {
-				t, _ = t.Unbind(binding.Pattern)
+	for _, router := range b.routers() {
+		_ = router.Update(func(t *subject.Table) (*subject.Table, error) {
+			for _, binding := range t.Bindings() {
+				if binding.Stream == name {
+					t, _ = t.Unbind(binding.Pattern)
+				}
 			}
-		}
-		return t, nil
-	})
+			return t, nil
+		})
+	}
 	delete(b.streams, name)
 	b.openLogs.Add(-int64(len(served.logs)))
 	return before, bindings, len(served.logs), aside, nil
@@ -292,14 +294,15 @@ func (b *Broker) Bind(pattern, stream string, permit Permit) ([]Binding, error) 
 	}
 	b.bindMu.Lock()
 	defer b.bindMu.Unlock()
-	for _, existing := range b.router.Table().Bindings() {
+	router := b.routerFor(pattern)
+	for _, existing := range router.Table().Bindings() {
 		if subject.Overlap([]byte(existing.Pattern), []byte(pattern)) {
 			if err := permit.check(existing.Stream); err != nil {
 				return nil, err
 			}
 		}
 	}
-	next, err := b.router.Table().Bind(pattern, stream)
+	next, err := router.Table().Bind(pattern, stream)
 	var ambiguous *subject.AmbiguousError
 	switch {
 	case errors.As(err, &ambiguous):
@@ -315,7 +318,7 @@ func (b *Broker) Bind(pattern, stream string, permit Permit) ([]Binding, error) 
 	if err != nil {
 		return nil, storageError(err)
 	}
-	_ = b.router.Update(func(*subject.Table) (*subject.Table, error) { return next, nil })
+	_ = router.Update(func(*subject.Table) (*subject.Table, error) { return next, nil })
 	b.cfg.Logger.Info("subject bound", "pattern", pattern, "stream", stream)
 	return b.Bindings(), nil
 }
@@ -326,7 +329,7 @@ func (b *Broker) Bind(pattern, stream string, permit Permit) ([]Binding, error) 
 func (b *Broker) BindMany(bindings []Binding) ([]Binding, error) {
 	b.bindMu.Lock()
 	defer b.bindMu.Unlock()
-	all := b.router.Table().Bindings()
+	byDomain := map[*subject.Router][]subject.Binding{}
 	for _, binding := range bindings {
 		if err := subject.ValidatePattern([]byte(binding.Pattern)); err != nil {
 			return nil, withKind(ErrInvalidName, err)
@@ -334,29 +337,39 @@ func (b *Broker) BindMany(bindings []Binding) ([]Binding, error) {
 		if _, ok := b.existingStream(binding.Stream); !ok {
 			return nil, noSuchStream(binding.Stream)
 		}
-		all = append(all, subject.Binding{Pattern: binding.Pattern, Stream: binding.Stream})
+		router := b.routerFor(binding.Pattern)
+		if _, ok := byDomain[router]; !ok {
+			byDomain[router] = router.Table().Bindings()
+		}
+		byDomain[router] = append(byDomain[router], subject.Binding{Pattern: binding.Pattern, Stream: binding.Stream})
 	}
-	next, err := subject.NewTable(all...)
-	var ambiguous *subject.AmbiguousError
-	switch {
-	case errors.As(err, &ambiguous):
-		return nil, fmt.Errorf("%w: pattern %q overlaps the binding of %q to stream %q: some subject would match both",
-			ErrConflict, ambiguous.New.Pattern, ambiguous.Existing.Pattern, ambiguous.Existing.Stream)
-	case err != nil:
-		return nil, withKind(ErrInvalidArgument, err)
+	tables := make(map[*subject.Router]*subject.Table, len(byDomain))
+	for router, all := range byDomain {
+		next, err := subject.NewTable(all...)
+		var ambiguous *subject.AmbiguousError
+		switch {
+		case errors.As(err, &ambiguous):
+			return nil, fmt.Errorf("%w: pattern %q overlaps the binding of %q to stream %q: some subject would match both",
+				ErrConflict, ambiguous.New.Pattern, ambiguous.Existing.Pattern, ambiguous.Existing.Stream)
+		case err != nil:
+			return nil, withKind(ErrInvalidArgument, err)
+		}
+		tables[router] = next
 	}
 	entries := make([]catalog.Binding, 0, len(bindings))
 	for _, binding := range bindings {
 		entries = append(entries, catalog.Binding(binding))
 	}
-	err = b.catalog.BindMany(entries)
+	err := b.catalog.BindMany(entries)
 	if errors.Is(err, datadir.ErrNoSuchStream) {
 		return nil, withKind(ErrNoSuchStream, err) // removed meanwhile
 	}
 	if err != nil {
 		return nil, storageError(err)
 	}
-	_ = b.router.Update(func(*subject.Table) (*subject.Table, error) { return next, nil })
+	for router, next := range tables {
+		_ = router.Update(func(*subject.Table) (*subject.Table, error) { return next, nil })
+	}
 	b.cfg.Logger.Info("subjects bound", "bindings", len(bindings))
 	return b.Bindings(), nil
 }
@@ -367,7 +380,8 @@ func (b *Broker) BindMany(bindings []Binding) ([]Binding, error) {
 func (b *Broker) Unbind(pattern string, permit Permit) ([]Binding, error) {
 	b.bindMu.Lock()
 	defer b.bindMu.Unlock()
-	table := b.router.Table()
+	router := b.routerFor(pattern)
+	table := router.Table()
 	for _, existing := range table.Bindings() {
 		if existing.Pattern == pattern {
 			if err := permit.check(existing.Stream); err != nil {
@@ -382,7 +396,7 @@ func (b *Broker) Unbind(pattern string, permit Permit) ([]Binding, error) {
 	if err := b.catalog.Unbind(pattern); err != nil {
 		return nil, storageError(err)
 	}
-	_ = b.router.Update(func(*subject.Table) (*subject.Table, error) { return next, nil })
+	_ = router.Update(func(*subject.Table) (*subject.Table, error) { return next, nil })
 	b.cfg.Logger.Info("subject unbound", "pattern", pattern)
 	return b.Bindings(), nil
 }

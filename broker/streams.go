@@ -59,7 +59,7 @@ func (s *Stream) Partition(partition uint32) (*Partition, error) {
 // before named streams): partitions = highest partition found + 1,
 // default retention (package datadir).
 func (b *Broker) openStreams() error {
-	store, rec, err := datadir.OpenStreams(b.cfg.FS, b.dir, datadir.StreamsOptions{})
+	store, rec, err := datadir.OpenStreams(b.cfg.FS, b.dir, datadir.StreamsOptions{RoutingDomain: b.cfg.RoutingDomain})
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func (b *Broker) openStreams() error {
 		b.cfg.Logger.Info("stream adopted into the catalog", "stream", s.Name, "partitions", s.Partitions)
 	}
 	b.catalog = store
-	b.router = b.newRouter(store.Catalog())
+	b.newRouters(store.Catalog())
 	for _, settings := range store.Catalog().Streams {
 		logs := make([]*segment.Log, settings.Partitions)
 		for p := range logs {

@@ -24,7 +24,8 @@ type Streams struct {
 	shared bool
 	// view is what a shared open decided in memory (unfinished removals
 	// completed, logs adopted); an exclusive open writes it instead.
-	view catalog.Catalog
+	view          catalog.Catalog
+	routingDomain func(name []byte) int
 }
 
 // StreamsOptions configure OpenStreams.
@@ -35,6 +36,9 @@ type StreamsOptions struct {
 	// RefuseDamage fails the open (ErrDamaged) on a damaged catalog
 	// instead of falling back to its previous copy.
 	RefuseDamage bool
+	// RoutingDomain splits the bindings' overlap check into domains, as
+	// broker.Config.RoutingDomain does (nil: one domain).
+	RoutingDomain func(name []byte) int
 }
 
 // Recovery is what opening found and finished.
@@ -82,7 +86,7 @@ func OpenStreams(fsys vfs.FS, logs *segment.Dir, opts StreamsOptions) (*Streams,
 	for _, s := range rec.Adopted {
 		next.Put(s)
 	}
-	s := &Streams{fs: fsys, root: root, store: store, shared: opts.Shared}
+	s := &Streams{fs: fsys, root: root, store: store, shared: opts.Shared, routingDomain: opts.RoutingDomain}
 	if opts.Shared {
 		s.view = next
 		return s, rec, nil
@@ -240,7 +244,7 @@ func (s *Streams) BindMany(bindings []catalog.Binding) error {
 		}
 	}
 	return s.store.Update(func(c *catalog.Catalog) error {
-		table, err := BindingTable(*c)
+		tables, err := bindingTables(*c, s.domain)
 		if err != nil {
 			return err
 		}
@@ -249,7 +253,8 @@ func (s *Streams) BindMany(bindings []catalog.Binding) error {
 				return fmt.Errorf("%w: %q", ErrNoSuchStream, binding.Stream)
 			}
 			var ambiguous *subject.AmbiguousError
-			if table, err = table.Bind(binding.Pattern, binding.Stream); errors.As(err, &ambiguous) {
+			domain := s.domain(binding.Pattern)
+			if tables[domain], err = tables[domain].Bind(binding.Pattern, binding.Stream); errors.As(err, &ambiguous) {
 				return fmt.Errorf("%w: %w", ErrOverlap, err)
 			} else if err != nil {
 				return fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -276,16 +281,28 @@ func (s *Streams) Unbind(pattern string) error {
 	})
 }
 
-// BindingTable builds the routing table of a catalog's bindings;
-// ErrDamaged when they do not form one.
-func BindingTable(c catalog.Catalog) (*subject.Table, error) {
-	bindings := make([]subject.Binding, 0, len(c.Bindings))
+// bindingTables builds the routing table of each domain of a catalog's
+// bindings; ErrDamaged when they do not form them.
+func bindingTables(c catalog.Catalog, domain func(pattern string) string) (map[string]*subject.Table, error) {
+	split := map[string][]subject.Binding{}
 	for _, b := range c.Bindings {
-		bindings = append(bindings, subject.Binding(b))
+		split[domain(b.Pattern)] = append(split[domain(b.Pattern)], subject.Binding(b))
 	}
-	table, err := subject.NewTable(bindings...)
-	if err != nil {
-		return nil, fmt.Errorf("%w: the bindings do not form a routing table: %w", ErrDamaged, err)
+	tables := make(map[string]*subject.Table, len(split))
+	for name, bindings := range split {
+		table, err := subject.NewTable(bindings...)
+		if err != nil {
+			return nil, fmt.Errorf("%w: the bindings do not form a routing table: %w", ErrDamaged, err)
+		}
+		tables[name] = table
 	}
-	return table, nil
+	return tables, nil
+}
+
+// domain names a pattern's routing domain (StreamsOptions.RoutingDomain).
+func (s *Streams) domain(pattern string) string {
+	if s.routingDomain == nil {
+		return ""
+	}
+	return pattern[:s.routingDomain([]byte(pattern))]
 }

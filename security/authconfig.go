@@ -53,6 +53,7 @@ func ParseScope(text string) (Scope, error) {
 //
 //	[[identity]]
 //	name = "orders-writer"
+//	account = "acme"                  # optional; absent: the default account
 //	token_sha256 = "9f86d0…"          # or password_hash, or mtls_identity
 //	publish = ["orders.>"]            # patterns this scope covers; absent: not granted
 //	subscribe = ["orders.*"]
@@ -68,12 +69,16 @@ func ParseScope(text string) (Scope, error) {
 type AuthFile struct {
 	Identities []IdentityEntry `toml:"identity"`
 	Groups     []GroupRule     `toml:"group,omitempty"`
+	Exports    []ExportRule    `toml:"export,omitempty"`
 }
 
 // IdentityEntry is one identity: a name, exactly one credential, its
 // scopes and quotas.
 type IdentityEntry struct {
-	Name         string `toml:"name"`
+	Name string `toml:"name"`
+	// Account is the namespace the identity's stream names live in
+	// (accounts.go); empty is the default account.
+	Account      string `toml:"account,omitempty"`
 	TokenSHA256  string `toml:"token_sha256,omitempty"`
 	PasswordHash string `toml:"password_hash,omitempty"`
 	// MTLSIdentity is the client certificate's first URI SAN, else its
@@ -212,6 +217,7 @@ func SaveAuthFile(path string, file AuthFile) error {
 type Identity struct {
 	Name      string
 	Mechanism string
+	account   string               // DefaultAccount, OperatorAccount or a tenant's name
 	granted   [scopeCount]Patterns // nil: scope not granted
 	subjects  Patterns             // nil: any subject
 	token     [sha256.Size]byte
@@ -232,6 +238,10 @@ func (id *Identity) Expires() time.Time { return id.expires }
 func (id *Identity) expiredAt(now time.Time) bool {
 	return !id.expires.IsZero() && !now.Before(id.expires)
 }
+
+// Account is the account the identity belongs to: DefaultAccount,
+// OperatorAccount or a tenant's name.
+func (id *Identity) Account() string { return id.account }
 
 // Allowed reports whether the identity holds scope on name (a stream).
 func (id *Identity) Allowed(scope Scope, name string) bool {
@@ -261,6 +271,7 @@ type authSnapshot struct {
 	byMTLS   map[string]*Identity
 	identity []*Identity
 	groups   []groupRule
+	exports  map[exportKey]bool
 	// dummy is hashed when the username is unknown, so an unknown user
 	// costs what a wrong password costs: the parameters of the most
 	// expensive real hash, a key nothing matches.
@@ -295,7 +306,11 @@ func compile(file AuthFile) (*authSnapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	snap := &authSnapshot{byName: map[string]*Identity{}, byMTLS: map[string]*Identity{}, groups: groups}
+	exports, err := compileExports(file.Exports)
+	if err != nil {
+		return nil, err
+	}
+	snap := &authSnapshot{byName: map[string]*Identity{}, byMTLS: map[string]*Identity{}, groups: groups, exports: exports}
 	for i, entry := range file.Identities {
 		id, err := compileIdentity(entry)
 		if err != nil {
@@ -337,7 +352,11 @@ func compileIdentity(entry IdentityEntry) (*Identity, error) {
 	if set != 1 {
 		return nil, errors.New("set exactly one of token_sha256, password_hash, mtls_identity")
 	}
-	id := &Identity{Name: entry.Name, Mechanism: entry.Mechanism(), mtls: entry.MTLSIdentity, expires: entry.Expires,
+	account, err := accountOf(entry.Account)
+	if err != nil {
+		return nil, err
+	}
+	id := &Identity{Name: entry.Name, Mechanism: entry.Mechanism(), mtls: entry.MTLSIdentity, account: account, expires: entry.Expires,
 		credential: entry.TokenSHA256 + entry.PasswordHash + entry.MTLSIdentity,
 		quota:      Quota{MessagesPerSecond: entry.PublishMessagesPerSecond, BytesPerSecond: entry.PublishBytesPerSecond}}
 	if entry.TokenSHA256 != "" {

@@ -26,6 +26,7 @@ func encodeAuthFile(file AuthFile) []byte {
 		}
 		out = append(out, "[[identity]]\n"...)
 		out = appendStringKey(out, "name", entry.Name)
+		out = appendStringKey(out, "account", entry.Account)
 		out = appendStringKey(out, "token_sha256", entry.TokenSHA256)
 		out = appendStringKey(out, "password_hash", entry.PasswordHash)
 		out = appendStringKey(out, "mtls_identity", entry.MTLSIdentity)
@@ -44,6 +45,12 @@ func encodeAuthFile(file AuthFile) []byte {
 		out = appendListKey(out, "join", rule.Join)
 		out = appendListKey(out, "commit", rule.Commit)
 		out = appendListKey(out, "reset", rule.Reset)
+	}
+	for _, rule := range file.Exports {
+		out = append(out, "\n[[export]]\n"...)
+		out = appendQuotedKey(out, "account", rule.Account)
+		out = appendQuotedKey(out, "stream", rule.Stream)
+		out = appendListKey(out, "to", rule.To)
 	}
 	return out
 }

@@ -94,11 +94,13 @@ func TestEncodeAuthFileWritesEveryField(t *testing.T) {
 	}
 	var entry IdentityEntry
 	var rule GroupRule
+	var export ExportRule
 	fill(reflect.ValueOf(&entry).Elem())
 	fill(reflect.ValueOf(&rule).Elem())
-	file := AuthFile{Identities: []IdentityEntry{entry}, Groups: []GroupRule{rule}}
-	if fields := reflect.TypeOf(file).NumField(); fields != 2 {
-		t.Fatalf("AuthFile has %d tables; encodeAuthFile writes identity and group", fields)
+	fill(reflect.ValueOf(&export).Elem())
+	file := AuthFile{Identities: []IdentityEntry{entry}, Groups: []GroupRule{rule}, Exports: []ExportRule{export}}
+	if fields := reflect.TypeOf(file).NumField(); fields != 3 {
+		t.Fatalf("AuthFile has %d tables; encodeAuthFile writes identity, group and export", fields)
 	}
 	var decoded AuthFile
 	if err := toml.Unmarshal(encodeAuthFile(file), &decoded); err != nil {

@@ -3,7 +3,9 @@
 // connections, client verification and the mTLS identity), identities and
 // their scopes (the auth config file, bearer tokens, Argon2id passwords,
 // credential expiry and the end of the sessions of revoked identities,
-// stream and subject patterns, consumer group rules),
+// stream and subject patterns, consumer group rules, accounts: the
+// namespace of each account's names in the engine's, and the exports
+// between accounts),
 // pre-authentication limits (the half-open table with its overall and
 // per-source caps, per-source connection rate, failed-auth lockout),
 // per-identity publish quotas, and the audit trail.

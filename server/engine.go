@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"github.com/ironbus/ironbus/security"
 	"log/slog"
 	"os"
 	"time"
@@ -63,6 +64,7 @@ func mapConfig(cfg Config, logger *slog.Logger) (parts, error) {
 		MaxGroups:                cfg.MaxGroups,
 		MaxInFlight:              cfg.MaxInFlight,
 		Version:                  cfg.Version,
+		RoutingDomain:            security.RoutingDomain,
 		Logger:                   logger,
 		Storage: segment.Options{Durability: durability, AcceptRelaxedDurability: cfg.AcceptRelaxedDurability, CommitLinger: cfg.CommitLinger,
 			IOMode: ioMode, SegmentSize: cfg.SegmentBytes, StagingBytes: int(cfg.StagingBytes), Logger: logger,

@@ -31,6 +31,9 @@ func (s *session) ack(frame wire.Frame) error {
 	if s.groupRefused(verb, a.Stream, a.Group, frame.RequestID) {
 		return nil
 	}
+	if a.Stream, a.Group, err = s.readName(a.Stream, a.Group, frame.RequestID); err != nil {
+		return nil
+	}
 	if a.Op > wire.AckCommit || (a.Op > wire.AckNack && s.capabilities&wire.CapGroups == 0) {
 		s.reply(frame.RequestID, wire.NewError(wire.CodeInvalidRequest,
 			"ack op %d is not served on this connection; ops: done (0), nack (1), and with the groups capability extend (2), term (3), reject (4), range (5), cumulative (6), commit (7)", a.Op))
@@ -195,6 +198,9 @@ func (s *session) openGroupRequest(frame wire.Frame) error {
 		return err
 	}
 	if s.groupRefused(security.GroupJoin, m.Stream, m.Group, frame.RequestID) {
+		return nil
+	}
+	if m.Stream, m.Group, err = s.readName(m.Stream, m.Group, frame.RequestID); err != nil {
 		return nil
 	}
 	kind, ok := modeType(m.Mode)

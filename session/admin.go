@@ -37,6 +37,9 @@ func (s *session) adminRequest(frame wire.Frame) error {
 			return nil
 		}
 		s.auditAdmin("admin.group", fmt.Sprintf("op %d stream %q group %q", m.Op, m.Stream, m.Group))
+		if m.Stream, err = s.engineName(m.Stream, frame.RequestID); err != nil {
+			return nil
+		}
 		m.Stream, m.Group = clone(m.Stream), clone(m.Group) // the body goes back to the reader
 		serve = func() wire.Message { return adminAnswer(s.groupAdmin(m, identity)) }
 	default:
@@ -56,13 +59,16 @@ func (s *session) adminRequest(frame wire.Frame) error {
 			}
 		}
 		s.auditAdmin("admin.dlq", fmt.Sprintf("op %d stream %q", m.Op, m.Stream))
+		if m.Stream, err = s.engineName(m.Stream, frame.RequestID); err != nil {
+			return nil
+		}
 		m.Stream = clone(m.Stream)
 		serve = func() wire.Message { return adminAnswer(s.deadLetterAdmin(m, identity)) }
 	}
 	s.consumers.Add(1)
 	go func() {
 		defer s.consumers.Done()
-		s.out.frame(wire.Append(nil, frame.RequestID, serve()))
+		s.out.frame(wire.Append(nil, frame.RequestID, s.hideMessage(serve())))
 	}()
 	return nil
 }
@@ -123,7 +129,8 @@ func (s *session) groupAdmin(m wire.GroupAdmin, identity *security.Identity) (*w
 	}
 	list := &wire.GroupList{Groups: make([]wire.GroupState, 0, len(states))}
 	for _, state := range states {
-		if sees(identity, security.ScopeAdmin, state.Stream) {
+		var own bool
+		if state.Stream, own = s.names.External(state.Stream); own && sees(identity, security.ScopeAdmin, state.Stream) {
 			list.Groups = append(list.Groups, groupState(state))
 		}
 	}
@@ -147,7 +154,8 @@ func (s *session) deadLetterAdmin(m wire.DeadLetterAdmin, identity *security.Ide
 		}
 		state := &wire.DeadLetterState{Queues: make([]wire.DeadLetterQueue, 0, len(queues))}
 		for _, queue := range queues {
-			if sees(identity, security.ScopeAdmin, queue.Stream) {
+			var own bool
+			if queue.Stream, own = s.names.External(queue.Stream); own && sees(identity, security.ScopeAdmin, queue.Stream) {
 				state.Queues = append(state.Queues, deadLetterQueue(queue))
 			}
 		}
@@ -158,6 +166,7 @@ func (s *session) deadLetterAdmin(m wire.DeadLetterAdmin, identity *security.Ide
 		if err != nil {
 			return nil, err
 		}
+		queue.Stream, _ = s.names.External(queue.Stream)
 		return &wire.DeadLetterState{Republished: result.Republished, Skipped: result.Skipped,
 			Queues: []wire.DeadLetterQueue{deadLetterQueue(queue)}}, nil
 	}
@@ -187,11 +196,26 @@ func (s *session) streamAdminRequest(frame wire.Frame) error {
 		return err
 	}
 	s.auditAdmin("admin.stream", fmt.Sprintf("op %d stream %q pattern %q", m.Op, m.Stream, m.Pattern))
+	if m.Stream, err = s.engineName(m.Stream, frame.RequestID); err != nil {
+		return nil
+	}
+	if len(m.Pattern) > 0 {
+		pattern, err := s.names.AppendSubject(nil, m.Pattern)
+		if err != nil {
+			s.reply(frame.RequestID, foreignName(err))
+			return nil
+		}
+		m.Pattern = pattern
+		if m.Op == wire.StreamOpBind && !security.SameAccount(string(m.Pattern), string(m.Stream)) {
+			s.reply(frame.RequestID, wire.NewError(wire.CodeInvalidRequest, "a binding routes one account's subjects to a stream of the same account"))
+			return nil
+		}
+	}
 	m.Stream, m.Pattern = clone(m.Stream), clone(m.Pattern) // the body goes back to the reader
 	s.consumers.Add(1)
 	go func() {
 		defer s.consumers.Done()
-		s.out.frame(wire.Append(nil, frame.RequestID, adminAnswer(s.streamAdmin(s.ctx, m, identity))))
+		s.out.frame(wire.Append(nil, frame.RequestID, s.hideMessage(adminAnswer(s.streamAdmin(s.ctx, m, identity)))))
 	}()
 	return nil
 }
@@ -202,30 +226,30 @@ func (s *session) streamAdmin(ctx context.Context, m wire.StreamAdmin, identity 
 	force := m.Flags&wire.StreamForce != 0
 	switch m.Op {
 	case wire.StreamOpList:
-		return visibleList(identity, s.engine.Streams(), s.engine.Bindings()), nil
+		return visibleList(identity, s.ownStreams(s.engine.Streams()), s.ownBindings(s.engine.Bindings())), nil
 	case wire.StreamOpInfo:
-		return describedStream(s.engine.DescribeStream(name))
+		return s.describedStream(s.engine.DescribeStream(name))
 	case wire.StreamOpCreate:
 		settings := broker.StreamSettings{Name: name, Partitions: m.Partitions, MaxBytes: m.MaxBytes,
 			MaxAge: time.Duration(min(m.MaxAgeMs, uint64(1<<62)/uint64(time.Millisecond))) * time.Millisecond, MaxRecords: m.MaxRecords}
-		return describedStream(s.engine.CreateStream(settings))
+		return s.describedStream(s.engine.CreateStream(settings))
 	case wire.StreamOpPurge, wire.StreamOpRemove:
 		if !force {
 			return nil, wire.NewError(wire.CodeInvalidRequest, "%s drops every record of stream %q: it needs the force flag (ironbus stream %s --force)",
 				opName(m.Op), name, opName(m.Op))
 		}
 		if m.Op == wire.StreamOpPurge {
-			return describedStream(s.engine.PurgeStream(ctx, name))
+			return s.describedStream(s.engine.PurgeStream(ctx, name))
 		}
-		return describedStream(s.engine.RemoveStream(name))
+		return s.describedStream(s.engine.RemoveStream(name))
 	case wire.StreamOpBind:
 		change := &rebinding{session: s, identity: identity}
 		bindings, err := change.audited(s.engine.Bind(string(m.Pattern), name, change.permit()))
-		return boundList(identity, bindings, err)
+		return boundList(identity, s.ownBindings(bindings), err)
 	case wire.StreamOpUnbind:
 		change := &rebinding{session: s, identity: identity}
 		bindings, err := change.audited(s.engine.Unbind(string(m.Pattern), change.permit()))
-		return boundList(identity, bindings, err)
+		return boundList(identity, s.ownBindings(bindings), err)
 	}
 	return nil, wire.NewError(wire.CodeInvalidRequest, "stream admin op %d: the ops are list (0), info (1), create (2), purge (3), remove (4), bind (5) and unbind (6)", m.Op)
 }
@@ -237,11 +261,11 @@ func opName(op uint8) string {
 	return "rm"
 }
 
-func describedStream(info broker.StreamInfo, bindings []broker.Binding, err error) (*wire.StreamList, error) {
+func (s *session) describedStream(info broker.StreamInfo, bindings []broker.Binding, err error) (*wire.StreamList, error) {
 	if err != nil {
 		return nil, err
 	}
-	return streamList([]broker.StreamInfo{info}, bindings), nil
+	return streamList(s.ownStreams([]broker.StreamInfo{info}), s.ownBindings(bindings)), nil
 }
 
 func boundList(identity *security.Identity, bindings []broker.Binding, err error) (*wire.StreamList, error) {

@@ -94,6 +94,7 @@ func (s *session) authenticateHello(hello wire.Hello, requestID uint32, welcome 
 		}
 		s.record(security.AuditEvent{Peer: remote, Identity: identity.Name, Action: "auth", Outcome: "ok", Detail: identity.Mechanism})
 		s.identity = identity
+		s.names = security.NamespaceOf(identity.Account())
 		s.quota = auth.Quota(identity)
 		s.untrack = auth.Track(identity, func(reason string) { s.revoke(identity.Name, reason) })
 		welcome()
@@ -286,6 +287,9 @@ func (s *session) requester(scope security.Scope) (identity *security.Identity, 
 		return nil, false
 	}
 	identity, ended := auth.Current(s.identity)
+	if ended == "" && identity.Account() != s.names.Account() {
+		ended = "moved" // to another account: its names mean other streams now
+	}
 	if ended != "" {
 		if s.untrack != nil {
 			s.untrack() // this request ends the session: the Authorizer need not
@@ -384,7 +388,7 @@ func (r *rebinding) permit() broker.Permit {
 		return nil
 	}
 	return func(stream string) error {
-		if r.identity.Allowed(security.ScopeAdmin, stream) {
+		if name, own := r.session.names.External(stream); own && r.identity.Allowed(security.ScopeAdmin, name) {
 			return nil
 		}
 		r.refused, r.denied = stream, true

@@ -31,6 +31,9 @@ func (s *session) consume(frame wire.Frame) error {
 	if s.groupRefused(security.GroupJoin, c.Stream, c.Group, frame.RequestID) {
 		return nil
 	}
+	if c.Stream, c.Group, err = s.readName(c.Stream, c.Group, frame.RequestID); err != nil {
+		return nil
+	}
 	kind, ok := modeType(c.Mode)
 	if !ok || (kind != consumer.TypeWork && s.capabilities&wire.CapGroups == 0) {
 		s.reply(frame.RequestID, wire.NewError(wire.CodeUnsupportedMode,
@@ -333,7 +336,7 @@ func (s *session) readPosition(served *broker.Group) uint64 {
 // replyFromConsumer queues an error from a consume goroutine, which must
 // not touch the reader's state.
 func (s *session) replyFromConsumer(requestID uint32, e *wire.Error) {
-	s.out.frame(wire.Append(nil, requestID, e))
+	s.out.frame(wire.Append(nil, requestID, s.hide(e)))
 }
 
 // waitForRecords blocks until a record past a group's position becomes

@@ -35,6 +35,11 @@
 //     own, woken by durable records, by acks that free a credit or a key,
 //     and by membership changes; the ack ops (ack.go); group, dead-letter
 //     and stream administration off the reader (admin.go).
+//   - Accounts at the door (accounts.go): every name a request carries is
+//     mapped from the identity's account to the engine's after the
+//     permission checks, and every answer back; listings drop other
+//     accounts' names and error messages are rewritten, so no answer names
+//     another account's stream.
 //   - The mapping of engine error kinds to wire codes (handler.go,
 //     wireError): the message is the engine error's text.
 //

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"fmt"
 	"math"
 	"time"
 
@@ -45,9 +46,15 @@ func (s *session) placeRecord(p *wire.Produce) (part *broker.Partition, werr *wi
 		if stream, werr = s.routeSubject(view.Subject); werr != nil {
 			return nil, werr, false
 		}
-		if werr, closes = s.authorize(security.ScopePublish, stream); werr != nil {
+		if werr, closes = s.authorize(security.ScopePublish, s.routedName(stream)); werr != nil {
 			return nil, werr, closes
 		}
+	} else if len(stream) > 0 {
+		var err error
+		if s.produceName, err = s.names.AppendStream(s.produceName[:0], stream); err != nil {
+			return nil, foreignName(err), false
+		}
+		stream = s.produceName
 	}
 	served, err := s.engine.ProduceStream(stream)
 	if err != nil {
@@ -72,12 +79,33 @@ func (s *session) placeRecord(p *wire.Produce) (part *broker.Partition, werr *wi
 // routeSubject returns the stream whose binding matches a record's
 // subject. The answer aliases s.routed, valid until the next record.
 func (s *session) routeSubject(subj []byte) ([]byte, *wire.Error) {
-	stream, err := s.engine.Route(&s.subjects, subj)
+	key, err := s.names.AppendSubject(s.routeKey[:0], subj)
+	if err != nil {
+		return nil, foreignName(err)
+	}
+	s.routeKey = key
+	stream, err := s.engine.Route(&s.subjects, key)
+	if err == nil && !s.names.Plain() {
+		if _, own := s.names.External(stream); !own {
+			err = fmt.Errorf("%w: %w: no binding of the account matches subject %q; nothing was stored", broker.ErrNoRoute, errForeignRoute, subj)
+		}
+	}
 	if err != nil {
 		return nil, wireError(err)
 	}
 	s.routed = append(s.routed[:0], stream...)
 	return s.routed, nil
+}
+
+// routedName is the account's name of the engine's stream a subject
+// routed to, for the permission check: the engine's bytes themselves for
+// the default account (no allocation).
+func (s *session) routedName(stream []byte) []byte {
+	if s.names.Plain() {
+		return stream
+	}
+	name, _ := s.names.External(string(stream))
+	return []byte(name)
 }
 
 // partitions maps the wire's partition field to the engine's: the

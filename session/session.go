@@ -53,6 +53,12 @@ type session struct {
 	// untrack stops the Authorizer watching this session (nil: never
 	// authenticated).
 	untrack func()
+	// names maps the identity's account's names to the engine's
+	// (accounts.go); the zero value, the default account's, without auth.
+	names security.Namespace
+	// imported holds the imports this connection has read (audited once
+	// each). Reader goroutine only.
+	imported map[string]bool
 	// auditMu guards reading and auditHeld: while Data runs (reading),
 	// an essential audit event the full audit queue cannot take is held
 	// here instead of blocking the reader, and the connection waits for
@@ -84,6 +90,10 @@ type session struct {
 	// routed holds the stream a subject routed to, as bytes for the
 	// permission check (reused: no allocation per record).
 	routed []byte
+	// produceName and routeKey hold a record's stream and routing subject
+	// as the engine names them (reused: no allocation per record).
+	produceName []byte
+	routeKey    []byte
 	// subjects caches where this connection's subjects route (place.go).
 	subjects subject.Cache
 
@@ -307,7 +317,7 @@ func (s *session) hello(frame wire.Frame) (outcome, error) {
 
 // reply queues a structured error answering one request.
 func (s *session) reply(requestID uint32, e *wire.Error) {
-	s.send(wire.Append(nil, requestID, e))
+	s.send(wire.Append(nil, requestID, s.hide(e)))
 }
 
 // send queues encoded frames; a full reply queue makes Data pause after

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -14,6 +15,7 @@ import (
 type authOptions struct {
 	configPath    string
 	name          string
+	account       string
 	tokenFile     string
 	passwordStdin bool
 	mtlsIdentity  string
@@ -43,7 +45,7 @@ picks it up within seconds (or on SIGHUP). See docs/SECURITY.md.`,
   ironbus auth rm --auth-config auth.toml --name writer`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newAuthAddCmd(opts), newAuthListCmd(opts), newAuthRemoveCmd(opts))
+	cmd.AddCommand(newAuthAddCmd(opts), newAuthListCmd(opts), newAuthRemoveCmd(opts), newAuthExportCmd(opts))
 	return cmd
 }
 
@@ -76,7 +78,12 @@ every stream): tokens split on '.', "*" matches one token, ">" the rest.
 --publish-subjects patterns match record subjects: with them, every record
 the identity publishes must carry a matching subject, on top of the publish
 scope on the stream it lands in. Consumer group rules are edited by hand
-(docs/SECURITY.md).`,
+(docs/SECURITY.md).
+
+--account puts the identity in an account: its stream names, bindings, groups
+and dead-letter queues are the account's own, invisible to other accounts
+(default: the default account). The account "operator" administers every
+account, naming a tenant's stream ACCOUNT/STREAM (docs/SECURITY.md, "Accounts").`,
 		Example: `  ironbus auth add --auth-config auth.toml --name writer --token-file writer.token --scopes publish --streams 'orders.>' --streams audit
   ironbus auth add --auth-config auth.toml --name device-1 --mtls-identity spiffe://edge/device-1 --scopes publish --streams telemetry --publish-subjects 'telemetry.device-1.>'
   printf '%s\n' "$PW" | ironbus auth add --auth-config auth.toml --name ops --password-stdin --scopes admin`,
@@ -85,6 +92,7 @@ scope on the stream it lands in. Consumer group rules are edited by hand
 	flags := cmd.Flags()
 	addAuthConfigFlag(cmd, &auth.configPath)
 	flags.StringVar(&auth.name, "name", "", "identity name (the username for --password-stdin)")
+	flags.StringVar(&auth.account, "account", "", "the identity's account (default: the default account; \"operator\" administers all)")
 	flags.StringVar(&auth.tokenFile, "token-file", "", "file holding the identity's bearer token (its digest is stored)")
 	flags.BoolVar(&auth.passwordStdin, "password-stdin", false, "read the identity's password from stdin (its Argon2id hash is stored)")
 	flags.StringVar(&auth.mtlsIdentity, "mtls-identity", "", "client certificate identity (first URI SAN, else first DNS SAN)")
@@ -132,7 +140,15 @@ func runAuthAdd(opts *globalOptions, auth *authOptions) error {
 
 // entry builds the identity from the flags.
 func (auth *authOptions) entry(opts *globalOptions) (security.IdentityEntry, error) {
-	entry := security.IdentityEntry{Name: auth.name, MTLSIdentity: auth.mtlsIdentity,
+	if auth.account == security.DefaultAccount {
+		auth.account = ""
+	}
+	if auth.account != "" {
+		if err := security.ValidateAccount(auth.account); err != nil {
+			return security.IdentityEntry{}, exitErrorf(exitUsage, "--account: %w", err)
+		}
+	}
+	entry := security.IdentityEntry{Name: auth.name, Account: auth.account, MTLSIdentity: auth.mtlsIdentity,
 		PublishMessagesPerSecond: auth.messagesRate, PublishBytesPerSecond: float64(auth.bytesRate)}
 	credentials := 0
 	for _, set := range []bool{auth.tokenFile != "", auth.passwordStdin, auth.mtlsIdentity != ""} {
@@ -190,12 +206,14 @@ func (auth *authOptions) entry(opts *globalOptions) (security.IdentityEntry, err
 }
 
 type authListOutput struct {
-	Schema     string         `json:"schema"`
-	Identities []authIdentity `json:"identities"`
+	Schema     string                `json:"schema"`
+	Identities []authIdentity        `json:"identities"`
+	Exports    []security.ExportRule `json:"exports,omitempty"`
 }
 
 type authIdentity struct {
 	Name                     string   `json:"name"`
+	Account                  string   `json:"account"`
 	Mechanism                string   `json:"mechanism"`
 	MTLSIdentity             string   `json:"mtls_identity,omitempty"`
 	Publish                  []string `json:"publish,omitempty"`
@@ -227,9 +245,9 @@ scope covers, the quotas and when the credential expires (UTC; "never", and
 		if err != nil {
 			return exitErrorf(exitUnreadable, "%w", err)
 		}
-		out := authListOutput{Schema: "ironbus.cli.auth.v1", Identities: []authIdentity{}}
+		out := authListOutput{Schema: "ironbus.cli.auth.v1", Identities: []authIdentity{}, Exports: file.Exports}
 		for _, e := range file.Identities {
-			out.Identities = append(out.Identities, authIdentity{Name: e.Name, Mechanism: e.Mechanism(), MTLSIdentity: e.MTLSIdentity,
+			out.Identities = append(out.Identities, authIdentity{Name: e.Name, Account: cmp.Or(e.Account, security.DefaultAccount), Mechanism: e.Mechanism(), MTLSIdentity: e.MTLSIdentity,
 				Publish: e.Publish, Subscribe: e.Subscribe, Admin: e.Admin, PublishSubjects: e.PublishSubjects,
 				PublishMessagesPerSecond: e.PublishMessagesPerSecond, PublishBytesPerSecond: e.PublishBytesPerSecond,
 				Expired: !e.Expires.IsZero() && !time.Now().Before(e.Expires)})
@@ -240,14 +258,20 @@ scope covers, the quotas and when the credential expires (UTC; "never", and
 		if opts.json {
 			return writeJSON(opts.stdout, out)
 		}
-		return printIdentities(opts, out.Identities)
+		if err := printIdentities(opts, out.Identities); err != nil {
+			return err
+		}
+		for _, export := range file.Exports {
+			fmt.Fprintf(opts.stdout, "export %s/%s to %s\n", cmp.Or(export.Account, security.DefaultAccount), export.Stream, strings.Join(export.To, ","))
+		}
+		return nil
 	})
 	return cmd
 }
 
 func printIdentities(opts *globalOptions, identities []authIdentity) error {
 	table := tabwriter.NewWriter(opts.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(table, "NAME\tMECHANISM\tPUBLISH\tSUBSCRIBE\tADMIN\tQUOTA\tEXPIRES")
+	fmt.Fprintln(table, "NAME\tACCOUNT\tMECHANISM\tPUBLISH\tSUBSCRIBE\tADMIN\tQUOTA\tEXPIRES")
 	show := func(patterns []string) string {
 		if patterns == nil {
 			return "-"
@@ -266,7 +290,7 @@ func printIdentities(opts *globalOptions, identities []authIdentity) error {
 		if id.Expired {
 			expires += " (expired)"
 		}
-		fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id.Name, id.Mechanism, show(id.Publish), show(id.Subscribe), show(id.Admin), quota, expires)
+		fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id.Name, id.Account, id.Mechanism, show(id.Publish), show(id.Subscribe), show(id.Admin), quota, expires)
 	}
 	return table.Flush()
 }
@@ -300,6 +324,45 @@ Exit code 2 when there is no such identity.`,
 			return exitErrorf(exitUsage, "%w", err)
 		}
 		return printAuthChange(opts, authChange{Schema: authChangeSchema, Action: "removed", Name: name, Mechanism: removed.Mechanism(), File: path})
+	})
+	return cmd
+}
+
+func newAuthExportCmd(opts *globalOptions) *cobra.Command {
+	var path, account, stream, to string
+	var revoke bool
+	cmd := &cobra.Command{
+		Use:   "export --auth-config F --account OWNER --stream S --to ACCOUNT [--revoke]",
+		Short: "Let another account consume one of an account's streams",
+		Long: `Export a stream of account OWNER to account ACCOUNT, or --revoke that. The
+importing account names the stream OWNER/S and may only consume from it (its
+subscribe scope must cover OWNER/S); its groups on it are its own. A running
+broker applies the change on reload; each connection's first read of an
+import is audited (docs/SECURITY.md, "Accounts").`,
+		Example: `  ironbus auth export --auth-config auth.toml --account acme --stream orders --to beta`,
+		Args:    cobra.NoArgs,
+	}
+	addAuthConfigFlag(cmd, &path)
+	cmd.Flags().StringVar(&account, "account", security.DefaultAccount, "the account owning the stream")
+	cmd.Flags().StringVar(&stream, "stream", "", "the stream exported")
+	cmd.Flags().StringVar(&to, "to", "", "the account that may consume it")
+	cmd.Flags().BoolVar(&revoke, "revoke", false, "take the export back")
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print the change as JSON (schema ironbus.cli.auth-change.v1)")
+	_ = cmd.MarkFlagRequired("stream")
+	_ = cmd.MarkFlagRequired("to")
+	cmd.RunE = classified(func() error {
+		file, err := security.LoadAuthFile(path)
+		if err != nil {
+			return exitErrorf(exitUnreadable, "%w", err)
+		}
+		if err := file.Export(account, stream, to, revoke); err != nil {
+			return exitErrorf(exitNotFound, "%w", err)
+		}
+		if err := security.SaveAuthFile(path, file); err != nil {
+			return exitErrorf(exitUsage, "%w", err)
+		}
+		action := map[bool]string{false: "exported", true: "revoked"}[revoke]
+		return printAuthChange(opts, authChange{Schema: authChangeSchema, Action: action, Name: account + "/" + stream + " to " + to, Mechanism: "export", File: path})
 	})
 	return cmd
 }

@@ -3,11 +3,13 @@ package main
 import (
 	"errors"
 	"os"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ironbus/ironbus/datadir"
+	"github.com/ironbus/ironbus/security"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
@@ -60,7 +62,15 @@ func notADirectory(dataDir string) error {
 	return nil
 }
 
+// validateStream checks a stream name, or the operator account's
+// ACCOUNT/STREAM (docs/SECURITY.md, "Accounts").
 func validateStream(stream string) error {
+	if account, name, ok := strings.Cut(stream, "/"); ok {
+		if err := security.ValidateAccount(account); err != nil {
+			return exitErrorf(exitUsage, "--stream: %w", err)
+		}
+		stream = name
+	}
 	if err := segment.ValidateStreamName(stream); err != nil {
 		return exitErrorf(exitUsage, "--stream: %w", err)
 	}

@@ -497,7 +497,7 @@ func TestPartitionAllLongPollParksNoGoroutinePerPartition(t *testing.T) {
 	createStream(t, b, "wide", partitions)
 	producer, c := connect(t, addr), connect(t, addr)
 	before := runtime.NumGoroutine()
-	m := wire.Consume{Stream: []byte("wide"), Partition: wire.PartitionAll, Group: []byte("g"), Mode: wire.ModeWork, MaxRecords: 10, WaitMs: 10_000}
+	m := wire.Consume{Stream: []byte("wide"), Partition: wire.PartitionAll, Group: []byte("g"), Mode: wire.ModeWork, MaxRecords: 10, WaitMs: 60_000}
 	waiting := waitedAnswer(c, 1, m)
 	time.Sleep(100 * time.Millisecond) // the consume is waiting
 	if during := runtime.NumGoroutine(); during-before > 8 {
@@ -509,7 +509,11 @@ func TestPartitionAllLongPollParksNoGoroutinePerPartition(t *testing.T) {
 		if len(a.deliveries) != 1 || placeOf(a.deliveries[0]) != (place{200, offset}) {
 			t.Fatalf("woke with %+v", a.deliveries)
 		}
-	case <-time.After(2 * time.Second):
+	case <-time.After(30 * time.Second):
+		// Not a latency bound: the answer waits until the 256 groups'
+		// creations are durable (a checkpoint write each), about a second
+		// under the race detector and seconds on a loaded machine. A poll
+		// that missed the record would sleep out its 60 s.
 		t.Fatal("the long poll did not wake for a record in partition 200")
 	}
 }

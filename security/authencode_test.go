@@ -79,6 +79,8 @@ func TestEncodeAuthFileWritesEveryField(t *testing.T) {
 				field.Set(reflect.ValueOf([]string{"a." + value.Type().Field(i).Name, "b"}))
 			case reflect.Float64:
 				field.SetFloat(float64(i) + 0.5)
+			case reflect.Int64:
+				field.SetInt(int64(i) + 1)
 			default:
 				t.Fatalf("%s.%s: a %s field; teach encodeAuthFile and this test its kind",
 					value.Type().Name(), value.Type().Field(i).Name, field.Kind())
@@ -87,11 +89,13 @@ func TestEncodeAuthFileWritesEveryField(t *testing.T) {
 	}
 	var entry IdentityEntry
 	var rule GroupRule
+	var account AccountQuota
 	fill(reflect.ValueOf(&entry).Elem())
 	fill(reflect.ValueOf(&rule).Elem())
-	file := AuthFile{Identities: []IdentityEntry{entry}, Groups: []GroupRule{rule}}
-	if fields := reflect.TypeOf(file).NumField(); fields != 2 {
-		t.Fatalf("AuthFile has %d tables; encodeAuthFile writes identity and group", fields)
+	fill(reflect.ValueOf(&account).Elem())
+	file := AuthFile{Identities: []IdentityEntry{entry}, Groups: []GroupRule{rule}, Accounts: []AccountQuota{account}}
+	if fields := reflect.TypeOf(file).NumField(); fields != 3 {
+		t.Fatalf("AuthFile has %d tables; encodeAuthFile writes identity, group and account_quota", fields)
 	}
 	var decoded AuthFile
 	if err := toml.Unmarshal(encodeAuthFile(file), &decoded); err != nil {

@@ -28,10 +28,9 @@ type Authorizer struct {
 	// hash's memory (64 MiB by default), and the RAM budget has room for
 	// one, not for one per connecting peer.
 	hashing chan struct{}
-	// quotas survive reloads: keyed by identity name.
-	quotasMu sync.Mutex
-	quotas   map[string]*QuotaBucket
-	now      func() time.Time
+	// quota survives reloads: keyed by identity and account name.
+	quota quotaState
+	now   func() time.Time
 }
 
 // NewAuthorizer loads the auth config at path (refused when group- or
@@ -40,7 +39,7 @@ func NewAuthorizer(path string, logger *slog.Logger) (*Authorizer, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	a := &Authorizer{path: path, logger: logger, hashing: make(chan struct{}, 1), quotas: map[string]*QuotaBucket{}, now: time.Now}
+	a := &Authorizer{path: path, logger: logger, hashing: make(chan struct{}, 1), quota: newQuotaState(), now: time.Now}
 	if err := a.Reload(); err != nil {
 		return nil, err
 	}
@@ -155,24 +154,6 @@ func (a *Authorizer) Current(id *Identity) (*Identity, bool) {
 	}
 	now, ok := snap.byName[id.Name]
 	return now, ok
-}
-
-// Quota returns the identity's publish quota bucket, or nil when it has
-// none. Buckets are kept per name across reloads (a new rate applies at
-// once, the tokens already spent stay spent).
-func (a *Authorizer) Quota(id *Identity) *QuotaBucket {
-	if id.quota == (Quota{}) {
-		return nil
-	}
-	a.quotasMu.Lock()
-	defer a.quotasMu.Unlock()
-	bucket, ok := a.quotas[id.Name]
-	if !ok {
-		bucket = newQuotaBucket(a.now)
-		a.quotas[id.Name] = bucket
-	}
-	bucket.setRates(id.quota)
-	return bucket
 }
 
 // Describe lists identities for logs (never secrets).

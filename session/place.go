@@ -49,7 +49,10 @@ func (s *session) placeRecord(p *wire.Produce) (part *broker.Partition, werr *wi
 			return nil, werr, closes
 		}
 	}
-	served, err := s.engine.ProduceStream(stream)
+	if werr := s.creationRefused(s.identity, stream, 1); werr != nil {
+		return nil, werr, false
+	}
+	served, err := s.engine.ProduceStream(stream, s.owner())
 	if err != nil {
 		return nil, wireError(err), false
 	}

@@ -45,11 +45,13 @@ type session struct {
 	capabilities uint64 // negotiated in Hello
 	clientFrame  uint32 // largest frame the client accepts
 	// Security (auth.go): the authenticated identity (nil without auth),
-	// its publish quota, and the half-open slot of the pre-auth gate it
-	// holds until authenticated (nil: none).
-	identity  *security.Identity
-	quota     *security.QuotaBucket
-	admission *security.Admission
+	// its publish quota, the place it holds in its connection quotas
+	// (quota.go), and the half-open slot of the pre-auth gate it holds
+	// until authenticated (nil: none).
+	identity   *security.Identity
+	quota      *security.PublishQuota
+	connection *security.Connection
+	admission  *security.Admission
 	// auditMu guards reading and auditHeld: while Data runs (reading),
 	// an essential audit event the full audit queue cannot take is held
 	// here instead of blocking the reader, and the connection waits for
@@ -567,6 +569,7 @@ func (s *session) ReadStopped(cause error) {
 	s.cancel() // end long polls and admission waits
 	s.consumers.Wait()
 	s.releaseGate()
+	s.connection.Release()
 	s.releaseRunLease()
 	s.releaseReserved()
 	s.groupsMu.Lock()

@@ -1,0 +1,123 @@
+package security
+
+import (
+	"fmt"
+	"time"
+)
+
+// StreamUsage is what one stream counts against the stream, partition
+// and stored-bytes quotas: the identity that created it ("" for none: a
+// stream made without authentication, or adopted from an older data
+// directory, counts only against its account) and its account.
+type StreamUsage struct {
+	Owner      string
+	Account    string
+	Partitions int64
+	Bytes      int64 // on disk, preallocated segments included
+}
+
+// storedRecount is how often the stored bytes are counted again from the
+// broker's streams; records published in between are added as they go.
+const storedRecount = time.Second
+
+// storedCount is the stored bytes per identity and per account as last
+// counted, plus what was published since.
+type storedCount struct {
+	counted    time.Time
+	byIdentity map[string]int64
+	byAccount  map[string]int64
+}
+
+// CheckCreate checks that id may create a stream of partitions
+// partitions, preallocating preallocated bytes, given the streams that
+// exist (usage): a *QuotaError when its or its account's max_streams,
+// max_partitions or max_stored_bytes would be exceeded.
+func (a *Authorizer) CheckCreate(id *Identity, usage []StreamUsage, partitions, preallocated int64) error {
+	var own, shared StreamUsage
+	var ownStreams, sharedStreams int64
+	for _, stream := range usage {
+		if stream.Owner == id.Name && stream.Owner != "" {
+			ownStreams++
+			own.Partitions += stream.Partitions
+			own.Bytes += stream.Bytes
+		}
+		if stream.Account == id.Account() {
+			sharedStreams++
+			shared.Partitions += stream.Partitions
+			shared.Bytes += stream.Bytes
+		}
+	}
+	detail := fmt.Sprintf("a stream of %d partition(s) preallocating %d bytes was not created", partitions, preallocated)
+	if err := overCreate(identityHolder(id), id.limits, ownStreams, own, partitions, preallocated, detail); err != nil {
+		return err
+	}
+	if err := overCreate(accountHolder(id.Account()), id.accountLimits(), sharedStreams, shared, partitions, preallocated, detail); err != nil {
+		return err
+	}
+	a.quota.mu.Lock()
+	a.quota.stored.counted = time.Time{} // the new stream counts at the next publish
+	a.quota.mu.Unlock()
+	return nil
+}
+
+func overCreate(holder string, limits QuotaLimits, streams int64, used StreamUsage, partitions, preallocated int64, detail string) error {
+	refuse := func(quota string, limit int64) error {
+		return &QuotaError{Holder: holder, Quota: quota, Limit: limit, RetryAfter: ResourceRetryAfter, Detail: detail}
+	}
+	switch {
+	case limits.Streams > 0 && streams+1 > limits.Streams:
+		return refuse("max_streams", limits.Streams)
+	case limits.Partitions > 0 && used.Partitions+partitions > limits.Partitions:
+		return refuse("max_partitions", limits.Partitions)
+	case limits.StoredBytes > 0 && used.Bytes+preallocated > limits.StoredBytes:
+		return refuse("max_stored_bytes", limits.StoredBytes)
+	}
+	return nil
+}
+
+// LimitsStorage reports whether id or its account has a stream,
+// partition or stored-bytes quota, so that its publishes and creations
+// must be checked against the streams.
+func (id *Identity) LimitsStorage() bool {
+	own, shared := id.limits, id.accountLimits()
+	return own.Streams > 0 || own.Partitions > 0 || own.StoredBytes > 0 ||
+		shared.Streams > 0 || shared.Partitions > 0 || shared.StoredBytes > 0
+}
+
+// ChargeStored counts a record of size bytes against id's and its
+// account's max_stored_bytes, or refuses it with a *QuotaError. The
+// counts are taken from usage at most once a second; records charged in
+// between are added to them, so a burst cannot outrun the quota by more
+// than what retention trims meanwhile.
+func (a *Authorizer) ChargeStored(id *Identity, size int, usage func() []StreamUsage) error {
+	own, shared := id.limits.StoredBytes, id.accountLimits().StoredBytes
+	if own == 0 && shared == 0 {
+		return nil
+	}
+	q := &a.quota
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if now := a.now(); now.Sub(q.stored.counted) >= storedRecount {
+		q.stored = countStored(usage(), now)
+	}
+	if own > 0 && q.stored.byIdentity[id.Name]+int64(size) > own {
+		return &QuotaError{Holder: identityHolder(id), Quota: "max_stored_bytes", Limit: own, RetryAfter: ResourceRetryAfter}
+	}
+	if shared > 0 && q.stored.byAccount[id.Account()]+int64(size) > shared {
+		return &QuotaError{Holder: accountHolder(id.Account()), Quota: "max_stored_bytes", Limit: shared, RetryAfter: ResourceRetryAfter}
+	}
+	q.stored.byIdentity[id.Name] += int64(size)
+	q.stored.byAccount[id.Account()] += int64(size)
+	return nil
+}
+
+func countStored(usage []StreamUsage, now time.Time) storedCount {
+	count := storedCount{counted: now, byIdentity: map[string]int64{}, byAccount: map[string]int64{}}
+	for _, stream := range usage {
+		if stream.Owner != "" {
+			count.byIdentity[stream.Owner] += stream.Bytes
+		}
+		count.byAccount[stream.Account] += stream.Bytes
+	}
+	return count
+}

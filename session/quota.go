@@ -1,0 +1,87 @@
+package session
+
+import (
+	"errors"
+
+	"github.com/ironbus/ironbus/security"
+	"github.com/ironbus/ironbus/wire"
+)
+
+// Quotas (docs/SECURITY.md, "Quotas"): the checks of an identity's and
+// its account's quotas on the requests that spend them. A refusal is a
+// quota_exceeded error whose RetryAfter is the quota's hint.
+
+// quotaAnswer maps a quota refusal to its wire error.
+func quotaAnswer(err error) *wire.Error {
+	var refusal *security.QuotaError
+	if !errors.As(err, &refusal) {
+		return wireError(err)
+	}
+	e := wire.NewError(wire.CodeQuotaExceeded, "%s", refusal.Error())
+	e.RetryAfter = refusal.RetryAfter
+	return e
+}
+
+// refuseConnection answers a Hello whose identity is at a connection
+// quota and closes the connection (on the authenticating goroutine).
+func (s *session) refuseConnection(identity *security.Identity, requestID uint32, err error) {
+	s.record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: identity.Name, Action: "auth", Outcome: "quota", Detail: err.Error()})
+	e := quotaAnswer(err)
+	e.Closes = true
+	_ = s.conn.Write(wire.Append(nil, requestID, e))
+	_ = s.conn.Close()
+}
+
+// chargeQuota spends the identity's and its account's publish rate and
+// stored bytes on one record.
+func (s *session) chargeQuota(size int) *wire.Error {
+	if s.quota != nil {
+		if refusal := s.quota.Take(size); refusal != nil {
+			return quotaAnswer(refusal)
+		}
+	}
+	if s.identity != nil && s.identity.LimitsStorage() {
+		if err := s.cfg.Auth.ChargeStored(s.identity, size, s.usage); err != nil {
+			return quotaAnswer(err)
+		}
+	}
+	return nil
+}
+
+// usage lists the streams as the quotas count them. Every stream is in
+// the default account ("") until streams carry an account.
+func (s *session) usage() []security.StreamUsage {
+	streams := s.engine.Usage()
+	out := make([]security.StreamUsage, len(streams))
+	for i, stream := range streams {
+		out[i] = security.StreamUsage{Owner: stream.Owner, Account: "", Partitions: int64(stream.Partitions), Bytes: stream.Bytes}
+	}
+	return out
+}
+
+// owner is the identity streams this connection creates belong to.
+func (s *session) owner() string { return identityName(s.identity) }
+
+func identityName(identity *security.Identity) string {
+	if identity == nil {
+		return ""
+	}
+	return identity.Name
+}
+
+// creationRefused checks a stream creation of partitions partitions
+// against identity's quotas (nil: no auth); nil when it may go ahead. An
+// existing stream creates nothing and is not checked.
+func (s *session) creationRefused(identity *security.Identity, name []byte, partitions uint32) *wire.Error {
+	if identity == nil || !identity.LimitsStorage() {
+		return nil
+	}
+	if _, err := s.engine.Stream(name); err == nil {
+		return nil
+	}
+	count := int64(max(partitions, 1))
+	if err := s.cfg.Auth.CheckCreate(identity, s.usage(), count, count*s.engine.PreallocatedBytes()); err != nil {
+		return quotaAnswer(err)
+	}
+	return nil
+}

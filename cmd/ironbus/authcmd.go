@@ -24,6 +24,39 @@ type authOptions struct {
 	bytesRate     int64
 	replace       bool
 	passwd        passwdOptions
+	// rules are the pattern lists beyond --streams and --publish-subjects.
+	rules      authRules
+	maxConns   int64
+	maxStreams int64
+	maxParts   int64
+	maxStored  int64
+}
+
+// authRules are the deny and subscribe-subject pattern flags, each
+// stored as the auth config key of the same name.
+type authRules struct {
+	denyPublish, denySubscribe, denyAdmin                         []string
+	subscribeSubjects, denyPublishSubjects, denySubscribeSubjects []string
+}
+
+// flags lists each rule flag with its target and help.
+func (r *authRules) flags() []struct {
+	name   string
+	target *[]string
+	help   string
+} {
+	return []struct {
+		name   string
+		target *[]string
+		help   string
+	}{
+		{"deny-publish", &r.denyPublish, "stream pattern the identity may not publish to, whatever its scopes grant (repeatable)"},
+		{"deny-subscribe", &r.denySubscribe, "stream pattern the identity may not consume from, whatever its scopes grant (repeatable)"},
+		{"deny-admin", &r.denyAdmin, "stream pattern the identity may not administer, whatever its scopes grant (repeatable)"},
+		{"subscribe-subjects", &r.subscribeSubjects, "subject pattern a consumer's subject filter must lie within (repeatable; default: any)"},
+		{"deny-publish-subjects", &r.denyPublishSubjects, "subject pattern the identity's records may not carry (repeatable)"},
+		{"deny-subscribe-subjects", &r.denySubscribeSubjects, "subject pattern a consumer's subject filter may not reach (repeatable)"},
+	}
 }
 
 func newAuthCmd(opts *globalOptions) *cobra.Command {
@@ -69,8 +102,14 @@ scope covers the --streams patterns, which match stream names (default ">" =
 every stream): tokens split on '.', "*" matches one token, ">" the rest.
 --publish-subjects patterns match record subjects: with them, every record
 the identity publishes must carry a matching subject, on top of the publish
-scope on the stream it lands in. Consumer group rules are edited by hand
-(docs/SECURITY.md).`,
+scope on the stream it lands in. --subscribe-subjects patterns do the same
+for consuming: a consumer must name a subject filter within them. The --deny-*
+patterns win over every grant: --deny-publish, --deny-subscribe and
+--deny-admin name streams, --deny-publish-subjects and
+--deny-subscribe-subjects subjects. --max-connections, --max-streams,
+--max-partitions and --max-stored-bytes are quotas (0 = none; streams and
+bytes count what the identity created, preallocated segments included).
+Consumer group rules and account quotas are edited by hand (docs/SECURITY.md).`,
 		Example: `  ironbus auth add --auth-config auth.toml --name writer --token-file writer.token --scopes publish --streams 'orders.>' --streams audit
   ironbus auth add --auth-config auth.toml --name device-1 --mtls-identity spiffe://edge/device-1 --scopes publish --streams telemetry --publish-subjects 'telemetry.device-1.>'
   printf '%s\n' "$PW" | ironbus auth add --auth-config auth.toml --name ops --password-stdin --scopes admin`,
@@ -92,6 +131,13 @@ scope on the stream it lands in. Consumer group rules are edited by hand
 	_ = flags.MarkHidden("subjects")
 	flags.Float64Var(&auth.messagesRate, "publish-messages-per-second", 0, "publish quota in records per second (0 = none)")
 	flags.Var(sizeValue{&auth.bytesRate}, "publish-bytes-per-second", "publish quota in bytes per second, with a unit (0 = none)")
+	for _, rule := range auth.rules.flags() {
+		flags.StringArrayVar(rule.target, rule.name, nil, rule.help)
+	}
+	flags.Int64Var(&auth.maxConns, "max-connections", 0, "quota: open connections of the identity (0 = none)")
+	flags.Int64Var(&auth.maxStreams, "max-streams", 0, "quota: streams the identity creates (0 = none)")
+	flags.Int64Var(&auth.maxParts, "max-partitions", 0, "quota: partitions of the streams the identity creates (0 = none)")
+	flags.Var(sizeValue{&auth.maxStored}, "max-stored-bytes", "quota: bytes on disk of the streams the identity creates, with a unit (0 = none)")
 	flags.BoolVar(&auth.replace, "replace", false, "replace an identity of the same name")
 	flags.Var(sizeValue{&auth.passwd.memory}, "argon2-memory", "Argon2id memory per login for --password-stdin (64MiB)")
 	flags.BoolVar(&opts.json, "json", false, "print the change as JSON (schema ironbus.cli.auth-change.v1)")
@@ -126,7 +172,16 @@ func runAuthAdd(opts *globalOptions, auth *authOptions) error {
 // entry builds the identity from the flags.
 func (auth *authOptions) entry(opts *globalOptions) (security.IdentityEntry, error) {
 	entry := security.IdentityEntry{Name: auth.name, MTLSIdentity: auth.mtlsIdentity,
-		PublishMessagesPerSecond: auth.messagesRate, PublishBytesPerSecond: float64(auth.bytesRate)}
+		PublishMessagesPerSecond: auth.messagesRate, PublishBytesPerSecond: float64(auth.bytesRate),
+		MaxConnections: auth.maxConns, MaxStreams: auth.maxStreams, MaxPartitions: auth.maxParts, MaxStoredBytes: auth.maxStored,
+		DenyPublish: auth.rules.denyPublish, DenySubscribe: auth.rules.denySubscribe, DenyAdmin: auth.rules.denyAdmin,
+		SubscribeSubjects: auth.rules.subscribeSubjects, DenyPublishSubjects: auth.rules.denyPublishSubjects,
+		DenySubscribeSubjects: auth.rules.denySubscribeSubjects}
+	for _, rule := range auth.rules.flags() {
+		if _, err := security.ParsePatterns(*rule.target); err != nil {
+			return entry, exitErrorf(exitUsage, "--%s: %w", rule.name, err)
+		}
+	}
 	credentials := 0
 	for _, set := range []bool{auth.tokenFile != "", auth.passwordStdin, auth.mtlsIdentity != ""} {
 		if set {
@@ -190,6 +245,16 @@ type authIdentity struct {
 	PublishSubjects          []string `json:"publish_subjects,omitempty"`
 	PublishMessagesPerSecond float64  `json:"publish_messages_per_second,omitempty"`
 	PublishBytesPerSecond    float64  `json:"publish_bytes_per_second,omitempty"`
+	SubscribeSubjects        []string `json:"subscribe_subjects,omitempty"`
+	DenyPublish              []string `json:"deny_publish,omitempty"`
+	DenySubscribe            []string `json:"deny_subscribe,omitempty"`
+	DenyAdmin                []string `json:"deny_admin,omitempty"`
+	DenyPublishSubjects      []string `json:"deny_publish_subjects,omitempty"`
+	DenySubscribeSubjects    []string `json:"deny_subscribe_subjects,omitempty"`
+	MaxConnections           int64    `json:"max_connections,omitempty"`
+	MaxStreams               int64    `json:"max_streams,omitempty"`
+	MaxPartitions            int64    `json:"max_partitions,omitempty"`
+	MaxStoredBytes           int64    `json:"max_stored_bytes,omitempty"`
 }
 
 func newAuthListCmd(opts *globalOptions) *cobra.Command {
@@ -214,7 +279,10 @@ scope covers and the quotas. Digests and hashes are not printed.`,
 		for _, e := range file.Identities {
 			out.Identities = append(out.Identities, authIdentity{Name: e.Name, Mechanism: e.Mechanism(), MTLSIdentity: e.MTLSIdentity,
 				Publish: e.Publish, Subscribe: e.Subscribe, Admin: e.Admin, PublishSubjects: e.PublishSubjects,
-				PublishMessagesPerSecond: e.PublishMessagesPerSecond, PublishBytesPerSecond: e.PublishBytesPerSecond})
+				PublishMessagesPerSecond: e.PublishMessagesPerSecond, PublishBytesPerSecond: e.PublishBytesPerSecond,
+				SubscribeSubjects: e.SubscribeSubjects, DenyPublish: e.DenyPublish, DenySubscribe: e.DenySubscribe, DenyAdmin: e.DenyAdmin,
+				DenyPublishSubjects: e.DenyPublishSubjects, DenySubscribeSubjects: e.DenySubscribeSubjects,
+				MaxConnections: e.MaxConnections, MaxStreams: e.MaxStreams, MaxPartitions: e.MaxPartitions, MaxStoredBytes: e.MaxStoredBytes})
 		}
 		if opts.json {
 			return writeJSON(opts.stdout, out)

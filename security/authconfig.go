@@ -260,6 +260,8 @@ type Identity struct {
 	password  passwordHash
 	mtls      string
 	limits    QuotaLimits
+	shared    QuotaLimits // its account's
+	storage   bool        // it or its account has a stream, partition or stored-bytes quota
 	snapshot  *authSnapshot
 }
 
@@ -333,6 +335,8 @@ func compile(file AuthFile) (*authSnapshot, error) {
 			return nil, fmt.Errorf("%w: identity %q is defined twice", ErrAuthConfig, id.Name)
 		}
 		id.snapshot = snap
+		id.shared = accounts[id.Account()]
+		id.storage = id.storage || id.shared.storage()
 		snap.byName[id.Name] = id
 		snap.identity = append(snap.identity, id)
 		switch id.Mechanism {
@@ -383,6 +387,7 @@ func compileIdentity(entry IdentityEntry) (*Identity, error) {
 	if err := id.limits.validate(); err != nil {
 		return nil, err
 	}
+	id.storage = id.limits.storage()
 	for scope := range scopeCount {
 		var err error
 		if id.granted[scope], err = optionalPatterns(scope.String(), entry.Patterns(scope)); err != nil {

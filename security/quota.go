@@ -48,6 +48,8 @@ func (l QuotaLimits) validate() error {
 
 func (l QuotaLimits) rated() bool { return l.MessagesPerSecond > 0 || l.BytesPerSecond > 0 }
 
+func (l QuotaLimits) storage() bool { return l.Streams > 0 || l.Partitions > 0 || l.StoredBytes > 0 }
+
 // AccountQuota is one [[account_quota]] table: the quotas every identity
 // of the account shares.
 type AccountQuota struct {
@@ -113,7 +115,7 @@ func accountHolder(account string) string {
 }
 
 // accountLimits returns the quotas of the identity's account.
-func (id *Identity) accountLimits() QuotaLimits { return id.snapshot.accounts[id.Account()] }
+func (id *Identity) accountLimits() QuotaLimits { return id.shared }
 
 // quotaState is the Authorizer's live quota state: publish buckets and
 // open connections per identity and per account, and the stored-bytes

@@ -78,11 +78,7 @@ func overCreate(holder string, limits QuotaLimits, streams int64, used StreamUsa
 // LimitsStorage reports whether id or its account has a stream,
 // partition or stored-bytes quota, so that its publishes and creations
 // must be checked against the streams.
-func (id *Identity) LimitsStorage() bool {
-	own, shared := id.limits, id.accountLimits()
-	return own.Streams > 0 || own.Partitions > 0 || own.StoredBytes > 0 ||
-		shared.Streams > 0 || shared.Partitions > 0 || shared.StoredBytes > 0
-}
+func (id *Identity) LimitsStorage() bool { return id.storage }
 
 // ChargeStored counts a record of size bytes against id's and its
 // account's max_stored_bytes, or refuses it with a *QuotaError. The

@@ -70,6 +70,12 @@ func TestDenyRulesWin(t *testing.T) {
 	if _, err := most.CreateStream(ctx, "secret.b", client.StreamSettings{}); code(err) != wire.CodePermissionDenied {
 		t.Errorf("denied admin create: %v", err)
 	}
+	if _, err := most.Bind(ctx, "paid.>", "secret.a"); code(err) != wire.CodePermissionDenied {
+		t.Errorf("denied admin bind: %v", err)
+	}
+	if _, err := most.Bind(ctx, "orders.>", "orders"); err != nil {
+		t.Errorf("allowed bind: %v", err)
+	}
 	streams, err := most.Streams(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -287,6 +287,9 @@ type authSnapshot struct {
 	identity []*Identity
 	groups   []groupRule
 	accounts map[string]QuotaLimits // account_quota by account name
+	// stored: some identity or account has max_stored_bytes, so records
+	// are counted (ChargeStored).
+	stored bool
 	// dummy is hashed when the username is unknown, so an unknown user
 	// costs what a wrong password costs: the parameters of the most
 	// expensive real hash, a key nothing matches.
@@ -337,6 +340,7 @@ func compile(file AuthFile) (*authSnapshot, error) {
 		id.snapshot = snap
 		id.shared = accounts[id.Account()]
 		id.storage = id.storage || id.shared.storage()
+		snap.stored = snap.stored || id.limits.StoredBytes > 0 || id.shared.StoredBytes > 0
 		snap.byName[id.Name] = id
 		snap.identity = append(snap.identity, id)
 		switch id.Mechanism {

@@ -30,7 +30,9 @@ type Authorizer struct {
 	hashing chan struct{}
 	// quota survives reloads: keyed by identity and account name.
 	quota quotaState
-	now   func() time.Time
+	// creations orders stream creations that quotas check (LockCreations).
+	creations sync.Mutex
+	now       func() time.Time
 }
 
 // NewAuthorizer loads the auth config at path (refused when group- or

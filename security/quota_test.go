@@ -93,19 +93,18 @@ func TestQuotaStoredBytes(t *testing.T) {
 	}})
 	now := time.Unix(1000, 0)
 	a.now = func() time.Time { return now }
-	maker := a.current.Load().byName["maker"]
 	stored := int64(600)
 	recounts := 0
 	usage := func() []StreamUsage { recounts++; return []StreamUsage{{Owner: "maker", Partitions: 1, Bytes: stored}} }
 	for range 4 {
-		if err := a.ChargeStored(maker, 100, usage); err != nil {
+		if err := a.ChargeStored("maker", "", 100, usage); err != nil {
 			t.Fatal(err)
 		}
 	}
-	quotaRefusal(t, a.ChargeStored(maker, 1, usage), "max_stored_bytes", `identity "maker"`)
+	quotaRefusal(t, a.ChargeStored("maker", "", 1, usage), "max_stored_bytes", `identity "maker"`)
 	stored = 200 // retention trimmed
 	now = now.Add(storedRecount)
-	if err := a.ChargeStored(maker, 500, usage); err != nil || recounts != 2 {
+	if err := a.ChargeStored("maker", "", 500, usage); err != nil || recounts != 2 {
 		t.Fatalf("after a recount: %v (%d recounts)", err, recounts)
 	}
 }

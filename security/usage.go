@@ -75,18 +75,34 @@ func overCreate(holder string, limits QuotaLimits, streams int64, used StreamUsa
 	return nil
 }
 
+// LockCreations serializes stream creations by identities with quotas
+// (CheckCreate, then the creation) and returns the unlock.
+func (a *Authorizer) LockCreations() (unlock func()) {
+	a.creations.Lock()
+	return a.creations.Unlock
+}
+
 // LimitsStorage reports whether id or its account has a stream,
 // partition or stored-bytes quota, so that its publishes and creations
 // must be checked against the streams.
 func (id *Identity) LimitsStorage() bool { return id.storage }
 
-// ChargeStored counts a record of size bytes against id's and its
-// account's max_stored_bytes, or refuses it with a *QuotaError. The
-// counts are taken from usage at most once a second; records charged in
-// between are added to them, so a burst cannot outrun the quota by more
-// than what retention trims meanwhile.
-func (a *Authorizer) ChargeStored(id *Identity, size int, usage func() []StreamUsage) error {
-	own, shared := id.limits.StoredBytes, id.accountLimits().StoredBytes
+// ChargeStored counts a record of size bytes published to a stream that
+// owner created, in account, against the owner's and the account's
+// max_stored_bytes (what a stream stores is its creator's, whoever
+// publishes), or refuses it with a *QuotaError. The counts are taken from
+// usage at most once a second; records charged in between are added to
+// them. Without any max_stored_bytes in the config it is one atomic load.
+func (a *Authorizer) ChargeStored(owner, account string, size int, usage func() []StreamUsage) error {
+	snap := a.current.Load()
+	if !snap.stored {
+		return nil
+	}
+	var own int64
+	if id := snap.byName[owner]; id != nil && owner != "" {
+		own = id.limits.StoredBytes
+	}
+	shared := snap.accounts[account].StoredBytes
 	if own == 0 && shared == 0 {
 		return nil
 	}
@@ -96,14 +112,17 @@ func (a *Authorizer) ChargeStored(id *Identity, size int, usage func() []StreamU
 	if now := a.now(); now.Sub(q.stored.counted) >= storedRecount {
 		q.stored = countStored(usage(), now)
 	}
-	if own > 0 && q.stored.byIdentity[id.Name]+int64(size) > own {
-		return &QuotaError{Holder: identityHolder(id), Quota: "max_stored_bytes", Limit: own, RetryAfter: ResourceRetryAfter}
+	if own > 0 && q.stored.byIdentity[owner]+int64(size) > own {
+		return &QuotaError{Holder: fmt.Sprintf("identity %q", owner), Quota: "max_stored_bytes", Limit: own, RetryAfter: ResourceRetryAfter,
+			Detail: "the stream is that identity's"}
 	}
-	if shared > 0 && q.stored.byAccount[id.Account()]+int64(size) > shared {
-		return &QuotaError{Holder: accountHolder(id.Account()), Quota: "max_stored_bytes", Limit: shared, RetryAfter: ResourceRetryAfter}
+	if shared > 0 && q.stored.byAccount[account]+int64(size) > shared {
+		return &QuotaError{Holder: accountHolder(account), Quota: "max_stored_bytes", Limit: shared, RetryAfter: ResourceRetryAfter}
 	}
-	q.stored.byIdentity[id.Name] += int64(size)
-	q.stored.byAccount[id.Account()] += int64(size)
+	if owner != "" {
+		q.stored.byIdentity[owner] += int64(size)
+	}
+	q.stored.byAccount[account] += int64(size)
 	return nil
 }
 

@@ -49,10 +49,12 @@ func (s *session) placeRecord(p *wire.Produce) (part *broker.Partition, werr *wi
 			return nil, werr, closes
 		}
 	}
-	if werr := s.creationRefused(s.identity, stream, 1); werr != nil {
+	unlock, werr := s.creationRefused(s.identity, stream, 1)
+	if werr != nil {
 		return nil, werr, false
 	}
 	served, err := s.engine.ProduceStream(stream, s.owner())
+	unlock()
 	if err != nil {
 		return nil, wireError(err), false
 	}

@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 
+	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/security"
 	"github.com/ironbus/ironbus/wire"
 )
@@ -32,29 +33,37 @@ func (s *session) refuseConnection(identity *security.Identity, requestID uint32
 	_ = s.conn.Close()
 }
 
-// chargeQuota spends the identity's and its account's publish rate and
-// stored bytes on one record.
-func (s *session) chargeQuota(size int) *wire.Error {
+// defaultAccount is the account of every stream until streams carry an
+// account of their own.
+const defaultAccount = ""
+
+// chargeQuota counts one record against the stored bytes of the stream's
+// owner and account, then spends the identity's and its account's publish
+// rate. Stored bytes go first: a record the rate then refuses is counted
+// there until the next recount (a second at most), where a rate token
+// spent on a record the stored bytes refuse would be gone.
+func (s *session) chargeQuota(size int, part *broker.Partition) *wire.Error {
+	if s.cfg.Auth == nil {
+		return nil
+	}
+	if err := s.cfg.Auth.ChargeStored(part.Owner(), defaultAccount, size, s.usage); err != nil {
+		return quotaAnswer(err)
+	}
 	if s.quota != nil {
 		if refusal := s.quota.Take(size); refusal != nil {
 			return quotaAnswer(refusal)
-		}
-	}
-	if s.identity != nil && s.identity.LimitsStorage() {
-		if err := s.cfg.Auth.ChargeStored(s.identity, size, s.usage); err != nil {
-			return quotaAnswer(err)
 		}
 	}
 	return nil
 }
 
 // usage lists the streams as the quotas count them. Every stream is in
-// the default account ("") until streams carry an account.
+// the default account until streams carry an account.
 func (s *session) usage() []security.StreamUsage {
 	streams := s.engine.Usage()
 	out := make([]security.StreamUsage, len(streams))
 	for i, stream := range streams {
-		out[i] = security.StreamUsage{Owner: stream.Owner, Account: "", Partitions: int64(stream.Partitions), Bytes: stream.Bytes}
+		out[i] = security.StreamUsage{Owner: stream.Owner, Account: defaultAccount, Partitions: int64(stream.Partitions), Bytes: stream.Bytes}
 	}
 	return out
 }
@@ -70,18 +79,25 @@ func identityName(identity *security.Identity) string {
 }
 
 // creationRefused checks a stream creation of partitions partitions
-// against identity's quotas (nil: no auth); nil when it may go ahead. An
-// existing stream creates nothing and is not checked.
-func (s *session) creationRefused(identity *security.Identity, name []byte, partitions uint32) *wire.Error {
+// against identity's quotas (nil: no auth). When it may go ahead it
+// returns the unlock to call once the stream is created: creations by
+// identities with quotas are checked and made one at a time, so two
+// cannot both pass the last place of a quota. An existing stream creates
+// nothing and is not checked.
+func (s *session) creationRefused(identity *security.Identity, name []byte, partitions uint32) (unlock func(), werr *wire.Error) {
 	if identity == nil || !identity.LimitsStorage() {
-		return nil
+		return noUnlock, nil
 	}
 	if _, err := s.engine.Stream(name); err == nil {
-		return nil
+		return noUnlock, nil
 	}
+	unlock = s.cfg.Auth.LockCreations()
 	count := int64(max(partitions, 1))
 	if err := s.cfg.Auth.CheckCreate(identity, s.usage(), count, count*s.engine.PreallocatedBytes()); err != nil {
-		return quotaAnswer(err)
+		unlock()
+		return noUnlock, quotaAnswer(err)
 	}
-	return nil
+	return unlock, nil
 }
+
+func noUnlock() {}

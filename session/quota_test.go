@@ -177,6 +177,8 @@ func TestStreamQuotas(t *testing.T) {
 	quotaRefused(t, "a third stream by create", err, "max_streams")
 
 	other := s.dialAs(t, "other")
+	_, err = other.Produce(ctx, "a", client.Record{Payload: incompressible(1500)})
+	quotaRefused(t, "another identity filling the maker's stream", err, `identity "maker" is at its max_stored_bytes`)
 	if _, err := other.CreateStream(ctx, "d", client.StreamSettings{Partitions: 8}); err != nil {
 		t.Fatalf("another identity: %v", err)
 	}

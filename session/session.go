@@ -351,7 +351,7 @@ func (s *session) produce(frame wire.Frame) (outcome, error) {
 		return outcomeDone, s.fatal(frame.RequestID, werr)
 	}
 	if werr == nil {
-		werr = s.chargeQuota(len(p.Body))
+		werr = s.chargeQuota(len(p.Body), part)
 	}
 	if werr != nil {
 		if !s.flushRun() {

@@ -302,9 +302,21 @@ func printIdentities(opts *globalOptions, identities []authIdentity) error {
 		return strings.Join(patterns, ",")
 	}
 	for _, id := range identities {
-		quota := "-"
+		var quotas []string
 		if id.PublishMessagesPerSecond > 0 || id.PublishBytesPerSecond > 0 {
-			quota = fmt.Sprintf("%g msg/s, %g B/s", id.PublishMessagesPerSecond, id.PublishBytesPerSecond)
+			quotas = append(quotas, fmt.Sprintf("%g msg/s, %g B/s", id.PublishMessagesPerSecond, id.PublishBytesPerSecond))
+		}
+		for _, limit := range []struct {
+			value int64
+			unit  string
+		}{{id.MaxConnections, "conns"}, {id.MaxStreams, "streams"}, {id.MaxPartitions, "partitions"}, {id.MaxStoredBytes, "B stored"}} {
+			if limit.value > 0 {
+				quotas = append(quotas, fmt.Sprintf("%d %s", limit.value, limit.unit))
+			}
+		}
+		quota := "-"
+		if len(quotas) > 0 {
+			quota = strings.Join(quotas, ", ")
 		}
 		fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\t%s\n", id.Name, id.Mechanism, show(id.Publish), show(id.Subscribe), show(id.Admin), quota)
 	}

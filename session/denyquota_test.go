@@ -197,3 +197,38 @@ func TestStreamQuotas(t *testing.T) {
 		t.Errorf("streams %v", names)
 	}
 }
+
+// TestGroupDenyListsWin: a group rule's deny list takes a verb from an
+// identity that another rule grants it, and a rule of deny lists only
+// leaves the group open to everyone else.
+func TestGroupDenyListsWin(t *testing.T) {
+	file := security.AuthFile{
+		Identities: []security.IdentityEntry{
+			{Name: "ops", TokenSHA256: security.TokenDigest("ops-token"), Publish: []string{">"}},
+			{Name: "billing", TokenSHA256: security.TokenDigest("billing-token"), Subscribe: []string{"orders"}},
+			{Name: "intern", TokenSHA256: security.TokenDigest("intern-token"), Subscribe: []string{"orders"}},
+		},
+		Groups: []security.GroupRule{
+			{Stream: "orders", Group: "billing", Join: []string{"billing", "intern"}, Commit: []string{"billing", "intern"}},
+			{Stream: ">", Group: ">", DenyCommit: []string{"intern"}},
+		},
+	}
+	s := startSecuredAudited(t, file, security.GateOptions{}, nil)
+	ctx := context.Background()
+	if _, err := s.dialAs(t, "ops").Produce(ctx, "orders", client.Record{Payload: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	billing, intern := s.dialAs(t, "billing"), s.dialAs(t, "intern")
+	if _, err := intern.Fetch(ctx, "orders", "billing", client.FetchOptions{}); err != nil {
+		t.Errorf("a join the deny lists leave: %v", err)
+	}
+	if _, err := intern.Commit(ctx, "orders", "billing", 0, 1); code(err) != wire.CodePermissionDenied {
+		t.Errorf("a commit one rule grants and another denies: %v, want permission_denied", err)
+	}
+	if _, err := intern.Commit(ctx, "orders", "own", 0, 1); code(err) != wire.CodePermissionDenied {
+		t.Errorf("a commit on a group only the deny rule covers: %v, want permission_denied", err)
+	}
+	if _, err := billing.Commit(ctx, "orders", "own", 0, 1); err != nil {
+		t.Errorf("an identity the deny-only rule does not name: %v", err)
+	}
+}

@@ -79,6 +79,7 @@ func (a *Authorizer) Reload() error {
 	}
 	a.current.Store(snap)
 	a.stamps.Store(&stamps)
+	a.quota.forget(snap)
 	return nil
 }
 

@@ -136,6 +136,25 @@ func newQuotaState() quotaState {
 		identityConns: map[string]int64{}, accountConns: map[string]int64{}}
 }
 
+// forget drops the buckets of identities and accounts the config in
+// force has no rate quota for, so reloads that churn names do not grow
+// the state. A connection still holding a dropped bucket keeps charging
+// it until its next request looks its identity up again.
+func (q *quotaState) forget(snap *authSnapshot) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for name := range q.identityBucket {
+		if id := snap.byName[name]; id == nil || !id.limits.rated() {
+			delete(q.identityBucket, name)
+		}
+	}
+	for account := range q.accountBucket {
+		if !snap.accounts[account].rated() {
+			delete(q.accountBucket, account)
+		}
+	}
+}
+
 // PublishQuota is the publish rate quota a connection charges: its
 // identity's bucket and its account's, either nil when it has none.
 type PublishQuota struct {

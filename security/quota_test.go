@@ -137,3 +137,26 @@ func TestQuotaPublishAccount(t *testing.T) {
 		t.Fatalf("a refused record spent the identity's bucket: %v left", fast.identity.messages)
 	}
 }
+
+// TestQuotaStateForgetsRemovedNames: a reload drops the buckets of
+// identities and accounts that no longer have a rate quota (I8).
+func TestQuotaStateForgetsRemovedNames(t *testing.T) {
+	file := AuthFile{Identities: []IdentityEntry{
+		{Name: "kept", TokenSHA256: TokenDigest("k"), PublishMessagesPerSecond: 5},
+		{Name: "gone", TokenSHA256: TokenDigest("g"), PublishMessagesPerSecond: 5},
+	}, Accounts: []AccountQuota{{Account: "", PublishBytesPerSecond: 100}}}
+	a := quotaAuthorizer(t, file)
+	snap := a.current.Load()
+	a.PublishQuota(snap.byName["kept"])
+	a.PublishQuota(snap.byName["gone"])
+	file.Identities, file.Accounts = file.Identities[:1], nil
+	if err := SaveAuthFile(a.path, file); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := a.quota.identityBucket["kept"]; !ok || len(a.quota.identityBucket) != 1 || len(a.quota.accountBucket) != 0 {
+		t.Fatalf("buckets after the reload: %v, %v", a.quota.identityBucket, a.quota.accountBucket)
+	}
+}

@@ -26,7 +26,7 @@ func openTestBroker(t testing.TB, cfg Config) *Broker {
 // when it does not exist.
 func partitionOf(t testing.TB, b *Broker, stream string, partition uint32) *Partition {
 	t.Helper()
-	served, err := b.ProduceStream([]byte(stream))
+	served, err := b.ProduceStream([]byte(stream), "")
 	if err != nil {
 		t.Fatal(err)
 	}

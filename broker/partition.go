@@ -20,8 +20,13 @@ type Partition struct {
 	broker *Broker
 	log    *segment.Log
 	stream string
+	owner  string // the identity that created the stream
 	index  uint32
 }
+
+// Owner is the identity that created the partition's stream ("" for
+// none), whose quotas what it stores counts against.
+func (p *Partition) Owner() string { return p.owner }
 
 // Ticket is the durability ticket of an appended batch: Done closes when
 // the batch is durable (its covering fdatasync returned) or failed; Err

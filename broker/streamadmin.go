@@ -24,6 +24,7 @@ type StreamSettings struct {
 	MaxBytes   uint64
 	MaxAge     time.Duration
 	MaxRecords uint64
+	Owner      string // the identity creating it ("" without authentication)
 }
 
 // StreamInfo describes a stream: its settings and, per partition, the
@@ -76,7 +77,7 @@ func (b *Broker) DescribeStream(name string) (StreamInfo, []Binding, error) {
 // not an error; other settings are ErrConflict.
 func (b *Broker) CreateStream(settings StreamSettings) (StreamInfo, []Binding, error) {
 	entry := catalog.Stream{Name: settings.Name, Partitions: max(settings.Partitions, 1), MaxBytes: settings.MaxBytes,
-		MaxAge: settings.MaxAge, MaxRecords: settings.MaxRecords}
+		MaxAge: settings.MaxAge, MaxRecords: settings.MaxRecords, Owner: settings.Owner}
 	if _, err := b.createStream(entry, true); err != nil {
 		return StreamInfo{}, nil, err
 	}
@@ -400,3 +401,41 @@ func (b *Broker) Unbind(pattern string, permit Permit) ([]Binding, error) {
 	b.cfg.Logger.Info("subject unbound", "pattern", pattern)
 	return b.Bindings(), nil
 }
+
+// StreamUsage is what one stream holds, for quotas: its owner, its
+// partitions, and its bytes on disk with each partition's active segment
+// counted at its preallocated size.
+type StreamUsage struct {
+	Name       string
+	Owner      string
+	Partitions int
+	Bytes      int64
+}
+
+// Usage describes every stream's usage. It reads segment statistics and
+// nothing else, so it costs far less than Streams.
+func (b *Broker) Usage() []StreamUsage {
+	preallocated := b.segmentSize()
+	streams := b.streamList()
+	usage := make([]StreamUsage, 0, len(streams))
+	for _, served := range streams {
+		entry := StreamUsage{Name: served.settings.Name, Owner: served.settings.Owner, Partitions: len(served.logs)}
+		for _, l := range served.logs {
+			entry.Bytes += preallocated // a partition that did not open is still on disk
+			if l == nil {
+				continue
+			}
+			for _, seg := range l.Segments() {
+				if seg.Sealed {
+					entry.Bytes += seg.Bytes
+				}
+			}
+		}
+		usage = append(usage, entry)
+	}
+	return usage
+}
+
+// PreallocatedBytes is what a new partition takes on disk before its
+// first record: one segment.
+func (b *Broker) PreallocatedBytes() int64 { return b.segmentSize() }

@@ -27,7 +27,7 @@ type Stream struct {
 func (b *Broker) newStream(settings catalog.Stream, logs []*segment.Log) *Stream {
 	s := &Stream{settings: settings, logs: logs, partitions: make([]Partition, len(logs))}
 	for p, l := range logs {
-		s.partitions[p] = Partition{broker: b, log: l, stream: settings.Name, index: uint32(p)}
+		s.partitions[p] = Partition{broker: b, log: l, stream: settings.Name, owner: settings.Owner, index: uint32(p)}
 	}
 	return s
 }
@@ -109,9 +109,10 @@ func (b *Broker) Stream(name []byte) (*Stream, error) {
 
 // ProduceStream returns the stream a record is published to. An unknown
 // name is created with one partition unless Config.DisableAutoCreateStreams
-// is set; an internal name (a dead-letter queue, starting with '.') is
-// ErrReadOnly. The lookup does not allocate when the stream exists.
-func (b *Broker) ProduceStream(name []byte) (*Stream, error) {
+// is set, owned by owner (the publishing identity, "" without
+// authentication); an internal name (a dead-letter queue, starting with
+// '.') is ErrReadOnly. The lookup does not allocate when the stream exists.
+func (b *Broker) ProduceStream(name []byte, owner string) (*Stream, error) {
 	if served, ok := b.existingStream(string(name)); ok {
 		return served, nil
 	}
@@ -124,7 +125,7 @@ func (b *Broker) ProduceStream(name []byte) (*Stream, error) {
 		}
 		return nil, fmt.Errorf("%w %q: this broker creates streams only on request (ironbus stream create %s)", ErrNoSuchStream, name, name)
 	}
-	return b.createStream(catalog.Stream{Name: string(name), Partitions: 1}, false)
+	return b.createStream(catalog.Stream{Name: string(name), Partitions: 1, Owner: owner}, false)
 }
 
 // noSuchStream is the answer for a name that names no stream.

@@ -19,7 +19,7 @@ func TestAutoCreateStreamsSetting(t *testing.T) {
 	for _, disabled := range []bool{false, true} {
 		t.Run(fmt.Sprint("disabled=", disabled), func(t *testing.T) {
 			b := openTestBroker(t, Config{DisableAutoCreateStreams: disabled})
-			served, err := b.ProduceStream([]byte("fresh"))
+			served, err := b.ProduceStream([]byte("fresh"), "")
 			if disabled {
 				if !errors.Is(err, ErrNoSuchStream) || !strings.Contains(err.Error(), `"fresh"`) {
 					t.Fatalf("a publish to an unknown stream with auto-create off: %v", err)
@@ -30,17 +30,17 @@ func TestAutoCreateStreamsSetting(t *testing.T) {
 				if _, _, err := b.CreateStream(StreamSettings{Name: "fresh"}); err != nil {
 					t.Fatal(err)
 				}
-				if served, err = b.ProduceStream([]byte("fresh")); err != nil {
+				if served, err = b.ProduceStream([]byte("fresh"), ""); err != nil {
 					t.Fatalf("a publish to a created stream: %v", err)
 				}
 			}
 			if err != nil || served.Name() != "fresh" || served.Partitions() != 1 {
 				t.Fatalf("publish to a new stream: %v %+v", err, served)
 			}
-			if _, err := b.ProduceStream([]byte("bad/name")); !errors.Is(err, ErrInvalidName) {
+			if _, err := b.ProduceStream([]byte("bad/name"), ""); !errors.Is(err, ErrInvalidName) {
 				t.Fatalf("an invalid name: %v", err)
 			}
-			if _, err := b.ProduceStream([]byte(".dlq.fresh")); !errors.Is(err, ErrReadOnly) {
+			if _, err := b.ProduceStream([]byte(".dlq.fresh"), ""); !errors.Is(err, ErrReadOnly) {
 				t.Fatalf("a publish to a dead-letter queue: %v", err)
 			}
 		})

@@ -416,3 +416,18 @@ func SameAccount(pattern, stream string) bool {
 	streamAccount, _, _ := cutAccount(stream)
 	return patternAccount == streamAccount
 }
+
+// StreamAccount is the account an engine stream name belongs to: the
+// tenant whose prefix it carries (its dead-letter queue's name too), else
+// the default account. Quotas count a stream against this account.
+func StreamAccount(engineName string) string {
+	name := strings.TrimPrefix(engineName, deadLetterPrefix)
+	if !strings.HasPrefix(name, ReservedPrefix) {
+		return DefaultAccount
+	}
+	account, _, ok := strings.Cut(name[len(ReservedPrefix):], ".")
+	if !ok || account == "" {
+		return DefaultAccount
+	}
+	return account
+}

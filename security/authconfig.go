@@ -58,9 +58,19 @@ func ParseScope(text string) (Scope, error) {
 //	publish = ["orders.>"]            # patterns this scope covers; absent: not granted
 //	subscribe = ["orders.*"]
 //	admin = []
-//	publish_messages_per_second = 1000  # optional quota; 0 = none
+//	deny_publish = ["orders.audit"]   # deny patterns win over allow
+//	subscribe_subjects = ["orders.eu.>"]
+//	publish_messages_per_second = 1000  # optional quotas; 0 = none
 //	publish_bytes_per_second = 1048576
 //	expires = 2027-01-31T00:00:00Z      # optional; absent: never
+//	max_connections = 10
+//	max_streams = 4
+//	max_partitions = 16
+//	max_stored_bytes = 1073741824
+//
+//	[[account_quota]]                  # optional quotas of an account
+//	account = "acme"                   # "" or absent: the default account
+//	max_stored_bytes = 10737418240
 //
 //	[[group]]                          # optional consumer group ACLs (GroupRule)
 //	stream = "orders.>"
@@ -70,6 +80,7 @@ type AuthFile struct {
 	Identities []IdentityEntry `toml:"identity"`
 	Groups     []GroupRule     `toml:"group,omitempty"`
 	Exports    []ExportRule    `toml:"export,omitempty"`
+	Accounts   []AccountQuota  `toml:"account_quota,omitempty"`
 }
 
 // IdentityEntry is one identity: a name, exactly one credential, its
@@ -91,6 +102,17 @@ type IdentityEntry struct {
 	// identity publishes, on top of the publish scope on the stream they
 	// land in: every record must carry a subject matching one of them.
 	PublishSubjects []string `toml:"publish_subjects,omitempty"`
+	// SubscribeSubjects, when set, limits what the identity consumes to
+	// records whose subjects they cover: a Consume's subject filter must
+	// lie within them.
+	SubscribeSubjects []string `toml:"subscribe_subjects,omitempty"`
+	// Deny patterns win over the allow patterns above: a name or subject
+	// one of them matches is refused whatever grants it.
+	DenyPublish           []string `toml:"deny_publish,omitempty"`
+	DenySubscribe         []string `toml:"deny_subscribe,omitempty"`
+	DenyAdmin             []string `toml:"deny_admin,omitempty"`
+	DenyPublishSubjects   []string `toml:"deny_publish_subjects,omitempty"`
+	DenySubscribeSubjects []string `toml:"deny_subscribe_subjects,omitempty"`
 	// Publish quotas; 0 means none.
 	PublishMessagesPerSecond float64 `toml:"publish_messages_per_second,omitempty"`
 	PublishBytesPerSecond    float64 `toml:"publish_bytes_per_second,omitempty"`
@@ -98,6 +120,17 @@ type IdentityEntry struct {
 	// date-time); zero: it never expires. From then on it is refused like
 	// a wrong one, and sessions it opened are cut.
 	Expires time.Time `toml:"expires,omitempty"`
+	// Resource quotas (QuotaLimits); 0 means none.
+	MaxConnections int64 `toml:"max_connections,omitempty"`
+	MaxStreams     int64 `toml:"max_streams,omitempty"`
+	MaxPartitions  int64 `toml:"max_partitions,omitempty"`
+	MaxStoredBytes int64 `toml:"max_stored_bytes,omitempty"`
+}
+
+// Limits returns the entry's quotas.
+func (e IdentityEntry) Limits() QuotaLimits {
+	return QuotaLimits{MessagesPerSecond: e.PublishMessagesPerSecond, BytesPerSecond: e.PublishBytesPerSecond,
+		Connections: e.MaxConnections, Streams: e.MaxStreams, Partitions: e.MaxPartitions, StoredBytes: e.MaxStoredBytes}
 }
 
 // Mechanism names the entry's credential kind.
@@ -122,6 +155,19 @@ func (e IdentityEntry) Patterns(scope Scope) []string {
 		return e.Subscribe
 	case ScopeAdmin:
 		return e.Admin
+	}
+	return nil
+}
+
+// DenyPatterns returns the entry's deny list for scope.
+func (e IdentityEntry) DenyPatterns(scope Scope) []string {
+	switch scope {
+	case ScopePublish:
+		return e.DenyPublish
+	case ScopeSubscribe:
+		return e.DenySubscribe
+	case ScopeAdmin:
+		return e.DenyAdmin
 	}
 	return nil
 }
@@ -219,11 +265,14 @@ type Identity struct {
 	Mechanism string
 	account   string               // DefaultAccount, OperatorAccount or a tenant's name
 	granted   [scopeCount]Patterns // nil: scope not granted
-	subjects  Patterns             // nil: any subject
+	denied    [scopeCount]Patterns // win over granted
+	subjects  subjectRules
 	token     [sha256.Size]byte
 	password  passwordHash
 	mtls      string
-	quota     Quota
+	limits    QuotaLimits
+	shared    QuotaLimits // its account's
+	storage   bool        // it or its account has a stream, partition or stored-bytes quota
 	// credential is the secret's stored form (digest, hash or mtls
 	// identity): a session outlives a reload only while it is unchanged.
 	credential string
@@ -240,29 +289,18 @@ func (id *Identity) expiredAt(now time.Time) bool {
 }
 
 // Account is the account the identity belongs to: DefaultAccount,
-// OperatorAccount or a tenant's name.
+// OperatorAccount or a tenant's name. Account quotas (AccountQuota) are
+// kept per this name.
 func (id *Identity) Account() string { return id.account }
 
-// Allowed reports whether the identity holds scope on name (a stream).
+// Allowed reports whether the identity holds scope on name (a stream):
+// an allow pattern matches it and no deny pattern does.
 func (id *Identity) Allowed(scope Scope, name string) bool {
-	return scope < scopeCount && id.granted[scope].Match(name)
+	return scope < scopeCount && id.granted[scope].Match(name) && !id.denied[scope].Match(name)
 }
 
-// LimitsSubjects reports whether the identity has publish_subjects.
-func (id *Identity) LimitsSubjects() bool { return id.subjects != nil }
-
-// SubjectAllowed reports whether the identity may publish a record with
-// this subject ("" for none): always without publish_subjects; with
-// them, only a subject one of them matches. It does not allocate.
-func (id *Identity) SubjectAllowed(subject []byte) bool {
-	return id.subjects == nil || id.subjects.MatchBytes(subject)
-}
-
-// Quota is an identity's publish limit; zero fields mean none.
-type Quota struct {
-	MessagesPerSecond float64
-	BytesPerSecond    float64
-}
+// Limits returns the identity's own quotas.
+func (id *Identity) Limits() QuotaLimits { return id.limits }
 
 // authSnapshot is one immutable version of the auth config.
 type authSnapshot struct {
@@ -272,6 +310,10 @@ type authSnapshot struct {
 	identity []*Identity
 	groups   []groupRule
 	exports  map[exportKey]bool
+	accounts map[string]QuotaLimits // account_quota by account name
+	// stored: some identity or account has max_stored_bytes, so records
+	// are counted (ChargeStored).
+	stored bool
 	// dummy is hashed when the username is unknown, so an unknown user
 	// costs what a wrong password costs: the parameters of the most
 	// expensive real hash, a key nothing matches.
@@ -310,7 +352,12 @@ func compile(file AuthFile) (*authSnapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	snap := &authSnapshot{byName: map[string]*Identity{}, byMTLS: map[string]*Identity{}, groups: groups, exports: exports}
+	accounts, err := compileAccountQuotas(file.Accounts)
+	if err != nil {
+		return nil, err
+	}
+	snap := &authSnapshot{byName: map[string]*Identity{}, byMTLS: map[string]*Identity{}, groups: groups, exports: exports,
+		accounts: accounts}
 	for i, entry := range file.Identities {
 		id, err := compileIdentity(entry)
 		if err != nil {
@@ -320,6 +367,9 @@ func compile(file AuthFile) (*authSnapshot, error) {
 			return nil, fmt.Errorf("%w: identity %q is defined twice", ErrAuthConfig, id.Name)
 		}
 		id.snapshot = snap
+		id.shared = accounts[id.Account()]
+		id.storage = id.storage || id.shared.storage()
+		snap.stored = snap.stored || id.limits.StoredBytes > 0 || id.shared.StoredBytes > 0
 		snap.byName[id.Name] = id
 		snap.identity = append(snap.identity, id)
 		switch id.Mechanism {
@@ -357,8 +407,7 @@ func compileIdentity(entry IdentityEntry) (*Identity, error) {
 		return nil, err
 	}
 	id := &Identity{Name: entry.Name, Mechanism: entry.Mechanism(), mtls: entry.MTLSIdentity, account: account, expires: entry.Expires,
-		credential: entry.TokenSHA256 + entry.PasswordHash + entry.MTLSIdentity,
-		quota:      Quota{MessagesPerSecond: entry.PublishMessagesPerSecond, BytesPerSecond: entry.PublishBytesPerSecond}}
+		credential: entry.TokenSHA256 + entry.PasswordHash + entry.MTLSIdentity, limits: entry.Limits()}
 	if entry.TokenSHA256 != "" {
 		digest, err := hex.DecodeString(entry.TokenSHA256)
 		if err != nil || len(digest) != sha256.Size {
@@ -373,28 +422,38 @@ func compileIdentity(entry IdentityEntry) (*Identity, error) {
 		}
 		id.password = hash
 	}
-	if id.quota.MessagesPerSecond < 0 || id.quota.BytesPerSecond < 0 {
-		return nil, errors.New("quotas must not be negative")
+	if err := id.limits.validate(); err != nil {
+		return nil, err
 	}
+	id.storage = id.limits.storage()
 	for scope := range scopeCount {
-		texts := entry.Patterns(scope)
-		if texts == nil {
-			continue
+		var err error
+		if id.granted[scope], err = optionalPatterns(scope.String(), entry.Patterns(scope)); err != nil {
+			return nil, err
 		}
-		patterns, err := ParsePatterns(texts)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", scope, err)
+		if id.denied[scope], err = optionalPatterns("deny_"+scope.String(), entry.DenyPatterns(scope)); err != nil {
+			return nil, err
 		}
-		id.granted[scope] = slices.Clip(patterns)
 	}
-	if entry.PublishSubjects != nil {
-		patterns, err := ParsePatterns(entry.PublishSubjects)
-		if err != nil {
-			return nil, fmt.Errorf("publish_subjects: %w", err)
-		}
-		id.subjects = slices.Clip(patterns)
+	subjects, err := compileSubjectRules(entry)
+	if err != nil {
+		return nil, err
 	}
+	id.subjects = subjects
 	return id, nil
+}
+
+// optionalPatterns compiles a pattern list of the file: nil stays nil
+// (the key is absent).
+func optionalPatterns(key string, texts []string) (Patterns, error) {
+	if texts == nil {
+		return nil, nil
+	}
+	patterns, err := ParsePatterns(texts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	return slices.Clip(patterns), nil
 }
 
 func validIdentityName(name string) bool {

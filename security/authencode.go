@@ -9,7 +9,8 @@ import (
 )
 
 // encodeAuthFile writes file as the TOML ParseAuthFile reads: one
-// [[identity]] table an entry and one [[group]] table a group rule, keys
+// [[identity]] table an entry, one [[group]] table a group rule and one
+// [[account_quota]] table an account's quotas, keys
 // in their structs' field order, and
 // an empty string, an empty list or a zero quota left out (absent is the
 // same as empty to the decoder). It is written by hand because the file
@@ -34,8 +35,13 @@ func encodeAuthFile(file AuthFile) []byte {
 		out = appendListKey(out, "subscribe", entry.Subscribe)
 		out = appendListKey(out, "admin", entry.Admin)
 		out = appendListKey(out, "publish_subjects", entry.PublishSubjects)
-		out = appendFloatKey(out, "publish_messages_per_second", entry.PublishMessagesPerSecond)
-		out = appendFloatKey(out, "publish_bytes_per_second", entry.PublishBytesPerSecond)
+		out = appendListKey(out, "subscribe_subjects", entry.SubscribeSubjects)
+		out = appendListKey(out, "deny_publish", entry.DenyPublish)
+		out = appendListKey(out, "deny_subscribe", entry.DenySubscribe)
+		out = appendListKey(out, "deny_admin", entry.DenyAdmin)
+		out = appendListKey(out, "deny_publish_subjects", entry.DenyPublishSubjects)
+		out = appendListKey(out, "deny_subscribe_subjects", entry.DenySubscribeSubjects)
+		out = appendQuotaKeys(out, entry.Limits())
 		out = appendTimeKey(out, "expires", entry.Expires)
 	}
 	for _, rule := range file.Groups {
@@ -45,6 +51,14 @@ func encodeAuthFile(file AuthFile) []byte {
 		out = appendListKey(out, "join", rule.Join)
 		out = appendListKey(out, "commit", rule.Commit)
 		out = appendListKey(out, "reset", rule.Reset)
+		out = appendListKey(out, "deny_join", rule.DenyJoin)
+		out = appendListKey(out, "deny_commit", rule.DenyCommit)
+		out = appendListKey(out, "deny_reset", rule.DenyReset)
+	}
+	for _, account := range file.Accounts {
+		out = append(out, "\n[[account_quota]]\n"...)
+		out = appendQuotedKey(out, "account", account.Account)
+		out = appendQuotaKeys(out, account.Limits())
 	}
 	for _, rule := range file.Exports {
 		out = append(out, "\n[[export]]\n"...)
@@ -53,6 +67,24 @@ func encodeAuthFile(file AuthFile) []byte {
 		out = appendListKey(out, "to", rule.To)
 	}
 	return out
+}
+
+// appendQuotaKeys writes the quota keys an identity and an account share.
+func appendQuotaKeys(out []byte, limits QuotaLimits) []byte {
+	out = appendFloatKey(out, "publish_messages_per_second", limits.MessagesPerSecond)
+	out = appendFloatKey(out, "publish_bytes_per_second", limits.BytesPerSecond)
+	out = appendIntKey(out, "max_connections", limits.Connections)
+	out = appendIntKey(out, "max_streams", limits.Streams)
+	out = appendIntKey(out, "max_partitions", limits.Partitions)
+	return appendIntKey(out, "max_stored_bytes", limits.StoredBytes)
+}
+
+func appendIntKey(out []byte, key string, value int64) []byte {
+	if value == 0 {
+		return out
+	}
+	out = append(append(out, key...), " = "...)
+	return append(strconv.AppendInt(out, value, 10), '\n')
 }
 
 // appendQuotedKey writes key = "value" whatever the value.

@@ -86,6 +86,8 @@ func TestEncodeAuthFileWritesEveryField(t *testing.T) {
 						value.Type().Name(), value.Type().Field(i).Name, field.Type())
 				}
 				field.Set(reflect.ValueOf(time.Date(2027, 1, 2, 3, 4, 5, 6000+i, time.UTC)))
+			case reflect.Int64:
+				field.SetInt(int64(i) + 1)
 			default:
 				t.Fatalf("%s.%s: a %s field; teach encodeAuthFile and this test its kind",
 					value.Type().Name(), value.Type().Field(i).Name, field.Kind())
@@ -95,12 +97,15 @@ func TestEncodeAuthFileWritesEveryField(t *testing.T) {
 	var entry IdentityEntry
 	var rule GroupRule
 	var export ExportRule
+	var account AccountQuota
 	fill(reflect.ValueOf(&entry).Elem())
 	fill(reflect.ValueOf(&rule).Elem())
 	fill(reflect.ValueOf(&export).Elem())
-	file := AuthFile{Identities: []IdentityEntry{entry}, Groups: []GroupRule{rule}, Exports: []ExportRule{export}}
-	if fields := reflect.TypeOf(file).NumField(); fields != 3 {
-		t.Fatalf("AuthFile has %d tables; encodeAuthFile writes identity, group and export", fields)
+	fill(reflect.ValueOf(&account).Elem())
+	file := AuthFile{Identities: []IdentityEntry{entry}, Groups: []GroupRule{rule}, Exports: []ExportRule{export},
+		Accounts: []AccountQuota{account}}
+	if fields := reflect.TypeOf(file).NumField(); fields != 4 {
+		t.Fatalf("AuthFile has %d tables; encodeAuthFile writes identity, group, export and account_quota", fields)
 	}
 	var decoded AuthFile
 	if err := toml.Unmarshal(encodeAuthFile(file), &decoded); err != nil {

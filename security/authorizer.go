@@ -33,10 +33,11 @@ type Authorizer struct {
 	// hash's memory (64 MiB by default), and the RAM budget has room for
 	// one, not for one per connecting peer.
 	hashing chan struct{}
-	// quotas survive reloads: keyed by identity name.
-	quotasMu sync.Mutex
-	quotas   map[string]*QuotaBucket
-	now      func() time.Time
+	// quota survives reloads: keyed by identity and account name.
+	quota quotaState
+	// creations orders stream creations that quotas check (LockCreations).
+	creations sync.Mutex
+	now       func() time.Time
 	// live ends the sessions of identities removed, rotated or expired
 	// (revoke.go).
 	live liveSessions
@@ -48,7 +49,7 @@ func NewAuthorizer(path string, logger *slog.Logger) (*Authorizer, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	a := &Authorizer{path: path, logger: logger, hashing: make(chan struct{}, 1), quotas: map[string]*QuotaBucket{}, now: time.Now}
+	a := &Authorizer{path: path, logger: logger, hashing: make(chan struct{}, 1), quota: newQuotaState(), now: time.Now}
 	if err := a.Reload(); err != nil {
 		return nil, err
 	}
@@ -87,6 +88,7 @@ func (a *Authorizer) Reload() error {
 	a.current.Store(snap)
 	a.stamps.Store(&stamps)
 	a.live.poke()
+	a.quota.forget(snap)
 	return nil
 }
 
@@ -191,24 +193,6 @@ func (a *Authorizer) Current(id *Identity) (*Identity, string) {
 		return nil, EndExpired
 	}
 	return now, ""
-}
-
-// Quota returns the identity's publish quota bucket, or nil when it has
-// none. Buckets are kept per name across reloads (a new rate applies at
-// once, the tokens already spent stay spent).
-func (a *Authorizer) Quota(id *Identity) *QuotaBucket {
-	if id.quota == (Quota{}) {
-		return nil
-	}
-	a.quotasMu.Lock()
-	defer a.quotasMu.Unlock()
-	bucket, ok := a.quotas[id.Name]
-	if !ok {
-		bucket = newQuotaBucket(a.now)
-		a.quotas[id.Name] = bucket
-	}
-	bucket.setRates(id.quota)
-	return bucket
 }
 
 // Describe lists identities for logs (never secrets).

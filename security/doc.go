@@ -3,12 +3,13 @@
 // connections, client verification and the mTLS identity), identities and
 // their scopes (the auth config file, bearer tokens, Argon2id passwords,
 // credential expiry and the end of the sessions of revoked identities,
-// stream and subject patterns, consumer group rules, accounts: the
-// namespace of each account's names in the engine's, and the exports
-// between accounts),
-// pre-authentication limits (the half-open table with its overall and
-// per-source caps, per-source connection rate, failed-auth lockout),
-// per-identity publish quotas, and the audit trail.
+// stream and subject patterns with their deny lists, consumer group
+// rules, accounts: the namespace of each account's names in the engine's,
+// and the exports between accounts), pre-authentication limits (the
+// half-open table with its overall and per-source caps, per-source
+// connection rate, failed-auth lockout), per-identity and per-account
+// quotas (connections, streams, partitions, stored bytes, publish rate),
+// and the audit trail.
 //
 // Invariants:
 //   - Secrets never leave in clear: tokens are stored as SHA-256 digests
@@ -40,8 +41,14 @@
 //     through atomic pointers: a handshake or a request sees one
 //     consistent version, and established connections are never dropped
 //     by a certificate reload.
+//   - A deny pattern wins over every allow pattern of its kind (stream
+//     scope, publish or subscribe subjects, group verb).
+//   - A quota refusal spends nothing and carries a retry hint; identity
+//     and account quotas are separate limits, both checked.
 //   - Memory is bounded: per-source tables have a fixed capacity and
-//     forget their oldest entries (I8).
+//     forget their oldest entries (I8); quota state holds an entry per
+//     configured identity or account with a rate, per holder with an open
+//     connection (dropped at zero), and per stream owner.
 //   - A full half-open table never refuses a newcomer while it holds a
 //     connection that can be evicted: it evicts the oldest (of the
 //     newcomer's source, when that source is at its own cap), so

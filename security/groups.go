@@ -12,7 +12,10 @@ import (
 // every identity holding the stream's scope (subscribe to consume and
 // commit, admin to reset), so a config without rules means what it always
 // meant; once a rule covers a group, an identity needs a covering rule
-// that names it for the verb, on top of the stream's scope.
+// that names it for the verb, on top of the stream's scope. A rule's deny
+// lists win over every allow list: an identity a covering rule denies a
+// verb may not do it, whatever another rule grants. A rule with only deny
+// lists does not close the group to the identities it does not name.
 
 // GroupVerb is what an identity does with a consumer group.
 type GroupVerb uint8
@@ -46,12 +49,16 @@ func (v GroupVerb) String() string {
 //	join = ["billing-worker"] # identities that may consume and settle leases
 //	commit = ["billing-worker"]
 //	reset = ["ops"]
+//	deny_join = ["intern"]    # deny lists win over allow lists
 type GroupRule struct {
-	Stream string   `toml:"stream"`
-	Group  string   `toml:"group"`
-	Join   []string `toml:"join,omitempty"`
-	Commit []string `toml:"commit,omitempty"`
-	Reset  []string `toml:"reset,omitempty"`
+	Stream     string   `toml:"stream"`
+	Group      string   `toml:"group"`
+	Join       []string `toml:"join,omitempty"`
+	Commit     []string `toml:"commit,omitempty"`
+	Reset      []string `toml:"reset,omitempty"`
+	DenyJoin   []string `toml:"deny_join,omitempty"`
+	DenyCommit []string `toml:"deny_commit,omitempty"`
+	DenyReset  []string `toml:"deny_reset,omitempty"`
 }
 
 // Identities returns the rule's identity names for verb.
@@ -67,10 +74,25 @@ func (r GroupRule) Identities(verb GroupVerb) []string {
 	return nil
 }
 
+// DeniedIdentities returns the rule's deny list for verb.
+func (r GroupRule) DeniedIdentities(verb GroupVerb) []string {
+	switch verb {
+	case GroupJoin:
+		return r.DenyJoin
+	case GroupCommit:
+		return r.DenyCommit
+	case GroupReset:
+		return r.DenyReset
+	}
+	return nil
+}
+
 // groupRule is a compiled GroupRule.
 type groupRule struct {
 	stream, group Pattern
 	identities    [groupVerbCount][]string
+	denied        [groupVerbCount][]string
+	covers        bool // false for a rule of deny lists only
 }
 
 // compileGroupRules checks every rule; names must be identity names
@@ -97,14 +119,24 @@ func compileGroupRule(rule GroupRule) (groupRule, error) {
 	if out.group, err = ParsePattern(rule.Group); err != nil {
 		return out, fmt.Errorf("group: %w", err)
 	}
+	allows, denies := false, false
 	for verb := range groupVerbCount {
 		for _, name := range rule.Identities(verb) {
 			if !validIdentityName(name) {
 				return out, fmt.Errorf("%s: %q: %w", verb, name, errBadIdentityName)
 			}
 		}
+		for _, name := range rule.DeniedIdentities(verb) {
+			if !validIdentityName(name) {
+				return out, fmt.Errorf("deny_%s: %q: %w", verb, name, errBadIdentityName)
+			}
+		}
 		out.identities[verb] = slices.Clip(slices.Clone(rule.Identities(verb)))
+		out.denied[verb] = slices.Clip(slices.Clone(rule.DeniedIdentities(verb)))
+		allows = allows || rule.Identities(verb) != nil
+		denies = denies || rule.DeniedIdentities(verb) != nil
 	}
+	out.covers = allows || !denies
 	return out, nil
 }
 
@@ -114,16 +146,20 @@ var errBadIdentityName = errors.New("name must be 1 to 256 characters without wh
 // on group of stream. It does not check the stream's scope (the caller
 // does that first) and does not allocate.
 func (id *Identity) MayUseGroup(verb GroupVerb, stream, group []byte) bool {
-	covered := false
+	if verb >= groupVerbCount {
+		return false
+	}
+	covered, named := false, false
 	for i := range id.snapshot.groups {
 		rule := &id.snapshot.groups[i]
 		if !rule.stream.MatchBytes(stream) || !rule.group.MatchBytes(group) {
 			continue
 		}
-		if verb < groupVerbCount && slices.Contains(rule.identities[verb], id.Name) {
-			return true
+		if slices.Contains(rule.denied[verb], id.Name) {
+			return false
 		}
-		covered = true
+		named = named || slices.Contains(rule.identities[verb], id.Name)
+		covered = covered || rule.covers
 	}
-	return !covered
+	return named || !covered
 }

@@ -307,12 +307,12 @@ func (g *Gate) sourceLocked(ip string) *source {
 	return s
 }
 
-// QuotaBucket is an identity's publish quota: two token buckets (records
-// and bytes), each holding one second's worth.
+// QuotaBucket is an identity's or an account's publish quota: two token
+// buckets (records and bytes), each holding one second's worth.
 type QuotaBucket struct {
 	mu       sync.Mutex
 	now      func() time.Time
-	rates    Quota
+	rates    QuotaLimits
 	messages float64
 	bytes    float64
 	refilled time.Time
@@ -322,7 +322,7 @@ func newQuotaBucket(now func() time.Time) *QuotaBucket {
 	return &QuotaBucket{now: now, refilled: now(), messages: -1}
 }
 
-func (q *QuotaBucket) setRates(rates Quota) {
+func (q *QuotaBucket) setRates(rates QuotaLimits) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.messages < 0 { // first use: start full
@@ -336,6 +336,16 @@ func (q *QuotaBucket) setRates(rates Quota) {
 func (q *QuotaBucket) Take(size int) time.Duration {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if wait := q.waitLocked(size); wait > 0 {
+		return wait
+	}
+	q.spendLocked(size)
+	return 0
+}
+
+// waitLocked refills the bucket and returns how long until it has room
+// for a record of size bytes (0: room now).
+func (q *QuotaBucket) waitLocked(size int) time.Duration {
 	now := q.now()
 	elapsed := now.Sub(q.refilled).Seconds()
 	q.refilled = now
@@ -353,17 +363,17 @@ func (q *QuotaBucket) Take(size int) time.Duration {
 			wait = max(wait, (need-q.bytes)/rate)
 		}
 	}
-	if wait > 0 {
-		// Rounded up to whole milliseconds, the unit the hint travels in:
-		// a hint rounded down sends the client back a fraction too early,
-		// to be refused again.
-		return time.Duration(math.Ceil(wait*1000)) * time.Millisecond
-	}
+	// Rounded up to whole milliseconds, the unit the hint travels in: a
+	// hint rounded down sends the client back a fraction too early, to be
+	// refused again.
+	return time.Duration(math.Ceil(wait*1000)) * time.Millisecond
+}
+
+func (q *QuotaBucket) spendLocked(size int) {
 	if q.rates.MessagesPerSecond > 0 {
 		q.messages--
 	}
 	if q.rates.BytesPerSecond > 0 {
 		q.bytes -= float64(size)
 	}
-	return 0
 }

@@ -126,3 +126,48 @@ func ParsePatterns(texts []string) (Patterns, error) {
 	}
 	return out, nil
 }
+
+// Covers reports whether p matches every name other matches.
+func (p Pattern) Covers(other Pattern) bool {
+	mine, theirs := p.tokens, other.tokens
+	for i, token := range mine {
+		if i >= len(theirs) {
+			return false
+		}
+		switch {
+		case token == ">":
+			return true // theirs has a token here, and whatever follows
+		case theirs[i] == ">":
+			return false // theirs goes on past where p ends, or p is narrower here
+		case token != "*" && token != theirs[i]:
+			return false // a literal covers only itself; "*" covers one token, any
+		}
+	}
+	return len(mine) == len(theirs)
+}
+
+// Overlaps reports whether some name matches both p and other.
+func (p Pattern) Overlaps(other Pattern) bool {
+	mine, theirs := p.tokens, other.tokens
+	for i := 0; i < len(mine) && i < len(theirs); i++ {
+		a, b := mine[i], theirs[i]
+		switch {
+		case a == ">" || b == ">":
+			return true
+		case a != "*" && b != "*" && a != b:
+			return false
+		}
+	}
+	return len(mine) == len(theirs)
+}
+
+// Covers reports whether one pattern of ps matches every name other
+// matches.
+func (ps Patterns) Covers(other Pattern) bool {
+	for _, p := range ps {
+		if p.Covers(other) {
+			return true
+		}
+	}
+	return false
+}

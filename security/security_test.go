@@ -249,7 +249,7 @@ func TestGateLockoutAndRate(t *testing.T) {
 func TestQuota(t *testing.T) {
 	now := time.Unix(1000, 0)
 	q := newQuotaBucket(func() time.Time { return now })
-	q.setRates(Quota{MessagesPerSecond: 2, BytesPerSecond: 100})
+	q.setRates(QuotaLimits{MessagesPerSecond: 2, BytesPerSecond: 100})
 	if q.Take(10) != 0 || q.Take(10) != 0 {
 		t.Fatal("the first two records were refused")
 	}
@@ -322,7 +322,7 @@ func FuzzParsePasswordHash(f *testing.F) {
 func TestQuotaHintRoundsUp(t *testing.T) {
 	now := time.Unix(1000, 0)
 	q := newQuotaBucket(func() time.Time { return now })
-	q.setRates(Quota{MessagesPerSecond: 3})
+	q.setRates(QuotaLimits{MessagesPerSecond: 3})
 	for range 3 {
 		if q.Take(1) != 0 {
 			t.Fatal("a record within the burst was refused")

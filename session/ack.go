@@ -197,7 +197,7 @@ func (s *session) openGroupRequest(frame wire.Frame) error {
 	if refused, err := s.refused(security.ScopeSubscribe, m.Stream, frame.RequestID); refused {
 		return err
 	}
-	if s.groupRefused(security.GroupJoin, m.Stream, m.Group, frame.RequestID) {
+	if s.groupRefused(security.GroupJoin, m.Stream, m.Group, frame.RequestID) || s.filterRefused(m.Filter, frame.RequestID) {
 		return nil
 	}
 	if m.Stream, m.Group, err = s.readName(m.Stream, m.Group, frame.RequestID); err != nil {

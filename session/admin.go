@@ -230,7 +230,12 @@ func (s *session) streamAdmin(ctx context.Context, m wire.StreamAdmin, identity 
 	case wire.StreamOpInfo:
 		return s.describedStream(s.engine.DescribeStream(name))
 	case wire.StreamOpCreate:
-		settings := broker.StreamSettings{Name: name, Partitions: m.Partitions, MaxBytes: m.MaxBytes,
+		unlock, werr := s.creationRefused(identity, m.Stream, m.Partitions)
+		if werr != nil {
+			return nil, werr
+		}
+		defer unlock()
+		settings := broker.StreamSettings{Name: name, Partitions: m.Partitions, MaxBytes: m.MaxBytes, Owner: identityName(identity),
 			MaxAge: time.Duration(min(m.MaxAgeMs, uint64(1<<62)/uint64(time.Millisecond))) * time.Millisecond, MaxRecords: m.MaxRecords}
 		return s.describedStream(s.engine.CreateStream(settings))
 	case wire.StreamOpPurge, wire.StreamOpRemove:

@@ -92,10 +92,15 @@ func (s *session) authenticateHello(hello wire.Hello, requestID uint32, welcome 
 		if gate != nil {
 			gate.Succeeded(remote, attempt.account)
 		}
+		connection, err := auth.Connect(identity)
+		if err != nil {
+			s.refuseConnection(identity, requestID, err)
+			return
+		}
 		s.record(security.AuditEvent{Peer: remote, Identity: identity.Name, Action: "auth", Outcome: "ok", Detail: identity.Mechanism})
-		s.identity = identity
+		s.identity, s.connection = identity, connection
 		s.names = security.NamespaceOf(identity.Account())
-		s.quota = auth.Quota(identity)
+		s.quota = auth.PublishQuota(identity)
 		s.untrack = auth.Track(identity, func(reason string) { s.revoke(identity.Name, reason) })
 		welcome()
 		s.conn.ResumeReading()
@@ -299,7 +304,7 @@ func (s *session) requester(scope security.Scope) (identity *security.Identity, 
 	}
 	if identity != s.identity {
 		s.identity = identity
-		s.quota = auth.Quota(identity)
+		s.quota = auth.PublishQuota(identity)
 	}
 	return identity, false
 }
@@ -424,6 +429,24 @@ func (s *session) groupRefused(verb security.GroupVerb, stream, group []byte, re
 	return true
 }
 
+// filterRefused answers a Consume or OpenGroup whose subject filter the
+// identity's subscribe subject rules do not allow, and reports whether it
+// did. It runs after refused, on the reader (s.identity is current). A
+// filter partly outside the rules is refused rather than narrowed: the
+// consumer would otherwise miss records it asked for without knowing.
+func (s *session) filterRefused(filter []byte, requestID uint32) bool {
+	if s.cfg.Auth == nil || s.identity == nil {
+		return false
+	}
+	err := s.identity.FilterAllowed(filter)
+	if err == nil {
+		return false
+	}
+	s.record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: s.identity.Name, Action: "subscribe", Outcome: "denied", Detail: fmt.Sprintf("filter %q", filter)})
+	s.reply(requestID, wire.NewError(wire.CodePermissionDenied, "%v", err))
+	return true
+}
+
 // subjectRefused refuses a record whose subject the identity's
 // publish_subjects do not cover.
 func (s *session) subjectRefused(subject []byte) *wire.Error {
@@ -450,20 +473,6 @@ func (s *session) auditOutcome(identity *security.Identity, action string, err e
 		outcome, detail = "failed", detail+": "+err.Error()
 	}
 	s.record(security.AuditEvent{Peer: s.conn.RemoteAddr(), Identity: name, Action: action, Outcome: outcome, Detail: detail})
-}
-
-// chargeQuota spends the identity's publish quota on one record.
-func (s *session) chargeQuota(size int) *wire.Error {
-	if s.quota == nil {
-		return nil
-	}
-	wait := s.quota.Take(size)
-	if wait == 0 {
-		return nil
-	}
-	e := wire.NewError(wire.CodeQuotaExceeded, "identity %q is over its publish quota; retry after %v", s.identity.Name, wait)
-	e.RetryAfter = wait
-	return e
 }
 
 // auditAdmin records an admin request.

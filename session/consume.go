@@ -28,7 +28,7 @@ func (s *session) consume(frame wire.Frame) error {
 	if refused, err := s.refused(security.ScopeSubscribe, c.Stream, frame.RequestID); refused {
 		return err
 	}
-	if s.groupRefused(security.GroupJoin, c.Stream, c.Group, frame.RequestID) {
+	if s.groupRefused(security.GroupJoin, c.Stream, c.Group, frame.RequestID) || s.filterRefused(c.Filter, frame.RequestID) {
 		return nil
 	}
 	if c.Stream, c.Group, err = s.readName(c.Stream, c.Group, frame.RequestID); err != nil {

@@ -13,7 +13,10 @@
 //     memory; authentication of Hello off the reader and authorization of
 //     every request against the identity in force (auth.go): the scope on
 //     every stream a request touches (an admin verb's bindings and lists
-//     included), the consumer group rules, the publish subjects; with the
+//     included), deny patterns winning over grants, the consumer group
+//     rules, the publish subjects and a consumer's subject filter; the
+//     identity's and its account's quotas (quota.go: connections, streams,
+//     partitions, stored bytes, publish rate); with the
 //     pre-authentication gate and the audit log.
 //   - The produce path (session.go, place.go, writer.go): each Produce is
 //     placed (authorized, checked by the engine, routed, given a

@@ -56,7 +56,12 @@ func (s *session) placeRecord(p *wire.Produce) (part *broker.Partition, werr *wi
 		}
 		stream = s.produceName
 	}
-	served, err := s.engine.ProduceStream(stream)
+	unlock, werr := s.creationRefused(s.identity, stream, 1)
+	if werr != nil {
+		return nil, werr, false
+	}
+	served, err := s.engine.ProduceStream(stream, s.owner())
+	unlock()
 	if err != nil {
 		return nil, wireError(err), false
 	}

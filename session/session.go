@@ -45,11 +45,13 @@ type session struct {
 	capabilities uint64 // negotiated in Hello
 	clientFrame  uint32 // largest frame the client accepts
 	// Security (auth.go): the authenticated identity (nil without auth),
-	// its publish quota, and the half-open slot of the pre-auth gate it
-	// holds until authenticated (nil: none).
-	identity  *security.Identity
-	quota     *security.QuotaBucket
-	admission *security.Admission
+	// its publish quota, the place it holds in its connection quotas
+	// (quota.go), and the half-open slot of the pre-auth gate it holds
+	// until authenticated (nil: none).
+	identity   *security.Identity
+	quota      *security.PublishQuota
+	connection *security.Connection
+	admission  *security.Admission
 	// untrack stops the Authorizer watching this session (nil: never
 	// authenticated).
 	untrack func()
@@ -362,7 +364,7 @@ func (s *session) produce(frame wire.Frame) (outcome, error) {
 		return outcomeDone, s.fatal(frame.RequestID, werr)
 	}
 	if werr == nil {
-		werr = s.chargeQuota(len(p.Body))
+		werr = s.chargeQuota(len(p.Body), part)
 	}
 	if werr != nil {
 		if !s.flushRun() {
@@ -583,6 +585,7 @@ func (s *session) ReadStopped(cause error) {
 		s.untrack()
 	}
 	s.releaseGate()
+	s.connection.Release()
 	s.releaseRunLease()
 	s.releaseReserved()
 	s.groupsMu.Lock()

@@ -33,7 +33,7 @@ const (
 	CodeGroupActive       Code = 20 // a reset or delete found live members; stop the group's consumers first
 	CodeNotAuthorized     Code = 21 // authentication failed (uniformly, whatever the cause); the connection closes
 	CodePermissionDenied  Code = 22 // the identity lacks the scope for this stream; the connection stays
-	CodeQuotaExceeded     Code = 23 // the identity's publish quota is spent; retry after the hint
+	CodeQuotaExceeded     Code = 23 // a quota of the identity or its account is reached; retry after the hint
 	CodeNoRoute           Code = 24 // no stream binding matches the subject; nothing was stored
 	CodeConflict          Code = 25 // the change contradicts existing state (an overlapping binding, a stream that exists differently)
 )

@@ -35,6 +35,9 @@ type Stream struct {
 	// Created is the wall clock at creation; zero for a stream adopted
 	// from an older data directory or made by its first publish.
 	Created time.Time
+	// Owner is the identity that created the stream, whose quotas it
+	// counts against; "" for one created without authentication.
+	Owner string
 }
 
 // SameSettings reports whether two streams were asked for with the same

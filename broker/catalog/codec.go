@@ -46,6 +46,7 @@ type fileStream struct {
 	MaxAgeMs      int64  `json:"max_age_ms,omitempty"`
 	MaxRecords    uint64 `json:"max_records,omitempty"`
 	CreatedUnixMs int64  `json:"created_unix_ms,omitempty"`
+	Owner         string `json:"owner,omitempty"`
 }
 
 type fileBinding struct {
@@ -60,7 +61,7 @@ func Encode(c Catalog) ([]byte, error) {
 	}
 	body := fileCatalog{Streams: make([]fileStream, 0, len(c.Streams)), Bindings: make([]fileBinding, 0, len(c.Bindings))}
 	for _, s := range c.Streams {
-		fs := fileStream{Name: s.Name, Partitions: s.Partitions, MaxBytes: s.MaxBytes, MaxAgeMs: s.MaxAge.Milliseconds(), MaxRecords: s.MaxRecords}
+		fs := fileStream{Name: s.Name, Partitions: s.Partitions, MaxBytes: s.MaxBytes, MaxAgeMs: s.MaxAge.Milliseconds(), MaxRecords: s.MaxRecords, Owner: s.Owner}
 		if !s.Created.IsZero() {
 			fs.CreatedUnixMs = s.Created.UnixMilli()
 		}
@@ -123,7 +124,7 @@ func Decode(image []byte) (Catalog, error) {
 	}
 	c := Catalog{Streams: make([]Stream, 0, len(body.Streams)), Bindings: make([]Binding, 0, len(body.Bindings))}
 	for _, s := range body.Streams {
-		stream := Stream{Name: s.Name, Partitions: s.Partitions, MaxBytes: s.MaxBytes, MaxRecords: s.MaxRecords}
+		stream := Stream{Name: s.Name, Partitions: s.Partitions, MaxBytes: s.MaxBytes, MaxRecords: s.MaxRecords, Owner: s.Owner}
 		if s.MaxAgeMs < 0 || s.MaxAgeMs > int64(time.Duration(1<<62)/time.Millisecond) {
 			return Catalog{}, fmt.Errorf("%w: stream %q: max age %d ms out of range", ErrCorrupt, s.Name, s.MaxAgeMs)
 		}

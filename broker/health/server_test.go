@@ -129,7 +129,7 @@ func TestFsyncFailureFreezesReadiness(t *testing.T) {
 // API, as every protocol adapter does, and waits until it is durable or
 // has failed. No wire is needed: readiness reads the engine.
 func produce(ctx context.Context, b *broker.Broker, payload string) error {
-	stream, err := b.ProduceStream([]byte("orders"))
+	stream, err := b.ProduceStream([]byte("orders"), "")
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,39 @@ type authOptions struct {
 	replace       bool
 	expires       string
 	passwd        passwdOptions
+	// rules are the pattern lists beyond --streams and --publish-subjects.
+	rules      authRules
+	maxConns   int64
+	maxStreams int64
+	maxParts   int64
+	maxStored  int64
+}
+
+// authRules are the deny and subscribe-subject pattern flags, each
+// stored as the auth config key of the same name.
+type authRules struct {
+	denyPublish, denySubscribe, denyAdmin                         []string
+	subscribeSubjects, denyPublishSubjects, denySubscribeSubjects []string
+}
+
+// flags lists each rule flag with its target and help.
+func (r *authRules) flags() []struct {
+	name   string
+	target *[]string
+	help   string
+} {
+	return []struct {
+		name   string
+		target *[]string
+		help   string
+	}{
+		{"deny-publish", &r.denyPublish, "stream pattern the identity may not publish to, whatever its scopes grant (repeatable)"},
+		{"deny-subscribe", &r.denySubscribe, "stream pattern the identity may not consume from, whatever its scopes grant (repeatable)"},
+		{"deny-admin", &r.denyAdmin, "stream pattern the identity may not administer, whatever its scopes grant (repeatable)"},
+		{"subscribe-subjects", &r.subscribeSubjects, "subject pattern a consumer's subject filter must lie within (repeatable; default: any)"},
+		{"deny-publish-subjects", &r.denyPublishSubjects, "subject pattern the identity's records may not carry (repeatable)"},
+		{"deny-subscribe-subjects", &r.denySubscribeSubjects, "subject pattern a consumer's subject filter may not reach (repeatable)"},
+	}
 }
 
 func newAuthCmd(opts *globalOptions) *cobra.Command {
@@ -77,8 +110,14 @@ scope covers the --streams patterns, which match stream names (default ">" =
 every stream): tokens split on '.', "*" matches one token, ">" the rest.
 --publish-subjects patterns match record subjects: with them, every record
 the identity publishes must carry a matching subject, on top of the publish
-scope on the stream it lands in. Consumer group rules are edited by hand
-(docs/SECURITY.md).
+scope on the stream it lands in. --subscribe-subjects patterns do the same
+for consuming: a consumer must name a subject filter within them. The --deny-*
+patterns win over every grant: --deny-publish, --deny-subscribe and
+--deny-admin name streams, --deny-publish-subjects and
+--deny-subscribe-subjects subjects. --max-connections, --max-streams,
+--max-partitions and --max-stored-bytes are quotas (0 = none; streams and
+bytes count what the identity created, preallocated segments included).
+Consumer group rules and account quotas are edited by hand (docs/SECURITY.md).
 
 --account puts the identity in an account: its stream names, bindings, groups
 and dead-letter queues are the account's own, invisible to other accounts
@@ -106,6 +145,13 @@ account, naming a tenant's stream ACCOUNT/STREAM (docs/SECURITY.md, "Accounts").
 	_ = flags.MarkHidden("subjects")
 	flags.Float64Var(&auth.messagesRate, "publish-messages-per-second", 0, "publish quota in records per second (0 = none)")
 	flags.Var(sizeValue{&auth.bytesRate}, "publish-bytes-per-second", "publish quota in bytes per second, with a unit (0 = none)")
+	for _, rule := range auth.rules.flags() {
+		flags.StringArrayVar(rule.target, rule.name, nil, rule.help)
+	}
+	flags.Int64Var(&auth.maxConns, "max-connections", 0, "quota: open connections of the identity (0 = none)")
+	flags.Int64Var(&auth.maxStreams, "max-streams", 0, "quota: streams the identity creates (0 = none)")
+	flags.Int64Var(&auth.maxParts, "max-partitions", 0, "quota: partitions of the streams the identity creates (0 = none)")
+	flags.Var(sizeValue{&auth.maxStored}, "max-stored-bytes", "quota: bytes on disk of the streams the identity creates, with a unit (0 = none)")
 	flags.BoolVar(&auth.replace, "replace", false, "replace an identity of the same name")
 	flags.StringVar(&auth.expires, "expires", "", "end the credential: a duration from now (720h, 30d) or an RFC 3339 time (default: never)")
 	flags.Var(sizeValue{&auth.passwd.memory}, "argon2-memory", "Argon2id memory per login for --password-stdin (64MiB)")
@@ -149,7 +195,16 @@ func (auth *authOptions) entry(opts *globalOptions) (security.IdentityEntry, err
 		}
 	}
 	entry := security.IdentityEntry{Name: auth.name, Account: auth.account, MTLSIdentity: auth.mtlsIdentity,
-		PublishMessagesPerSecond: auth.messagesRate, PublishBytesPerSecond: float64(auth.bytesRate)}
+		PublishMessagesPerSecond: auth.messagesRate, PublishBytesPerSecond: float64(auth.bytesRate),
+		MaxConnections: auth.maxConns, MaxStreams: auth.maxStreams, MaxPartitions: auth.maxParts, MaxStoredBytes: auth.maxStored,
+		DenyPublish: auth.rules.denyPublish, DenySubscribe: auth.rules.denySubscribe, DenyAdmin: auth.rules.denyAdmin,
+		SubscribeSubjects: auth.rules.subscribeSubjects, DenyPublishSubjects: auth.rules.denyPublishSubjects,
+		DenySubscribeSubjects: auth.rules.denySubscribeSubjects}
+	for _, rule := range auth.rules.flags() {
+		if _, err := security.ParsePatterns(*rule.target); err != nil {
+			return entry, exitErrorf(exitUsage, "--%s: %w", rule.name, err)
+		}
+	}
 	credentials := 0
 	for _, set := range []bool{auth.tokenFile != "", auth.passwordStdin, auth.mtlsIdentity != ""} {
 		if set {
@@ -224,6 +279,16 @@ type authIdentity struct {
 	PublishBytesPerSecond    float64  `json:"publish_bytes_per_second,omitempty"`
 	Expires                  string   `json:"expires,omitempty"` // RFC 3339, UTC; absent: never
 	Expired                  bool     `json:"expired"`
+	SubscribeSubjects        []string `json:"subscribe_subjects,omitempty"`
+	DenyPublish              []string `json:"deny_publish,omitempty"`
+	DenySubscribe            []string `json:"deny_subscribe,omitempty"`
+	DenyAdmin                []string `json:"deny_admin,omitempty"`
+	DenyPublishSubjects      []string `json:"deny_publish_subjects,omitempty"`
+	DenySubscribeSubjects    []string `json:"deny_subscribe_subjects,omitempty"`
+	MaxConnections           int64    `json:"max_connections,omitempty"`
+	MaxStreams               int64    `json:"max_streams,omitempty"`
+	MaxPartitions            int64    `json:"max_partitions,omitempty"`
+	MaxStoredBytes           int64    `json:"max_stored_bytes,omitempty"`
 }
 
 func newAuthListCmd(opts *globalOptions) *cobra.Command {
@@ -250,6 +315,9 @@ scope covers, the quotas and when the credential expires (UTC; "never", and
 			out.Identities = append(out.Identities, authIdentity{Name: e.Name, Account: cmp.Or(e.Account, security.DefaultAccount), Mechanism: e.Mechanism(), MTLSIdentity: e.MTLSIdentity,
 				Publish: e.Publish, Subscribe: e.Subscribe, Admin: e.Admin, PublishSubjects: e.PublishSubjects,
 				PublishMessagesPerSecond: e.PublishMessagesPerSecond, PublishBytesPerSecond: e.PublishBytesPerSecond,
+				SubscribeSubjects: e.SubscribeSubjects, DenyPublish: e.DenyPublish, DenySubscribe: e.DenySubscribe, DenyAdmin: e.DenyAdmin,
+				DenyPublishSubjects: e.DenyPublishSubjects, DenySubscribeSubjects: e.DenySubscribeSubjects,
+				MaxConnections: e.MaxConnections, MaxStreams: e.MaxStreams, MaxPartitions: e.MaxPartitions, MaxStoredBytes: e.MaxStoredBytes,
 				Expired: !e.Expires.IsZero() && !time.Now().Before(e.Expires)})
 			if !e.Expires.IsZero() {
 				out.Identities[len(out.Identities)-1].Expires = e.Expires.UTC().Format(time.RFC3339)
@@ -279,9 +347,21 @@ func printIdentities(opts *globalOptions, identities []authIdentity) error {
 		return strings.Join(patterns, ",")
 	}
 	for _, id := range identities {
-		quota := "-"
+		var quotas []string
 		if id.PublishMessagesPerSecond > 0 || id.PublishBytesPerSecond > 0 {
-			quota = fmt.Sprintf("%g msg/s, %g B/s", id.PublishMessagesPerSecond, id.PublishBytesPerSecond)
+			quotas = append(quotas, fmt.Sprintf("%g msg/s, %g B/s", id.PublishMessagesPerSecond, id.PublishBytesPerSecond))
+		}
+		for _, limit := range []struct {
+			value int64
+			unit  string
+		}{{id.MaxConnections, "conns"}, {id.MaxStreams, "streams"}, {id.MaxPartitions, "partitions"}, {id.MaxStoredBytes, "B stored"}} {
+			if limit.value > 0 {
+				quotas = append(quotas, fmt.Sprintf("%d %s", limit.value, limit.unit))
+			}
+		}
+		quota := "-"
+		if len(quotas) > 0 {
+			quota = strings.Join(quotas, ", ")
 		}
 		expires := "never"
 		if id.Expires != "" {

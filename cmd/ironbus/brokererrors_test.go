@@ -36,6 +36,8 @@ func TestBrokerErrorCodes(t *testing.T) {
 		{"refused", wire.NewError(wire.CodeGroupModeMismatch, "a work group"), exitRefused, []string{"a work group (group_mode_mismatch)"}},
 		{"refused, wrapped", fmt.Errorf("record 1 was not stored: %w", &wire.Error{Code: wire.CodeNoSpace, Retryable: true, RetryAfter: time.Second, Message: "disk full"}),
 			exitRefused, []string{"record 1 was not stored: disk full (no_space, retryable after 1s)"}},
+		{"quota", &wire.Error{Code: wire.CodeQuotaExceeded, Retryable: true, RetryAfter: time.Second, Message: `identity "w" is at its max_streams quota (1)`},
+			exitRefused, []string{"max_streams", "retryable after 1s", "ironbus auth ls"}},
 		{"already classified", exitErrorf(exitNotFound, "x"), exitNotFound, nil},
 	} {
 		err := brokerError(tc.err, "typo")

@@ -126,6 +126,8 @@ func brokerError(err error, stream string) error {
 		return exitErrorf(exitNotAuthorized, "not authorized: %w; the identity needs the scope for this request (ironbus auth ls shows scopes)", err)
 	case fromBroker && code == wire.CodeNotFound:
 		return notFoundError(err, stream)
+	case fromBroker && code == wire.CodeQuotaExceeded:
+		return exitErrorf(exitRefused, "%w; ironbus auth ls shows the identity's quotas", err)
 	case fromBroker && code == wire.CodeInvalidName:
 		return exitErrorf(exitUsage, "%w", err) // a stream or group name the user typed
 	case fromBroker && code == wire.CodeRecordTooLarge, errors.Is(err, client.ErrRecordTooLarge):

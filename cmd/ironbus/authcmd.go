@@ -261,34 +261,9 @@ func (auth *authOptions) entry(opts *globalOptions) (security.IdentityEntry, err
 }
 
 type authListOutput struct {
-	Schema     string                `json:"schema"`
-	Identities []authIdentity        `json:"identities"`
-	Exports    []security.ExportRule `json:"exports,omitempty"`
-}
-
-type authIdentity struct {
-	Name                     string   `json:"name"`
-	Account                  string   `json:"account"`
-	Mechanism                string   `json:"mechanism"`
-	MTLSIdentity             string   `json:"mtls_identity,omitempty"`
-	Publish                  []string `json:"publish,omitempty"`
-	Subscribe                []string `json:"subscribe,omitempty"`
-	Admin                    []string `json:"admin,omitempty"`
-	PublishSubjects          []string `json:"publish_subjects,omitempty"`
-	PublishMessagesPerSecond float64  `json:"publish_messages_per_second,omitempty"`
-	PublishBytesPerSecond    float64  `json:"publish_bytes_per_second,omitempty"`
-	Expires                  string   `json:"expires,omitempty"` // RFC 3339, UTC; absent: never
-	Expired                  bool     `json:"expired"`
-	SubscribeSubjects        []string `json:"subscribe_subjects,omitempty"`
-	DenyPublish              []string `json:"deny_publish,omitempty"`
-	DenySubscribe            []string `json:"deny_subscribe,omitempty"`
-	DenyAdmin                []string `json:"deny_admin,omitempty"`
-	DenyPublishSubjects      []string `json:"deny_publish_subjects,omitempty"`
-	DenySubscribeSubjects    []string `json:"deny_subscribe_subjects,omitempty"`
-	MaxConnections           int64    `json:"max_connections,omitempty"`
-	MaxStreams               int64    `json:"max_streams,omitempty"`
-	MaxPartitions            int64    `json:"max_partitions,omitempty"`
-	MaxStoredBytes           int64    `json:"max_stored_bytes,omitempty"`
+	Schema     string                     `json:"schema"`
+	Identities []security.IdentitySummary `json:"identities"`
+	Exports    []security.ExportRule      `json:"exports,omitempty"`
 }
 
 func newAuthListCmd(opts *globalOptions) *cobra.Command {
@@ -310,18 +285,10 @@ scope covers, the quotas and when the credential expires (UTC; "never", and
 		if err != nil {
 			return exitErrorf(exitUnreadable, "%w", err)
 		}
-		out := authListOutput{Schema: "ironbus.cli.auth.v1", Identities: []authIdentity{}, Exports: file.Exports}
+		out := authListOutput{Schema: "ironbus.cli.auth.v1", Identities: []security.IdentitySummary{}, Exports: file.Exports}
+		now := time.Now()
 		for _, e := range file.Identities {
-			out.Identities = append(out.Identities, authIdentity{Name: e.Name, Account: cmp.Or(e.Account, security.DefaultAccount), Mechanism: e.Mechanism(), MTLSIdentity: e.MTLSIdentity,
-				Publish: e.Publish, Subscribe: e.Subscribe, Admin: e.Admin, PublishSubjects: e.PublishSubjects,
-				PublishMessagesPerSecond: e.PublishMessagesPerSecond, PublishBytesPerSecond: e.PublishBytesPerSecond,
-				SubscribeSubjects: e.SubscribeSubjects, DenyPublish: e.DenyPublish, DenySubscribe: e.DenySubscribe, DenyAdmin: e.DenyAdmin,
-				DenyPublishSubjects: e.DenyPublishSubjects, DenySubscribeSubjects: e.DenySubscribeSubjects,
-				MaxConnections: e.MaxConnections, MaxStreams: e.MaxStreams, MaxPartitions: e.MaxPartitions, MaxStoredBytes: e.MaxStoredBytes,
-				Expired: !e.Expires.IsZero() && !time.Now().Before(e.Expires)})
-			if !e.Expires.IsZero() {
-				out.Identities[len(out.Identities)-1].Expires = e.Expires.UTC().Format(time.RFC3339)
-			}
+			out.Identities = append(out.Identities, e.Summary(now))
 		}
 		if opts.json {
 			return writeJSON(opts.stdout, out)
@@ -337,7 +304,7 @@ scope covers, the quotas and when the credential expires (UTC; "never", and
 	return cmd
 }
 
-func printIdentities(opts *globalOptions, identities []authIdentity) error {
+func printIdentities(opts *globalOptions, identities []security.IdentitySummary) error {
 	table := tabwriter.NewWriter(opts.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(table, "NAME\tACCOUNT\tMECHANISM\tPUBLISH\tSUBSCRIBE\tADMIN\tQUOTA\tEXPIRES")
 	show := func(patterns []string) string {

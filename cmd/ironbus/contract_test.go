@@ -234,6 +234,7 @@ func envelopeSecurity(run *envelopeRun) {
 	auth := []string{"--auth-config", filepath.Join(dir, "auth.toml")}
 	run.expect("ironbus auth add", exitClean, "", nil, append([]string{"auth", "add", "--name", "writer", "--token-file", tokenFile, "--scopes", "publish"}, auth...)...)
 	run.expect("ironbus auth ls", exitClean, "", nil, append([]string{"auth", "ls"}, auth...)...)
+	run.expect("ironbus auth export", exitClean, "", nil, append([]string{"auth", "export", "--account", "acme", "--stream", "orders", "--to", "beta"}, auth...)...)
 	run.expect("ironbus auth rm", exitClean, "", nil, append([]string{"auth", "rm", "--name", "writer"}, auth...)...)
 
 	env := []string{"IRONBUS_CONFIG_DIR=" + filepath.Join(dir, "config")}

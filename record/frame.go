@@ -116,13 +116,21 @@ func ParseFrameHeader(b []byte, maxBody uint32) (FrameHeader, error) {
 		BodyLength:  le.Uint32(b[24:28]),
 		BodyCRC:     le.Uint32(b[28:32]),
 	}
-	if b[2] > FrameVersion {
-		return h, fmt.Errorf("%w: record frame version %d (this binary knows %d)", ErrTooNew, b[2], FrameVersion)
+	if b[2] > EncryptedFrameVersion {
+		return h, fmt.Errorf("%w: record frame version %d (this binary knows %d)", ErrTooNew, b[2], EncryptedFrameVersion)
 	}
 	if b[2] == 0 {
 		return h, fmt.Errorf("%w: record frame version 0", ErrCorrupt)
 	}
-	if h.BodyLength > maxBody || h.BodyLength > AbsoluteMaxBody {
+	if (b[2] == EncryptedFrameVersion) != h.Encrypted() {
+		return h, fmt.Errorf("%w: record frame version %d with encrypted flag %t", ErrCorrupt, b[2], h.Encrypted())
+	}
+	if h.Encrypted() {
+		// The envelope is the producer's body plus a fixed overhead; the
+		// limit is on the producer's body.
+		maxBody = min(maxBody, AbsoluteMaxBody) + EncryptionOverhead
+	}
+	if h.BodyLength > maxBody || h.BodyLength > AbsoluteMaxBody+EncryptionOverhead {
 		return h, fmt.Errorf("%w: record body of %d bytes (maximum %d)", ErrTooLarge, h.BodyLength, maxBody)
 	}
 	if want := uint32(FrameSize(int(h.BodyLength))); h.FrameLength != want {

@@ -43,6 +43,8 @@ type Dir struct {
 type formatFile struct {
 	Format  string `json:"format"`
 	Version int    `json:"version"`
+	// Encryption names the keys of an encrypted directory (encryption.go).
+	Encryption *formatEncryption `json:"encryption,omitempty"`
 }
 
 // Open opens (creating it unless opts.ReadOnly) the data directory at root
@@ -112,6 +114,9 @@ func (d *Dir) openWritable() error {
 	} else if err != nil {
 		return err
 	}
+	if err := d.recordEncryption(); err != nil {
+		return err
+	}
 	if d.opts.Owner != "" {
 		// Informational only, so a plain write: a stale file after a crash
 		// is overwritten by the next holder.
@@ -165,10 +170,10 @@ func (d *Dir) checkFormat() error {
 	if err := json.Unmarshal(data, &f); err != nil || f.Format != "ironbus-data" {
 		return fmt.Errorf("%w: %s/%s is unreadable", ErrInconsistent, d.path, formatFileName)
 	}
-	if f.Version > DataFormatVersion {
-		return fmt.Errorf("%w: data directory format %d, this binary knows %d", ErrTooNew, f.Version, DataFormatVersion)
+	if f.Version > EncryptedDataFormatVersion {
+		return fmt.Errorf("%w: data directory format %d, this binary knows %d", ErrTooNew, f.Version, EncryptedDataFormatVersion)
 	}
-	return nil
+	return checkEncryption(d.path, f, d.opts.Encryption)
 }
 
 // resolveIOMode turns IOAuto into a concrete mode by probing the directory.

@@ -1,0 +1,246 @@
+package segment
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+
+	"github.com/ironbus/ironbus/record"
+	"github.com/ironbus/ironbus/segment/format"
+	"github.com/ironbus/ironbus/segment/vfs"
+)
+
+// Encryption at rest. A log of a directory opened with Options.Encryption
+// seals each record body it stages (record.AppendEncryptedFrame) under a
+// sealing key drawn when it starts writing: the frame walkers (recovery,
+// the reader's header checks, the commit frame's batch CRC) see an
+// ordinary frame whose body is the envelope. Readers open encrypted frames
+// into plain ones on the way out, so consumers, filters and tools see what
+// an unencrypted log holds; a log without Encryption hands out stored
+// frames untouched (zero copy).
+//
+// The directory's FORMAT file names the keys its records may be sealed
+// under (id and check value) and carries version EncryptedDataFormatVersion,
+// so a binary that predates encryption refuses the directory as too new
+// instead of reading envelopes as bodies.
+
+// Encryption is the key ring a data directory is sealed with (package
+// keyring's Ring implements it).
+type Encryption interface {
+	record.OpeningKeys
+	// SealingKey derives a sealing key under the active key with a new
+	// random salt.
+	SealingKey() (*record.SealingKey, error)
+	// KeyIDs lists the ring's key ids; KeyCheck returns one's check value.
+	KeyIDs() []uint32
+	KeyCheck(id uint32) (string, bool)
+}
+
+// EncryptedDataFormatVersion is the FORMAT version of a directory that
+// holds (or may hold) encrypted records.
+const EncryptedDataFormatVersion = 2
+
+var (
+	// ErrKeyRequired means the directory is encrypted and no key ring was
+	// given.
+	ErrKeyRequired = errors.New("segment: the data directory is encrypted and no key ring was given")
+	// ErrWrongKey means the key ring given lacks a key the directory was
+	// written with, or holds a different key under its id.
+	ErrWrongKey = errors.New("segment: the key ring does not hold the keys this data directory was written with")
+)
+
+// formatEncryption is FORMAT's "encryption" section: the check value of
+// every key id records may be sealed under.
+type formatEncryption struct {
+	Keys map[string]string `json:"keys"`
+}
+
+// checkEncryption compares the directory's key checks with the options'
+// ring: a ring must hold every key the directory names, unchanged.
+func checkEncryption(dir string, f formatFile, enc Encryption) error {
+	if f.Encryption == nil {
+		if f.Version >= EncryptedDataFormatVersion {
+			return fmt.Errorf("%w: %s/%s is version %d without an encryption section", ErrInconsistent, dir, formatFileName, f.Version)
+		}
+		return nil
+	}
+	if enc == nil {
+		return fmt.Errorf("%w: %s holds records sealed under key ids %v", ErrKeyRequired, dir, formatKeyIDs(f.Encryption))
+	}
+	for id, want := range f.Encryption.Keys {
+		number, err := strconv.ParseUint(id, 10, 32)
+		if err != nil {
+			return fmt.Errorf("%w: %s/%s names key %q", ErrInconsistent, dir, formatFileName, id)
+		}
+		got, ok := enc.KeyCheck(uint32(number))
+		if !ok {
+			return fmt.Errorf("%w: the ring has no key %d", ErrWrongKey, number)
+		}
+		if got != want {
+			return fmt.Errorf("%w: the ring's key %d is not the key %s was written with", ErrWrongKey, number, dir)
+		}
+	}
+	return nil
+}
+
+func formatKeyIDs(e *formatEncryption) []uint32 {
+	ids := make([]uint32, 0, len(e.Keys))
+	for id := range e.Keys {
+		if number, err := strconv.ParseUint(id, 10, 32); err == nil {
+			ids = append(ids, uint32(number))
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// recordEncryption makes FORMAT name every key of the ring before a log
+// opens for writing: the directory is refused to a ring that lacks one of
+// them from then on. Written crash-safely; nothing when it already does.
+func (d *Dir) recordEncryption() error {
+	enc := d.opts.Encryption
+	if enc == nil {
+		return nil
+	}
+	data, err := vfs.ReadFile(d.fs, path.Join(d.path, formatFileName))
+	if err != nil {
+		return err
+	}
+	var f formatFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		return fmt.Errorf("%w: %s/%s is unreadable", ErrInconsistent, d.path, formatFileName)
+	}
+	section := formatEncryption{Keys: map[string]string{}}
+	if f.Encryption != nil {
+		for id, check := range f.Encryption.Keys {
+			section.Keys[id] = check
+		}
+	}
+	changed := f.Encryption == nil
+	for _, id := range enc.KeyIDs() {
+		name := strconv.FormatUint(uint64(id), 10)
+		if _, ok := section.Keys[name]; !ok {
+			section.Keys[name], _ = enc.KeyCheck(id)
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	data, _ = json.Marshal(formatFile{Format: "ironbus-data", Version: EncryptedDataFormatVersion, Encryption: &section})
+	if err := vfs.WriteFileAtomic(d.fs, path.Join(d.path, formatFileName), append(data, '\n')); err != nil {
+		return fmt.Errorf("writing %s: %w", formatFileName, err)
+	}
+	return nil
+}
+
+// sealingKeyLocked returns the log's sealing key, drawing one the first
+// time the log stages a record. REQUIRES: l.mu held.
+func (l *Log) sealingKeyLocked() (*record.SealingKey, error) {
+	if l.mu.sealing == nil {
+		key, err := l.opts.Encryption.SealingKey()
+		if err != nil {
+			return nil, err
+		}
+		l.mu.sealing = key
+	}
+	return l.mu.sealing, nil
+}
+
+// openFrame returns the plain frame of an encrypted frame whose envelope
+// verified, decrypted into the reader's buffer (valid until the next
+// call).
+func (r *Reader) openFrame(frame []byte, h record.FrameHeader) ([]byte, error) {
+	var err error
+	r.plain, err = record.AppendDecryptedFrame(r.plain[:0], frame, h, r.log.opts.Encryption)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s offset %d: %w", ErrCorruptRead, r.seg.name, h.Offset, err)
+	}
+	return r.plain, nil
+}
+
+// openRun replaces a run holding encrypted frames by one of plain frames
+// in a buffer the run owns; a run without any is returned as it is.
+// Commit frames are dropped on the way (a consumer skips them anyway).
+// Each envelope's CRC is checked before it is decrypted.
+func (r *Reader) openRun(run Run) (Run, error) {
+	if run.Count == 0 || !runHasEncrypted(run.Frames) {
+		return run, nil
+	}
+	buffer := r.log.getRunBuffer()
+	out, err := r.appendOpened((*buffer)[:0], run.Frames)
+	*buffer = out
+	run.Release()
+	if err != nil {
+		r.log.putRunBuffer(buffer)
+		return Run{}, err
+	}
+	run.Frames, run.buffer, run.log = out, buffer, r.log
+	return run, nil
+}
+
+// appendOpened appends the record frames of frames to dst, encrypted
+// ones opened.
+func (r *Reader) appendOpened(dst, frames []byte) ([]byte, error) {
+	for len(frames) >= format.FramePrefixSize {
+		if format.PeekKind(frames) != format.KindRecord {
+			n, err := record.OtherFrameLength(frames)
+			if err != nil {
+				return dst, fmt.Errorf("%w: %s: %w", ErrCorruptRead, r.seg.name, err)
+			}
+			frames = frames[n:]
+			continue
+		}
+		h, err := record.ParseFrameHeader(frames, r.log.opts.MaxRecordBytes)
+		if err == nil && h.Encrypted() {
+			if _, err = record.VerifyFrame(frames, h); err == nil {
+				dst, err = record.AppendDecryptedFrame(dst, frames, h, r.log.opts.Encryption)
+			}
+		} else if err == nil {
+			dst = append(dst, frames[:h.FrameLength]...)
+		}
+		if err != nil {
+			return dst, fmt.Errorf("%w: %s offset %d: %w", ErrCorruptRead, r.seg.name, h.Offset, err)
+		}
+		frames = frames[h.FrameLength:]
+	}
+	return dst, nil
+}
+
+// runHasEncrypted reports whether any record frame of frames is encrypted.
+func runHasEncrypted(frames []byte) bool {
+	for len(frames) >= format.FramePrefixSize {
+		if record.IsEncryptedFrame(frames) {
+			return true
+		}
+		n, err := record.OtherFrameLength(frames)
+		if err != nil {
+			return false
+		}
+		frames = frames[n:]
+	}
+	return false
+}
+
+// summarised reports whether a filtered reader may skip by the subject
+// summary: not on an encrypted log, whose summary was built from
+// envelopes, not subjects.
+func (r *Reader) summarised() bool {
+	return r.filter != nil && r.log.opts.Encryption == nil
+}
+
+// nextOpenedRun is NextRun for a filtered reader of an encrypted log: the
+// filter needs each record's subject, so records are opened one by one
+// (Next) and each goes out as a run of one.
+func (r *Reader) nextOpenedRun() (Run, error) {
+	entry, err := r.Next()
+	if err != nil || entry.Gap != nil {
+		return Run{Gap: entry.Gap}, err
+	}
+	buffer := r.log.getRunBuffer()
+	*buffer = append((*buffer)[:0], entry.Frame...)
+	return Run{First: entry.Offset, Next: entry.Offset + 1, Count: 1, Frames: *buffer, buffer: buffer, log: r.log}, nil
+}

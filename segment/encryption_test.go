@@ -1,0 +1,223 @@
+package segment
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"path"
+	"testing"
+	"time"
+
+	"github.com/ironbus/ironbus/keyring"
+	"github.com/ironbus/ironbus/record"
+	"github.com/ironbus/ironbus/segment/vfs"
+)
+
+func testRing(t testing.TB) *keyring.Ring {
+	t.Helper()
+	ring, err := keyring.New(time.Unix(1_800_000_000, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ring
+}
+
+// secretBody is a record whose payload is a recognisable secret plus its
+// index, so a test can look for the plaintext in the stored bytes.
+func secretBody(t testing.TB, index int, size int) ([]byte, []byte) {
+	t.Helper()
+	payload := bytes.Repeat([]byte("TOPSECRET-"), size/10+1)[:size]
+	payload[0] = byte(index)
+	encoded, err := record.AppendBody(nil, record.Body{Subject: []byte("orders.secret"), Payload: payload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return encoded, payload
+}
+
+// memFiles returns every file under dir of a MemFS.
+func memFiles(t testing.TB, fsys *vfs.MemFS, dir string) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	names, err := fsys.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		full := path.Join(dir, name)
+		info, err := fsys.Stat(full)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.IsDir {
+			for k, v := range memFiles(t, fsys, full) {
+				files[k] = v
+			}
+			continue
+		}
+		data, err := vfs.ReadFile(fsys, full)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[full] = data
+	}
+	return files
+}
+
+func TestEncryptedLogRoundTripAndNoPlaintext(t *testing.T) {
+	fsys := vfs.NewMemFS()
+	ring := testRing(t)
+	opts := testOptions(1)
+	opts.Encryption = ring
+	d := openDir(t, fsys, opts)
+	l := openLog(t, d)
+	var bodies [][]byte
+	sizes := []int{16, 300, 70_000, 20}
+	for i := range 40 {
+		b, _ := secretBody(t, i, sizes[i%len(sizes)])
+		bodies = append(bodies, b)
+		appendBody(t, l, b)
+	}
+	waitTicket(t, appendBody(t, l, bodies[0]))
+	bodies = append(bodies, bodies[0])
+	checkEntries(t, l, bodies)
+	checkRuns(t, l, bodies, nil)
+	checkRuns(t, l, bodies, prefixMatcher("orders."))
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range memFiles(t, fsys, "/data") {
+		if bytes.Contains(data, []byte("TOPSECRET")) || bytes.Contains(data, []byte("orders.secret")) {
+			t.Errorf("%s holds plaintext of a record", name)
+		}
+	}
+
+	d = openDir(t, fsys, opts)
+	checkEntries(t, openLog(t, d), bodies)
+	_ = d.Close()
+	if _, err := Open(fsys, "/data", testOptions(1)); !errors.Is(err, ErrKeyRequired) {
+		t.Fatalf("open without a key: %v, want ErrKeyRequired", err)
+	}
+	wrong := testOptions(1)
+	wrong.Encryption = testRing(t)
+	if _, err := Open(fsys, "/data", wrong); !errors.Is(err, ErrWrongKey) {
+		t.Fatalf("open with another ring: %v, want ErrWrongKey", err)
+	}
+	readOnly := opts
+	readOnly.ReadOnly = true
+	d = openDir(t, fsys, readOnly)
+	checkEntries(t, openLog(t, d), bodies)
+	_ = d.Close()
+}
+
+func TestEncryptedLogAfterPlainRecords(t *testing.T) {
+	fsys := vfs.NewMemFS()
+	d := openDir(t, fsys, testOptions(1))
+	l := openLog(t, d)
+	var bodies [][]byte
+	for i := range 5 {
+		b, _ := secretBody(t, i, 100)
+		bodies = append(bodies, b)
+		waitTicket(t, appendBody(t, l, b))
+	}
+	_ = d.Close()
+	opts := testOptions(1)
+	opts.Encryption = testRing(t)
+	d = openDir(t, fsys, opts)
+	l = openLog(t, d)
+	for i := range 5 {
+		b, _ := secretBody(t, 10+i, 100)
+		bodies = append(bodies, b)
+		waitTicket(t, appendBody(t, l, b))
+	}
+	checkEntries(t, l, bodies)
+	checkRuns(t, l, bodies, nil)
+	_ = d.Close()
+	if _, err := Open(fsys, "/data", testOptions(1)); !errors.Is(err, ErrKeyRequired) {
+		t.Fatalf("open without a key after encrypting: %v", err)
+	}
+}
+
+type prefixMatcher string
+
+func (p prefixMatcher) Match(subject []byte) bool { return bytes.HasPrefix(subject, []byte(p)) }
+
+func checkEntries(t *testing.T, l *Log, want [][]byte) {
+	t.Helper()
+	entries, gaps := readAll(t, l)
+	if len(gaps) != 0 || len(entries) != len(want) {
+		t.Fatalf("read %d entries and gaps %v, want %d entries", len(entries), gaps, len(want))
+	}
+	for i, e := range entries {
+		if !bytes.Equal(e.Body, want[i]) || e.BodyCRC != record.Checksum(want[i]) {
+			t.Fatalf("entry %d differs from what was appended", i)
+		}
+	}
+}
+
+func checkRuns(t *testing.T, l *Log, want [][]byte, filter Matcher) {
+	t.Helper()
+	r := l.NewReader(0)
+	defer r.Close()
+	if filter != nil {
+		r.SetFilter(filter)
+	}
+	got := 0
+	for {
+		run, err := r.NextRun(7, 1<<20)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run.Gap != nil {
+			t.Fatalf("gap %v", run.Gap)
+		}
+		frames := run.Frames
+		for len(frames) > 0 {
+			h, body, err := record.ParseFrame(frames, record.DefaultMaxBody)
+			if err != nil {
+				n, otherErr := record.OtherFrameLength(frames)
+				if otherErr != nil {
+					t.Fatalf("run frame: %v", err)
+				}
+				frames = frames[n:]
+				continue
+			}
+			if h.Encrypted() || !bytes.Equal(body, want[h.Offset]) {
+				t.Fatalf("run record %d is not the plain record appended", h.Offset)
+			}
+			frames = frames[h.FrameLength:]
+			got++
+		}
+		run.Release()
+	}
+	if got != len(want) {
+		t.Fatalf("runs held %d records, want %d", got, len(want))
+	}
+}
+
+func TestCrashEncrypted(t *testing.T) {
+	opts := testOptions(0)
+	opts.Encryption = testRing(t)
+	crashEveryWrite(t, "encrypted", opts, 0.5, emptyFS, func(c *crashRig, l *Log) {
+		c.appendWorkload(l, 2, 40, 0)
+	})
+}
+
+func TestEncryptedAppendContext(t *testing.T) {
+	opts := testOptions(1)
+	opts.Encryption = testRing(t)
+	d := openDir(t, vfs.NewMemFS(), opts)
+	defer d.Close()
+	l := openLog(t, d)
+	b, _ := secretBody(t, 1, 10)
+	ticket, err := l.AppendBatch(context.Background(), [][]byte{b, b}, []uint32{record.Checksum(b), record.Checksum(b)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTicket(t, ticket)
+	checkEntries(t, l, [][]byte{b, b})
+}

@@ -56,7 +56,11 @@ type OpeningKeys interface {
 }
 
 // Encrypted reports whether the frame's body is an encrypted envelope.
-func (h FrameHeader) Encrypted() bool { return h.Flags&frameFlagEncrypted != 0 }
+// The flag means encryption only in a frame of EncryptedFrameVersion: in a
+// version 1 frame it is an unknown bit, ignored.
+func (h FrameHeader) Encrypted() bool {
+	return h.Version == EncryptedFrameVersion && h.Flags&frameFlagEncrypted != 0
+}
 
 // EncryptedFrameSize returns the bytes an encrypted frame around a
 // producer body of bodyLength bytes occupies.
@@ -170,5 +174,5 @@ func AppendDecryptedFrame(dst []byte, frame []byte, h FrameHeader, keys OpeningK
 // IsEncryptedFrame reports whether b starts with a record frame whose
 // flags say its body is encrypted. Like IsFrame, it checks nothing else.
 func IsEncryptedFrame(b []byte) bool {
-	return IsFrame(b) && len(b) > 3 && b[3]&frameFlagEncrypted != 0
+	return IsFrame(b) && len(b) > 3 && b[2] == EncryptedFrameVersion && b[3]&frameFlagEncrypted != 0
 }

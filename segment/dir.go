@@ -29,6 +29,8 @@ type Dir struct {
 	opts   Options
 	ioMode IOMode
 	lock   io.Closer
+	// keyIDs are the keys FORMAT says records may be sealed under.
+	keyIDs []uint32
 
 	committer *committer
 
@@ -173,7 +175,7 @@ func (d *Dir) checkFormat() error {
 	if f.Version > EncryptedDataFormatVersion {
 		return fmt.Errorf("%w: data directory format %d, this binary knows %d", ErrTooNew, f.Version, EncryptedDataFormatVersion)
 	}
-	return checkEncryption(d.path, f, d.opts.Encryption)
+	return d.checkEncryption(f)
 }
 
 // resolveIOMode turns IOAuto into a concrete mode by probing the directory.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"slices"
 	"strconv"
@@ -59,8 +60,22 @@ type formatEncryption struct {
 }
 
 // checkEncryption compares the directory's key checks with the options'
-// ring: a ring must hold every key the directory names, unchanged.
-func checkEncryption(dir string, f formatFile, enc Encryption) error {
+// ring: a ring must hold every key the directory names, unchanged. A
+// read-only open without a ring is allowed (its frames check as stored;
+// an encrypted record read fails with record.ErrNoKey); a writer needs
+// the ring.
+func (d *Dir) checkEncryption(f formatFile) error {
+	dir, enc := d.path, d.opts.Encryption
+	if f.Encryption != nil {
+		d.keyIDs = formatKeyIDs(f.Encryption)
+	}
+	if enc == nil && d.opts.ReadOnly {
+		return nil
+	}
+	return checkKeys(dir, f, enc)
+}
+
+func checkKeys(dir string, f formatFile, enc Encryption) error {
 	if f.Encryption == nil {
 		if f.Version >= EncryptedDataFormatVersion {
 			return fmt.Errorf("%w: %s/%s is version %d without an encryption section", ErrInconsistent, dir, formatFileName, f.Version)
@@ -84,6 +99,71 @@ func checkEncryption(dir string, f formatFile, enc Encryption) error {
 		}
 	}
 	return nil
+}
+
+// CheckKeyRing tells whether enc is the key ring the data directory at dir
+// was written with (ErrWrongKey if not), without opening or locking
+// anything: what backup, restore and scrub check before copying bytes
+// they do not decrypt. A directory without encryption passes.
+func CheckKeyRing(fsys vfs.FS, dir string, enc Encryption) error {
+	data, err := vfs.ReadFile(fsys, path.Join(dir, formatFileName))
+	if err != nil {
+		return err
+	}
+	var f formatFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		return fmt.Errorf("%w: %s/%s is unreadable", ErrInconsistent, dir, formatFileName)
+	}
+	if f.Encryption == nil {
+		return nil
+	}
+	return checkKeys(dir, f, enc)
+}
+
+// EncryptionKeyIDs returns the ids of the keys the directory's FORMAT
+// says its records may be sealed under; none for a directory without
+// encryption.
+func (d *Dir) EncryptionKeyIDs() []uint32 { return slices.Clone(d.keyIDs) }
+
+// KeyIDs returns the ids of the keys the log's committed records are
+// sealed under, read from each envelope without decrypting (so it needs
+// no ring): what `verify` lists, and what tells when an old key is no
+// longer used.
+func (l *Log) KeyIDs() ([]uint32, error) {
+	r := l.NewReader(l.FirstOffset())
+	defer r.Close()
+	r.raw = true
+	var ids []uint32
+	for {
+		run, err := r.NextRun(1<<16, 4<<20)
+		if errors.Is(err, io.EOF) {
+			slices.Sort(ids)
+			return ids, nil
+		}
+		if err != nil {
+			return ids, err
+		}
+		ids = appendKeyIDs(ids, run.Frames)
+		run.Release()
+	}
+}
+
+// appendKeyIDs adds to ids the key id of every encrypted record frame of
+// frames it does not hold yet.
+func appendKeyIDs(ids []uint32, frames []byte) []uint32 {
+	for len(frames) >= format.FramePrefixSize {
+		n, err := record.OtherFrameLength(frames)
+		if err != nil {
+			return ids
+		}
+		if record.IsEncryptedFrame(frames) && n >= record.FrameHeaderSize+4 {
+			if id, _, err := record.EnvelopeKey(frames[record.FrameHeaderSize:n]); err == nil && !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+		frames = frames[n:]
+	}
+	return ids
 }
 
 func formatKeyIDs(e *formatEncryption) []uint32 {
@@ -225,11 +305,18 @@ func runHasEncrypted(frames []byte) bool {
 	return false
 }
 
+// opening reports whether the reader opens encrypted frames on the way
+// out: on a directory with encryption (a read-only one opened without a
+// ring included, where opening fails with record.ErrNoKey), unless raw.
+func (r *Reader) opening() bool {
+	return !r.raw && (r.log.opts.Encryption != nil || len(r.log.dir.keyIDs) > 0)
+}
+
 // summarised reports whether a filtered reader may skip by the subject
 // summary: not on an encrypted log, whose summary was built from
 // envelopes, not subjects.
 func (r *Reader) summarised() bool {
-	return r.filter != nil && r.log.opts.Encryption == nil
+	return r.filter != nil && r.log.opts.Encryption == nil && len(r.log.dir.keyIDs) == 0
 }
 
 // nextOpenedRun is NextRun for a filtered reader of an encrypted log: the

@@ -69,8 +69,10 @@ type Reader struct {
 		valid bool
 	}
 
-	// plain holds the last encrypted record opened (encryption.go).
+	// plain holds the last encrypted record opened (encryption.go); raw
+	// hands out encrypted frames as stored (Log.KeyIDs).
 	plain []byte
+	raw   bool
 
 	filterState
 }

@@ -116,7 +116,7 @@ func (r *Reader) NextRun(maxRecords, maxBytes int) (Run, error) {
 			}
 			continue
 		}
-		if r.filter != nil && r.log.opts.Encryption != nil {
+		if r.filter != nil && r.opening() {
 			return r.nextOpenedRun()
 		}
 		if r.summarised() && r.pos >= r.blockEnd && r.skipBlocks(committed) {
@@ -126,7 +126,7 @@ func (r *Reader) NextRun(maxRecords, maxBytes int) (Run, error) {
 			continue
 		}
 		run, walked, err := r.collectRun(committed, max(maxRecords, 1), maxBytes)
-		if err == nil && r.log.opts.Encryption != nil {
+		if err == nil && r.opening() {
 			run, err = r.openRun(run)
 		}
 		if err != nil || run.Count > 0 || run.Gap != nil {

@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"crypto/cipher"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -235,7 +236,7 @@ func (l *Log) sealingKeyLocked() (*record.SealingKey, error) {
 // call).
 func (r *Reader) openFrame(frame []byte, h record.FrameHeader) ([]byte, error) {
 	var err error
-	r.plain, err = record.AppendDecryptedFrame(r.plain[:0], frame, h, r.log.opts.Encryption)
+	r.plain, err = record.AppendDecryptedFrame(r.plain[:0], frame, h, r.keys())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s offset %d: %w", ErrCorruptRead, r.seg.name, h.Offset, err)
 	}
@@ -277,7 +278,7 @@ func (r *Reader) appendOpened(dst, frames []byte) ([]byte, error) {
 		h, err := record.ParseFrameHeader(frames, r.log.opts.MaxRecordBytes)
 		if err == nil && h.Encrypted() {
 			if _, err = record.VerifyFrame(frames, h); err == nil {
-				dst, err = record.AppendDecryptedFrame(dst, frames, h, r.log.opts.Encryption)
+				dst, err = record.AppendDecryptedFrame(dst, frames, h, r.keys())
 			}
 		} else if err == nil {
 			dst = append(dst, frames[:h.FrameLength]...)
@@ -330,4 +331,37 @@ func (r *Reader) nextOpenedRun() (Run, error) {
 	buffer := r.log.getRunBuffer()
 	*buffer = append((*buffer)[:0], entry.Frame...)
 	return Run{First: entry.Offset, Next: entry.Offset + 1, Count: 1, Frames: *buffer, buffer: buffer, log: r.log}, nil
+}
+
+// opener keeps the AEAD of the last (key id, salt) a reader opened: a
+// log's records share one until a writer restarts, so the ring's lookup
+// (a lock and a map) is paid once per writer, not per record.
+type opener struct {
+	ring Encryption
+	id   uint32
+	salt [record.SaltSize]byte
+	aead cipher.AEAD
+}
+
+// OpeningKey is record.OpeningKeys.
+func (o *opener) OpeningKey(id uint32, salt [record.SaltSize]byte) (cipher.AEAD, error) {
+	if o.aead != nil && o.id == id && o.salt == salt {
+		return o.aead, nil
+	}
+	aead, err := o.ring.OpeningKey(id, salt)
+	if err != nil {
+		return nil, err
+	}
+	o.id, o.salt, o.aead = id, salt, aead
+	return aead, nil
+}
+
+// keys is what the reader opens records with: nil without a ring (an
+// encrypted record then fails with record.ErrNoKey).
+func (r *Reader) keys() record.OpeningKeys {
+	if r.log.opts.Encryption == nil {
+		return nil
+	}
+	r.opener.ring = r.log.opts.Encryption
+	return &r.opener
 }

@@ -71,8 +71,9 @@ type Reader struct {
 
 	// plain holds the last encrypted record opened (encryption.go); raw
 	// hands out encrypted frames as stored (Log.KeyIDs).
-	plain []byte
-	raw   bool
+	plain  []byte
+	raw    bool
+	opener opener
 
 	filterState
 }

@@ -129,6 +129,11 @@ func TestEncryptionAtRestThroughEveryTool(t *testing.T) {
 		t.Fatalf("verify lists key ids %v, want [1]", ids)
 	}
 	expectCode(t, runCLI(t, append([]string{"verify", "--data-dir", dataDir}, wrong...)...), exitUsage)
+	// Without the ring, verify and scrub still check every stored byte.
+	if ids := keyIDsOf(t, runCLI(t, "verify", "--data-dir", dataDir, "--json")); !slices.Equal(ids, []uint32{1}) {
+		t.Fatalf("verify without the ring lists key ids %v, want [1]", ids)
+	}
+	expectCode(t, runCLI(t, "scrub", "--data-dir", dataDir), exitClean)
 	peek := runCLI(t, append([]string{"peek", "--data-dir", dataDir, "--stream", "orders", "--limit", "3"}, key...)...)
 	expectCode(t, peek, exitClean)
 	if !strings.Contains(peek.stdout, secretMarker+"000002") {

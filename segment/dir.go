@@ -17,8 +17,10 @@ import (
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
-// DataFormatVersion is the layout version of a data directory, stored in
-// its FORMAT file. A binary refuses a directory with a newer version.
+// DataFormatVersion is the layout version of a data directory without
+// encryption, stored in its FORMAT file; an encrypted one is
+// EncryptedDataFormatVersion, the newest this binary reads. A binary
+// refuses a directory with a newer version.
 const DataFormatVersion = 1
 
 // Dir is an open data directory: the lock, the committer shared by its

@@ -113,7 +113,8 @@ func loadKeyRing(path string) (segment.Encryption, error) {
 func keyRingError(dataDir string, err error) error {
 	switch {
 	case errors.Is(err, segment.ErrKeyRequired), errors.Is(err, record.ErrNoKey):
-		return exitErrorf(exitUsage, "%s is encrypted: pass --encryption-key-file naming the key ring it was written with (%w)", dataDir, err)
+		return exitErrorf(exitUsage, "%s is encrypted: pass --encryption-key-file naming the key ring it was written with "+
+			"(a command without that flag works on it through a running broker) (%w)", dataDir, err)
 	case errors.Is(err, segment.ErrWrongKey), errors.Is(err, record.ErrDecrypt):
 		return exitErrorf(exitUsage, "--encryption-key-file is not the key ring %s was written with (%w)", dataDir, err)
 	}

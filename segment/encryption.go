@@ -215,6 +215,7 @@ func (d *Dir) recordEncryption() error {
 	if err := vfs.WriteFileAtomic(d.fs, path.Join(d.path, formatFileName), append(data, '\n')); err != nil {
 		return fmt.Errorf("writing %s: %w", formatFileName, err)
 	}
+	d.keyIDs = formatKeyIDs(&section)
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"path"
+	"slices"
 	"testing"
 	"time"
 
@@ -220,4 +221,59 @@ func TestEncryptedAppendContext(t *testing.T) {
 	}
 	waitTicket(t, ticket)
 	checkEntries(t, l, [][]byte{b, b})
+}
+
+// TestKeyIDsFollowRotationAndRetention: after a rotation a log's records
+// are under two keys, both readable; once retention removed every
+// segment of the old key, the log no longer lists it (FORMAT still does,
+// so a ring must keep it).
+func TestKeyIDsFollowRotationAndRetention(t *testing.T) {
+	file := path.Join(t.TempDir(), "data.keys")
+	first, err := keyring.Create(file, time.Unix(1_800_000_000, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys := vfs.NewMemFS()
+	opts := testOptions(1)
+	opts.Encryption = first
+	var bodies [][]byte
+	appendSome := func(l *Log, n int) {
+		for range n {
+			b, _ := secretBody(t, len(bodies), 3_000)
+			bodies = append(bodies, b)
+			waitTicket(t, appendBody(t, l, b))
+		}
+	}
+	d := openDir(t, fsys, opts)
+	appendSome(openLog(t, d), 60)
+	_ = d.Close()
+
+	rotated, err := keyring.Rotate(file, time.Unix(1_800_000_100, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Encryption = rotated
+	d = openDir(t, fsys, opts)
+	defer d.Close()
+	l := openLog(t, d)
+	appendSome(l, 160)
+	if ids, err := l.KeyIDs(); err != nil || !slices.Equal(ids, []uint32{1, 2}) {
+		t.Fatalf("after rotation: key ids %v, %v", ids, err)
+	}
+	checkEntries(t, l, bodies)
+	if _, err := l.SealActive(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// The segment the log was writing at the rotation holds both keys;
+	// the floor is past it.
+	if _, err := l.DeleteBefore(200); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := l.KeyIDs()
+	if err != nil || !slices.Equal(ids, []uint32{2}) {
+		t.Fatalf("after retention removed key 1's records (first offset now %d): key ids %v, %v", l.FirstOffset(), ids, err)
+	}
+	if named := d.EncryptionKeyIDs(); !slices.Equal(named, []uint32{1, 2}) {
+		t.Fatalf("FORMAT names keys %v, want [1 2]", named)
+	}
 }

@@ -123,6 +123,9 @@ func EnvelopeKey(envelope []byte) (uint32, [SaltSize]byte, error) {
 // does not hold is ErrNoKey; a body that fails authentication (a wrong
 // key, or bytes changed along with their CRC) is ErrDecrypt.
 func AppendDecryptedFrame(dst []byte, frame []byte, h FrameHeader, keys OpeningKeys) ([]byte, error) {
+	if !h.Encrypted() || len(frame) < FrameHeaderSize+int(h.BodyLength) {
+		return dst, fmt.Errorf("%w: not a whole encrypted record frame", ErrCorrupt)
+	}
 	envelope := frame[FrameHeaderSize : FrameHeaderSize+int(h.BodyLength)]
 	id, salt, err := EnvelopeKey(envelope)
 	if err != nil {

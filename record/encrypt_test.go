@@ -125,3 +125,21 @@ func TestEncryptedFrameAllocatesNothingWithRoom(t *testing.T) {
 		t.Fatalf("AppendEncryptedFrame allocated %v times per call", allocs)
 	}
 }
+
+// FuzzDecryptFrame: any bytes that parse as an encrypted frame either open
+// or fail with a typed error; nothing panics.
+func FuzzDecryptFrame(f *testing.F) {
+	aead := testAEAD(f, 9)
+	f.Add(sealedFrame(f, []byte("seed body"), aead))
+	f.Add(sealedFrame(f, nil, aead))
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		h, _, err := record.ParseFrame(frame, record.DefaultMaxBody)
+		if err != nil || !h.Encrypted() {
+			return
+		}
+		_, err = record.AppendDecryptedFrame(nil, frame, h, testKeys{aead})
+		if err != nil && !errors.Is(err, record.ErrDecrypt) && !errors.Is(err, record.ErrCorrupt) && !errors.Is(err, record.ErrNoKey) {
+			t.Fatalf("untyped error: %v", err)
+		}
+	})
+}

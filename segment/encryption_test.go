@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"path"
 	"slices"
@@ -200,12 +201,24 @@ func checkRuns(t *testing.T, l *Log, want [][]byte, filter Matcher) {
 	}
 }
 
+// TestCrashEncrypted cuts power at every write of an encrypted log, with
+// and without unsynced data surviving, through the appender and inline
+// commits, buffered and direct: every acknowledged record must come back
+// and open.
 func TestCrashEncrypted(t *testing.T) {
-	opts := testOptions(0)
-	opts.Encryption = testRing(t)
-	crashEveryWrite(t, "encrypted", opts, 0.5, emptyFS, func(c *crashRig, l *Log) {
-		c.appendWorkload(l, 2, 40, 0)
-	})
+	for _, mode := range []IOMode{IOBuffered, IODirect} {
+		for _, keep := range []float64{0, 0.5} {
+			t.Run(fmt.Sprintf("%s-keep-unsynced-%v", mode, keep), func(t *testing.T) {
+				opts := testOptions(0)
+				opts.IOMode = mode
+				opts.Encryption = testRing(t)
+				crashEveryWrite(t, "encrypted", opts, keep, emptyFS, func(c *crashRig, l *Log) {
+					c.inlineProducers = 1
+					c.appendWorkload(l, 2, 40, 0)
+				})
+			})
+		}
+	}
 }
 
 func TestEncryptedAppendContext(t *testing.T) {

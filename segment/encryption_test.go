@@ -13,6 +13,7 @@ import (
 
 	"github.com/ironbus/ironbus/keyring"
 	"github.com/ironbus/ironbus/record"
+	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
@@ -92,6 +93,16 @@ func TestEncryptedLogRoundTripAndNoPlaintext(t *testing.T) {
 	for name, data := range memFiles(t, fsys, "/data") {
 		if bytes.Contains(data, []byte("TOPSECRET")) || bytes.Contains(data, []byte("orders.secret")) {
 			t.Errorf("%s holds plaintext of a record", name)
+		}
+	}
+	// A binary that predates encryption knows FORMAT DataFormatVersion and
+	// record frames of record.FrameVersion: it refuses both as too new.
+	if version, err := ReadDataFormatVersion(fsys, "/data"); err != nil || version != EncryptedDataFormatVersion || version <= DataFormatVersion {
+		t.Fatalf("FORMAT version %d, %v: an older binary would not refuse it", version, err)
+	}
+	for name, data := range memFiles(t, fsys, "/data/streams") {
+		if at := format.SegmentDataStart; path.Ext(name) == ".seg" && len(data) > at+3 && (data[at+2] <= record.FrameVersion || !record.IsEncryptedFrame(data[at:])) {
+			t.Errorf("%s starts with a record frame of version %d", name, data[at+2])
 		}
 	}
 

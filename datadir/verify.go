@@ -200,6 +200,9 @@ func checkLog(dir *segment.Dir, id segment.LogID) LogCheck {
 		if check.KeyIDs, err = log.KeyIDs(); err != nil {
 			return failedCheck(report, Unreadable, fmt.Errorf("listing the keys of log %s: %w", id.String(), err))
 		}
+		if err := log.OpenEvery(); err != nil {
+			return failedCheck(report, Damaged, fmt.Errorf("opening the records of log %s: %w", id.String(), err))
+		}
 	}
 	return check
 }

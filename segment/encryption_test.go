@@ -301,3 +301,34 @@ func TestKeyIDsFollowRotationAndRetention(t *testing.T) {
 		t.Fatalf("FORMAT names keys %v, want [1 2]", named)
 	}
 }
+
+// TestOpenEveryFindsRecordsTheRingCannotOpen: with FORMAT edited to name
+// another ring's key (so the key check passes), every record fails
+// authentication, and OpenEvery says so.
+func TestOpenEveryFindsRecordsTheRingCannotOpen(t *testing.T) {
+	fsys := vfs.NewMemFS()
+	opts := testOptions(1)
+	opts.Encryption = testRing(t)
+	d := openDir(t, fsys, opts)
+	l := openLog(t, d)
+	b, _ := secretBody(t, 1, 100)
+	waitTicket(t, appendBody(t, l, b))
+	if err := l.OpenEvery(); err != nil {
+		t.Fatalf("the right ring: %v", err)
+	}
+	_ = d.Close()
+
+	other := testRing(t)
+	check, _ := other.KeyCheck(1)
+	forged := `{"format":"ironbus-data","version":2,"encryption":{"keys":{"1":"` + check + `"}}}` + "\n"
+	if err := vfs.WriteFileAtomic(fsys, "/data/FORMAT", []byte(forged)); err != nil {
+		t.Fatal(err)
+	}
+	readOnly := testOptions(1)
+	readOnly.ReadOnly, readOnly.Encryption = true, other
+	d = openDir(t, fsys, readOnly)
+	defer d.Close()
+	if err := openLog(t, d).OpenEvery(); !errors.Is(err, record.ErrDecrypt) {
+		t.Fatalf("another ring's key: %v, want record.ErrDecrypt", err)
+	}
+}

@@ -71,8 +71,14 @@ func Create(src, out string, opts Options) (Result, error) {
 	if err := c.prepareOut(); err != nil {
 		return Result{}, err
 	}
+	// The manifest names the source's own layout version: an encrypted
+	// directory's is newer than a plain one's.
+	dataFormat, err := segment.ReadDataFormatVersion(opts.FS, c.src)
+	if err != nil {
+		dataFormat = segment.DataFormatVersion
+	}
 	c.result.Manifest = Manifest{Schema: ManifestSchema, Created: opts.Now().UTC(), Source: c.src,
-		DataFormatVersion: segment.DataFormatVersion, SegmentFormatVersion: format.SegmentFormatVersion,
+		DataFormatVersion: dataFormat, SegmentFormatVersion: format.SegmentFormatVersion,
 		Files: []File{}, Logs: []Range{}}
 	c.total = c.estimate(dirs)
 	for _, dir := range dirs {

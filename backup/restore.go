@@ -49,7 +49,7 @@ func ReadManifest(fsys vfs.FS, dir string) (Manifest, error) {
 	if err != nil {
 		return m, err
 	}
-	if m.DataFormatVersion > segment.DataFormatVersion || m.SegmentFormatVersion > format.SegmentFormatVersion {
+	if m.DataFormatVersion > segment.EncryptedDataFormatVersion || m.SegmentFormatVersion > format.SegmentFormatVersion {
 		return m, fmt.Errorf("%w: data format %d, segment format %d", ErrTooNew, m.DataFormatVersion, m.SegmentFormatVersion)
 	}
 	return m, nil

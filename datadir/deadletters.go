@@ -21,9 +21,10 @@ func DeadLetters(fsys vfs.FS, root string) (string, bool) {
 
 // OpenReadOnly opens a data directory's logs read-only: segment.Open then
 // creates, truncates and quarantines nothing, and takes the lock shared,
-// so it fails with segment.ErrLocked while a broker holds it.
-func OpenReadOnly(fsys vfs.FS, root string, logger *slog.Logger) (*segment.Dir, error) {
-	return segment.Open(fsys, root, segment.Options{ReadOnly: true, Logger: logger})
+// so it fails with segment.ErrLocked while a broker holds it. enc, when
+// set, opens encrypted records (and must be the directory's key ring).
+func OpenReadOnly(fsys vfs.FS, root string, logger *slog.Logger, enc segment.Encryption) (*segment.Dir, error) {
+	return segment.Open(fsys, root, segment.Options{ReadOnly: true, Logger: logger, Encryption: enc})
 }
 
 // DeadLetterQueue is one stream's dead-letter queue as its log holds it.
@@ -40,13 +41,13 @@ type DeadLetterQueue struct {
 func DeadLetterQueues(fsys vfs.FS, root string, logger *slog.Logger) ([]DeadLetterQueue, error) {
 	queues, exists := DeadLetters(fsys, root)
 	if !exists {
-		dir, err := OpenReadOnly(fsys, root, logger)
+		dir, err := OpenReadOnly(fsys, root, logger, nil)
 		if err != nil {
 			return nil, err
 		}
 		return nil, dir.Close()
 	}
-	dir, err := OpenReadOnly(fsys, queues, logger)
+	dir, err := OpenReadOnly(fsys, queues, logger, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -26,9 +26,9 @@ type ReadSummary struct {
 // (it would read as empty). An error of visit ends the read and is
 // returned as it is.
 func Read(fsys vfs.FS, root string, id segment.LogID, from uint64, limit int, logger *slog.Logger,
-	visit func(segment.Entry) error) (ReadSummary, error) {
+	enc segment.Encryption, visit func(segment.Entry) error) (ReadSummary, error) {
 	var summary ReadSummary
-	dir, err := OpenReadOnly(fsys, root, logger)
+	dir, err := OpenReadOnly(fsys, root, logger, enc)
 	if err != nil {
 		return summary, err
 	}

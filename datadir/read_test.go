@@ -11,7 +11,7 @@ import (
 func TestRead(t *testing.T) {
 	mem := seed(t)
 	var bodies []string
-	summary, err := Read(mem, root, segment.LogID{Stream: "orders", Partition: 1}, 1, 2, nil, func(entry segment.Entry) error {
+	summary, err := Read(mem, root, segment.LogID{Stream: "orders", Partition: 1}, 1, 2, nil, nil, func(entry segment.Entry) error {
 		bodies = append(bodies, string(entry.Body))
 		return nil
 	})
@@ -22,15 +22,15 @@ func TestRead(t *testing.T) {
 		t.Fatalf("bodies %q", bodies)
 	}
 	stop := errors.New("stop")
-	if _, err := Read(mem, root, segment.LogID{Stream: "orders"}, 0, 0, nil, func(segment.Entry) error { return stop }); err != stop {
+	if _, err := Read(mem, root, segment.LogID{Stream: "orders"}, 0, 0, nil, nil, func(segment.Entry) error { return stop }); err != stop {
 		t.Fatalf("visit's error is not returned as it is: %v", err)
 	}
-	if _, err := Read(mem, root, segment.LogID{Stream: "orders", Partition: 7}, 0, 0, nil, nil); !errors.Is(err, ErrNoSuchLog) {
+	if _, err := Read(mem, root, segment.LogID{Stream: "orders", Partition: 7}, 0, 0, nil, nil, nil); !errors.Is(err, ErrNoSuchLog) {
 		t.Fatalf("a missing log: %v", err)
 	}
 	d, _ := openDir(t, mem, true)
 	defer d.Close()
-	if _, err := Read(mem, root, segment.LogID{Stream: "orders"}, 0, 0, nil, nil); !errors.Is(err, segment.ErrLocked) {
+	if _, err := Read(mem, root, segment.LogID{Stream: "orders"}, 0, 0, nil, nil, nil); !errors.Is(err, segment.ErrLocked) {
 		t.Fatalf("beside a holder: %v", err)
 	}
 }

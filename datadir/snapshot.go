@@ -42,7 +42,7 @@ func emptyAdmin(root, reason string) *health.Admin {
 // under the shared lock.
 func lockedSnapshot(fsys vfs.FS, root string, logger *slog.Logger) (*health.Admin, error) {
 	doc := emptyAdmin(root, "offline")
-	dir, err := OpenReadOnly(fsys, root, logger)
+	dir, err := OpenReadOnly(fsys, root, logger, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func addLog(doc *health.Admin, dir *segment.Dir, id segment.LogID) error {
 // addDeadLetters attaches each dead-letter queue to partition 0 of its
 // stream (the broker keeps one queue per stream).
 func addDeadLetters(fsys vfs.FS, doc *health.Admin, queues string, logger *slog.Logger) error {
-	dir, err := OpenReadOnly(fsys, queues, logger)
+	dir, err := OpenReadOnly(fsys, queues, logger, nil)
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,8 @@ type LogCheck struct {
 	Report  segment.LogReport
 	Verdict Verdict
 	Err     error
+	// KeyIDs are the keys the log's encrypted records are sealed under.
+	KeyIDs []uint32
 }
 
 // Check is the check of a data directory: its logs and, when it covered
@@ -60,6 +62,9 @@ type CheckOptions struct {
 	// their previous copies, so both copies exist again.
 	Checkpoints bool
 	Logger      *slog.Logger
+	// Encryption is the directory's key ring, when it is encrypted:
+	// Repair needs it to write; Verify checks it is the right one.
+	Encryption segment.Encryption
 }
 
 // Verify checks every log of a stopped broker's data directory without
@@ -69,7 +74,7 @@ type CheckOptions struct {
 // A stream with no log is ErrNoSuchLog.
 func Verify(fsys vfs.FS, root string, opts CheckOptions) (Check, error) {
 	var check Check
-	dir, err := OpenReadOnly(fsys, root, opts.Logger)
+	dir, err := OpenReadOnly(fsys, root, opts.Logger, opts.Encryption)
 	if err != nil {
 		return check, err
 	}
@@ -90,7 +95,7 @@ func Verify(fsys vfs.FS, root string, opts CheckOptions) (Check, error) {
 	if !exists {
 		return check, nil
 	}
-	letters, err := OpenReadOnly(fsys, queues, opts.Logger)
+	letters, err := OpenReadOnly(fsys, queues, opts.Logger, opts.Encryption)
 	if err != nil {
 		return check, err
 	}
@@ -113,7 +118,7 @@ func Verify(fsys vfs.FS, root string, opts CheckOptions) (Check, error) {
 // stays frozen. The directory must exist: Repair never creates one.
 func Repair(fsys vfs.FS, root string, opts CheckOptions) (Check, error) {
 	var check Check
-	probe, err := OpenReadOnly(fsys, root, opts.Logger)
+	probe, err := OpenReadOnly(fsys, root, opts.Logger, opts.Encryption)
 	if err != nil {
 		return check, err
 	}
@@ -122,7 +127,7 @@ func Repair(fsys vfs.FS, root string, opts CheckOptions) (Check, error) {
 	if err != nil {
 		return check, err
 	}
-	dir, err := segment.Open(fsys, root, segment.Options{AcceptLoss: true, Logger: opts.Logger})
+	dir, err := segment.Open(fsys, root, segment.Options{AcceptLoss: true, Logger: opts.Logger, Encryption: opts.Encryption})
 	if err != nil {
 		return check, err
 	}
@@ -190,7 +195,16 @@ func checkLog(dir *segment.Dir, id segment.LogID) LogCheck {
 	if err != nil {
 		return failedCheck(report, Unreadable, fmt.Errorf("validating log %s: %w", id.String(), err))
 	}
-	return LogCheck{Report: report, Verdict: Judge(report, log.Err())}
+	check := LogCheck{Report: report, Verdict: Judge(report, log.Err())}
+	if len(dir.EncryptionKeyIDs()) > 0 {
+		if check.KeyIDs, err = log.KeyIDs(); err != nil {
+			return failedCheck(report, Unreadable, fmt.Errorf("listing the keys of log %s: %w", id.String(), err))
+		}
+		if err := log.OpenEvery(); err != nil {
+			return failedCheck(report, Damaged, fmt.Errorf("opening the records of log %s: %w", id.String(), err))
+		}
+	}
+	return check
 }
 
 func failedCheck(report segment.LogReport, verdict Verdict, err error) LogCheck {

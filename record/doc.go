@@ -29,8 +29,14 @@
 //     and bad input is an error wrapping one of the package's sentinels,
 //     never a panic. Parse, Subject and ParseFrame allocate nothing on
 //     success, and the slices they return alias the input.
+//   - Encrypted frames (encrypt.go, version EncryptedFrameVersion) keep
+//     the header's meaning for frame walkers: their body CRC covers the
+//     stored envelope, checked before decrypting; the producer's CRC is
+//     sealed with the body and checked after. A reader gets back the plain
+//     frame a broker without encryption stores; the wire carries only
+//     plain frames.
 //   - Versions: a body or frame version newer than BodyVersion or
-//     FrameVersion fails with ErrTooNew; nothing guesses. Unknown flag bits
+//     EncryptedFrameVersion fails with ErrTooNew; nothing guesses. Unknown flag bits
 //     are ignored, so new fields arrive behind a flag or a version.
 //
 // This package is public API and kept stable under semantic versioning

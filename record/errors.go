@@ -21,3 +21,13 @@ var (
 	// has a field longer than its length prefix allows.
 	ErrMalformed = errors.New("record: malformed body")
 )
+
+// Sentinels of encrypted record frames.
+var (
+	// ErrNoKey means a record is encrypted under a key the reader was not
+	// given.
+	ErrNoKey = errors.New("record: no key for an encrypted record")
+	// ErrDecrypt means an encrypted body whose CRC matched failed
+	// authentication: the key is not the one it was sealed with.
+	ErrDecrypt = errors.New("record: encrypted body failed authentication")
+)

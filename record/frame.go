@@ -39,6 +39,7 @@ var frameMagic = [2]byte{'I', 'R'}
 
 // FrameHeader is the decoded, CRC-checked header of a record frame.
 type FrameHeader struct {
+	Version     uint8
 	Flags       uint8
 	FrameLength uint32
 	Offset      uint64
@@ -109,6 +110,7 @@ func ParseFrameHeader(b []byte, maxBody uint32) (FrameHeader, error) {
 		return FrameHeader{}, fmt.Errorf("%w: record header checksum %08x, computed %08x", ErrCorrupt, got, want)
 	}
 	h := FrameHeader{
+		Version:     b[2],
 		Flags:       b[3],
 		FrameLength: le.Uint32(b[4:8]),
 		Offset:      le.Uint64(b[8:16]),
@@ -116,13 +118,22 @@ func ParseFrameHeader(b []byte, maxBody uint32) (FrameHeader, error) {
 		BodyLength:  le.Uint32(b[24:28]),
 		BodyCRC:     le.Uint32(b[28:32]),
 	}
-	if b[2] > FrameVersion {
-		return h, fmt.Errorf("%w: record frame version %d (this binary knows %d)", ErrTooNew, b[2], FrameVersion)
+	if b[2] > EncryptedFrameVersion {
+		return h, fmt.Errorf("%w: record frame version %d (this binary knows %d)", ErrTooNew, b[2], EncryptedFrameVersion)
 	}
 	if b[2] == 0 {
 		return h, fmt.Errorf("%w: record frame version 0", ErrCorrupt)
 	}
-	if h.BodyLength > maxBody || h.BodyLength > AbsoluteMaxBody {
+	if h.Version == EncryptedFrameVersion && h.Flags&frameFlagEncrypted == 0 {
+		return h, fmt.Errorf("%w: record frame version %d without the encrypted flag", ErrCorrupt, b[2])
+	}
+	limit := min(maxBody, AbsoluteMaxBody)
+	if h.Encrypted() {
+		// The envelope is the producer's body plus a fixed overhead; the
+		// limit is on the producer's body.
+		limit += EncryptionOverhead
+	}
+	if h.BodyLength > limit {
 		return h, fmt.Errorf("%w: record body of %d bytes (maximum %d)", ErrTooLarge, h.BodyLength, maxBody)
 	}
 	if want := uint32(FrameSize(int(h.BodyLength))); h.FrameLength != want {

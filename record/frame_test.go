@@ -40,6 +40,7 @@ func TestRoundTripFrame(t *testing.T) {
 				t.Fatalf("body %d offset %d: %v", size, offset, err)
 			}
 			want := record.FrameHeader{
+				Version:     record.FrameVersion,
 				Flags:       header.Flags, // checked through HasBodyHash below
 				FrameLength: uint32(len(frame)),
 				Offset:      offset,
@@ -188,7 +189,8 @@ func TestFrameRejects(t *testing.T) {
 		{"bad magic", 4, func(f []byte) { f[1] = 'X'; resealFrameHeader(f) }, record.ErrCorrupt},
 		{"header checksum", 4, func(f []byte) { f[frameHeaderCRCAt] ^= 1 }, record.ErrCorrupt},
 		{"version zero", 4, func(f []byte) { f[versionByte] = 0; resealFrameHeader(f) }, record.ErrCorrupt},
-		{"version two", 4, func(f []byte) { f[versionByte] = record.FrameVersion + 1; resealFrameHeader(f) }, record.ErrTooNew},
+		{"version past encrypted", 4, func(f []byte) { f[versionByte] = record.EncryptedFrameVersion + 1; resealFrameHeader(f) }, record.ErrTooNew},
+		{"encrypted version without its flag", 4, func(f []byte) { f[versionByte] = record.EncryptedFrameVersion; resealFrameHeader(f) }, record.ErrCorrupt},
 		{"version max", 4, func(f []byte) { f[versionByte] = 0xff; resealFrameHeader(f) }, record.ErrTooNew},
 		{"frame length too long", 4, func(f []byte) {
 			littleEndian.PutUint32(f[frameLengthAt:], uint32(len(f)+1))

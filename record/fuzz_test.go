@@ -99,6 +99,9 @@ func FuzzParseFrame(f *testing.F) {
 		grown := append(append([]byte(nil), frame...), make([]byte, 12)...)
 		f.Add(grown, uint32(record.DefaultMaxBody), uint32(repairFrameGrow|repairFrameLengths|repairFrameBody|repairFrameHeaderCRC))
 	}
+	sealed := sealedFrame(f, []byte("a sealed body"), testAEAD(f, 9))
+	f.Add(sealed, uint32(record.DefaultMaxBody), uint32(0))
+	f.Add(sealed, uint32(12), uint32(0)) // the producer's body one byte over maxBody
 	frame, _ := encodeTestFrame(7, 8, 12)
 	f.Add(frame, uint32(11), uint32(0))                                                       // one byte over maxBody
 	f.Add(append(frame, frame...), uint32(record.DefaultMaxBody), uint32(0))                  // two frames end to end
@@ -136,8 +139,12 @@ func FuzzParseFrame(f *testing.F) {
 		if err != nil || onlyHeader != header {
 			t.Fatalf("ParseFrameHeader disagrees with ParseFrame: %+v, %v", onlyHeader, err)
 		}
+		limit := min(maxBody, record.AbsoluteMaxBody)
+		if header.Encrypted() {
+			limit += record.EncryptionOverhead // the limit is on the producer's body
+		}
 		switch {
-		case header.BodyLength > maxBody || header.BodyLength > record.AbsoluteMaxBody:
+		case header.BodyLength > limit:
 			t.Fatalf("accepted a body of %d bytes with maxBody %d", header.BodyLength, maxBody)
 		case int(header.FrameLength) != record.FrameSize(len(body)) || int(header.BodyLength) != len(body):
 			t.Fatalf("frame length %d, body length %d, body of %d bytes", header.FrameLength, header.BodyLength, len(body))
@@ -152,7 +159,13 @@ func FuzzParseFrame(f *testing.F) {
 		}
 		again := record.AppendFrame(nil, header.Offset, header.Timestamp, body, header.BodyCRC, storedHash)
 		canonical := append([]byte(nil), data[:header.FrameLength]...)
-		canonical[flagsByte] &= 1 // the only flag a record has today
+		canonical[flagsByte] &= 1 // the xxh3 flag; an encrypted frame also has its own
+		if header.Encrypted() {
+			// An encrypted frame is a plain one with its version and flag.
+			again[versionByte], again[flagsByte] = record.EncryptedFrameVersion, again[flagsByte]|2
+			canonical[flagsByte] |= 2
+			resealFrameHeader(again)
+		}
 		resealFrameHeader(canonical)
 		if !bytes.Equal(again, canonical) {
 			t.Fatalf("re-encoding differs:\n got %x\nwant %x", again, canonical)

@@ -251,7 +251,9 @@ func crashEveryWrite(t *testing.T, name string, opts Options, keep float64,
 			t.Logf("%s: %d crash points checked", name, k)
 			return
 		}
-		verifyImage(t, c.image, testOptions(uint64(k)), c.ackedAtCrash, c.assigned,
+		verifyOpts := testOptions(uint64(k))
+		verifyOpts.Encryption = opts.Encryption
+		verifyImage(t, c.image, verifyOpts, c.ackedAtCrash, c.assigned,
 			c.floorAtCrash, fmt.Sprintf("%s crash at op %d", name, k))
 	}
 }

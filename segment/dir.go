@@ -17,8 +17,10 @@ import (
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
-// DataFormatVersion is the layout version of a data directory, stored in
-// its FORMAT file. A binary refuses a directory with a newer version.
+// DataFormatVersion is the layout version of a data directory without
+// encryption, stored in its FORMAT file; an encrypted one is
+// EncryptedDataFormatVersion, the newest this binary reads. A binary
+// refuses a directory with a newer version.
 const DataFormatVersion = 1
 
 // Dir is an open data directory: the lock, the committer shared by its
@@ -29,6 +31,8 @@ type Dir struct {
 	opts   Options
 	ioMode IOMode
 	lock   io.Closer
+	// keyIDs are the keys FORMAT says records may be sealed under.
+	keyIDs []uint32
 
 	committer *committer
 
@@ -43,6 +47,8 @@ type Dir struct {
 type formatFile struct {
 	Format  string `json:"format"`
 	Version int    `json:"version"`
+	// Encryption names the keys of an encrypted directory (encryption.go).
+	Encryption *formatEncryption `json:"encryption,omitempty"`
 }
 
 // Open opens (creating it unless opts.ReadOnly) the data directory at root
@@ -112,6 +118,9 @@ func (d *Dir) openWritable() error {
 	} else if err != nil {
 		return err
 	}
+	if err := d.recordEncryption(); err != nil {
+		return err
+	}
 	if d.opts.Owner != "" {
 		// Informational only, so a plain write: a stale file after a crash
 		// is overwritten by the next holder.
@@ -165,10 +174,10 @@ func (d *Dir) checkFormat() error {
 	if err := json.Unmarshal(data, &f); err != nil || f.Format != "ironbus-data" {
 		return fmt.Errorf("%w: %s/%s is unreadable", ErrInconsistent, d.path, formatFileName)
 	}
-	if f.Version > DataFormatVersion {
-		return fmt.Errorf("%w: data directory format %d, this binary knows %d", ErrTooNew, f.Version, DataFormatVersion)
+	if f.Version > EncryptedDataFormatVersion {
+		return fmt.Errorf("%w: data directory format %d, this binary knows %d", ErrTooNew, f.Version, EncryptedDataFormatVersion)
 	}
-	return nil
+	return d.checkEncryption(f)
 }
 
 // resolveIOMode turns IOAuto into a concrete mode by probing the directory.

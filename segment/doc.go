@@ -86,6 +86,12 @@
 //	[producer id u64, sequence u64 when flags bit 0]
 //	key · subject · headers ([u16 name len][name][u32 value len][value]…) · payload
 //
+// With Options.Encryption the body is stored as an envelope (frame
+// version 2, flags bit 1; record.AppendEncryptedFrame): key id, salt,
+// AES-256-GCM of the producer's CRC and body, tag. Body length and body
+// CRC describe the envelope, so every rule below applies unchanged;
+// readers open it on the way out (encryption.go).
+//
 // Commit frame ("IC", 80 bytes) closes each batch written with one write:
 //
 //	token u64 @8 (the segment's) · first offset @16 · last offset @24 ·

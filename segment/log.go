@@ -51,6 +51,10 @@ type Log struct {
 		// dirtySince is when the log was last queued at the committer,
 		// the start of its linger (linger.go; set only with a linger).
 		dirtySince time.Time
+		// sealing seals the records this log stages under encryption;
+		// drawn at the first one (encryption.go), dropped when offsets
+		// are handed out again.
+		sealing *record.SealingKey
 	}
 	committed atomic.Pointer[mark]
 	segments  atomic.Pointer[segmentSet]
@@ -328,15 +332,21 @@ func (l *Log) append(ctx context.Context, bodies [][]byte, crcs []uint32, block 
 // appender as every append does.
 func (l *Log) stage(ctx context.Context, bodies [][]byte, crcs []uint32, block, inline bool) (Ticket, *batch, error) {
 	frameBytes, large := 0, false
+	encrypted := l.opts.Encryption != nil
 	for _, body := range bodies {
 		if len(body) > int(l.opts.MaxRecordBytes) {
 			return Ticket{}, nil, fmt.Errorf("%w: body of %d bytes (maximum %d)", ErrRecordTooLarge, len(body), l.opts.MaxRecordBytes)
 		}
+		if encrypted {
+			frameBytes += record.EncryptedFrameSize(len(body))
+			continue
+		}
 		frameBytes += record.FrameSize(len(body))
 		large = large || len(body) >= record.BodyHashThreshold
 	}
-	// Large bodies are hashed before taking the lock; small ones have no
-	// hash, so the common batch allocates nothing here.
+	// Large bodies are hashed before taking the lock (an encrypted frame
+	// hashes its envelope as it seals it); small ones have no hash, so the
+	// common batch allocates nothing here.
 	var hashes []uint64
 	if large {
 		hashes = make([]uint64, len(bodies))
@@ -350,6 +360,14 @@ func (l *Log) stage(ctx context.Context, bodies [][]byte, crcs []uint32, block, 
 		l.mu.Unlock()
 		return Ticket{}, nil, err
 	}
+	var sealing *record.SealingKey
+	if encrypted {
+		var err error
+		if sealing, err = l.sealingKeyLocked(); err != nil {
+			l.mu.Unlock()
+			return Ticket{}, nil, err
+		}
+	}
 	b := l.mu.staging
 	inline = inline && b.count == 0 && len(l.mu.inflight) == 0
 	first := l.mu.nextOffset
@@ -357,6 +375,11 @@ func (l *Log) stage(ctx context.Context, bodies [][]byte, crcs []uint32, block, 
 		b.first = first
 	}
 	for i, body := range bodies {
+		if sealing != nil {
+			b.buf = record.AppendEncryptedFrame(b.buf, l.mu.nextOffset, now, body, crcs[i], sealing)
+			l.mu.nextOffset++
+			continue
+		}
 		var hash uint64
 		if hashes != nil {
 			hash = hashes[i]
@@ -621,6 +644,7 @@ func (l *Log) failFrom(b *batch, from uint64, err error) {
 	}
 	l.wakeWaitersLocked()
 	l.mu.nextOffset = from
+	l.mu.sealing = nil // offsets from `from` on are sealed again: under a new salt
 	// The part of b already written may be committed already: complete it
 	// now rather than wait for a mark that will not move past it.
 	failed = l.popCoveredLocked(finishLocked(failed), l.committed.Load().next)

@@ -214,6 +214,10 @@ type Options struct {
 	// it for reproducible files.
 	Random io.Reader
 
+	// Encryption, when set, seals every record body appended from then on
+	// (encryption.go) and opens encrypted records on the way out. A data
+	// directory written with encryption refuses to open without it.
+	Encryption Encryption
 	// Observer is told the duration of every batch write and fdatasync
 	// (nobody by default); the broker feeds its metrics from it.
 	Observer Observer

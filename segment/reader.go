@@ -69,6 +69,12 @@ type Reader struct {
 		valid bool
 	}
 
+	// plain holds the last encrypted record opened (encryption.go); raw
+	// hands out encrypted frames as stored (Log.KeyIDs).
+	plain  []byte
+	raw    bool
+	opener opener
+
 	filterState
 }
 
@@ -94,10 +100,10 @@ func (r *Reader) Next() (Entry, error) {
 			}
 			continue
 		}
-		if r.filter != nil && r.pos >= r.blockEnd && r.skipBlocks(committed) {
+		if r.summarised() && r.pos >= r.blockEnd && r.skipBlocks(committed) {
 			continue
 		}
-		if r.filter != nil && r.sparse.active && r.jumpSparse(committed, false) {
+		if r.summarised() && r.sparse.active && r.jumpSparse(committed, false) {
 			continue
 		}
 		entry, advanced, err := r.step(committed)
@@ -276,8 +282,18 @@ func (r *Reader) record(limit int64) (Entry, bool, error) {
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("%w: %s offset %d: %w", ErrCorruptRead, r.seg.name, h.Offset, err)
 	}
+	stored := h.FrameLength
+	if h.Encrypted() {
+		if frame, err = r.openFrame(frame, h); err != nil {
+			return Entry{}, false, err
+		}
+		if h, err = record.ParseFrameHeader(frame, r.log.opts.MaxRecordBytes); err != nil {
+			return Entry{}, false, err
+		}
+		body = frame[record.FrameHeaderSize : record.FrameHeaderSize+int(h.BodyLength)]
+	}
 	if !r.matches(body) {
-		r.skipRecord(h.FrameLength)
+		r.skipRecord(stored)
 		return Entry{}, true, nil
 	}
 	if r.skipping {
@@ -285,7 +301,7 @@ func (r *Reader) record(limit int64) (Entry, bool, error) {
 		// first, and the next call reads this record again.
 		return Entry{Gap: r.takeFiltered(r.next)}, true, nil
 	}
-	r.pos += int64(h.FrameLength)
+	r.pos += int64(stored)
 	r.next++
 	return Entry{Offset: h.Offset, Timestamp: h.Timestamp, BodyCRC: h.BodyCRC, Body: body, Frame: frame}, true, nil
 }

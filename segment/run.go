@@ -116,13 +116,19 @@ func (r *Reader) NextRun(maxRecords, maxBytes int) (Run, error) {
 			}
 			continue
 		}
-		if r.filter != nil && r.pos >= r.blockEnd && r.skipBlocks(committed) {
+		if r.filter != nil && r.opening() {
+			return r.nextOpenedRun()
+		}
+		if r.summarised() && r.pos >= r.blockEnd && r.skipBlocks(committed) {
 			continue
 		}
-		if r.filter != nil && r.sparse.active && r.jumpSparse(committed, true) {
+		if r.summarised() && r.sparse.active && r.jumpSparse(committed, true) {
 			continue
 		}
 		run, walked, err := r.collectRun(committed, max(maxRecords, 1), maxBytes)
+		if err == nil && r.opening() {
+			run, err = r.openRun(run)
+		}
 		if err != nil || run.Count > 0 || run.Gap != nil {
 			return run, err
 		}

@@ -184,6 +184,11 @@ type Config struct {
 	// AuthConfig is the identities and scopes file [auth_config]; it must
 	// not be readable by group or others.
 	AuthConfig string
+	// EncryptionKeyFile is the key ring (`ironbus key create`, mode 0600)
+	// whose active key seals every record body written from then on
+	// [encryption_key_file]; a data directory written with encryption
+	// refuses to open without it.
+	EncryptionKeyFile string
 	// AuditLog appends auth outcomes and admin actions to this file
 	// [audit_log].
 	AuditLog string

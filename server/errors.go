@@ -21,6 +21,10 @@ var (
 	ErrExposedSecret = errors.New("server: secret file readable by others")
 	// ErrSecurityFile: a TLS, auth or audit file that does not load.
 	ErrSecurityFile = errors.New("server: security file does not load")
+	// ErrEncryptionKey: the key ring does not load, or it is not the one
+	// the data directory was encrypted with, or none was given for an
+	// encrypted directory. Nothing on disk was changed.
+	ErrEncryptionKey = errors.New("server: encryption key ring")
 	// ErrOverBudget: the RAM budget does not fit RAMCeiling, or its pools
 	// cannot be reserved.
 	ErrOverBudget = errors.New("server: RAM budget over the ceiling")

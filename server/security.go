@@ -17,7 +17,8 @@ import (
 // may read, before anything else loads them: a key anyone on the box can
 // copy protects nothing.
 func checkSecretFiles(cfg Config) error {
-	for _, secret := range []struct{ flag, path string }{{"--tls-key", cfg.TLSKey}, {"--auth-config", cfg.AuthConfig}} {
+	for _, secret := range []struct{ flag, path string }{{"--tls-key", cfg.TLSKey}, {"--auth-config", cfg.AuthConfig},
+		{"--encryption-key-file", cfg.EncryptionKeyFile}} {
 		if secret.path == "" {
 			continue
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ironbus/ironbus/arena"
 	"github.com/ironbus/ironbus/broker"
+	"github.com/ironbus/ironbus/keyring"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/session"
 )
@@ -89,6 +90,13 @@ func (s *Server) acquire(cfg Config) error {
 	if err != nil {
 		return err
 	}
+	if cfg.EncryptionKeyFile != "" {
+		ring, err := keyring.Load(cfg.EncryptionKeyFile)
+		if err != nil {
+			return fmt.Errorf("%w: --encryption-key-file %s: %w", ErrEncryptionKey, cfg.EncryptionKeyFile, err)
+		}
+		mapped.engine.Storage.Encryption = ring
+	}
 	if s.plan, err = planMemory(cfg, &mapped); err != nil {
 		return err
 	}
@@ -159,6 +167,11 @@ func checkDataDir(cfg Config) error {
 // openError classifies a failure to open the data directory.
 func openError(dataDir string, err error) error {
 	switch {
+	case errors.Is(err, segment.ErrKeyRequired):
+		return fmt.Errorf("%w: %s is encrypted: start it with --encryption-key-file naming the key ring it was written with: %w",
+			ErrEncryptionKey, dataDir, err)
+	case errors.Is(err, segment.ErrWrongKey):
+		return fmt.Errorf("%w: --encryption-key-file is not the key ring %s was written with: %w", ErrEncryptionKey, dataDir, err)
 	case errors.Is(err, segment.ErrLocked):
 		return fmt.Errorf("%w: %s is in use: %w; stop that broker first", ErrLocked, dataDir, err)
 	case errors.Is(err, broker.ErrInvalidRetention):

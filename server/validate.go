@@ -236,6 +236,8 @@ func (cfg Config) checkStorage() error {
 		return invalid("--storage memory needs --memory-storage-cap (for example 32MiB): RAM is bounded, and producers get the storage-full error at the cap")
 	case cfg.DataDir != "":
 		return invalid("--data-dir %s: --storage memory writes no files; drop one of them", cfg.DataDir)
+	case cfg.EncryptionKeyFile != "":
+		return invalid("--encryption-key-file encrypts data at rest and --storage memory keeps none; drop one of them")
 	case cfg.MemoryStorageCap < 2*cfg.SegmentBytes:
 		return invalid("--memory-storage-cap %s cannot hold two segments of --segment-bytes %s; lower --segment-bytes or raise the cap",
 			arena.FormatBytes(cfg.MemoryStorageCap), arena.FormatBytes(cfg.SegmentBytes))

@@ -18,6 +18,7 @@ type backupOptions struct {
 	dataDir string
 	out     string
 	noLink  bool
+	keyFile string
 }
 
 // backupOutput is the --json form of `ironbus backup`.
@@ -73,6 +74,7 @@ not found, 4 unreadable (I/O error, a segment vanished mid-copy), 1 usage
 	}
 	addDataDirFlag(cmd, &options.dataDir)
 	cmd.Flags().StringVar(&options.out, "out", "", "the backup directory to create; it must not exist or be empty (required)")
+	addKeyFileFlag(cmd, &options.keyFile)
 	cmd.Flags().BoolVar(&options.noLink, "no-link", false, "copy sealed segments even where a hard link would do")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print one JSON object (schema "+backupSchema+")")
 	cmd.RunE = classified(func() error { return runBackup(opts, options) })
@@ -81,6 +83,9 @@ not found, 4 unreadable (I/O error, a segment vanished mid-copy), 1 usage
 
 func runBackup(opts *globalOptions, options *backupOptions) error {
 	if err := requireDataDir(options.dataDir); err != nil {
+		return err
+	}
+	if err := checkKeyRingOf(options.dataDir, options.keyFile); err != nil {
 		return err
 	}
 	if options.out == "" {

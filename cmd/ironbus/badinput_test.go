@@ -243,13 +243,13 @@ func (f *badInputFixture) base(path string) (args []string, stdin string) {
 // means different things).
 var (
 	fileFlags = []string{"config", "auth-config", "tls-ca", "tls-cert", "tls-key", "tls-client-ca", "token-file",
-		"password-file", "new-binary", "dest", "audit-log", "payload-file"}
+		"password-file", "new-binary", "dest", "audit-log", "payload-file", "encryption-key-file"}
 	dirFlags = []string{"data-dir", "profile-out"}
 )
 
 func (f *badInputFixture) flagKind(path, name string) string {
 	switch {
-	case slices.Contains(fileFlags, name), name == "out" && path == "token create":
+	case slices.Contains(fileFlags, name), name == "out" && (path == "token create" || path == "key create"):
 		return "file"
 	case slices.Contains(dirFlags, name), name == "out" && path == "backup", name == "from" && path == "restore":
 		return "dir"

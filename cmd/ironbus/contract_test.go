@@ -230,6 +230,9 @@ func envelopeSecurity(run *envelopeRun) {
 	run.expect("ironbus token create", exitClean, "", nil, "token", "create")
 	tokenFile := filepath.Join(dir, "writer.token")
 	run.expect("ironbus token create", exitClean, "", nil, "token", "create", "--out", tokenFile)
+	ring := filepath.Join(dir, "data.keys")
+	run.expect("ironbus key create", exitClean, "", nil, "key", "create", "--out", ring)
+	run.expect("ironbus key rotate", exitClean, "", nil, "key", "rotate", ring)
 	run.expect("ironbus passwd", exitClean, "secret\n", nil, "passwd", "--memory", "19MiB", "--iterations", "2")
 	auth := []string{"--auth-config", filepath.Join(dir, "auth.toml")}
 	run.expect("ironbus auth add", exitClean, "", nil, append([]string{"auth", "add", "--name", "writer", "--token-file", tokenFile, "--scopes", "publish"}, auth...)...)

@@ -91,7 +91,7 @@ func (selection *logSelection) logID() segment.LogID {
 // openDataDir opens the directory read-only (datadir.OpenReadOnly), which
 // is what makes every offline reader safe beside a broker.
 func openDataDir(opts *globalOptions, dataDir string) (*segment.Dir, error) {
-	dir, err := datadir.OpenReadOnly(vfs.OS{}, dataDir, opts.logger())
+	dir, err := datadir.OpenReadOnly(vfs.OS{}, dataDir, opts.logger(), nil)
 	if err != nil {
 		return nil, openDirError(dataDir, err)
 	}
@@ -110,6 +110,9 @@ func requireExistingDataDir(dataDir string) error {
 
 func openDirError(dataDir string, err error) error {
 	if refused := notADirectory(dataDir); refused != nil {
+		return refused
+	}
+	if refused := keyRingError(dataDir, err); refused != nil {
 		return refused
 	}
 	switch {

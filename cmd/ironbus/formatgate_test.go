@@ -25,14 +25,14 @@ import (
 // with that log frozen read-only and the reason in its log. Either way
 // every byte stays as it was.
 func TestNewerDataDirIsRefusedUntouched(t *testing.T) {
-	newer := segment.DataFormatVersion + 1
+	newer := segment.EncryptedDataFormatVersion + 1
 	t.Run("FORMAT", func(t *testing.T) {
 		dataDir := copyTestdata(t, "demo")
 		formatFile := fmt.Sprintf(`{"format":"ironbus-data","version":%d}`+"\n", newer)
 		if err := os.WriteFile(filepath.Join(dataDir, "FORMAT"), []byte(formatFile), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		want := fmt.Sprintf("data directory format %d, this binary knows %d", newer, segment.DataFormatVersion)
+		want := fmt.Sprintf("data directory format %d, this binary knows %d", newer, segment.EncryptedDataFormatVersion)
 		expectRefusedUntouched(t, dataDir, want, "serve", "verify", "dump")
 	})
 	t.Run("segment header", func(t *testing.T) {

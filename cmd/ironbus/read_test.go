@@ -124,7 +124,7 @@ func TestVersion(t *testing.T) {
 	if err := json.Unmarshal([]byte(result.stdout), &output); err != nil {
 		t.Fatalf("not JSON: %s: %q", err.Error(), result.stdout)
 	}
-	want := formatVersions{DataDir: segment.DataFormatVersion, Segment: format.SegmentFormatVersion,
+	want := formatVersions{DataDir: segment.EncryptedDataFormatVersion, Segment: format.SegmentFormatVersion,
 		Frame: format.FrameVersion, Body: record.BodyVersion}
 	if output.Schema != versionSchema || output.Version == "" || output.Formats != want {
 		t.Errorf("version output %+v, want formats %+v", output, want)

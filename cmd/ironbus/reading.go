@@ -14,14 +14,16 @@ import (
 // readOptions are the flags of the commands that read records.
 type readOptions struct {
 	logSelection
-	from  uint64
-	limit int
+	from    uint64
+	limit   int
+	keyFile string
 }
 
 func addReadFlags(cmd *cobra.Command, read *readOptions, defaultLimit int, limitHelp string) {
 	addLogFlags(cmd, &read.logSelection)
 	cmd.Flags().Uint64Var(&read.from, "from", 0, "first offset to read; offsets below the log's first are reported as a gap")
 	cmd.Flags().IntVar(&read.limit, "limit", defaultLimit, limitHelp)
+	addKeyFileFlag(cmd, &read.keyFile)
 }
 
 func (read *readOptions) validate() error {
@@ -42,7 +44,11 @@ func (read *readOptions) validate() error {
 func readEntries(opts *globalOptions, read *readOptions, visit func(segment.Entry) error) (datadir.ReadSummary, error) {
 	var visitErr error
 	id := read.logID()
-	summary, err := datadir.Read(vfs.OS{}, read.dataDir, id, read.from, read.limit, opts.logger(), func(entry segment.Entry) error {
+	ring, err := loadKeyRing(read.keyFile)
+	if err != nil {
+		return datadir.ReadSummary{}, err
+	}
+	summary, err := datadir.Read(vfs.OS{}, read.dataDir, id, read.from, read.limit, opts.logger(), ring, func(entry segment.Entry) error {
 		visitErr = visit(entry)
 		return visitErr
 	})

@@ -74,6 +74,7 @@ could not be repaired, 2 not found, 5 a broker holds the directory, 1 usage.`,
 	}
 	addDataDirFlag(cmd, &repair.dataDir)
 	cmd.Flags().StringVar(&repair.stream, "stream", "", "repair only the logs of this stream (default: every stream)")
+	addKeyFileFlag(cmd, &repair.keyFile)
 	cmd.Flags().BoolVar(&repair.apply, "apply", false, "make the changes (default: print the plan only)")
 	cmd.Flags().BoolVar(&repair.force, "force", false, "with --apply, also rewrite damaged checkpoints from their previous copies (groups redeliver)")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print one JSON object (schema "+repairSchema+")")
@@ -91,8 +92,12 @@ func runRepair(opts *globalOptions, repair *repairOptions) error {
 	if err := requireDataDir(repair.dataDir); err != nil {
 		return err
 	}
+	ring, err := loadKeyRing(repair.keyFile)
+	if err != nil {
+		return err
+	}
 	check, err := datadir.Repair(vfs.OS{}, repair.dataDir, datadir.CheckOptions{Stream: repair.stream, Checkpoints: repair.force,
-		Logger: opts.logger()})
+		Logger: opts.logger(), Encryption: ring})
 	if err != nil {
 		return checkError(&repair.verifyOptions, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -18,6 +19,7 @@ type restoreOptions struct {
 	from    string
 	dataDir string
 	force   bool
+	keyFile string
 }
 
 // restoreOutput is the --json form of `ironbus restore`.
@@ -68,6 +70,7 @@ the target, 1 usage (including a non-empty target without --force).`,
 	}
 	cmd.Flags().StringVar(&options.from, "from", "", "the backup directory, the one holding MANIFEST (required)")
 	addDataDirFlag(cmd, &options.dataDir)
+	addKeyFileFlag(cmd, &options.keyFile)
 	cmd.Flags().BoolVar(&options.force, "force", false, "restore over a directory that holds files, renaming it aside")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print one JSON object (schema "+restoreSchema+")")
 	cmd.RunE = classified(func() error { return runRestore(opts, options) })
@@ -79,6 +82,9 @@ func runRestore(opts *globalOptions, options *restoreOptions) error {
 		return exitErrorf(exitUsage, "--from is required: name the backup directory (the one holding MANIFEST)")
 	}
 	if err := requireDataDir(options.dataDir); err != nil {
+		return err
+	}
+	if err := checkKeyRingOf(path.Join(options.from, backup.DataDirName), options.keyFile); err != nil {
 		return err
 	}
 	bar := newByteProgress(opts, "restore")

@@ -107,7 +107,7 @@ Exit codes: 0 clean, 1 usage, 2 not found, 3 damage found or refused,
 		newUpgradeCmd(opts),
 		newRollbackCmd(opts),
 	)
-	root.AddCommand(newTokenCmd(opts), newPasswdCmd(opts), newAuthCmd(opts))
+	root.AddCommand(newTokenCmd(opts), newPasswdCmd(opts), newAuthCmd(opts), newKeyCmd(opts))
 	addConnectFlags(root, &opts.connect)
 	return root
 }

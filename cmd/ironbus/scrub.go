@@ -16,6 +16,7 @@ const scrubSchema = "ironbus.cli.scrub.v1"
 
 type scrubOptions struct {
 	dataDir string
+	keyFile string
 }
 
 // scrubOutput is the --json form of `ironbus scrub`.
@@ -62,6 +63,7 @@ be judged (I/O error, a newer format, files of another log), 2 not found,
 		Args: cobra.NoArgs,
 	}
 	addDataDirFlag(cmd, &options.dataDir)
+	addKeyFileFlag(cmd, &options.keyFile)
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print one JSON object (schema "+scrubSchema+")")
 	cmd.RunE = classified(func() error { return runScrub(opts, options) })
 	return cmd
@@ -69,6 +71,9 @@ be judged (I/O error, a newer format, files of another log), 2 not found,
 
 func runScrub(opts *globalOptions, options *scrubOptions) error {
 	if err := requireDataDir(options.dataDir); err != nil {
+		return err
+	}
+	if err := checkKeyRingOf(options.dataDir, options.keyFile); err != nil {
 		return err
 	}
 	// A FORMAT that is not ours is not a directory to vouch for.

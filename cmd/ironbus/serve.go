@@ -246,7 +246,7 @@ func serverError(err error) error {
 		return exitErrorf(exitUnreadable, "%w", err)
 	}
 	for _, usage := range []error{server.ErrOutOfBounds, server.ErrInvalidSetting, server.ErrUnprotectedAddress,
-		server.ErrExposedSecret, server.ErrSecurityFile, server.ErrOverBudget, server.ErrListen} {
+		server.ErrExposedSecret, server.ErrSecurityFile, server.ErrEncryptionKey, server.ErrOverBudget, server.ErrListen} {
 		if errors.Is(err, usage) {
 			return exitErrorf(exitUsage, "%w", err)
 		}

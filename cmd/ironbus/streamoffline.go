@@ -40,6 +40,9 @@ func openOffline(opts *globalOptions, dataDir string, write bool) (*offlineDir, 
 // openOfflineError classifies a failure of datadir.Open: the directory
 // itself (lock, missing, too new), a damaged catalog, or unreadable data.
 func openOfflineError(dataDir string, rec datadir.Recovery, err error) error {
+	if refused := keyRingError(dataDir, err); refused != nil {
+		return refused
+	}
 	switch {
 	case errors.Is(err, segment.ErrLocked), errors.Is(err, segment.ErrNotFound), errors.Is(err, segment.ErrTooNew),
 		errors.Is(err, segment.ErrInvalidOptions):

@@ -14,6 +14,8 @@ func addSecurityFlags(cmd *cobra.Command, cfg *server.Config) {
 	flags.StringVar(&cfg.TLSKey, "tls-key", "", "private key of --tls-cert (PEM, mode 0600)")
 	flags.StringVar(&cfg.TLSClientCA, "tls-client-ca", "", "require client certificates signed by these CAs (mTLS; PEM)")
 	flags.StringVar(&cfg.AuthConfig, "auth-config", "", "identities and scopes (TOML, mode 0600; edit with `ironbus auth`)")
+	flags.StringVar(&cfg.EncryptionKeyFile, "encryption-key-file", "",
+		"seal every record body written from now on with AES-256-GCM under this key ring's active key (mode 0600; make one with `ironbus key create`)")
 	flags.StringVar(&cfg.AuditLog, "audit-log", "", "append auth outcomes and admin actions to this JSON-lines file")
 	flags.Var(sizeValue{&cfg.AuditMaxBytes}, "audit-max-bytes", "rotate the audit log at this size")
 	flags.IntVar(&cfg.AuditKeep, "audit-keep", cfg.AuditKeep, "rotated audit log files kept (FILE.1 the newest)")

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -16,6 +17,7 @@ const verifySchema = "ironbus.cli.verify.v1"
 type verifyOptions struct {
 	dataDir string
 	stream  string
+	keyFile string
 }
 
 // verifyOutput is the --json form of `ironbus verify`.
@@ -33,13 +35,18 @@ type verifyOutput struct {
 	// the data directory, relative to it: the broker makes none, so each
 	// is damage (a link leads outside the directory).
 	SpecialEntries []string `json:"special_entries,omitempty"`
+	// KeyIDsInUse are the key ring ids the directory's encrypted records
+	// are sealed under (empty without encryption): a key not listed is no
+	// longer needed to read this directory.
+	KeyIDsInUse []uint32 `json:"key_ids_in_use,omitempty"`
 }
 
 // verifiedLog is the engine's report of one log plus what stopped verify
 // from checking it, if anything.
 type verifiedLog struct {
 	segment.LogReport
-	Error    string `json:"error,omitempty"`
+	KeyIDs   []uint32 `json:"key_ids,omitempty"`
+	Error    string   `json:"error,omitempty"`
 	exitCode int
 }
 
@@ -79,6 +86,7 @@ several logs the most serious outcome wins.`,
 	}
 	addDataDirFlag(cmd, &verify.dataDir)
 	cmd.Flags().StringVar(&verify.stream, "stream", "", "check only the logs of this stream (default: every stream)")
+	addKeyFileFlag(cmd, &verify.keyFile)
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print one JSON object (schema "+verifySchema+")")
 	cmd.RunE = classified(func() error { return runVerifyAs(opts, verify, "verify") })
 	return cmd
@@ -94,13 +102,18 @@ func runVerifyAs(opts *globalOptions, verify *verifyOptions, what string) error 
 			return err
 		}
 	}
-	check, err := datadir.Verify(vfs.OS{}, verify.dataDir, datadir.CheckOptions{Stream: verify.stream, Logger: opts.logger()})
+	ring, err := loadKeyRing(verify.keyFile)
+	if err != nil {
+		return err
+	}
+	check, err := datadir.Verify(vfs.OS{}, verify.dataDir, datadir.CheckOptions{Stream: verify.stream, Logger: opts.logger(), Encryption: ring})
 	if err != nil {
 		return checkError(verify, err)
 	}
 	output := verifyOutput{Schema: verifySchema, DataDir: verify.dataDir, Logs: []verifiedLog{}}
 	output.Logs = append(output.Logs, verifiedLogs(check.Logs, &output.ExitCode)...)
 	output.DeadLetterLogs = verifiedLogs(check.DeadLetterLogs, &output.ExitCode)
+	output.KeyIDsInUse = keyIDsInUse(output.Logs, output.DeadLetterLogs)
 	if err := findSpecialEntries(verify, &output); err != nil {
 		return err
 	}
@@ -140,7 +153,7 @@ var verdictCodes = [...]int{datadir.Clean: exitClean, datadir.Damaged: exitDamag
 func verifiedLogs(checks []datadir.LogCheck, worst *int) []verifiedLog {
 	var logs []verifiedLog
 	for _, check := range checks {
-		log := verifiedLog{LogReport: check.Report, exitCode: verdictCodes[check.Verdict]}
+		log := verifiedLog{LogReport: check.Report, KeyIDs: check.KeyIDs, exitCode: verdictCodes[check.Verdict]}
 		if check.Err != nil {
 			log.Error = check.Err.Error()
 		}
@@ -148,4 +161,20 @@ func verifiedLogs(checks []datadir.LogCheck, worst *int) []verifiedLog {
 		*worst = worseExitCode(*worst, log.exitCode)
 	}
 	return logs
+}
+
+// keyIDsInUse is the union of the logs' key ids, ascending.
+func keyIDsInUse(lists ...[]verifiedLog) []uint32 {
+	var ids []uint32
+	for _, logs := range lists {
+		for _, log := range logs {
+			for _, id := range log.KeyIDs {
+				if !slices.Contains(ids, id) {
+					ids = append(ids, id)
+				}
+			}
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }

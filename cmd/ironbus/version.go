@@ -101,7 +101,7 @@ func currentVersion() versionOutput {
 		OS:        runtime.GOOS,
 		Arch:      runtime.GOARCH,
 		Formats: formatVersions{
-			DataDir: segment.DataFormatVersion,
+			DataDir: segment.EncryptedDataFormatVersion, // the newest it reads
 			Segment: format.SegmentFormatVersion,
 			Frame:   format.FrameVersion,
 			Body:    record.BodyVersion,

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -85,8 +84,27 @@ type cheatExample struct {
 	Note    string `json:"note,omitempty"`
 }
 
-// noteGap separates an example's command from its note in the sheet.
-var noteGap = regexp.MustCompile(`\s{2,}`)
+// splitNote splits an example line of the sheet at its first run of two
+// or more blanks into the command and its note (none when there is no such
+// run), as the sheet's layout puts at least two spaces between them.
+func splitNote(line string) (command, note string) {
+	for i := 0; i+1 < len(line); i++ {
+		if isBlank(line[i]) && isBlank(line[i+1]) {
+			end := i + 2
+			for end < len(line) && isBlank(line[end]) {
+				end++
+			}
+			return line[:i], line[end:]
+		}
+	}
+	return line, ""
+}
+
+// isBlank reports whether b is one of the spaces a line of the sheet can
+// hold between its command and its note.
+func isBlank(b byte) bool {
+	return b == ' ' || b == '\t' || b == '\n' || b == '\f' || b == '\r'
+}
 
 // parseCheatSheet splits the sheet into its titled sections of indented
 // examples; the closing lines (not indented, after a blank) are left out.
@@ -96,11 +114,8 @@ func parseCheatSheet(sheet string) []cheatSection {
 		switch {
 		case strings.TrimSpace(line) == "":
 		case strings.HasPrefix(line, "  ") && len(sections) > 0:
-			parts := noteGap.Split(strings.TrimSpace(line), 2)
-			example := cheatExample{Command: parts[0]}
-			if len(parts) == 2 {
-				example.Note = parts[1]
-			}
+			command, note := splitNote(strings.TrimSpace(line))
+			example := cheatExample{Command: command, Note: note}
 			last := &sections[len(sections)-1]
 			last.Examples = append(last.Examples, example)
 		default:

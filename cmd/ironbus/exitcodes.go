@@ -44,6 +44,10 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 // exitErrorf builds an exitError; the format may wrap a cause with %w.
+// It stays out of line: inlined, each of its two hundred call sites would
+// carry its own copy of fmt.Errorf's inlined fast path.
+//
+//go:noinline
 func exitErrorf(code int, format string, args ...any) *exitError {
 	return &exitError{code: code, err: fmt.Errorf(format, args...)}
 }
@@ -66,14 +70,19 @@ func exitCodeOf(err error) int {
 // did not classify leaves as an internal error (70) rather than passing
 // for a usage error. Arguments are refused by cobra.NoArgs beforehand.
 func classified(body func() error) func(*cobra.Command, []string) error {
-	return func(*cobra.Command, []string) error {
-		err := body()
-		var exit *exitError
-		if err != nil && !errors.As(err, &exit) {
-			return &exitError{code: exitInternal, err: fmt.Errorf("internal error: %w", err)}
-		}
-		return err
+	// The closure is copied wherever classified is inlined, so its work
+	// is in classify, once.
+	return func(*cobra.Command, []string) error { return classify(body()) }
+}
+
+// classify passes an error the body classified and marks any other as
+// internal.
+func classify(err error) error {
+	var exit *exitError
+	if err != nil && !errors.As(err, &exit) {
+		return &exitError{code: exitInternal, err: fmt.Errorf("internal error: %w", err)}
 	}
+	return err
 }
 
 // severity orders the per-log outcomes verify combines: the process exits

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	tea "charm.land/bubbletea/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/ironbus/ironbus/backup"
@@ -120,14 +119,12 @@ func runTop(ctx context.Context, opts *globalOptions, top *topOptions) error {
 	offline := top.dataDir != ""
 	model := topview.NewModel(topview.Config{Fetch: fetch, Source: source, Interval: top.interval, Note: note,
 		Manual: offline, Offline: offline, Options: options})
-	program := tea.NewProgram(model, tea.WithContext(ctx), tea.WithInput(opts.stdin), tea.WithOutput(terminal))
-	_, err := program.Run()
-	// SIGINT or SIGTERM while watching is how a user leaves too, not a
-	// failure of top.
-	if err == nil || errors.Is(err, tea.ErrInterrupted) || errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
-		return nil
+	// SIGINT or SIGTERM while watching (ctx ends) is how a user leaves
+	// too, not a failure of top.
+	if err := runTopScreen(ctx, model, opts.stdin, terminal); err != nil {
+		return exitErrorf(exitInternal, "the top screen failed: %w", err)
 	}
-	return exitErrorf(exitInternal, "the top screen failed: %w", err)
+	return nil
 }
 
 func isTerminal(file *os.File) bool {

@@ -2,7 +2,7 @@
 // successive /admin snapshots (package health) into rates and a short
 // history of them for sparklines (package monitor), sorts and filters the
 // group and stream tables, and renders the whole screen as text, for the
-// bubbletea program and for `top --once` alike.
+// live screen and for `top --once` alike.
 //
 // It owns no I/O: snapshots come from a Fetcher the command injects (an
 // HTTP client for a live broker, a read-only data-directory reader for the

@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	tea "charm.land/bubbletea/v2"
-	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ironbus/ironbus/monitor"
 )
@@ -51,8 +51,8 @@ func FuzzModelKeys(f *testing.F) {
 			t.Fatalf("%d lines on a terminal of %d", len(lines), height)
 		}
 		for _, line := range lines {
-			if width > 0 && lipgloss.Width(line) > width {
-				t.Fatalf("line of %d cells on a terminal of %d: %q", lipgloss.Width(line), width, line)
+			if width > 0 && ansi.StringWidth(line) > width {
+				t.Fatalf("line of %d cells on a terminal of %d: %q", ansi.StringWidth(line), width, line)
 			}
 		}
 		_ = model.View()

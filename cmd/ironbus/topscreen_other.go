@@ -1,0 +1,9 @@
+//go:build !windows
+
+package main
+
+import "os"
+
+// enableEscapeCodes has nothing to do where every terminal reads escape
+// codes.
+func enableEscapeCodes(*os.File) (restore func()) { return func() {} }

@@ -14,6 +14,7 @@ import (
 	"github.com/ironbus/ironbus/broker/health"
 	"github.com/ironbus/ironbus/cmd/ironbus/internal/topview"
 	"github.com/ironbus/ironbus/datadir"
+	"github.com/ironbus/ironbus/internal/termscreen"
 	"github.com/ironbus/ironbus/monitor"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
@@ -121,7 +122,7 @@ func runTop(ctx context.Context, opts *globalOptions, top *topOptions) error {
 		Manual: offline, Offline: offline, Options: options})
 	// SIGINT or SIGTERM while watching (ctx ends) is how a user leaves
 	// too, not a failure of top.
-	if err := runTopScreen(ctx, model, opts.stdin, terminal); err != nil {
+	if err := termscreen.Run(ctx, model, opts.stdin, terminal); err != nil {
 		return exitErrorf(exitInternal, "the top screen failed: %w", err)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package main
+package termscreen
 
 import (
 	"context"
@@ -13,13 +13,6 @@ import (
 	"github.com/charmbracelet/x/term"
 )
 
-// The live `ironbus top` screen: the topview model, driven on the terminal
-// by a small loop of its own. The model speaks bubbletea's messages (a key,
-// a window size, a command that yields the next message); bubbletea's
-// Program, with its cell renderer, input decoder and terminal detection,
-// costs 1 MB of the binary (docs/PACKAGING.md), and a screen that redraws
-// a few tables once a second uses none of what it adds.
-
 const (
 	// enterScreen switches to the alternate screen, so quitting gives the
 	// terminal back as it was, hides the cursor and titles the window.
@@ -30,9 +23,9 @@ const (
 	sizePoll = 250 * time.Millisecond
 )
 
-// runTopScreen shows model on terminal, reading keys from input, until the
+// Run shows model on terminal, reading keys from input, until the
 // model quits or ctx ends (both a normal way to leave).
-func runTopScreen(ctx context.Context, model tea.Model, input io.Reader, terminal *os.File) error {
+func Run(ctx context.Context, model tea.Model, input io.Reader, terminal *os.File) error {
 	if file, ok := input.(*os.File); ok && term.IsTerminal(file.Fd()) {
 		state, err := term.MakeRaw(file.Fd())
 		if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ironbus/ironbus/client"
+	"github.com/ironbus/ironbus/internal/lines"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/subject"
 	"github.com/ironbus/ironbus/wire"
@@ -196,15 +196,13 @@ func sendRecords(ctx context.Context, producer *client.Producer, template client
 		}
 		return send([]byte(*payload))
 	}
-	in := bufio.NewReaderSize(stdin, 64<<10)
-	var line []byte
+	in := lines.NewReader(stdin, limit)
 	for number := 1; ; number++ {
-		var err error
-		line, err = readLine(in, line[:0], limit)
+		line, err := in.Next()
 		switch {
 		case errors.Is(err, io.EOF):
 			return nil
-		case errors.Is(err, errLineTooLong):
+		case errors.Is(err, lines.ErrTooLong):
 			return exitErrorf(exitRefused, "line %d of standard input is longer than the largest record the broker takes (%d bytes); %s",
 				number, limit, recordLimitHint)
 		case err != nil:
@@ -213,36 +211,6 @@ func sendRecords(ctx context.Context, producer *client.Producer, template client
 		if err := send(line); err != nil {
 			return err
 		}
-	}
-}
-
-// errLineTooLong: a line of standard input is longer than one record may be.
-var errLineTooLong = errors.New("line too long")
-
-// readLine appends the next line of in to line, without its newline (nor
-// a carriage return before it); the last line needs no newline. It stops
-// with errLineTooLong as soon as the line passes limit bytes.
-func readLine(in *bufio.Reader, line []byte, limit int) ([]byte, error) {
-	for {
-		chunk, err := in.ReadSlice('\n')
-		line = append(line, chunk...)
-		if len(line) > limit+2 { // room for "\r\n"
-			return line, errLineTooLong
-		}
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF) && len(line) > 0:
-			err = nil
-		case err != nil:
-			return line, err
-		}
-		line = bytes.TrimSuffix(line, []byte("\n"))
-		line = bytes.TrimSuffix(line, []byte("\r"))
-		if len(line) > limit {
-			return line, errLineTooLong
-		}
-		return line, nil
 	}
 }
 

@@ -135,7 +135,7 @@ func runPub(ctx context.Context, opts *globalOptions, pub *pubOptions, payload *
 	}
 	printed := make(chan error, 1)
 	go func() { printed <- printOffsets(opts.stdout, producer.Results(), opts.json, stream) }()
-	sendErr := sendRecords(ctx, producer, template, payload, opts.stdin, largestRecord(c.ServerInfo()))
+	sendErr := sendRecords(ctx, producer, template, payload, opts.stdin, c.ServerInfo().LargestPayload())
 	if sendErr != nil {
 		sendErr = brokerError(sendErr, stream)
 	}
@@ -213,24 +213,6 @@ func sendRecords(ctx context.Context, producer *client.Producer, template client
 		}
 	}
 }
-
-// largestRecord is the largest payload the broker could take: its record
-// limit, or failing that its frame limit. Keys and headers take their
-// share of it; the client checks the exact size of each record.
-func largestRecord(info client.ServerInfo) int {
-	limit := int(info.MaxFrame)
-	if info.MaxRecordBytes > 0 && info.MaxRecordBytes < limit {
-		limit = info.MaxRecordBytes
-	}
-	if limit <= 0 {
-		return maxStoredRecord
-	}
-	return limit
-}
-
-// maxStoredRecord is the record body limit of the storage format, the bound
-// when a broker announces none.
-const maxStoredRecord = 16 << 20
 
 // publishedSchema names one line of pub --json, one per acknowledged record.
 const publishedSchema = "ironbus.cli.published.v1"

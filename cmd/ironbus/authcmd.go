@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -13,54 +14,12 @@ import (
 )
 
 type authOptions struct {
-	configPath    string
-	name          string
-	account       string
-	tokenFile     string
-	passwordStdin bool
-	mtlsIdentity  string
-	scopes        []string
-	streams       []string
-	subjects      []string
-	oldSubjects   []string
-	messagesRate  float64
-	bytesRate     int64
-	replace       bool
-	expires       string
-	passwd        passwdOptions
-	// rules are the pattern lists beyond --streams and --publish-subjects.
-	rules      authRules
-	maxConns   int64
-	maxStreams int64
-	maxParts   int64
-	maxStored  int64
-}
-
-// authRules are the deny and subscribe-subject pattern flags, each
-// stored as the auth config key of the same name.
-type authRules struct {
-	denyPublish, denySubscribe, denyAdmin                         []string
-	subscribeSubjects, denyPublishSubjects, denySubscribeSubjects []string
-}
-
-// flags lists each rule flag with its target and help.
-func (r *authRules) flags() []struct {
-	name   string
-	target *[]string
-	help   string
-} {
-	return []struct {
-		name   string
-		target *[]string
-		help   string
-	}{
-		{"deny-publish", &r.denyPublish, "stream pattern the identity may not publish to, whatever its scopes grant (repeatable)"},
-		{"deny-subscribe", &r.denySubscribe, "stream pattern the identity may not consume from, whatever its scopes grant (repeatable)"},
-		{"deny-admin", &r.denyAdmin, "stream pattern the identity may not administer, whatever its scopes grant (repeatable)"},
-		{"subscribe-subjects", &r.subscribeSubjects, "subject pattern a consumer's subject filter must lie within (repeatable; default: any)"},
-		{"deny-publish-subjects", &r.denyPublishSubjects, "subject pattern the identity's records may not carry (repeatable)"},
-		{"deny-subscribe-subjects", &r.denySubscribeSubjects, "subject pattern a consumer's subject filter may not reach (repeatable)"},
-	}
+	configPath  string
+	request     security.IdentityRequest
+	oldSubjects []string
+	bytesRate   int64
+	replace     bool
+	passwd      passwdOptions
 }
 
 func newAuthCmd(opts *globalOptions) *cobra.Command {
@@ -130,30 +89,42 @@ account, naming a tenant's stream ACCOUNT/STREAM (docs/SECURITY.md, "Accounts").
 	}
 	flags := cmd.Flags()
 	addAuthConfigFlag(cmd, &auth.configPath)
-	flags.StringVar(&auth.name, "name", "", "identity name (the username for --password-stdin)")
-	flags.StringVar(&auth.account, "account", "", "the identity's account (default: the default account; \"operator\" administers all)")
-	flags.StringVar(&auth.tokenFile, "token-file", "", "file holding the identity's bearer token (its digest is stored)")
-	flags.BoolVar(&auth.passwordStdin, "password-stdin", false, "read the identity's password from stdin (its Argon2id hash is stored)")
-	flags.StringVar(&auth.mtlsIdentity, "mtls-identity", "", "client certificate identity (first URI SAN, else first DNS SAN)")
-	flags.StringSliceVar(&auth.scopes, "scopes", nil, "scopes to grant: publish, subscribe, admin (comma-separated)")
-	flags.StringArrayVar(&auth.streams, "streams", nil, "stream pattern the scopes cover (repeatable; default \">\")")
-	flags.StringArrayVar(&auth.subjects, "publish-subjects", nil, "subject pattern the identity's records must match (repeatable; default: any)")
+	entry := &auth.request.Entry
+	flags.StringVar(&entry.Name, "name", "", "identity name (the username for --password-stdin)")
+	flags.StringVar(&entry.Account, "account", "", "the identity's account (default: the default account; \"operator\" administers all)")
+	flags.StringVar(&auth.request.TokenFile, "token-file", "", "file holding the identity's bearer token (its digest is stored)")
+	flags.BoolVar(&auth.request.Password, "password-stdin", false, "read the identity's password from stdin (its Argon2id hash is stored)")
+	flags.StringVar(&entry.MTLSIdentity, "mtls-identity", "", "client certificate identity (first URI SAN, else first DNS SAN)")
+	flags.StringSliceVar(&auth.request.Scopes, "scopes", nil, "scopes to grant: publish, subscribe, admin (comma-separated)")
+	flags.StringArrayVar(&auth.request.Streams, "streams", nil, "stream pattern the scopes cover (repeatable; default \">\")")
+	flags.StringArrayVar(&entry.PublishSubjects, "publish-subjects", nil, "subject pattern the identity's records must match (repeatable; default: any)")
 	// --subjects once took stream patterns under a subject's name; a script
 	// that still passes it is told which of the two it meant, never given
 	// either silently.
 	flags.StringArrayVar(&auth.oldSubjects, "subjects", nil, "")
 	_ = flags.MarkHidden("subjects")
-	flags.Float64Var(&auth.messagesRate, "publish-messages-per-second", 0, "publish quota in records per second (0 = none)")
+	flags.Float64Var(&entry.PublishMessagesPerSecond, "publish-messages-per-second", 0, "publish quota in records per second (0 = none)")
 	flags.Var(sizeValue{&auth.bytesRate}, "publish-bytes-per-second", "publish quota in bytes per second, with a unit (0 = none)")
-	for _, rule := range auth.rules.flags() {
+	for _, rule := range []struct {
+		name   string
+		target *[]string
+		help   string
+	}{
+		{"deny-publish", &entry.DenyPublish, "stream pattern the identity may not publish to, whatever its scopes grant (repeatable)"},
+		{"deny-subscribe", &entry.DenySubscribe, "stream pattern the identity may not consume from, whatever its scopes grant (repeatable)"},
+		{"deny-admin", &entry.DenyAdmin, "stream pattern the identity may not administer, whatever its scopes grant (repeatable)"},
+		{"subscribe-subjects", &entry.SubscribeSubjects, "subject pattern a consumer's subject filter must lie within (repeatable; default: any)"},
+		{"deny-publish-subjects", &entry.DenyPublishSubjects, "subject pattern the identity's records may not carry (repeatable)"},
+		{"deny-subscribe-subjects", &entry.DenySubscribeSubjects, "subject pattern a consumer's subject filter may not reach (repeatable)"},
+	} {
 		flags.StringArrayVar(rule.target, rule.name, nil, rule.help)
 	}
-	flags.Int64Var(&auth.maxConns, "max-connections", 0, "quota: open connections of the identity (0 = none)")
-	flags.Int64Var(&auth.maxStreams, "max-streams", 0, "quota: streams the identity creates (0 = none)")
-	flags.Int64Var(&auth.maxParts, "max-partitions", 0, "quota: partitions of the streams the identity creates (0 = none)")
-	flags.Var(sizeValue{&auth.maxStored}, "max-stored-bytes", "quota: bytes on disk of the streams the identity creates, with a unit (0 = none)")
+	flags.Int64Var(&entry.MaxConnections, "max-connections", 0, "quota: open connections of the identity (0 = none)")
+	flags.Int64Var(&entry.MaxStreams, "max-streams", 0, "quota: streams the identity creates (0 = none)")
+	flags.Int64Var(&entry.MaxPartitions, "max-partitions", 0, "quota: partitions of the streams the identity creates (0 = none)")
+	flags.Var(sizeValue{&entry.MaxStoredBytes}, "max-stored-bytes", "quota: bytes on disk of the streams the identity creates, with a unit (0 = none)")
 	flags.BoolVar(&auth.replace, "replace", false, "replace an identity of the same name")
-	flags.StringVar(&auth.expires, "expires", "", "end the credential: a duration from now (720h, 30d) or an RFC 3339 time (default: never)")
+	flags.StringVar(&auth.request.Expires, "expires", "", "end the credential: a duration from now (720h, 30d) or an RFC 3339 time (default: never)")
 	flags.Var(sizeValue{&auth.passwd.memory}, "argon2-memory", "Argon2id memory per login for --password-stdin (64MiB)")
 	flags.BoolVar(&opts.json, "json", false, "print the change as JSON (schema ironbus.cli.auth-change.v1)")
 	_ = cmd.MarkFlagRequired("name")
@@ -176,7 +147,7 @@ func runAuthAdd(opts *globalOptions, auth *authOptions) error {
 		return exitErrorf(exitUnreadable, "%w", err)
 	}
 	if err := file.Put(entry, auth.replace); err != nil {
-		return exitErrorf(exitUsage, "identity %q already exists in %s; pass --replace to overwrite it, or `ironbus auth rm` it first", auth.name, auth.configPath)
+		return exitErrorf(exitUsage, "identity %q already exists in %s; pass --replace to overwrite it, or `ironbus auth rm` it first", entry.Name, auth.configPath)
 	}
 	if err := security.SaveAuthFile(auth.configPath, file); err != nil {
 		return exitErrorf(exitUsage, "%w", err)
@@ -184,44 +155,21 @@ func runAuthAdd(opts *globalOptions, auth *authOptions) error {
 	return printAuthChange(opts, authChange{Schema: authChangeSchema, Action: "added", Name: entry.Name, Mechanism: entry.Mechanism(), File: auth.configPath})
 }
 
-// entry builds the identity from the flags.
+// entry builds the identity from the flags, asking for a password only
+// once the rest is known to be good.
 func (auth *authOptions) entry(opts *globalOptions) (security.IdentityEntry, error) {
-	if auth.account == security.DefaultAccount {
-		auth.account = ""
-	}
-	if auth.account != "" {
-		if err := security.ValidateAccount(auth.account); err != nil {
-			return security.IdentityEntry{}, exitErrorf(exitUsage, "--account: %w", err)
-		}
-	}
-	entry := security.IdentityEntry{Name: auth.name, Account: auth.account, MTLSIdentity: auth.mtlsIdentity,
-		PublishMessagesPerSecond: auth.messagesRate, PublishBytesPerSecond: float64(auth.bytesRate),
-		MaxConnections: auth.maxConns, MaxStreams: auth.maxStreams, MaxPartitions: auth.maxParts, MaxStoredBytes: auth.maxStored,
-		DenyPublish: auth.rules.denyPublish, DenySubscribe: auth.rules.denySubscribe, DenyAdmin: auth.rules.denyAdmin,
-		SubscribeSubjects: auth.rules.subscribeSubjects, DenyPublishSubjects: auth.rules.denyPublishSubjects,
-		DenySubscribeSubjects: auth.rules.denySubscribeSubjects}
-	for _, rule := range auth.rules.flags() {
-		if _, err := security.ParsePatterns(*rule.target); err != nil {
-			return entry, exitErrorf(exitUsage, "--%s: %w", rule.name, err)
-		}
-	}
-	credentials := 0
-	for _, set := range []bool{auth.tokenFile != "", auth.passwordStdin, auth.mtlsIdentity != ""} {
-		if set {
-			credentials++
-		}
-	}
-	if credentials != 1 {
+	auth.request.Entry.PublishBytesPerSecond = float64(auth.bytesRate)
+	entry, err := auth.request.Build(time.Now())
+	var field *security.FieldError
+	switch {
+	case errors.Is(err, security.ErrOneCredential):
 		return entry, exitErrorf(exitUsage, "give exactly one of --token-file, --password-stdin, --mtls-identity")
+	case errors.As(err, &field):
+		return entry, exitErrorf(exitUsage, "--%s: %w", strings.ReplaceAll(field.Key, "_", "-"), field.Err)
+	case err != nil:
+		return entry, exitErrorf(exitUsage, "%w", err)
 	}
-	if auth.tokenFile != "" {
-		token, err := security.ReadSecretLine(auth.tokenFile)
-		if err != nil {
-			return entry, exitErrorf(exitUsage, "--token-file: %w", err)
-		}
-		entry.TokenSHA256 = security.TokenDigest(string(token))
-	}
-	if auth.passwordStdin {
+	if auth.request.Password {
 		password, err := readPasswordLine(opts)
 		if err != nil {
 			return entry, err
@@ -229,33 +177,6 @@ func (auth *authOptions) entry(opts *globalOptions) (security.IdentityEntry, err
 		if entry.PasswordHash, err = auth.passwd.hash(password); err != nil {
 			return entry, err
 		}
-	}
-	if auth.expires != "" {
-		expires, err := security.ParseExpiry(auth.expires, time.Now())
-		if err != nil {
-			return entry, exitErrorf(exitUsage, "--expires: %w", err)
-		}
-		entry.Expires = expires
-	}
-	patterns := auth.streams
-	if len(patterns) == 0 {
-		patterns = []string{">"}
-	}
-	if _, err := security.ParsePatterns(patterns); err != nil {
-		return entry, exitErrorf(exitUsage, "--streams: %w", err)
-	}
-	if len(auth.subjects) > 0 {
-		if _, err := security.ParsePatterns(auth.subjects); err != nil {
-			return entry, exitErrorf(exitUsage, "--publish-subjects: %w", err)
-		}
-		entry.PublishSubjects = auth.subjects
-	}
-	for _, text := range auth.scopes {
-		scope, err := security.ParseScope(strings.TrimSpace(text))
-		if err != nil {
-			return entry, exitErrorf(exitUsage, "--scopes: %w", err)
-		}
-		entry.Grant(scope, patterns)
 	}
 	return entry, nil
 }

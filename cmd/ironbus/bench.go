@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -127,26 +126,16 @@ func (bench *benchOptions) plan(changed func(string) bool) (*benchPlan, error) {
 	if bench.addr != "" {
 		plan.load.Broker = "live"
 	}
-	plan.brokerArgs = []string{"--durability", bench.durability, "--max-connections", strconv.Itoa(bench.producers + bench.consumers + 16)}
-	// The broker flags bench passes on: each one given, and without
-	// --profile the defaults too (a profile sets its own).
-	for _, knob := range []struct{ flag, value string }{{"loop", bench.loop}, {"io-mode", bench.ioMode}} {
-		if bench.profile == "" || changed(knob.flag) {
-			plan.brokerArgs = append(plan.brokerArgs, "--"+knob.flag, knob.value)
-		}
+	settings := brokerproc.Settings{Durability: bench.durability, Connections: bench.producers + bench.consumers,
+		Profile: bench.profile, CommitLinger: bench.commitLinger, ProfileOut: bench.profileOut}
+	// Without --profile serve's defaults go too; a profile sets its own.
+	if bench.profile == "" || changed("loop") {
+		settings.Loop = bench.loop
 	}
-	if bench.profile != "" {
-		plan.brokerArgs = append(plan.brokerArgs, "--profile", bench.profile)
+	if bench.profile == "" || changed("io-mode") {
+		settings.IOMode = bench.ioMode
 	}
-	if bench.durability != "sync" {
-		plan.brokerArgs = append(plan.brokerArgs, "--accept-relaxed-durability")
-	}
-	if bench.commitLinger != 0 {
-		plan.brokerArgs = append(plan.brokerArgs, "--commit-linger", bench.commitLinger.String())
-	}
-	if bench.profileOut != "" {
-		plan.brokerArgs = append(plan.brokerArgs, "--profile-out", bench.profileOut)
-	}
+	plan.brokerArgs = settings.Args()
 	payloads, err := bench.payloads()
 	if err != nil {
 		return nil, err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ironbus/ironbus/client"
+	"github.com/ironbus/ironbus/internal/lines"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/subject"
 	"github.com/ironbus/ironbus/wire"
@@ -135,7 +135,7 @@ func runPub(ctx context.Context, opts *globalOptions, pub *pubOptions, payload *
 	}
 	printed := make(chan error, 1)
 	go func() { printed <- printOffsets(opts.stdout, producer.Results(), opts.json, stream) }()
-	sendErr := sendRecords(ctx, producer, template, payload, opts.stdin, largestRecord(c.ServerInfo()))
+	sendErr := sendRecords(ctx, producer, template, payload, opts.stdin, c.ServerInfo().LargestPayload())
 	if sendErr != nil {
 		sendErr = brokerError(sendErr, stream)
 	}
@@ -196,15 +196,13 @@ func sendRecords(ctx context.Context, producer *client.Producer, template client
 		}
 		return send([]byte(*payload))
 	}
-	in := bufio.NewReaderSize(stdin, 64<<10)
-	var line []byte
+	in := lines.NewReader(stdin, limit)
 	for number := 1; ; number++ {
-		var err error
-		line, err = readLine(in, line[:0], limit)
+		line, err := in.Next()
 		switch {
 		case errors.Is(err, io.EOF):
 			return nil
-		case errors.Is(err, errLineTooLong):
+		case errors.Is(err, lines.ErrTooLong):
 			return exitErrorf(exitRefused, "line %d of standard input is longer than the largest record the broker takes (%d bytes); %s",
 				number, limit, recordLimitHint)
 		case err != nil:
@@ -215,54 +213,6 @@ func sendRecords(ctx context.Context, producer *client.Producer, template client
 		}
 	}
 }
-
-// errLineTooLong: a line of standard input is longer than one record may be.
-var errLineTooLong = errors.New("line too long")
-
-// readLine appends the next line of in to line, without its newline (nor
-// a carriage return before it); the last line needs no newline. It stops
-// with errLineTooLong as soon as the line passes limit bytes.
-func readLine(in *bufio.Reader, line []byte, limit int) ([]byte, error) {
-	for {
-		chunk, err := in.ReadSlice('\n')
-		line = append(line, chunk...)
-		if len(line) > limit+2 { // room for "\r\n"
-			return line, errLineTooLong
-		}
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF) && len(line) > 0:
-			err = nil
-		case err != nil:
-			return line, err
-		}
-		line = bytes.TrimSuffix(line, []byte("\n"))
-		line = bytes.TrimSuffix(line, []byte("\r"))
-		if len(line) > limit {
-			return line, errLineTooLong
-		}
-		return line, nil
-	}
-}
-
-// largestRecord is the largest payload the broker could take: its record
-// limit, or failing that its frame limit. Keys and headers take their
-// share of it; the client checks the exact size of each record.
-func largestRecord(info client.ServerInfo) int {
-	limit := int(info.MaxFrame)
-	if info.MaxRecordBytes > 0 && info.MaxRecordBytes < limit {
-		limit = info.MaxRecordBytes
-	}
-	if limit <= 0 {
-		return maxStoredRecord
-	}
-	return limit
-}
-
-// maxStoredRecord is the record body limit of the storage format, the bound
-// when a broker announces none.
-const maxStoredRecord = 16 << 20
 
 // publishedSchema names one line of pub --json, one per acknowledged record.
 const publishedSchema = "ironbus.cli.published.v1"

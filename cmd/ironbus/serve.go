@@ -8,8 +8,6 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ironbus/ironbus/internal/profiling"
 	"github.com/ironbus/ironbus/server"
 )
 
@@ -260,25 +259,15 @@ func startProfiles(dir string, logger *slog.Logger) (stop func(), err error) {
 	if dir == "" {
 		return func() {}, nil
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, exitErrorf(exitUsage, "--profile-out: %w", err)
-	}
-	cpu, err := os.Create(filepath.Join(dir, "cpu.pprof"))
-	if err != nil {
-		return nil, exitErrorf(exitUsage, "--profile-out: %w", err)
-	}
-	if err := pprof.StartCPUProfile(cpu); err != nil {
-		_ = cpu.Close()
+	run, err := profiling.Start(dir)
+	switch {
+	case errors.Is(err, profiling.ErrBusy):
 		return nil, exitErrorf(exitInternal, "--profile-out: %w", err)
+	case err != nil:
+		return nil, exitErrorf(exitUsage, "--profile-out: %w", err)
 	}
 	return func() {
-		pprof.StopCPUProfile()
-		_ = cpu.Close()
-		heap, err := os.Create(filepath.Join(dir, "heap.pprof"))
-		if err == nil {
-			err = errors.Join(pprof.WriteHeapProfile(heap), heap.Close())
-		}
-		if err != nil {
+		if err := run.Stop(); err != nil {
 			logger.Warn("heap profile not written", "error", err.Error())
 		}
 	}, nil

@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ironbus/ironbus/client"
+	"github.com/ironbus/ironbus/internal/units"
 )
 
 // ironbus stream: named streams and subject bindings, live through a
@@ -147,28 +147,10 @@ func exactArgs(n int, names string) cobra.PositionalArgs {
 	}
 }
 
-// parseAge reads a duration, with "d" for days beside Go's units.
-func parseAge(text string) (time.Duration, error) {
-	if text == "" {
-		return 0, nil
-	}
-	if days, ok := strings.CutSuffix(text, "d"); ok {
-		n, err := strconv.ParseUint(days, 10, 32)
-		if err == nil && n <= 100*365 {
-			return time.Duration(n) * 24 * time.Hour, nil
-		}
-	}
-	age, err := time.ParseDuration(text)
-	if err != nil || age < 0 {
-		return 0, exitErrorf(exitUsage, "--max-age %q: want a duration like 90m, 72h or 7d", text)
-	}
-	return age, nil
-}
-
 func runStreamCreate(ctx context.Context, opts *globalOptions, create *streamCreateOptions, name string) error {
-	age, err := parseAge(create.maxAge)
+	age, err := units.ParseAge(create.maxAge)
 	if err != nil {
-		return err
+		return exitErrorf(exitUsage, "--max-age %q: want a duration like 90m, 72h or 7d", create.maxAge)
 	}
 	if create.partitions < 1 || create.partitions > 1024 {
 		return exitErrorf(exitUsage, "--partitions %d: want 1 to 1024", create.partitions)
@@ -492,7 +474,7 @@ func printStreams(opts *globalOptions, out streamsOutput, done string) error {
 		fmt.Fprintf(w, "%-24s %10s %12s %12s %7s  %s\n", "STREAM", "PARTITIONS", "RECORDS", "BYTES", "GROUPS", "RETENTION")
 	}
 	for _, s := range out.Streams {
-		fmt.Fprintf(w, "%-24s %10d %12d %12s %7d  %s\n", s.Name, s.Partitions, s.Records, formatSize(int64(min(s.Bytes, 1<<62))), s.Groups, retentionText(s))
+		fmt.Fprintf(w, "%-24s %10d %12d %12s %7d  %s\n", s.Name, s.Partitions, s.Records, units.FormatSize(int64(min(s.Bytes, 1<<62))), s.Groups, retentionText(s))
 	}
 	if len(out.Bindings) > 0 {
 		fmt.Fprintf(w, "\n%-32s %s\n", "PATTERN", "STREAM")
@@ -506,7 +488,7 @@ func printStreams(opts *globalOptions, out streamsOutput, done string) error {
 func retentionText(s streamRow) string {
 	var parts []string
 	if s.MaxBytes > 0 {
-		parts = append(parts, formatSize(int64(min(s.MaxBytes, 1<<62)))+"/partition")
+		parts = append(parts, units.FormatSize(int64(min(s.MaxBytes, 1<<62)))+"/partition")
 	}
 	if s.MaxAge != "" {
 		parts = append(parts, s.MaxAge)

@@ -456,23 +456,11 @@ func (l *Log) validateTrusted(seg *segment) error {
 	l.mu.Lock()
 	repairable := !l.mu.closed && l.mu.failure == nil && !l.opts.ReadOnly
 	l.mu.Unlock()
-	var holes []hole
-	for _, d := range damages {
-		ev := newEvent(d.Reason, seg.name, d.Start, d.End, d.FirstLost, d.LostCount, d.Detail)
-		holes = append(holes, hole{First: d.FirstLost, Count: d.LostCount, Start: d.Start, End: d.End, Reason: d.Reason})
-		if repairable {
-			if err := l.repairTrusted(seg, d, &ev); err != nil {
-				l.opts.Logger.Error("could not quarantine damage", "log", l.id.String(), "segment", seg.name, "error", err.Error())
-			}
-		}
-		l.runtimeMu.Lock()
-		l.runtimeEvents = append(l.runtimeEvents, ev)
-		l.runtimeMu.Unlock()
-		l.opts.Logger.Error("damage found reading the active segment", "log", l.id.String(), "segment", seg.name,
-			"reason", ev.Reason.String(), "bytes", ev.Bytes, "records", ev.Records,
-			"first_offset", ev.FirstOffset, "last_offset", ev.LastOffset, "applied", ev.Applied, "detail", ev.Detail)
+	var repair func(*segment, damage, *LossEvent) error
+	if repairable {
+		repair = l.repairTrusted
 	}
-	seg.addHoles(holes)
+	seg.addHoles(l.recordDamage(seg, damages, "damage found reading the active segment", repair))
 	seg.forgetDamaged(damages)
 	if a := &l.app; a.active == seg {
 		a.spots.blockSpots = seg.publishedSpots()

@@ -20,25 +20,36 @@ func (l *Log) validateSealed(seg *segment) error {
 	if err != nil || len(damages) == 0 {
 		return err
 	}
-	var holes []hole
+	var repair func(*segment, damage, *LossEvent) error
+	if l.writableForRepair() {
+		repair = l.repairSealed
+	}
+	seg.addHoles(l.recordDamage(seg, damages, "damage found reading a sealed segment", repair))
+	l.dir.reportRuntimeDamage(l)
+	return nil
+}
+
+// recordDamage turns damage found on a first read into runtime loss
+// events (logged as what) and the holes readers skip; repair, when not
+// nil, quarantines each region and covers it with a skip frame first.
+func (l *Log) recordDamage(seg *segment, damages []damage, what string, repair func(*segment, damage, *LossEvent) error) []hole {
+	holes := make([]hole, 0, len(damages))
 	for _, d := range damages {
 		ev := newEvent(d.Reason, seg.name, d.Start, d.End, d.FirstLost, d.LostCount, d.Detail)
 		holes = append(holes, hole{First: d.FirstLost, Count: d.LostCount, Start: d.Start, End: d.End, Reason: d.Reason})
-		if l.writableForRepair() {
-			if err := l.repairSealed(seg, d, &ev); err != nil {
+		if repair != nil {
+			if err := repair(seg, d, &ev); err != nil {
 				l.opts.Logger.Error("could not quarantine damage", "log", l.id.String(), "segment", seg.name, "error", err.Error())
 			}
 		}
 		l.runtimeMu.Lock()
 		l.runtimeEvents = append(l.runtimeEvents, ev)
 		l.runtimeMu.Unlock()
-		l.opts.Logger.Error("damage found reading a sealed segment", "log", l.id.String(), "segment", seg.name,
+		l.opts.Logger.Error(what, "log", l.id.String(), "segment", seg.name,
 			"reason", ev.Reason.String(), "bytes", ev.Bytes, "records", ev.Records,
 			"first_offset", ev.FirstOffset, "last_offset", ev.LastOffset, "applied", ev.Applied, "detail", ev.Detail)
 	}
-	seg.addHoles(holes)
-	l.dir.reportRuntimeDamage(l)
-	return nil
+	return holes
 }
 
 func (l *Log) writableForRepair() bool {

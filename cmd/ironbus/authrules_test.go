@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -52,5 +53,21 @@ func TestAuthRulesAndQuotasFromTheCLI(t *testing.T) {
 	expectCode(t, over, exitRefused)
 	if !strings.Contains(over.stderr, "max_streams") || !strings.Contains(over.stderr, "retryable after") {
 		t.Errorf("a quota refusal without its quota or hint:\n%s", over.stderr)
+	}
+}
+
+// The old --subjects took stream patterns under a subject's name: a script
+// still passing it is refused, told which of the two flags it meant, and
+// the auth file is not written.
+func TestAuthAddRefusesTheOldSubjectsFlag(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "auth.toml")
+	result := runCLI(t, "auth", "add", "--auth-config", path, "--name", "a", "--mtls-identity", "spiffe://x",
+		"--scopes", "publish", "--subjects", "orders.>")
+	expectCode(t, result, exitUsage)
+	if !strings.Contains(result.stderr, "--streams orders.>") || !strings.Contains(result.stderr, "--publish-subjects orders.>") {
+		t.Fatalf("the refusal does not name both flags:\n%s", result.stderr)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("the auth file was written: %v", err)
 	}
 }

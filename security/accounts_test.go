@@ -132,3 +132,17 @@ func TestIdentityAccount(t *testing.T) {
 		}
 	}
 }
+
+// A stream counts against the account its engine name carries, its
+// dead-letter queue too; anything else is the default account's.
+func TestStreamAccount(t *testing.T) {
+	for name, want := range map[string]string{
+		"orders": DefaultAccount, ".dlq.orders": DefaultAccount,
+		"__acme.orders": "acme", ".dlq.__acme.orders": "acme",
+		"__": DefaultAccount, "__.x": DefaultAccount, "__acme": DefaultAccount,
+	} {
+		if got := StreamAccount(name); got != want {
+			t.Errorf("StreamAccount(%q) = %q, want %q", name, got, want)
+		}
+	}
+}

@@ -253,6 +253,7 @@ func TestWireDocBodySizes(t *testing.T) {
 		wire.TypeOpenGroup: &wire.OpenGroup{}, wire.TypeGroupInfo: &wire.GroupInfo{}, wire.TypeDeliverBatch: &wire.DeliverBatch{},
 		wire.TypeGroupAdmin: &wire.GroupAdmin{}, wire.TypeGroupList: &wire.GroupList{}, wire.TypeDeadLetterAdmin: &wire.DeadLetterAdmin{},
 		wire.TypeDeadLetterState: &wire.DeadLetterState{}, wire.TypeStreamAdmin: &wire.StreamAdmin{}, wire.TypeStreamList: &wire.StreamList{},
+		wire.TypeProducerInit: &wire.ProducerInit{}, wire.TypeProducerInfo: &wire.ProducerInfo{},
 	}
 	bodySize := regexp.MustCompile(`(?m)^Body size: (\d+) bytes`)
 	for _, info := range wire.Types() {

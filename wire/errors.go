@@ -36,6 +36,14 @@ const (
 	CodeQuotaExceeded     Code = 23 // a quota of the identity or its account is reached; retry after the hint
 	CodeNoRoute           Code = 24 // no stream binding matches the subject; nothing was stored
 	CodeConflict          Code = 25 // the change contradicts existing state (an overlapping binding, a stream that exists differently)
+	// Producer codes, sent only with CapProducers.
+	CodeProducerFenced    Code = 26 // a newer incarnation of the producer holds the name; this one must stop
+	CodeSequenceGap       Code = 27 // the producer's sequence skips ahead; Value is the sequence expected
+	CodeProducerExpired   Code = 28 // the broker no longer holds this producer's state; resend may duplicate
+	CodeUnknownProducer   Code = 29 // a producer id this broker never issued; send ProducerInit
+	CodeExpectationFailed Code = 30 // a conditional append's expectation is false; Value is the actual last offset (ExpectNone: none)
+	CodeBatchIncomplete   Code = 31 // an atomic batch was not committed whole; none of it is stored
+	CodeUnsupportedOption Code = 32 // a critical publish option this broker does not know; nothing was stored
 )
 
 // CodeInfo describes an error code for docs and tests.
@@ -72,6 +80,13 @@ var codeInfo = []CodeInfo{
 	{CodeQuotaExceeded, "quota_exceeded", true, false},
 	{CodeNoRoute, "no_route", false, false},
 	{CodeConflict, "conflict", false, false},
+	{CodeProducerFenced, "producer_fenced", false, false},
+	{CodeSequenceGap, "sequence_gap", false, false},
+	{CodeProducerExpired, "producer_expired", false, false},
+	{CodeUnknownProducer, "unknown_producer", false, false},
+	{CodeExpectationFailed, "expectation_failed", false, false},
+	{CodeBatchIncomplete, "batch_incomplete", false, false},
+	{CodeUnsupportedOption, "unsupported_option", false, false},
 }
 
 // Codes lists every error code of this protocol version.
@@ -92,6 +107,7 @@ func (c Code) String() string { return c.Info().Name }
 const (
 	errorFlagRetryable = 1 << 0
 	errorFlagCloses    = 1 << 1
+	errorFlagValue     = 1 << 2 // a u64 Value follows the message
 )
 
 // Error is the body of an Error frame, and a Go error.
@@ -101,6 +117,11 @@ type Error struct {
 	Closes     bool          // the server closes the connection after it
 	RetryAfter time.Duration // a hint; zero when none (millisecond precision)
 	Message    string
+	// Value, when HasValue, is the typed detail some codes carry (the
+	// sequence a producer must send next, a partition's actual last
+	// offset), so a client need not parse Message.
+	HasValue bool
+	Value    uint64
 	// otherFlags keeps flag bits this version does not know, so a newer
 	// peer's flags survive a decode and re-encode.
 	otherFlags uint8
@@ -135,7 +156,10 @@ func (*Error) Type() Type { return TypeError }
 
 // AppendBody implements Message.
 func (e *Error) AppendBody(dst []byte) []byte {
-	flags := e.otherFlags &^ (errorFlagRetryable | errorFlagCloses)
+	flags := e.otherFlags &^ (errorFlagRetryable | errorFlagCloses | errorFlagValue)
+	if e.HasValue {
+		flags |= errorFlagValue
+	}
 	if e.Retryable {
 		flags |= errorFlagRetryable
 	}
@@ -146,7 +170,11 @@ func (e *Error) AppendBody(dst []byte) []byte {
 	dst = append(dst, flags)
 	// A negative hint means none, not 49 days.
 	dst = le.AppendUint32(dst, uint32(min(max(e.RetryAfter.Milliseconds(), 0), 1<<32-1)))
-	return appendString16(dst, e.Message)
+	dst = appendString16(dst, e.Message)
+	if e.HasValue {
+		dst = le.AppendUint64(dst, e.Value)
+	}
+	return dst
 }
 
 // DecodeError decodes an Error body.
@@ -156,7 +184,10 @@ func DecodeError(body []byte) (*Error, error) {
 	flags := r.u8("flags")
 	e.RetryAfter = time.Duration(r.u32("retry after")) * time.Millisecond
 	e.Message = string(r.bytes16("message"))
+	if flags&errorFlagValue != 0 {
+		e.HasValue, e.Value = true, r.u64("value")
+	}
 	e.Retryable, e.Closes = flags&errorFlagRetryable != 0, flags&errorFlagCloses != 0
-	e.otherFlags = flags &^ (errorFlagRetryable | errorFlagCloses)
+	e.otherFlags = flags &^ (errorFlagRetryable | errorFlagCloses | errorFlagValue)
 	return e, r.done()
 }

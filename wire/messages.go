@@ -117,8 +117,9 @@ func DecodePing(body []byte) (uint64, error) {
 type Produce struct {
 	Stream    []byte // empty with ProduceRouteBySubject: the broker routes by the record's subject
 	Partition uint32 // PartitionAny: the broker picks it from the record's key
-	Flags     uint8  // Produce* bits
+	Flags     uint8  // Produce* bits; ProduceHasOptions is set by the encoder from Options
 	BodyCRC   uint32
+	Options   ProduceOptions // sent only with CapProducers
 	Body      []byte
 }
 
@@ -129,23 +130,46 @@ func (*Produce) Type() Type { return TypeProduce }
 func (m *Produce) AppendBody(dst []byte) []byte {
 	dst = appendBytes16(dst, m.Stream)
 	dst = le.AppendUint32(dst, m.Partition)
-	dst = append(dst, m.Flags)
+	flags := m.Flags &^ ProduceHasOptions
+	if !m.Options.IsZero() {
+		flags |= ProduceHasOptions
+	}
+	dst = append(dst, flags)
 	dst = le.AppendUint32(dst, m.BodyCRC)
+	if flags&ProduceHasOptions != 0 {
+		dst = appendProduceOptions(dst, &m.Options)
+	}
 	return append(dst, m.Body...)
 }
 
-// DecodeProduce decodes a Produce body; Stream and Body alias it.
+// DecodeProduce decodes a Produce body; Stream and Body alias it. An
+// unknown critical option fails with an error wrapping
+// ErrUnsupportedOption, with the rest of m decoded: the record is refused
+// and the connection stays.
 func DecodeProduce(body []byte) (Produce, error) {
 	r := reader{buf: body, what: "Produce"}
 	m := Produce{Stream: r.bytes16("stream"), Partition: r.u32("partition"), Flags: r.u8("flags"), BodyCRC: r.u32("body crc")}
+	if m.Flags&ProduceHasOptions == 0 || r.err != nil {
+		m.Body = r.rest()
+		return m, r.err
+	}
+	block := r.bytes16("options")
 	m.Body = r.rest()
-	return m, r.err
+	if r.err != nil {
+		return m, r.err
+	}
+	var err error
+	m.Options, err = decodeProduceOptions(block)
+	return m, err
 }
 
 // ProduceAck says a record is durable (S→C).
 type ProduceAck struct {
 	Partition uint32
 	Offset    uint64
+	// Flags (Ack* bits) are sent only when set, and only on connections
+	// with CapProducers; a plain ack is 12 bytes.
+	Flags uint8
 }
 
 // Type implements Message.
@@ -154,13 +178,22 @@ func (*ProduceAck) Type() Type { return TypeProduceAck }
 // AppendBody implements Message.
 func (m *ProduceAck) AppendBody(dst []byte) []byte {
 	dst = le.AppendUint32(dst, m.Partition)
-	return le.AppendUint64(dst, m.Offset)
+	dst = le.AppendUint64(dst, m.Offset)
+	if m.Flags != 0 {
+		dst = append(dst, m.Flags)
+	}
+	return dst
 }
 
 // DecodeProduceAck decodes a ProduceAck body.
 func DecodeProduceAck(body []byte) (ProduceAck, error) {
 	r := reader{buf: body, what: "ProduceAck"}
 	m := ProduceAck{Partition: r.u32("partition"), Offset: r.u64("offset")}
+	if r.err == nil && len(r.buf) > 0 {
+		if m.Flags = r.u8("flags"); m.Flags == 0 {
+			return m, fmt.Errorf("%w: ProduceAck: a flags byte of zero is sent by leaving it out", ErrMalformed)
+		}
+	}
 	return m, r.done()
 }
 

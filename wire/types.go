@@ -32,6 +32,9 @@ const (
 	TypeDeadLetterState Type = 20 // S→C: answers DeadLetterAdmin
 	TypeStreamAdmin     Type = 21 // C→S: create, list, inspect, purge, remove streams; bind subjects
 	TypeStreamList      Type = 22 // S→C: answers StreamAdmin
+	// Producer frames, sent only with CapProducers.
+	TypeProducerInit Type = 23 // C→S: the id and a new epoch for a named idempotent producer
+	TypeProducerInfo Type = 24 // S→C: answers ProducerInit
 )
 
 // TypeInfo describes a frame type for docs and tests.
@@ -64,13 +67,15 @@ var typeInfo = []TypeInfo{
 	{TypeDeadLetterState, "DeadLetterState", "S→C"},
 	{TypeStreamAdmin, "StreamAdmin", "C→S"},
 	{TypeStreamList, "StreamList", "S→C"},
+	{TypeProducerInit, "ProducerInit", "C→S"},
+	{TypeProducerInfo, "ProducerInfo", "S→C"},
 }
 
 // Types lists every frame type of this protocol version.
 func Types() []TypeInfo { return append([]TypeInfo(nil), typeInfo...) }
 
 // Known reports whether t is a frame type of this protocol version.
-func (t Type) Known() bool { return t >= TypeHello && t <= TypeStreamList }
+func (t Type) Known() bool { return t >= TypeHello && t <= TypeProducerInfo }
 
 func (t Type) String() string {
 	if t.Known() {
@@ -101,7 +106,12 @@ const (
 	// partition (PartitionAll) and carry a subject filter; Gap may say
 	// GapFiltered; StreamAdmin is served (with CapAdmin).
 	CapStreams uint64 = 1 << 5
+	// CapProducers: ProducerInit is served; Produce may carry publish
+	// options (ProduceHasOptions) and ProduceNoAck; ProduceAck may carry
+	// flags (a duplicate); Error may carry a value (the expected sequence,
+	// the actual last offset).
+	CapProducers uint64 = 1 << 6
 )
 
 // Capabilities this implementation supports.
-const Capabilities = CapGapAdvisory | CapLongPoll | CapGroups | CapDeliverBatch | CapAdmin | CapStreams
+const Capabilities = CapGapAdvisory | CapLongPoll | CapGroups | CapDeliverBatch | CapAdmin | CapStreams | CapProducers

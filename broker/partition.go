@@ -2,7 +2,10 @@ package broker
 
 import (
 	"context"
+	"sync"
 
+	"github.com/ironbus/ironbus/dedup"
+	"github.com/ironbus/ironbus/producer"
 	"github.com/ironbus/ironbus/segment"
 )
 
@@ -22,6 +25,17 @@ type Partition struct {
 	stream string
 	owner  string // the identity that created the stream
 	index  uint32
+
+	// checkMu serialises the appends that are checked against state
+	// (idempotent producers, message ids, expectations) with the offsets
+	// they are assigned: a check and its staging happen under it, so a
+	// check always sees every record assigned before it (synced or not).
+	checkMu sync.Mutex
+	// producers is the partition's producer table (nil until opened);
+	// dedup its message-id window (nil when the stream keeps none). Both
+	// are used under checkMu only.
+	producers *producer.Table
+	dedup     *dedup.Window
 }
 
 // Owner is the identity that created the partition's stream ("" for

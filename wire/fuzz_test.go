@@ -48,6 +48,9 @@ func seedMessages() []wire.Message {
 			HasExpectLastSubjectOffset: true, ExpectLastSubjectOffset: 12, Batch: true, BatchID: 5, BatchFlags: wire.BatchCommit}},
 		&wire.Produce{Stream: []byte("t"), Flags: wire.ProduceNoAck, Body: []byte("x")},
 		&wire.ProducerInit{Name: []byte("sensor-7")},
+		&wire.StreamAdmin{Op: wire.StreamOpCreate, Stream: []byte("state"), Settings: wire.StreamCompact | wire.StreamDedupWindowSet, DeleteRetentionMs: 86400000},
+		&wire.StreamList{Extended: true, Streams: []wire.StreamState{{Name: []byte("state"), Settings: wire.StreamCompact, DedupWindowMs: 120000,
+			Partitions: []wire.StreamPartition{{First: 1, End: 2, Bytes: 3}}}}},
 		&wire.ProducerInfo{ID: 1, Epoch: 2, Positions: []wire.ProducerPosition{{Stream: []byte("orders"), Partition: 1, NextSequence: 99}}},
 		&wire.ProducerInfo{ID: math.MaxUint64, Epoch: 1},
 		&wire.Error{Code: wire.CodeSequenceGap, Message: "gap", HasValue: true, Value: 17},
@@ -386,6 +389,10 @@ func optionalTail(m wire.Message) int {
 	case *wire.ProduceAck:
 		if m.Flags != 0 {
 			return 1
+		}
+	case *wire.StreamAdmin:
+		if m.Settings != 0 || m.DedupWindowMs != 0 || m.DeleteRetentionMs != 0 {
+			return wire.StreamSettingsSize
 		}
 	}
 	return 0

@@ -48,6 +48,16 @@ const (
 	StreamForce uint8 = 1 << 0 // the caller confirmed a destructive operation
 )
 
+// Stream settings bits (StreamAdmin create and StreamState; CapProducers).
+const (
+	// StreamCompact: sealed segments keep only the latest record per key
+	// (and tombstones until DeleteRetentionMs has passed).
+	StreamCompact uint8 = 1 << 0
+	// StreamDedupWindowSet: DedupWindowMs is given (0 turns message-id
+	// dedup off); without it a create takes the broker's default window.
+	StreamDedupWindowSet uint8 = 1 << 1
+)
+
 // StreamAdmin asks about, creates or changes streams and subject bindings
 // (C→S, CapAdmin and CapStreams). Answered by StreamList once a change is
 // durable, or by Error (not_found, invalid_name, invalid_request,
@@ -62,7 +72,17 @@ type StreamAdmin struct {
 	MaxBytes   uint64 // StreamOpCreate retention bounds; 0 = the broker's default
 	MaxAgeMs   uint64
 	MaxRecords uint64
+	// Settings (StreamCompact, StreamDedupWindowSet), DedupWindowMs and
+	// DeleteRetentionMs (how long a compacted stream keeps tombstones; 0 =
+	// the broker's default) travel in a trailing block sent only when one
+	// of them is not zero, and only with CapProducers.
+	Settings          uint8
+	DedupWindowMs     uint64
+	DeleteRetentionMs uint64
 }
+
+// StreamSettingsSize is the trailing settings block of StreamAdmin.
+const StreamSettingsSize = 1 + 8 + 8
 
 // Type implements Message.
 func (*StreamAdmin) Type() Type { return TypeStreamAdmin }
@@ -75,7 +95,13 @@ func (m *StreamAdmin) AppendBody(dst []byte) []byte {
 	dst = le.AppendUint32(dst, m.Partitions)
 	dst = le.AppendUint64(dst, m.MaxBytes)
 	dst = le.AppendUint64(dst, m.MaxAgeMs)
-	return le.AppendUint64(dst, m.MaxRecords)
+	dst = le.AppendUint64(dst, m.MaxRecords)
+	if m.Settings != 0 || m.DedupWindowMs != 0 || m.DeleteRetentionMs != 0 {
+		dst = append(dst, m.Settings)
+		dst = le.AppendUint64(dst, m.DedupWindowMs)
+		dst = le.AppendUint64(dst, m.DeleteRetentionMs)
+	}
+	return dst
 }
 
 // DecodeStreamAdmin decodes a StreamAdmin body; Stream and Pattern alias
@@ -84,6 +110,12 @@ func DecodeStreamAdmin(body []byte) (StreamAdmin, error) {
 	r := reader{buf: body, what: "StreamAdmin"}
 	m := StreamAdmin{Op: r.u8("op"), Flags: r.u8("flags"), Stream: r.bytes16("stream"), Pattern: r.bytes16("pattern"),
 		Partitions: r.u32("partitions"), MaxBytes: r.u64("max bytes"), MaxAgeMs: r.u64("max age ms"), MaxRecords: r.u64("max records")}
+	if r.err == nil && len(r.buf) > 0 {
+		m.Settings, m.DedupWindowMs, m.DeleteRetentionMs = r.u8("settings"), r.u64("dedup window ms"), r.u64("delete retention ms")
+		if r.err == nil && m.Settings == 0 && m.DedupWindowMs == 0 && m.DeleteRetentionMs == 0 {
+			return m, fmt.Errorf("%w: StreamAdmin: an all-zero settings block is sent by leaving it out", ErrMalformed)
+		}
+	}
 	return m, r.done()
 }
 
@@ -110,6 +142,11 @@ type StreamState struct {
 	MaxRecords uint64
 	Groups     uint32 // consumer groups over all partitions
 	Partitions []StreamPartition
+	// Settings (StreamCompact), DedupWindowMs (0: no dedup) and
+	// DeleteRetentionMs are sent only in an extended StreamList.
+	Settings          uint8
+	DedupWindowMs     uint64
+	DeleteRetentionMs uint64
 }
 
 // StreamBindingSize is the fixed part of one StreamBinding.
@@ -128,14 +165,26 @@ type StreamBinding struct {
 type StreamList struct {
 	Streams  []StreamState
 	Bindings []StreamBinding
+	// Extended: every stream entry carries its settings (StreamSettingsSize
+	// bytes after its partitions), announced by the top bit of the stream
+	// count. A broker sends it only with CapProducers.
+	Extended bool
 }
+
+// streamListExtended is the bit of the stream count that marks an
+// extended StreamList.
+const streamListExtended = 1 << 31
 
 // Type implements Message.
 func (*StreamList) Type() Type { return TypeStreamList }
 
 // AppendBody implements Message.
 func (m *StreamList) AppendBody(dst []byte) []byte {
-	dst = le.AppendUint32(dst, uint32(len(m.Streams)))
+	count := uint32(len(m.Streams))
+	if m.Extended {
+		count |= streamListExtended
+	}
+	dst = le.AppendUint32(dst, count)
 	for i := range m.Streams {
 		s := &m.Streams[i]
 		dst = appendBytes16(dst, s.Name)
@@ -149,6 +198,11 @@ func (m *StreamList) AppendBody(dst []byte) []byte {
 			dst = le.AppendUint64(dst, p.First)
 			dst = le.AppendUint64(dst, p.End)
 			dst = le.AppendUint64(dst, p.Bytes)
+		}
+		if m.Extended {
+			dst = append(dst, s.Settings)
+			dst = le.AppendUint64(dst, s.DedupWindowMs)
+			dst = le.AppendUint64(dst, s.DeleteRetentionMs)
 		}
 	}
 	dst = le.AppendUint32(dst, uint32(len(m.Bindings)))
@@ -164,10 +218,12 @@ func (m *StreamList) AppendBody(dst []byte) []byte {
 func DecodeStreamList(body []byte) (StreamList, error) {
 	r := reader{buf: body, what: "StreamList"}
 	count := r.u32("stream count")
+	extended := count&streamListExtended != 0
+	count &^= streamListExtended
 	if r.err == nil && uint64(count) > uint64(len(r.buf)/StreamStateSize) {
 		return StreamList{}, fmt.Errorf("%w: StreamList: %d streams in %d bytes", ErrMalformed, count, len(r.buf))
 	}
-	m := StreamList{Streams: make([]StreamState, 0, count)}
+	m := StreamList{Streams: make([]StreamState, 0, count), Extended: extended}
 	for i := uint32(0); i < count && r.err == nil; i++ {
 		s := StreamState{Name: r.bytes16("name"), CreatedMs: r.u64("created ms"), MaxBytes: r.u64("max bytes"),
 			MaxAgeMs: r.u64("max age ms"), MaxRecords: r.u64("max records"), Groups: r.u32("groups")}
@@ -178,6 +234,9 @@ func DecodeStreamList(body []byte) (StreamList, error) {
 		s.Partitions = make([]StreamPartition, 0, partitions)
 		for p := uint32(0); p < partitions && r.err == nil; p++ {
 			s.Partitions = append(s.Partitions, StreamPartition{First: r.u64("first"), End: r.u64("end"), Bytes: r.u64("bytes")})
+		}
+		if extended {
+			s.Settings, s.DedupWindowMs, s.DeleteRetentionMs = r.u8("settings"), r.u64("dedup window ms"), r.u64("delete retention ms")
 		}
 		m.Streams = append(m.Streams, s)
 	}

@@ -65,6 +65,7 @@ type Broker struct {
 	rejected    [rejectReasons]atomic.Int64
 	reactorBusy atomic.Pointer[func() []time.Duration]
 	metrics     *metrics
+	noAck       noAckCounters // fire-and-forget records dropped (noack.go)
 }
 
 type groupKey struct {

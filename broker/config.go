@@ -34,6 +34,11 @@ type Config struct {
 	Visibility time.Duration
 	// CheckpointInterval is how often group cursors are persisted (200 ms).
 	CheckpointInterval time.Duration
+	// NoAckShedPerSecond is how many fire-and-forget (no-ack) records per
+	// second the broker may drop, counted, rather than hold their
+	// connection back while a partition or the connection's window is
+	// full; 0 never sheds (they wait like any record).
+	NoAckShedPerSecond int
 	// MaxStreams bounds the streams the broker serves (256): each holds
 	// staging buffers, so the RAM budget needs a number. Streams already
 	// on disk open even past it; new ones are refused.

@@ -54,7 +54,8 @@ var (
 // kinds lists every kind, for hasKind.
 var kinds = []error{ErrNoSuchStream, ErrNoSuchPartition, ErrNoSuchGroup, ErrNoSuchBinding, ErrInvalidName,
 	ErrInvalidArgument, ErrInvalidRecord, ErrChecksum, ErrRecordTooLarge, ErrReadOnly, ErrConflict, ErrGroupActive,
-	ErrGroupMismatch, ErrFrozen, ErrNoSpace, ErrFull, ErrBusy, ErrTooManyConnections, ErrShuttingDown, ErrNoRoute, ErrStorage}
+	ErrGroupMismatch, ErrFrozen, ErrNoSpace, ErrFull, ErrBusy, ErrTooManyConnections, ErrShuttingDown, ErrNoRoute, ErrStorage,
+	ErrProducerFenced, ErrSequenceGap, ErrProducerExpired, ErrUnknownProducer, ErrExpectationFailed}
 
 // hasKind reports whether err already carries an engine kind.
 func hasKind(err error) bool {

@@ -71,7 +71,9 @@ func (p *Partition) TryAppend(bodies [][]byte, crcs []uint32, frameBytes int) (T
 	if err := p.broker.admitRecords(frameBytes, false); err != nil {
 		return Ticket{}, storageError(err)
 	}
+	p.checkMu.Lock()
 	ticket, err := p.log.TryAppendBatch(bodies, crcs)
+	p.checkMu.Unlock()
 	if err != nil {
 		return Ticket{}, storageError(err)
 	}
@@ -86,7 +88,9 @@ func (p *Partition) TryCommit(bodies [][]byte, crcs []uint32, frameBytes int) (T
 	if err := p.broker.admitRecords(frameBytes, false); err != nil {
 		return Ticket{}, storageError(err)
 	}
+	p.checkMu.Lock()
 	ticket, err := p.log.TryCommitBatch(bodies, crcs)
+	p.checkMu.Unlock()
 	if err != nil {
 		return Ticket{}, storageError(err)
 	}
@@ -95,15 +99,23 @@ func (p *Partition) TryCommit(bodies [][]byte, crcs []uint32, frameBytes int) (T
 
 // Append appends a batch, waiting while the staging buffer is full (the
 // caller's backpressure) or until ctx ends.
+//
+// Every append of a partition takes its check lock, so a checked append
+// (TryAppendChecked) always compares against the true head of the log.
 func (p *Partition) Append(ctx context.Context, bodies [][]byte, crcs []uint32, frameBytes int) (Ticket, error) {
-	if err := p.broker.admitRecords(frameBytes, false); err != nil {
-		return Ticket{}, storageError(err)
+	for {
+		ticket, err := p.TryAppend(bodies, crcs, frameBytes)
+		if err != ErrFull {
+			return ticket, err
+		}
+		// Waiting outside the check lock: a blocked append must not hold
+		// up the checks of other callers, who would only find it full too.
+		select {
+		case <-p.RoomFor(frameBytes):
+		case <-ctx.Done():
+			return Ticket{}, storageError(ctx.Err())
+		}
 	}
-	ticket, err := p.log.AppendBatch(ctx, bodies, crcs)
-	if err != nil {
-		return Ticket{}, storageError(err)
-	}
-	return Ticket{ticket}, nil
 }
 
 // RoomFor returns a channel closed once the staging buffer has room for

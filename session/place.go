@@ -7,6 +7,7 @@ import (
 
 	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/consumer"
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/security"
 	"github.com/ironbus/ironbus/wire"
 )
@@ -17,53 +18,53 @@ import (
 // connection's own partition for a keyless record). closes reports an
 // error that ends the connection (an identity removed). Allocation-free
 // when the record is placed.
-func (s *session) placeRecord(p *wire.Produce) (part *broker.Partition, werr *wire.Error, closes bool) {
+func (s *session) placeRecord(p *wire.Produce) (part *broker.Partition, view record.View, werr *wire.Error, closes bool) {
 	stream := p.Stream
 	routed := p.Flags&wire.ProduceRouteBySubject != 0
 	if !routed {
 		// The permission check comes first, as it always has: a
 		// refused identity learns nothing about its records.
 		if werr, closes = s.authorize(security.ScopePublish, stream); werr != nil {
-			return nil, werr, closes
+			return nil, view, werr, closes
 		}
 	}
 	view, err := s.engine.CheckRecord(p.Body, p.BodyCRC)
 	if err != nil {
-		return nil, wireError(err), false
+		return nil, view, wireError(err), false
 	}
 	if !routed && len(view.Subject) > 0 {
 		if err := broker.ValidateSubject(view.Subject); err != nil {
-			return nil, wireError(err), false
+			return nil, view, wireError(err), false
 		}
 	}
 	if werr := s.subjectRefused(view.Subject); werr != nil {
-		return nil, werr, false
+		return nil, view, werr, false
 	}
 	if routed {
 		if len(stream) != 0 {
-			return nil, wire.NewError(wire.CodeInvalidRequest, "a Produce routed by subject names no stream; it names %q", stream), false
+			return nil, view, wire.NewError(wire.CodeInvalidRequest, "a Produce routed by subject names no stream; it names %q", stream), false
 		}
 		if stream, werr = s.routeSubject(view.Subject); werr != nil {
-			return nil, werr, false
+			return nil, view, werr, false
 		}
 		if werr, closes = s.authorize(security.ScopePublish, s.routedName(stream)); werr != nil {
-			return nil, werr, closes
+			return nil, view, werr, closes
 		}
 	} else if len(stream) > 0 {
 		var err error
 		if s.produceName, err = s.names.AppendStream(s.produceName[:0], stream); err != nil {
-			return nil, foreignName(err), false
+			return nil, view, foreignName(err), false
 		}
 		stream = s.produceName
 	}
 	unlock, werr := s.creationRefused(s.identity, stream, 1)
 	if werr != nil {
-		return nil, werr, false
+		return nil, view, werr, false
 	}
 	served, err := s.engine.ProduceStream(stream, s.owner())
 	unlock()
 	if err != nil {
-		return nil, wireError(err), false
+		return nil, view, wireError(err), false
 	}
 	partition := p.Partition
 	if partition == wire.PartitionAny {
@@ -76,9 +77,9 @@ func (s *session) placeRecord(p *wire.Produce) (part *broker.Partition, werr *wi
 	}
 	part, err = served.Partition(partition)
 	if err != nil {
-		return nil, wireError(err), false
+		return nil, view, wireError(err), false
 	}
-	return part, nil, false
+	return part, view, nil, false
 }
 
 // routeSubject returns the stream whose binding matches a record's

@@ -78,6 +78,17 @@ type session struct {
 	bodies     [][]byte
 	crcs       []uint32
 	ids        []uint32
+	// silent marks the run's no-ack records (silentCount of them), which
+	// get no answer; checked holds every record's check, used when
+	// runChecked (a record asks for one, or the partition tracks its
+	// records' subjects).
+	silent      []bool
+	silentCount int
+	checked     broker.CheckedRun
+	runChecked  bool
+	// producers are the producer ids this connection initialised, with
+	// their epochs (checked.go).
+	producers  map[uint64]uint32
 	outputFull bool
 	// runLease admits the run's one large record (see admitLarge); it is
 	// released when the record is written.
@@ -259,6 +270,8 @@ func (s *session) dispatch(frame wire.Frame) (outcome, error) {
 		err = s.adminRequest(frame)
 	case wire.TypeStreamAdmin:
 		err = s.streamAdminRequest(frame)
+	case wire.TypeProducerInit:
+		err = s.producerInit(frame)
 	case wire.TypePing:
 		err = s.ping(frame)
 	case wire.TypePong:
@@ -350,13 +363,18 @@ func (s *session) fatal(requestID uint32, e *wire.Error) error {
 // that fails validation is answered only after the run before it is in.
 func (s *session) produce(frame wire.Frame) (outcome, error) {
 	p, err := wire.DecodeProduce(frame.Body)
+	silent := p.Flags&wire.ProduceNoAck != 0
 	if err != nil {
 		if !s.flushRun() {
 			return outcomePaused, nil
 		}
+		if errors.Is(err, wire.ErrUnsupportedOption) {
+			s.refuse(frame.RequestID, silent, wire.NewError(wire.CodeUnsupportedOption, "%s; nothing was stored", err))
+			return outcomeDone, nil
+		}
 		return outcomeDone, s.malformed(frame, err)
 	}
-	part, werr, closes := s.placeRecord(&p)
+	part, view, werr, closes := s.placeRecord(&p)
 	if closes {
 		if !s.flushRun() {
 			return outcomePaused, nil
@@ -366,11 +384,16 @@ func (s *session) produce(frame wire.Frame) (outcome, error) {
 	if werr == nil {
 		werr = s.chargeQuota(len(p.Body), part)
 	}
+	var check broker.Check
+	asks := false
+	if werr == nil {
+		check, asks, werr = s.recordCheck(&p, &view)
+	}
 	if werr != nil {
 		if !s.flushRun() {
 			return outcomePaused, nil
 		}
-		s.reply(frame.RequestID, werr)
+		s.refuse(frame.RequestID, silent, werr)
 		return outcomeDone, nil
 	}
 	frameBytes := record.FrameSize(len(p.Body))
@@ -392,6 +415,12 @@ func (s *session) produce(frame wire.Frame) (outcome, error) {
 	s.bodies = append(s.bodies, p.Body)
 	s.crcs = append(s.crcs, p.BodyCRC)
 	s.ids = append(s.ids, frame.RequestID)
+	s.silent = append(s.silent, silent)
+	if silent {
+		s.silentCount++
+	}
+	s.checked.Checks = append(s.checked.Checks, check)
+	s.runChecked = s.runChecked || asks || part.TracksSubjects()
 	s.runBytes += frameBytes
 	// A run never needs more credits than the window holds, or it could
 	// never have them; a full run goes in at once.
@@ -485,6 +514,9 @@ func (s *session) flushRunLast(last bool) bool {
 			s.resetRun() // the connection broke; nobody will read the answers
 			return true
 		}
+		if s.shedRun() {
+			return true
+		}
 		s.conn.PauseReading()
 		s.out.credits.whenAvailable(n, s.conn.ResumeReading)
 		s.dropRun()
@@ -492,15 +524,12 @@ func (s *session) flushRunLast(last bool) bool {
 	}
 	inline := last && s.inline != nil && n <= inlineMaxRecords && s.runBytes <= inlineMaxBytes &&
 		s.out.unsent.Load() == 0 && s.inline.MayBlock()
-	var ticket broker.Ticket
-	var err error
-	if inline {
-		ticket, err = s.runPart.TryCommit(s.bodies, s.crcs, s.runBytes)
-	} else {
-		ticket, err = s.runPart.TryAppend(s.bodies, s.crcs, s.runBytes)
-	}
+	ticket, err := s.appendRun(inline)
 	if err == broker.ErrFull { // returned unwrapped: the backpressure path
 		s.out.credits.release(n)
+		if s.shedRun() {
+			return true
+		}
 		s.conn.PauseReading()
 		room := s.runPart.RoomFor(s.runBytes)
 		go s.resumeWhen(room)
@@ -510,8 +539,10 @@ func (s *session) flushRunLast(last bool) bool {
 	if err != nil {
 		s.out.credits.release(n)
 		failure := wireError(err)
-		for _, id := range s.ids {
-			s.reply(id, failure)
+		for i, id := range s.ids {
+			if !s.silent[i] {
+				s.reply(id, failure)
+			}
 		}
 		s.releaseRunLease()
 		s.resetRun()
@@ -519,11 +550,50 @@ func (s *session) flushRunLast(last bool) bool {
 	}
 	releaseWhenWritten(ticket, s.runLease)
 	s.runLease = arena.Lease{}
-	if !inline || !completed(ticket) || !s.answerInline(ticket) {
-		s.out.pushAcks(ticket, s.runPart.Index(), s.ids)
+	answers := s.runAnswers(ticket.First)
+	if answers != nil || !inline || !completed(ticket) || !s.answerInline(ticket) {
+		s.out.pushAcks(ticket, s.runPart.Index(), s.ids, answers)
 	}
 	s.resetRun()
 	return true
+}
+
+// appendRun appends the current run: checked when a record asks for it.
+func (s *session) appendRun(inline bool) (broker.Ticket, error) {
+	if !s.runChecked {
+		if inline {
+			return s.runPart.TryCommit(s.bodies, s.crcs, s.runBytes)
+		}
+		return s.runPart.TryAppend(s.bodies, s.crcs, s.runBytes)
+	}
+	run := &s.checked
+	run.Bodies, run.CRCs, run.FrameBytes = s.bodies, s.crcs, s.runBytes
+	if inline {
+		return s.runPart.TryCommitChecked(run)
+	}
+	return s.runPart.TryAppendChecked(run)
+}
+
+// shedRun drops a run of fire-and-forget records that would otherwise
+// hold the connection back, when the broker's shedding budget allows; the
+// broker counts them.
+func (s *session) shedRun() bool {
+	if s.silentCount != len(s.ids) || !s.engine.TryShed(len(s.ids)) {
+		return false
+	}
+	s.releaseRunLease()
+	s.resetRun()
+	return true
+}
+
+// refuse answers a record that was not appended, unless it asked for no
+// answer.
+func (s *session) refuse(requestID uint32, silent bool, e *wire.Error) {
+	if silent {
+		s.engine.CountSilentRefusal()
+		return
+	}
+	s.reply(requestID, e)
 }
 
 // answerInline sends the acks of a run committed inline straight to the
@@ -557,7 +627,9 @@ func (s *session) releaseRunLease() {
 // resetRun empties the run, dropping its references into the read buffer.
 func (s *session) resetRun() {
 	clear(s.bodies)
-	s.bodies, s.crcs, s.ids = s.bodies[:0], s.crcs[:0], s.ids[:0]
+	s.bodies, s.crcs, s.ids, s.silent = s.bodies[:0], s.crcs[:0], s.ids[:0], s.silent[:0]
+	s.silentCount, s.runChecked = 0, false
+	s.checked.Reset()
 	s.runBytes = 0
 }
 

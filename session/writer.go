@@ -19,6 +19,9 @@ type ackGroup struct {
 	partition uint32
 	start     int
 	count     int
+	// answers, when set, are the run's replies one by one (duplicates,
+	// refusals, silent records); nil: plain acks at consecutive offsets.
+	answers []recordAnswer
 }
 
 // writer owns the write side of a connection. It waits for the tickets of
@@ -82,13 +85,13 @@ func newWriter(conn loop.Conn, window, limit int) *writer {
 // It does not wake a parked writer: there is nothing to send until the
 // ticket completes, and the completion wakes it (Ticket.OnDone). Waking it
 // now as well cost every awaited produce a second wake-up of its writer.
-func (w *writer) pushAcks(ticket broker.Ticket, partition uint32, ids []uint32) {
+func (w *writer) pushAcks(ticket broker.Ticket, partition uint32, ids []uint32, answers []recordAnswer) {
 	start := w.tail
 	for _, id := range ids {
 		w.ids[w.tail] = id
 		w.tail = (w.tail + 1) % len(w.ids)
 	}
-	group := ackGroup{ticket: ticket, partition: partition, start: start, count: len(ids)}
+	group := ackGroup{ticket: ticket, partition: partition, start: start, count: len(ids), answers: answers}
 	w.unsent.Add(1)
 	for !w.acks.TryPush(group) {
 		// Unreachable while credits hold (a run takes at least one of
@@ -337,6 +340,17 @@ func completed(t broker.Ticket) bool {
 func (w *writer) encodeGroup(g ackGroup) {
 	// The group's ids may wrap around the end of the ring.
 	end := g.start + g.count
+	if g.answers != nil {
+		if end <= len(w.ids) {
+			w.buf = appendAnswers(w.buf, g.ticket, g.partition, w.ids[g.start:end], g.answers)
+		} else {
+			head := w.ids[g.start:]
+			w.buf = appendAnswers(w.buf, g.ticket, g.partition, head, g.answers)
+			w.buf = appendAnswers(w.buf, g.ticket, g.partition, w.ids[:end-len(w.ids)], g.answers[len(head):])
+		}
+		w.credits.release(g.count)
+		return
+	}
 	if end <= len(w.ids) {
 		w.buf = appendRunAnswers(w.buf, g.ticket, g.partition, w.ids[g.start:end], 0)
 	} else {

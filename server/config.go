@@ -131,6 +131,11 @@ type Config struct {
 	// CheckpointInterval is how often group cursors are persisted
 	// [checkpoint_interval]: 10 ms to 1 min.
 	CheckpointInterval time.Duration
+	// NoAckShedBudget is how many fire-and-forget (no-ack) records per
+	// second the broker may drop, counted, under overload instead of
+	// holding their connections back [no_ack_shed_budget]: 0 (never) to
+	// 10,000,000.
+	NoAckShedBudget int
 	// AutoCreateStreams creates a stream on its first publish
 	// [auto_create_streams]; consume and admin requests never create one.
 	AutoCreateStreams bool
@@ -242,6 +247,9 @@ const (
 	DefaultAddr = "127.0.0.1:7777"
 	// DefaultHealthAddr is where the health endpoints listen.
 	DefaultHealthAddr = "127.0.0.1:7778"
+	// DefaultNoAckShedBudget lets an overloaded broker drop up to 10,000
+	// fire-and-forget records a second rather than slow their producers.
+	DefaultNoAckShedBudget = 10_000
 	// HealthOff turns the health endpoints off.
 	HealthOff = "off"
 )
@@ -270,6 +278,7 @@ func DefaultConfig() Config {
 		VisibilityTimeout:      consumer.DefaultVisibility,
 		MaxDeliver:             consumer.DefaultMaxDeliver,
 		CheckpointInterval:     broker.DefaultCheckpointInterval,
+		NoAckShedBudget:        DefaultNoAckShedBudget,
 		AutoCreateStreams:      true,
 		RetentionPolicy:        broker.ConsumerSafe.String(),
 		DLQRetention:           broker.DefaultDeadLetterRetention,

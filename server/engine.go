@@ -60,6 +60,7 @@ func mapConfig(cfg Config, logger *slog.Logger) (parts, error) {
 		MaxDeliver:               cfg.MaxDeliver,
 		DeadLetterRetention:      deadLetterRetention(cfg.DLQRetention),
 		CheckpointInterval:       cfg.CheckpointInterval,
+		NoAckShedPerSecond:       cfg.NoAckShedBudget,
 		MaxStreams:               cfg.MaxStreams,
 		MaxGroups:                cfg.MaxGroups,
 		MaxInFlight:              cfg.MaxInFlight,

@@ -139,7 +139,7 @@ func (c snapshotCollector) Collect(out chan<- prometheus.Metric) {
 	for reason, count := range doc.Connections.Rejected {
 		emit.counter("ironbus_connections_rejected_total", "Client connections refused since start, by reason.", float64(count), "reason", reason)
 	}
-	refused, shed := c.b.noAckDropped()
+	refused, shed := c.b.NoAckDropped()
 	emit.counter("ironbus_no_ack_dropped_total", "Fire-and-forget (no-ack) records dropped without an answer: refused (bad input, permission, a failed check) or shed under overload within the budget.", float64(refused), "reason", "refused")
 	emit.counter("ironbus_no_ack_dropped_total", "Fire-and-forget (no-ack) records dropped without an answer: refused (bad input, permission, a failed check) or shed under overload within the budget.", float64(shed), "reason", "shed")
 	for _, reactor := range doc.Reactors {

@@ -51,9 +51,9 @@ func (b *Broker) TryShed(n int) bool {
 	return true
 }
 
-// noAckDropped returns the records dropped without an answer: refused and
+// NoAckDropped returns the records dropped without an answer: refused and
 // shed.
-func (b *Broker) noAckDropped() (refused, shed uint64) {
+func (b *Broker) NoAckDropped() (refused, shed uint64) {
 	b.noAck.mu.Lock()
 	defer b.noAck.mu.Unlock()
 	return b.noAck.refused, b.noAck.shed

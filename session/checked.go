@@ -138,27 +138,19 @@ func (s *session) runAnswers(first uint64) []recordAnswer {
 }
 
 // checkError maps a refused record's error to its wire error, with the
-// typed value the code carries.
+// typed value its code carries (the sequence expected, the actual last
+// offset), so a client need not parse the message.
 func checkError(err error) *wire.Error {
+	e := wireError(err)
 	var gap *producer.GapError
 	var expectation *broker.ExpectationError
 	switch {
-	case errors.Is(err, broker.ErrProducerFenced):
-		return wire.NewError(wire.CodeProducerFenced, "%s", err)
 	case errors.As(err, &gap):
-		e := wire.NewError(wire.CodeSequenceGap, "%s", err)
 		e.HasValue, e.Value = true, gap.Expected
-		return e
-	case errors.Is(err, broker.ErrProducerExpired):
-		return wire.NewError(wire.CodeProducerExpired, "%s", err)
-	case errors.Is(err, broker.ErrUnknownProducer):
-		return wire.NewError(wire.CodeUnknownProducer, "%s", err)
 	case errors.As(err, &expectation):
-		e := wire.NewError(wire.CodeExpectationFailed, "%s", err)
 		e.HasValue, e.Value = true, expectation.Actual
-		return e
 	}
-	return wireError(err)
+	return e
 }
 
 // appendAnswers appends the replies of a completed run with mixed

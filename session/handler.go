@@ -195,6 +195,11 @@ var errorCodes = []struct {
 	{broker.ErrTooManyConnections, wire.CodeTooManyConns},
 	{broker.ErrShuttingDown, wire.CodeShuttingDown},
 	{broker.ErrNoRoute, wire.CodeNoRoute},
+	{broker.ErrProducerFenced, wire.CodeProducerFenced},
+	{broker.ErrSequenceGap, wire.CodeSequenceGap},
+	{broker.ErrProducerExpired, wire.CodeProducerExpired},
+	{broker.ErrUnknownProducer, wire.CodeUnknownProducer},
+	{broker.ErrExpectationFailed, wire.CodeExpectationFailed},
 }
 
 func errorCode(err error) wire.Code {

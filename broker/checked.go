@@ -181,7 +181,10 @@ func (p *Partition) appendChecked(run *CheckedRun, inline bool) (Ticket, error) 
 // until the batch has its offsets. REQUIRES: p.checkMu held.
 func (p *Partition) classify(run *CheckedRun, head uint64) uint64 {
 	run.stored, run.storedCRCs, run.storedAt = run.stored[:0], run.storedCRCs[:0], run.storedAt[:0]
-	run.Outcomes = append(run.Outcomes[:0], make([]Outcome, len(run.Bodies))...)
+	if cap(run.Outcomes) < len(run.Bodies) {
+		run.Outcomes = make([]Outcome, len(run.Bodies))
+	}
+	run.Outcomes = run.Outcomes[:len(run.Bodies)]
 	referenced := NoOffset
 	refer := func(offset uint64) {
 		if offset < head && (referenced == NoOffset || offset > referenced) {
@@ -191,7 +194,7 @@ func (p *Partition) classify(run *CheckedRun, head uint64) uint64 {
 	for i := range run.Bodies {
 		outcome := p.check(run, i, head)
 		run.Outcomes[i] = outcome
-		switch {
+		switch { // every outcome is written whole: no clear needed
 		case outcome.Kind == Stored:
 			outcome.Offset = uint64(len(run.stored))
 			run.Outcomes[i] = outcome

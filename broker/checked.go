@@ -255,16 +255,20 @@ func (p *Partition) check(run *CheckedRun, i int, head uint64) Outcome {
 // checkProducer applies the producer table: decided is false when the
 // record is new and the other checks decide.
 func (p *Partition) checkProducer(run *CheckedRun, c *Check, head uint64) (Outcome, bool) {
-	epoch, issued := p.broker.ProducerEpoch(c.ProducerID)
-	switch {
-	case !issued:
-		return Outcome{Kind: Refused, Err: fmt.Errorf("%w: producer id %d was never issued by this broker", ErrUnknownProducer, c.ProducerID)}, true
-	case c.Epoch < epoch:
-		return Outcome{Kind: Refused, Err: fmt.Errorf("%w: epoch %d, the producer is at epoch %d", ErrProducerFenced, c.Epoch, epoch)}, true
-	}
 	// A record of the same producer earlier in the run decides the
-	// sequence expected; the table knows only what is already staged.
-	if k := run.lastStored(func(o *Check) bool { return o.Producer && o.ProducerID == c.ProducerID }); k >= 0 {
+	// sequence expected (the table knows only what is already staged),
+	// and vouches for the epoch it was checked with.
+	k := run.lastStored(func(o *Check) bool { return o.Producer && o.ProducerID == c.ProducerID })
+	if k < 0 || run.Checks[run.storedAt[k]].Epoch != c.Epoch {
+		epoch, issued := p.broker.ProducerEpoch(c.ProducerID)
+		switch {
+		case !issued:
+			return Outcome{Kind: Refused, Err: fmt.Errorf("%w: producer id %d was never issued by this broker", ErrUnknownProducer, c.ProducerID)}, true
+		case c.Epoch < epoch:
+			return Outcome{Kind: Refused, Err: fmt.Errorf("%w: epoch %d, the producer is at epoch %d", ErrProducerFenced, c.Epoch, epoch)}, true
+		}
+	}
+	if k >= 0 {
 		previous := run.Checks[run.storedAt[k]].Sequence
 		switch {
 		case c.Sequence == previous+1:

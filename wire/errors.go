@@ -44,6 +44,8 @@ const (
 	CodeExpectationFailed Code = 30 // a conditional append's expectation is false; Value is the actual last offset (ExpectNone: none)
 	CodeBatchIncomplete   Code = 31 // an atomic batch was not committed whole; none of it is stored
 	CodeUnsupportedOption Code = 32 // a critical publish option this broker does not know; nothing was stored
+	CodeTxnUnknown        Code = 33 // no open transaction has this id (never begun, or already ended)
+	CodeTxnAborted        Code = 34 // the transaction was aborted (its timeout passed, or a record of it was refused); none of it is visible
 )
 
 // CodeInfo describes an error code for docs and tests.
@@ -87,6 +89,8 @@ var codeInfo = []CodeInfo{
 	{CodeExpectationFailed, "expectation_failed", false, false},
 	{CodeBatchIncomplete, "batch_incomplete", false, false},
 	{CodeUnsupportedOption, "unsupported_option", false, false},
+	{CodeTxnUnknown, "txn_unknown", false, false},
+	{CodeTxnAborted, "txn_aborted", false, false},
 }
 
 // Codes lists every error code of this protocol version.

@@ -48,6 +48,11 @@ func seedMessages() []wire.Message {
 			HasExpectLastSubjectOffset: true, ExpectLastSubjectOffset: 12, Batch: true, BatchID: 5, BatchFlags: wire.BatchCommit}},
 		&wire.Produce{Stream: []byte("t"), Flags: wire.ProduceNoAck, Body: []byte("x")},
 		&wire.ProducerInit{Name: []byte("sensor-7")},
+		&wire.TxnBegin{TimeoutMs: 60000},
+		&wire.TxnEnd{ID: 1 << 60, Op: wire.TxnCommit, GroupCommits: []wire.TxnGroupCommit{{Stream: []byte("in"), Partition: 2, Group: []byte("etl"), Offset: 41}}},
+		&wire.TxnState{ID: 9, Outcome: wire.TxnCommitted, Ranges: []wire.TxnRange{{Stream: []byte("out"), Partition: 0, First: 100, Count: 10}}},
+		&wire.Produce{Stream: []byte("out"), Body: []byte("b"), Options: wire.ProduceOptions{Transaction: true, TransactionID: 77}},
+		&wire.ProduceAck{Partition: 1, Offset: 3, Flags: wire.AckPending},
 		&wire.StreamAdmin{Op: wire.StreamOpCreate, Stream: []byte("state"), Settings: wire.StreamCompact | wire.StreamDedupWindowSet, DeleteRetentionMs: 86400000},
 		&wire.StreamList{Extended: true, Streams: []wire.StreamState{{Name: []byte("state"), Settings: wire.StreamCompact, DedupWindowMs: 120000,
 			Partitions: []wire.StreamPartition{{First: 1, End: 2, Bytes: 3}}}}},
@@ -350,6 +355,15 @@ func decodeBody(t wire.Type, body []byte, entries []wire.AckEntry) (m wire.Messa
 		return &decoded, true, err
 	case wire.TypeProducerInfo:
 		decoded, err := wire.DecodeProducerInfo(body)
+		return &decoded, true, err
+	case wire.TypeTxnBegin:
+		decoded, err := wire.DecodeTxnBegin(body)
+		return &decoded, true, err
+	case wire.TypeTxnEnd:
+		decoded, err := wire.DecodeTxnEnd(body)
+		return &decoded, true, err
+	case wire.TypeTxnState:
+		decoded, err := wire.DecodeTxnState(body)
 		return &decoded, true, err
 	case wire.TypeGroupAdmin:
 		decoded, err := wire.DecodeGroupAdmin(body)

@@ -33,6 +33,7 @@ const (
 	optionExpectLastOffset        = optionCritical | 2 // u64: the partition's last offset must be this
 	optionExpectLastSubjectOffset = optionCritical | 3 // u64: the last offset of the record's subject must be this
 	optionBatch                   = optionCritical | 4 // batch id u32, flags u8: an atomic batch
+	optionTransaction             = optionCritical | 5 // transaction id u64: the record belongs to an open transaction
 )
 
 // Batch flag bits of the batch option.
@@ -65,6 +66,11 @@ type ProduceOptions struct {
 	Batch      bool
 	BatchID    uint32
 	BatchFlags uint8
+	// Transaction: the record belongs to open transaction TransactionID
+	// (TxnBegin); it is acked when durable, with AckPending, and seen by
+	// consumers only once the transaction commits.
+	Transaction   bool
+	TransactionID uint64
 	// others holds the non-critical options this version does not know,
 	// as received, so a decode and re-encode keeps them.
 	others string
@@ -97,6 +103,10 @@ func appendProduceOptions(dst []byte, o *ProduceOptions) []byte {
 		dst = append(dst, optionBatch, 5, 0)
 		dst = le.AppendUint32(dst, o.BatchID)
 		dst = append(dst, o.BatchFlags)
+	}
+	if o.Transaction {
+		dst = append(dst, optionTransaction, 8, 0)
+		dst = le.AppendUint64(dst, o.TransactionID)
 	}
 	le.PutUint16(dst[at:], uint16(len(dst)-at-2))
 	return dst
@@ -152,6 +162,8 @@ func (o *ProduceOptions) set(tag uint8, value []byte) error {
 		o.HasExpectLastSubjectOffset, o.ExpectLastSubjectOffset = true, le.Uint64(value)
 	case optionBatch:
 		o.Batch, o.BatchID, o.BatchFlags = true, le.Uint32(value), value[4]
+	case optionTransaction:
+		o.Transaction, o.TransactionID = true, le.Uint64(value)
 	default:
 		return fmt.Errorf("%w: tag 0x%02x", ErrUnsupportedOption, tag)
 	}
@@ -167,6 +179,8 @@ func optionSize(tag uint8) int {
 		return 8
 	case optionBatch:
 		return 5
+	case optionTransaction:
+		return 8
 	}
 	return 0
 }
@@ -181,6 +195,10 @@ const (
 	// stored but its offset is older than the broker remembers; Offset is
 	// meaningless.
 	AckOffsetUnknown uint8 = 1 << 1
+	// AckPending: the record is durable inside an open transaction and
+	// invisible until it commits; Offset is its index in the transaction.
+	// TxnState names the offsets it went to.
+	AckPending uint8 = 1 << 2
 )
 
 // ProducerInit asks for the identity of a named idempotent producer
@@ -263,6 +281,151 @@ func DecodeProducerInfo(body []byte) (ProducerInfo, error) {
 	}
 	for i := 0; i < count && r.err == nil; i++ {
 		m.Positions = append(m.Positions, ProducerPosition{Stream: r.bytes16("stream"), Partition: r.u32("partition"), NextSequence: r.u64("next sequence")})
+	}
+	return m, r.done()
+}
+
+// Transactions (CapProducers): a producer opens a transaction with
+// TxnBegin, publishes records tagged with its id (the transaction
+// option), and ends it with TxnEnd. Records of an open transaction are
+// durable but no consumer sees them; a commit makes all of them visible
+// (with the group commits it carries, for consume-transform-produce), an
+// abort or the timeout none.
+
+// TxnBegin opens a transaction (C→S). Answered by TxnState.
+type TxnBegin struct {
+	TimeoutMs uint32 // the broker aborts the transaction this long after it began; 0 = its default
+}
+
+// Type implements Message.
+func (*TxnBegin) Type() Type { return TypeTxnBegin }
+
+// AppendBody implements Message.
+func (m *TxnBegin) AppendBody(dst []byte) []byte { return le.AppendUint32(dst, m.TimeoutMs) }
+
+// DecodeTxnBegin decodes a TxnBegin body.
+func DecodeTxnBegin(body []byte) (TxnBegin, error) {
+	r := reader{buf: body, what: "TxnBegin"}
+	m := TxnBegin{TimeoutMs: r.u32("timeout ms")}
+	return m, r.done()
+}
+
+// TxnEnd ops.
+const (
+	TxnCommit uint8 = 1
+	TxnAbort  uint8 = 2
+)
+
+// MaxTxnGroupCommits bounds the group commits one TxnEnd carries.
+const MaxTxnGroupCommits = 256
+
+// TxnGroupCommit is a consumer group's position committed together with
+// a transaction: a streaming group's next offset on one partition.
+type TxnGroupCommit struct {
+	Stream    []byte
+	Partition uint32
+	Group     []byte
+	Offset    uint64 // the group's next offset
+}
+
+// TxnEnd commits or aborts a transaction (C→S). Answered by TxnState once
+// the outcome is durable.
+type TxnEnd struct {
+	ID           uint64
+	Op           uint8 // TxnCommit or TxnAbort
+	GroupCommits []TxnGroupCommit
+}
+
+// Type implements Message.
+func (*TxnEnd) Type() Type { return TypeTxnEnd }
+
+// AppendBody implements Message.
+func (m *TxnEnd) AppendBody(dst []byte) []byte {
+	dst = le.AppendUint64(dst, m.ID)
+	dst = append(dst, m.Op)
+	commits := m.GroupCommits[:min(len(m.GroupCommits), MaxTxnGroupCommits)]
+	dst = le.AppendUint16(dst, uint16(len(commits)))
+	for _, c := range commits {
+		dst = appendBytes16(dst, c.Stream)
+		dst = le.AppendUint32(dst, c.Partition)
+		dst = appendBytes16(dst, c.Group)
+		dst = le.AppendUint64(dst, c.Offset)
+	}
+	return dst
+}
+
+// DecodeTxnEnd decodes a TxnEnd body; names alias it. An unknown op
+// decodes (the broker answers invalid_request).
+func DecodeTxnEnd(body []byte) (TxnEnd, error) {
+	r := reader{buf: body, what: "TxnEnd"}
+	m := TxnEnd{ID: r.u64("id"), Op: r.u8("op")}
+	count := int(r.u16("group commits"))
+	if count > MaxTxnGroupCommits {
+		return m, fmt.Errorf("%w: TxnEnd: %d group commits (maximum %d)", ErrMalformed, count, MaxTxnGroupCommits)
+	}
+	for i := 0; i < count && r.err == nil; i++ {
+		m.GroupCommits = append(m.GroupCommits, TxnGroupCommit{Stream: r.bytes16("stream"), Partition: r.u32("partition"), Group: r.bytes16("group"), Offset: r.u64("offset")})
+	}
+	return m, r.done()
+}
+
+// Transaction outcomes in TxnState.
+const (
+	TxnOpen      uint8 = 1
+	TxnCommitted uint8 = 2
+	TxnAborted   uint8 = 3
+)
+
+// TxnRange is where a committed transaction's records on one partition
+// went: Count records from offset First, in the order they were
+// published.
+type TxnRange struct {
+	Stream    []byte
+	Partition uint32
+	First     uint64
+	Count     uint32
+}
+
+// MaxTxnRanges bounds the ranges one TxnState carries.
+const MaxTxnRanges = 1024
+
+// TxnState answers TxnBegin (Outcome TxnOpen, with the new ID) and TxnEnd
+// (TxnCommitted with the Ranges the records went to, or TxnAborted)
+// (S→C).
+type TxnState struct {
+	ID      uint64
+	Outcome uint8
+	Ranges  []TxnRange
+}
+
+// Type implements Message.
+func (*TxnState) Type() Type { return TypeTxnState }
+
+// AppendBody implements Message.
+func (m *TxnState) AppendBody(dst []byte) []byte {
+	dst = le.AppendUint64(dst, m.ID)
+	dst = append(dst, m.Outcome)
+	ranges := m.Ranges[:min(len(m.Ranges), MaxTxnRanges)]
+	dst = le.AppendUint16(dst, uint16(len(ranges)))
+	for _, r := range ranges {
+		dst = appendBytes16(dst, r.Stream)
+		dst = le.AppendUint32(dst, r.Partition)
+		dst = le.AppendUint64(dst, r.First)
+		dst = le.AppendUint32(dst, r.Count)
+	}
+	return dst
+}
+
+// DecodeTxnState decodes a TxnState body; names alias it.
+func DecodeTxnState(body []byte) (TxnState, error) {
+	r := reader{buf: body, what: "TxnState"}
+	m := TxnState{ID: r.u64("id"), Outcome: r.u8("outcome")}
+	count := int(r.u16("ranges"))
+	if count > MaxTxnRanges {
+		return m, fmt.Errorf("%w: TxnState: %d ranges (maximum %d)", ErrMalformed, count, MaxTxnRanges)
+	}
+	for i := 0; i < count && r.err == nil; i++ {
+		m.Ranges = append(m.Ranges, TxnRange{Stream: r.bytes16("stream"), Partition: r.u32("partition"), First: r.u64("first"), Count: r.u32("count")})
 	}
 	return m, r.done()
 }

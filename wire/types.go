@@ -35,6 +35,9 @@ const (
 	// Producer frames, sent only with CapProducers.
 	TypeProducerInit Type = 23 // C→S: the id and a new epoch for a named idempotent producer
 	TypeProducerInfo Type = 24 // S→C: answers ProducerInit
+	TypeTxnBegin     Type = 25 // C→S: open a transaction
+	TypeTxnEnd       Type = 26 // C→S: commit or abort a transaction
+	TypeTxnState     Type = 27 // S→C: answers TxnBegin and TxnEnd
 )
 
 // TypeInfo describes a frame type for docs and tests.
@@ -69,13 +72,16 @@ var typeInfo = []TypeInfo{
 	{TypeStreamList, "StreamList", "S→C"},
 	{TypeProducerInit, "ProducerInit", "C→S"},
 	{TypeProducerInfo, "ProducerInfo", "S→C"},
+	{TypeTxnBegin, "TxnBegin", "C→S"},
+	{TypeTxnEnd, "TxnEnd", "C→S"},
+	{TypeTxnState, "TxnState", "S→C"},
 }
 
 // Types lists every frame type of this protocol version.
 func Types() []TypeInfo { return append([]TypeInfo(nil), typeInfo...) }
 
 // Known reports whether t is a frame type of this protocol version.
-func (t Type) Known() bool { return t >= TypeHello && t <= TypeProducerInfo }
+func (t Type) Known() bool { return t >= TypeHello && t <= TypeTxnState }
 
 func (t Type) String() string {
 	if t.Known() {
@@ -106,7 +112,7 @@ const (
 	// partition (PartitionAll) and carry a subject filter; Gap may say
 	// GapFiltered; StreamAdmin is served (with CapAdmin).
 	CapStreams uint64 = 1 << 5
-	// CapProducers: ProducerInit is served; Produce may carry publish
+	// CapProducers: ProducerInit and the transaction frames are served; Produce may carry publish
 	// options (ProduceHasOptions) and ProduceNoAck; ProduceAck may carry
 	// flags (a duplicate); Error may carry a value (the expected sequence,
 	// the actual last offset).

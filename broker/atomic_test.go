@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
 )
@@ -102,5 +105,82 @@ func TestAtomicBatchStorageError(t *testing.T) {
 	err := storageError(fmt.Errorf("%w: 3 records in 70000 frame bytes", segment.ErrBatchTooLarge))
 	if !errors.Is(err, ErrBatchTooLarge) || errors.Is(err, ErrStorage) {
 		t.Fatalf("%v: want ErrBatchTooLarge", err)
+	}
+}
+
+// TestAtomicBatchWorkGroupSeesAllOrNone: a work group fetching everything
+// it may while atomic batches are appended always stops at the end of a
+// batch, never inside one, whatever it fetches at once.
+func TestAtomicBatchWorkGroupSeesAllOrNone(t *testing.T) {
+	b := openTestBroker(t, Config{Storage: segment.Options{SegmentSize: segment.MinSegmentSize}})
+	part := partitionOf(t, b, "orders", 0)
+	group, err := b.OpenGroup([]byte("orders"), 0, []byte("workers"), GroupSpec{Type: consumer.TypeWork})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type span struct{ first, end uint64 }
+	var mu sync.Mutex
+	var batches []span
+	var total uint64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 150 {
+			bodies, crcs, frameBytes := atomicBodies(t, 2+i%9, 500+i%7*300)
+			ticket, err := part.AppendAtomic(context.Background(), bodies, crcs, frameBytes)
+			if err != nil {
+				t.Errorf("batch %d: %v", i, err)
+				return
+			}
+			mu.Lock()
+			batches = append(batches, span{ticket.First, ticket.First + ticket.Count})
+			total = ticket.First + ticket.Count
+			mu.Unlock()
+		}
+	}()
+	var ends []uint64 // one past the last offset of each fetch that emptied the group
+	next, producing := uint64(0), true
+	for deadline := time.Now().Add(time.Minute); ; {
+		select {
+		case <-done:
+			producing = false
+		default:
+		}
+		deliveries, _, err := group.Consumer().Fetch(1, 1<<20, 1<<30, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range deliveries {
+			if d.Offset != next {
+				t.Fatalf("delivered offset %d, want %d", d.Offset, next)
+			}
+			next++
+			group.Consumer().Ack(d.Offset, d.Lease)
+		}
+		if len(deliveries) > 0 {
+			ends = append(ends, next)
+		} else if producing {
+			select {
+			case <-part.Log().CommittedChange(next):
+			case <-done:
+			}
+		}
+		mu.Lock()
+		finished := !producing && next == total
+		mu.Unlock()
+		if finished || time.Now().After(deadline) {
+			break
+		}
+	}
+	<-done
+	for _, end := range ends {
+		for _, batch := range batches {
+			if batch.first < end && end < batch.end {
+				t.Fatalf("a fetch ended at %d, inside atomic batch [%d, %d)", end, batch.first, batch.end)
+			}
+		}
+	}
+	if next != total || len(ends) < 2 {
+		t.Fatalf("delivered up to %d of %d in %d fetches", next, total, len(ends))
 	}
 }

@@ -386,6 +386,12 @@ func atomicIndices(from uint64) func() uint64 {
 // through TryCommitAtomic when inline, waiting for each, beside an
 // ordinary workload of two producers. It stops quietly at the power cut.
 func (c *crashRig) atomicWorkload(l *Log, batches int, inline bool, ledger *atomicLedger) {
+	c.atomicWorkloadOf(l, batches, 7, inline, ledger)
+}
+
+// atomicWorkloadOf is atomicWorkload with batches of 1 to perBatch
+// records.
+func (c *crashRig) atomicWorkloadOf(l *Log, batches, perBatch int, inline bool, ledger *atomicLedger) {
 	var ordinary sync.WaitGroup
 	ordinary.Add(1)
 	go func() {
@@ -395,7 +401,7 @@ func (c *crashRig) atomicWorkload(l *Log, batches int, inline bool, ledger *atom
 	defer ordinary.Wait()
 	nextIndex := atomicIndices(1 << 32)
 	for i := range batches {
-		count := 1 + i%7
+		count := 1 + i%perBatch
 		bodies, crcs, indices := make([][]byte, count), make([]uint32, count), make([]uint64, count)
 		for j := range bodies {
 			indices[j] = nextIndex()
@@ -517,4 +523,47 @@ func TestAtomicBatchNoSpaceFailsWhole(t *testing.T) {
 		t.Fatalf("%d records readable, want 6", len(entries))
 	}
 	_ = d.Close()
+}
+
+// TestPowerCutAtomicSeeded is TestPowerCutSeeded with atomic batches:
+// random staging sizes (so random limits), I/O modes and preallocation,
+// a random cut keeping a random part of the unsynced writes, reordered and
+// torn. IRONBUS_SEED replays one seed.
+func TestPowerCutAtomicSeeded(t *testing.T) {
+	if s := seedFromEnv(t); s != 0 {
+		powerCutAtomicOnce(t, s)
+		return
+	}
+	for seed := uint64(1); seed <= 100 && !t.Failed(); seed++ {
+		powerCutAtomicOnce(t, seed)
+	}
+}
+
+func powerCutAtomicOnce(t *testing.T, seed uint64) {
+	rng := newRand(seed)
+	opts := testOptions(seed)
+	opts.StagingBytes = 4096 << rng.IntN(4)
+	if rng.IntN(3) == 0 {
+		opts.IOMode = IODirect
+	}
+	opts.Preallocation = Preallocation(rng.IntN(3))
+	crashOpts := vfs.CrashOptions{Seed: seed, KeepUnsynced: rng.Float64(), Reorder: rng.IntN(2) == 0, Tear: rng.IntN(2) == 0}
+	c := newCrashRig(vfs.NewMemFS(), int64(rng.IntN(400)), crashOpts)
+	// As many 2 KB records as the limit takes (at least one).
+	perBatch := max(1, MaxAtomicBytes(opts)/2100)
+	inline := rng.IntN(2) == 0
+	var ledger atomicLedger
+	label := fmt.Sprintf("atomic power cut seed %d (replay: IRONBUS_SEED=%d go test ./segment -run TestPowerCutAtomicSeeded)", seed, seed)
+	d, err := Open(c.fs, "/data", opts)
+	if err == nil {
+		if l, err := d.OpenLog(defaultLog); err == nil {
+			c.atomicWorkloadOf(l, 30, perBatch, inline, &ledger)
+		}
+		_ = d.Close()
+	}
+	if !c.crashed.Load() {
+		return
+	}
+	recovered := verifyImage(t, c.image, testOptions(seed), c.ackedAtCrash, c.assigned, c.floorAtCrash, label)
+	assertAllOrNone(t, recovered, ledger.snapshot(), label)
 }

@@ -45,7 +45,7 @@ type atomicSpan struct {
 // under opts (record.FrameSize of each body; record.EncryptedFrameSize
 // under encryption): the staging bytes, or what an empty segment holds
 // beside its commit frame and footer when that is less. With the
-// defaults it is 4 MiB; with the smallest segment (64 KiB), 60 KiB.
+// defaults it is 4 MiB; with the smallest segment (64 KiB), 61,280 bytes.
 func MaxAtomicBytes(opts Options) int {
 	staging := int64(opts.StagingBytes)
 	if staging <= 0 {

@@ -53,6 +53,16 @@ type Config struct {
 	// had settled: leased, waiting out a nack delay, parked behind a key
 	// (2 × MaxInFlight). With MaxInFlight it bounds a group's memory.
 	MaxUnsettled int
+	// MaxBatchRecords bounds the records of one atomic batch
+	// (Partition.TryAppendAtomic): 1,000 by default, at most
+	// MaxBatchRecordsLimit.
+	MaxBatchRecords int
+	// MaxBatchBytes bounds the record-frame bytes (record.FrameSize of
+	// each body) of one atomic batch: 1 MiB by default, lowered to
+	// segment.MaxAtomicBytes of Storage when that is less (the whole batch
+	// must fit one staging buffer and one empty segment); a value above
+	// segment.MaxAtomicBytes is refused.
+	MaxBatchBytes int
 	// MaxDeliver is how many times a record is delivered before it moves
 	// to its stream's dead-letter queue (5).
 	MaxDeliver int
@@ -145,6 +155,11 @@ const (
 	DefaultMaxStreams          = 256
 	DefaultMaxGroups           = 256
 	DefaultStuckAfter          = 30 * time.Second
+	DefaultMaxBatchRecords     = 1000
+	DefaultMaxBatchBytes       = 1 << 20
+	// MaxBatchRecordsLimit bounds MaxBatchRecords: a batch's records are
+	// numbered with 16 bits on the wire.
+	MaxBatchRecordsLimit = 1 << 16
 )
 
 func (c Config) withDefaults() (Config, error) {
@@ -181,6 +196,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Storage.StagingBytes == 0 {
 		c.Storage.StagingBytes = segment.DefaultStagingBytes
 	}
+	if err := c.atomicBatchDefaults(); err != nil {
+		return c, err
+	}
 	if c.StuckAfter <= 0 {
 		c.StuckAfter = DefaultStuckAfter
 	}
@@ -200,4 +218,23 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: a data directory is required", ErrInvalidArgument)
 	}
 	return c, nil
+}
+
+// atomicBatchDefaults fills and checks the atomic batch limits. REQUIRES:
+// the staging bytes filled.
+func (c *Config) atomicBatchDefaults() error {
+	if c.MaxBatchRecords <= 0 {
+		c.MaxBatchRecords = DefaultMaxBatchRecords
+	}
+	storageLimit := segment.MaxAtomicBytes(c.Storage)
+	if c.MaxBatchBytes <= 0 {
+		c.MaxBatchBytes = min(DefaultMaxBatchBytes, storageLimit)
+	}
+	switch {
+	case c.MaxBatchRecords > MaxBatchRecordsLimit:
+		return fmt.Errorf("%w: max batch records %d above %d", ErrInvalidArgument, c.MaxBatchRecords, MaxBatchRecordsLimit)
+	case c.MaxBatchBytes > storageLimit:
+		return fmt.Errorf("%w: max batch bytes %d above the %d one staging buffer and one segment hold", ErrInvalidArgument, c.MaxBatchBytes, storageLimit)
+	}
+	return nil
 }

@@ -25,6 +25,9 @@
 //     never blocks: ErrFull means the staging buffer is full and RoomFor
 //     says when to retry, which is how an adapter applies backpressure to
 //     its connection. The disk budget is checked first (ErrNoSpace).
+//     TryAppendAtomic (atomic.go) appends a batch that readers and
+//     recovery see whole or not at all, within Config.MaxBatchRecords
+//     and MaxBatchBytes (ErrBatchTooLarge).
 //   - Consumer groups (groups.go, assign.go, admin.go): one
 //     consumer.Group per stream partition and group name, opened with its
 //     type and start position, with the wakeup long polls wait on and, on

@@ -25,6 +25,9 @@ var (
 	ErrInvalidRecord  = errors.New("broker: invalid record")
 	ErrChecksum       = errors.New("broker: record checksum mismatch")
 	ErrRecordTooLarge = errors.New("broker: record too large")
+	// ErrBatchTooLarge: an atomic batch over Config.MaxBatchRecords or
+	// Config.MaxBatchBytes; nothing of it is stored.
+	ErrBatchTooLarge = errors.New("broker: atomic batch too large")
 	// ErrReadOnly: a produce to an internal stream (a dead-letter queue).
 	ErrReadOnly = errors.New("broker: stream is read-only")
 	// ErrConflict: the thing exists with other settings, or overlaps.
@@ -53,7 +56,7 @@ var (
 
 // kinds lists every kind, for hasKind.
 var kinds = []error{ErrNoSuchStream, ErrNoSuchPartition, ErrNoSuchGroup, ErrNoSuchBinding, ErrInvalidName,
-	ErrInvalidArgument, ErrInvalidRecord, ErrChecksum, ErrRecordTooLarge, ErrReadOnly, ErrConflict, ErrGroupActive,
+	ErrInvalidArgument, ErrInvalidRecord, ErrChecksum, ErrRecordTooLarge, ErrBatchTooLarge, ErrReadOnly, ErrConflict, ErrGroupActive,
 	ErrGroupMismatch, ErrFrozen, ErrNoSpace, ErrFull, ErrBusy, ErrTooManyConnections, ErrShuttingDown, ErrNoRoute, ErrStorage,
 	ErrProducerFenced, ErrSequenceGap, ErrProducerExpired, ErrUnknownProducer, ErrExpectationFailed}
 
@@ -112,6 +115,8 @@ func storageError(err error) error {
 		return &RetryableError{Err: withKind(ErrNoSpace, err), RetryAfter: noSpaceRetry}
 	case errors.Is(err, segment.ErrRecordTooLarge):
 		return withKind(ErrRecordTooLarge, err)
+	case errors.Is(err, segment.ErrBatchTooLarge):
+		return withKind(ErrBatchTooLarge, err)
 	case errors.Is(err, segment.ErrClosed):
 		return withKind(ErrShuttingDown, err)
 	case errors.Is(err, segment.ErrInvalidName):

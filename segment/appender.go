@@ -172,13 +172,17 @@ func (a *appender) writeTaken(b *batch) {
 
 // writeBatch writes b as one piece, or several when it crosses a roll,
 // and returns the records and record bytes it wrote (fewer than b holds
-// when a write failed).
+// when a write failed). A roll never cuts an atomic batch: it comes
+// before one that does not fit the active segment (atomic.go).
 func (a *appender) writeBatch(b *batch) (records uint64, bytes int) {
 	data, offset := b.buf, b.first
 	for len(data) > 0 {
-		frame := int(frameLength(data))
-		if a.active == nil || a.room() < frame {
-			if err := a.roll(frame); err != nil {
+		need := int(frameLength(data))
+		if b.atomic != nil {
+			need = b.atomicNeed(len(b.buf)-len(data), need)
+		}
+		if a.active == nil || a.room() < need {
+			if err := a.roll(need); err != nil {
 				a.fail(b, offset, err)
 				return offset - b.first, len(b.buf) - len(data)
 			}
@@ -186,6 +190,9 @@ func (a *appender) writeBatch(b *batch) (records uint64, bytes int) {
 		n, count := len(data), b.end()-offset
 		if a.room() < len(data) {
 			n, count = fitFrames(data, a.room())
+			if b.atomic != nil {
+				n, count = b.keepWhole(len(b.buf)-len(data), offset, n, count)
+			}
 		}
 		if err := a.writePiece(b, data[:n], offset, count); err != nil {
 			a.fail(b, offset, err)

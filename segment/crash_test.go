@@ -233,6 +233,15 @@ func verifyImage(t *testing.T, image *vfs.MemFS, opts Options, acked, assigned m
 func crashEveryWrite(t *testing.T, name string, opts Options, keep float64,
 	setup func() (*vfs.MemFS, map[uint64]uint64), workload func(c *crashRig, l *Log)) {
 	t.Helper()
+	crashEveryWriteChecked(t, name, opts, keep, setup, workload, nil)
+}
+
+// crashEveryWriteChecked is crashEveryWrite that also runs check on each
+// recovered log, when check is not nil.
+func crashEveryWriteChecked(t *testing.T, name string, opts Options, keep float64,
+	setup func() (*vfs.MemFS, map[uint64]uint64), workload func(c *crashRig, l *Log),
+	check func(c *crashRig, recovered *Log, label string)) {
+	t.Helper()
 	for k := int64(0); ; k++ {
 		crashOpts := vfs.CrashOptions{Seed: uint64(k), KeepUnsynced: keep, Reorder: keep > 0, Tear: keep > 0}
 		base, preAcked := setup()
@@ -253,8 +262,11 @@ func crashEveryWrite(t *testing.T, name string, opts Options, keep float64,
 		}
 		verifyOpts := testOptions(uint64(k))
 		verifyOpts.Encryption = opts.Encryption
-		verifyImage(t, c.image, verifyOpts, c.ackedAtCrash, c.assigned,
-			c.floorAtCrash, fmt.Sprintf("%s crash at op %d", name, k))
+		label := fmt.Sprintf("%s crash at op %d", name, k)
+		recovered := verifyImage(t, c.image, verifyOpts, c.ackedAtCrash, c.assigned, c.floorAtCrash, label)
+		if check != nil {
+			check(c, recovered, label)
+		}
 	}
 }
 

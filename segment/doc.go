@@ -17,6 +17,12 @@
 //	    the appender writes the next batch meanwhile (pipelining)
 //	committed mark advances ─▶ Tickets complete ─▶ readers may see it
 //
+// A batch is written as one piece closed by one commit frame unless the
+// active segment fills: the roll then cuts it, except that it never cuts
+// an atomic batch (Log.AppendAtomic, atomic.go) but comes before it. So an
+// atomic batch always lies in one segment under one commit frame, and the
+// committed mark, set only at the end of a piece, never stands inside it.
+//
 // A lone batch skips both goroutines: TryCommitBatch on an idle log
 // writes and fdatasyncs it on the caller's goroutine, holding the log's
 // write token (the appender's state belongs to whoever holds it), and the

@@ -22,6 +22,9 @@ var (
 	ErrClosed = errors.New("segment: closed")
 	// ErrRecordTooLarge: a record body exceeds the configured maximum.
 	ErrRecordTooLarge = errors.New("segment: record too large")
+	// ErrBatchTooLarge: an atomic batch's record frames exceed what one
+	// commit frame may cover (MaxAtomicBytes).
+	ErrBatchTooLarge = errors.New("segment: atomic batch too large")
 	// ErrLossCapExceeded: recovery found more damage than the caps allow;
 	// the log opened frozen read-only and nothing was changed on disk.
 	ErrLossCapExceeded = errors.New("segment: recovery loss exceeds the caps; run `ironbus repair` to accept it")

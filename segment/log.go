@@ -142,6 +142,10 @@ type batch struct {
 	done     chan struct{}
 	err      error  // set before done closes
 	failFrom uint64 // with err: records below this offset were committed
+	// atomic lists the atomic batches of several records staged in buf,
+	// in order: the writer never cuts one (atomic.go). Nil for a batch
+	// that holds none, which is every batch of a log without them.
+	atomic []atomicSpan
 
 	// log guards completed and notify with its mu. Once completed is set
 	// no callback is added: those in notify run after done closes.
@@ -239,7 +243,7 @@ func (l *Log) ID() LogID { return l.id }
 // full (backpressure) and returns a Ticket that reports when the record is
 // committed. The body is copied; the caller may reuse it at once.
 func (l *Log) Append(ctx context.Context, body []byte, bodyCRC uint32) (Ticket, error) {
-	return l.append(ctx, [][]byte{body}, []uint32{bodyCRC}, true)
+	return l.append(ctx, [][]byte{body}, []uint32{bodyCRC}, true, false)
 }
 
 // AppendBatch adds several records that are committed together; the
@@ -248,12 +252,12 @@ func (l *Log) AppendBatch(ctx context.Context, bodies [][]byte, crcs []uint32) (
 	if len(bodies) != len(crcs) || len(bodies) == 0 {
 		return Ticket{}, fmt.Errorf("segment: AppendBatch needs one CRC per body and at least one body")
 	}
-	return l.append(ctx, bodies, crcs, true)
+	return l.append(ctx, bodies, crcs, true, false)
 }
 
 // TryAppend is Append that returns ErrFull instead of blocking.
 func (l *Log) TryAppend(body []byte, bodyCRC uint32) (Ticket, error) {
-	return l.append(context.Background(), [][]byte{body}, []uint32{bodyCRC}, false)
+	return l.append(context.Background(), [][]byte{body}, []uint32{bodyCRC}, false, false)
 }
 
 // TryAppendBatch is AppendBatch that returns ErrFull instead of blocking,
@@ -262,7 +266,7 @@ func (l *Log) TryAppendBatch(bodies [][]byte, crcs []uint32) (Ticket, error) {
 	if len(bodies) != len(crcs) || len(bodies) == 0 {
 		return Ticket{}, fmt.Errorf("segment: TryAppendBatch needs one CRC per body and at least one body")
 	}
-	return l.append(context.Background(), bodies, crcs, false)
+	return l.append(context.Background(), bodies, crcs, false, false)
 }
 
 // RoomFor returns a channel that is closed once frameBytes of records fit
@@ -304,10 +308,15 @@ func (l *Log) TryCommitBatch(bodies [][]byte, crcs []uint32) (Ticket, error) {
 	if len(bodies) != len(crcs) || len(bodies) == 0 {
 		return Ticket{}, fmt.Errorf("segment: TryCommitBatch needs one CRC per body and at least one body")
 	}
+	return l.tryCommit(bodies, crcs, false)
+}
+
+// tryCommit is TryCommitBatch, of an atomic batch when atomic is set.
+func (l *Log) tryCommit(bodies [][]byte, crcs []uint32, atomic bool) (Ticket, error) {
 	if l.opts.Durability != DurabilitySync || l.stop == nil || !l.dir.committer.inlineHealthy() || l.lingers() || !l.writeMu.TryLock() {
-		return l.append(context.Background(), bodies, crcs, false)
+		return l.append(context.Background(), bodies, crcs, false, atomic)
 	}
-	ticket, taken, err := l.stage(context.Background(), bodies, crcs, false, true)
+	ticket, taken, err := l.stage(context.Background(), bodies, crcs, false, true, atomic)
 	if taken == nil {
 		l.writeMu.Unlock()
 		return ticket, err
@@ -320,8 +329,8 @@ func (l *Log) TryCommitBatch(bodies [][]byte, crcs []uint32) (Ticket, error) {
 	return ticket, nil
 }
 
-func (l *Log) append(ctx context.Context, bodies [][]byte, crcs []uint32, block bool) (Ticket, error) {
-	ticket, _, err := l.stage(ctx, bodies, crcs, block, false)
+func (l *Log) append(ctx context.Context, bodies [][]byte, crcs []uint32, block, atomic bool) (Ticket, error) {
+	ticket, _, err := l.stage(ctx, bodies, crcs, block, false, atomic)
 	return ticket, err
 }
 
@@ -329,8 +338,10 @@ func (l *Log) append(ctx context.Context, bodies [][]byte, crcs []uint32, block 
 // caller holds the write token) and the log idle, it also takes the batch
 // for the caller to write, marks the log dirty so the write does not
 // queue it at the committer, and wakes no one; otherwise it wakes the
-// appender as every append does.
-func (l *Log) stage(ctx context.Context, bodies [][]byte, crcs []uint32, block, inline bool) (Ticket, *batch, error) {
+// appender as every append does. With atomic, the records are one atomic
+// batch (atomic.go): refused when larger than MaxAtomicBytes, and marked
+// so that the writer never cuts them apart.
+func (l *Log) stage(ctx context.Context, bodies [][]byte, crcs []uint32, block, inline, atomic bool) (Ticket, *batch, error) {
 	frameBytes, large := 0, false
 	encrypted := l.opts.Encryption != nil
 	for _, body := range bodies {
@@ -343,6 +354,11 @@ func (l *Log) stage(ctx context.Context, bodies [][]byte, crcs []uint32, block, 
 		}
 		frameBytes += record.FrameSize(len(body))
 		large = large || len(body) >= record.BodyHashThreshold
+	}
+	if atomic {
+		if err := l.checkAtomic(len(bodies), frameBytes); err != nil {
+			return Ticket{}, nil, err
+		}
 	}
 	// Large bodies are hashed before taking the lock (an encrypted frame
 	// hashes its envelope as it seals it); small ones have no hash, so the
@@ -370,7 +386,7 @@ func (l *Log) stage(ctx context.Context, bodies [][]byte, crcs []uint32, block, 
 	}
 	b := l.mu.staging
 	inline = inline && b.count == 0 && len(l.mu.inflight) == 0
-	first := l.mu.nextOffset
+	first, start := l.mu.nextOffset, len(b.buf)
 	if b.count == 0 {
 		b.first = first
 	}
@@ -388,6 +404,9 @@ func (l *Log) stage(ctx context.Context, bodies [][]byte, crcs []uint32, block, 
 		l.mu.nextOffset++
 	}
 	b.count += uint64(len(bodies))
+	if atomic && len(bodies) > 1 {
+		b.atomic = append(b.atomic, atomicSpan{start: start, end: len(b.buf), first: first})
+	}
 	ticket := Ticket{First: first, Count: uint64(len(bodies)), b: b}
 	if inline {
 		if taken := l.takeStagingLocked(); taken != nil {

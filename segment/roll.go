@@ -25,8 +25,9 @@ func (a *appender) segmentSizeFor(frameLen int) int64 {
 	return (size + vfs.DirectAlignment - 1) &^ (vfs.DirectAlignment - 1)
 }
 
-// roll seals the active segment and activates a new one whose first frame
-// is frameLen bytes long. An empty active segment is grown instead.
+// roll seals the active segment and activates a new one whose first piece
+// needs frameLen bytes (a frame, or a whole atomic batch). An empty active
+// segment is grown instead.
 func (a *appender) roll(frameLen int) error {
 	size := a.segmentSizeFor(frameLen)
 	if a.active != nil && a.pos == format.SegmentDataStart {

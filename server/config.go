@@ -87,6 +87,14 @@ type Config struct {
 	// StagingBytes is what a stream buffers while its previous batch is
 	// written [staging_bytes]: 4 KiB to 256 MiB.
 	StagingBytes int64
+	// MaxBatchRecords bounds the records of one atomic batch
+	// [max_batch_records]: 1 to 65,536.
+	MaxBatchRecords int
+	// MaxBatchBytes bounds the record bytes of one atomic batch
+	// [max_batch_bytes]: 0 (1 MiB, or less when one staging buffer or
+	// one segment holds less) to 256 MiB; never more than one staging
+	// buffer and one segment hold.
+	MaxBatchBytes int64
 
 	// ---- Memory (docs/MEMORY.md)
 
@@ -268,6 +276,7 @@ func DefaultConfig() Config {
 		IOMode:                 "buffered",
 		SegmentBytes:           segment.DefaultSegmentSize,
 		StagingBytes:           segment.DefaultStagingBytes,
+		MaxBatchRecords:        broker.DefaultMaxBatchRecords,
 		MaxFrame:               wire.DefaultMaxFrame,
 		Window:                 session.DefaultWindow,
 		ConnectionOutput:       session.DefaultConnectionOutput,

@@ -64,6 +64,8 @@ func mapConfig(cfg Config, logger *slog.Logger) (parts, error) {
 		MaxStreams:               cfg.MaxStreams,
 		MaxGroups:                cfg.MaxGroups,
 		MaxInFlight:              cfg.MaxInFlight,
+		MaxBatchRecords:          cfg.MaxBatchRecords,
+		MaxBatchBytes:            int(cfg.MaxBatchBytes),
 		Version:                  cfg.Version,
 		RoutingDomain:            security.RoutingDomain,
 		Logger:                   logger,

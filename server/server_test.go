@@ -117,6 +117,8 @@ func set(t *testing.T, cfg *Config, b bound, value int64) {
 		"segment_bytes":            func() { cfg.SegmentBytes = value },
 		"commit_linger":            func() { cfg.CommitLinger = time.Duration(value) },
 		"staging_bytes":            func() { cfg.StagingBytes = value },
+		"max_batch_records":        func() { cfg.MaxBatchRecords = int(value) },
+		"max_batch_bytes":          func() { cfg.MaxBatchBytes = value },
 		"ram_ceiling":              func() { cfg.RAMCeiling = value },
 		"max_frame":                func() { cfg.MaxFrame = value },
 		"large_frame_pool":         func() { cfg.LargeFramePool = value },

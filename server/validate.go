@@ -70,6 +70,8 @@ func bounds() []bound {
 		durationBound("commit_linger", 0, segment.MaxCommitLinger, func(c *Config) time.Duration { return c.CommitLinger }),
 		sizeBound("segment_bytes", segment.MinSegmentSize, segment.MaxSegmentSize, func(c *Config) int64 { return c.SegmentBytes }),
 		sizeBound("staging_bytes", 4<<10, 256<<20, func(c *Config) int64 { return c.StagingBytes }),
+		countBound("max_batch_records", 1, broker.MaxBatchRecordsLimit, func(c *Config) int { return c.MaxBatchRecords }),
+		sizeBound("max_batch_bytes", 0, 256<<20, func(c *Config) int64 { return c.MaxBatchBytes }),
 		sizeBound("ram_ceiling", 0, tebibyte, func(c *Config) int64 { return c.RAMCeiling }),
 		sizeBound("max_frame", wire.MinMaxFrame, 1<<30, func(c *Config) int64 { return c.MaxFrame }),
 		sizeBound("large_frame_pool", 0, maxLargeFramePool, func(c *Config) int64 { return c.LargeFramePool }),
@@ -250,6 +252,12 @@ func (cfg Config) checkMemory() error {
 	if pool, need := cfg.LargeFramePool, cfg.MaxFrame+readBufferSize; pool != 0 && pool < need {
 		return invalid("--large-frame-pool %s cannot hold one largest frame: it needs at least --max-frame + 64KiB (%s)",
 			arena.FormatBytes(pool), arena.FormatBytes(need))
+	}
+	// An atomic batch is staged whole and written into one segment.
+	holds := int64(segment.MaxAtomicBytes(segment.Options{SegmentSize: cfg.SegmentBytes, StagingBytes: int(cfg.StagingBytes)}))
+	if cfg.MaxBatchBytes > holds {
+		return invalid("--max-batch-bytes %s is more than one staging buffer (--staging-bytes %s) and one segment (--segment-bytes %s) hold: at most %s",
+			arena.FormatBytes(cfg.MaxBatchBytes), arena.FormatBytes(cfg.StagingBytes), arena.FormatBytes(cfg.SegmentBytes), arena.FormatBytes(holds))
 	}
 	return nil
 }

@@ -22,6 +22,8 @@ func addMemoryFlags(cmd *cobra.Command, serve *serveOptions) {
 	flags.IntVar(&cfg.MaxGroups, "max-groups", cfg.MaxGroups, "consumer groups across all streams; more are refused")
 	flags.IntVar(&cfg.MaxInFlight, "max-in-flight", cfg.MaxInFlight, "deliveries a consumer group may have leased and unacknowledged")
 	flags.Var(sizeValue{&cfg.StagingBytes}, "staging-bytes", "records a stream buffers while its previous batch is written")
+	flags.IntVar(&cfg.MaxBatchRecords, "max-batch-records", cfg.MaxBatchRecords, "records of one atomic batch (pub --atomic); more are refused")
+	flags.Var(sizeValue{&cfg.MaxBatchBytes}, "max-batch-bytes", "record bytes of one atomic batch (default 1MiB, or what --staging-bytes and --segment-bytes hold if less)")
 }
 
 // budgetOutput is the --json form of serve --print-budget.

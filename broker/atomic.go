@@ -25,7 +25,9 @@ func (p *Partition) TryAppendAtomic(bodies [][]byte, crcs []uint32, frameBytes i
 	if err := p.admitAtomic(bodies, crcs, frameBytes); err != nil {
 		return Ticket{}, err
 	}
+	p.checkMu.Lock()
 	ticket, err := p.log.TryAppendAtomic(bodies, crcs)
+	p.checkMu.Unlock()
 	if err != nil {
 		return Ticket{}, storageError(err)
 	}
@@ -38,7 +40,9 @@ func (p *Partition) TryCommitAtomic(bodies [][]byte, crcs []uint32, frameBytes i
 	if err := p.admitAtomic(bodies, crcs, frameBytes); err != nil {
 		return Ticket{}, err
 	}
+	p.checkMu.Lock()
 	ticket, err := p.log.TryCommitAtomic(bodies, crcs)
+	p.checkMu.Unlock()
 	if err != nil {
 		return Ticket{}, storageError(err)
 	}
@@ -48,14 +52,18 @@ func (p *Partition) TryCommitAtomic(bodies [][]byte, crcs []uint32, frameBytes i
 // AppendAtomic is TryAppendAtomic that waits while the staging buffer is
 // full, or until ctx ends.
 func (p *Partition) AppendAtomic(ctx context.Context, bodies [][]byte, crcs []uint32, frameBytes int) (Ticket, error) {
-	if err := p.admitAtomic(bodies, crcs, frameBytes); err != nil {
-		return Ticket{}, err
+	for {
+		ticket, err := p.TryAppendAtomic(bodies, crcs, frameBytes)
+		if err != ErrFull {
+			return ticket, err
+		}
+		// Waiting outside the check lock, as Append does.
+		select {
+		case <-p.RoomFor(frameBytes):
+		case <-ctx.Done():
+			return Ticket{}, storageError(ctx.Err())
+		}
 	}
-	ticket, err := p.log.AppendAtomic(ctx, bodies, crcs)
-	if err != nil {
-		return Ticket{}, storageError(err)
-	}
-	return Ticket{ticket}, nil
 }
 
 // admitAtomic holds an atomic batch to the limits, then to the disk
@@ -75,4 +83,10 @@ func (p *Partition) admitAtomic(bodies [][]byte, crcs []uint32, frameBytes int) 
 		return storageError(err)
 	}
 	return nil
+}
+
+// BatchLimits are the most records and record-frame bytes one atomic
+// batch may have: what an adapter collecting a batch holds it to.
+func (b *Broker) BatchLimits() (records, frameBytes int) {
+	return b.cfg.MaxBatchRecords, b.cfg.MaxBatchBytes
 }

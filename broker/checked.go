@@ -25,6 +25,10 @@ var (
 	// ErrExpectationFailed: a conditional append's expectation is false;
 	// the error is an *ExpectationError with the actual value.
 	ErrExpectationFailed = errors.New("broker: expectation failed")
+	// ErrBatchRefused: an atomic batch was refused whole because one of
+	// its records was, or because some of its records were duplicates
+	// and others not.
+	ErrBatchRefused = errors.New("broker: atomic batch refused")
 )
 
 // NoOffset is an offset that names no record: "no record yet" for an
@@ -101,7 +105,11 @@ type CheckedRun struct {
 	CRCs       []uint32
 	Checks     []Check
 	FrameBytes int // of the whole run; what is stored may be less
-	Outcomes   []Outcome
+	// Atomic: the run is one atomic batch: stored whole (in one segment,
+	// under one commit frame), answered whole as a duplicate, or refused
+	// whole.
+	Atomic   bool
+	Outcomes []Outcome
 
 	stored     [][]byte
 	storedCRCs []uint32
@@ -115,7 +123,7 @@ func (r *CheckedRun) Reset() {
 	clear(r.stored)
 	r.Bodies, r.CRCs, r.Checks, r.Outcomes = r.Bodies[:0], r.CRCs[:0], r.Checks[:0], r.Outcomes[:0]
 	r.stored, r.storedCRCs, r.storedAt = r.stored[:0], r.storedCRCs[:0], r.storedAt[:0]
-	r.FrameBytes = 0
+	r.FrameBytes, r.Atomic = 0, false
 }
 
 // TryAppendChecked is TryAppend for a run whose records carry checks: under
@@ -139,21 +147,25 @@ func (p *Partition) TryCommitChecked(run *CheckedRun) (Ticket, error) {
 }
 
 func (p *Partition) appendChecked(run *CheckedRun, inline bool) (Ticket, error) {
-	if err := p.broker.admitRecords(run.FrameBytes, false); err != nil {
+	var err error
+	if run.Atomic {
+		err = p.admitAtomic(run.Bodies, run.CRCs, run.FrameBytes)
+	} else {
+		err = p.broker.admitRecords(run.FrameBytes, false)
+	}
+	if err != nil {
 		return Ticket{}, storageError(err)
 	}
 	p.checkMu.Lock()
 	defer p.checkMu.Unlock()
 	head := p.log.NextOffset()
 	referenced := p.classify(run, head)
+	if run.Atomic {
+		wholeBatch(run)
+	}
 	var ticket Ticket
 	if len(run.stored) > 0 {
-		var err error
-		if inline {
-			ticket.Ticket, err = p.log.TryCommitBatch(run.stored, run.storedCRCs)
-		} else {
-			ticket.Ticket, err = p.log.TryAppendBatch(run.stored, run.storedCRCs)
-		}
+		ticket.Ticket, err = p.stage(run, inline)
 		if err != nil {
 			return Ticket{}, storageError(err)
 		}
@@ -171,6 +183,45 @@ func (p *Partition) appendChecked(run *CheckedRun, inline bool) (Ticket, error) 
 		}
 	}
 	return ticket, nil
+}
+
+// stage stages the records of a run that passed its checks.
+func (p *Partition) stage(run *CheckedRun, inline bool) (segment.Ticket, error) {
+	switch {
+	case run.Atomic && inline:
+		return p.log.TryCommitAtomic(run.stored, run.storedCRCs)
+	case run.Atomic:
+		return p.log.TryAppendAtomic(run.stored, run.storedCRCs)
+	case inline:
+		return p.log.TryCommitBatch(run.stored, run.storedCRCs)
+	}
+	return p.log.TryAppendBatch(run.stored, run.storedCRCs)
+}
+
+// wholeBatch makes an atomic batch's outcomes all-or-nothing: any refusal
+// refuses every record, and duplicates beside new records refuse it too
+// (a resend is all duplicates; anything else is a different batch).
+func wholeBatch(run *CheckedRun) {
+	var refused error
+	duplicates := 0
+	for i := range run.Outcomes {
+		switch o := &run.Outcomes[i]; {
+		case o.Kind == Refused && refused == nil:
+			refused = fmt.Errorf("%w: record %d of %d: %w", ErrBatchRefused, i+1, len(run.Outcomes), o.Err)
+		case o.Kind == Duplicate:
+			duplicates++
+		}
+	}
+	if refused == nil && duplicates > 0 && duplicates < len(run.Outcomes) {
+		refused = fmt.Errorf("%w: %d of its %d records were stored before and the others not", ErrBatchRefused, duplicates, len(run.Outcomes))
+	}
+	if refused == nil {
+		return
+	}
+	for i := range run.Outcomes {
+		run.Outcomes[i] = Outcome{Kind: Refused, Err: refused}
+	}
+	run.stored, run.storedCRCs, run.storedAt = run.stored[:0], run.storedCRCs[:0], run.storedAt[:0]
 }
 
 // classify decides each record's outcome against the partition's state

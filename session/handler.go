@@ -176,6 +176,9 @@ var errorCodes = []struct {
 	kind error
 	code wire.Code
 }{
+	// First: a refused batch wraps the refusal of one of its records,
+	// and the batch's code is what the client must act on.
+	{broker.ErrBatchRefused, wire.CodeBatchIncomplete},
 	{broker.ErrNoSuchStream, wire.CodeNotFound},
 	{broker.ErrNoSuchPartition, wire.CodeNotFound},
 	{broker.ErrNoSuchGroup, wire.CodeNotFound},
@@ -200,6 +203,7 @@ var errorCodes = []struct {
 	{broker.ErrProducerExpired, wire.CodeProducerExpired},
 	{broker.ErrUnknownProducer, wire.CodeUnknownProducer},
 	{broker.ErrExpectationFailed, wire.CodeExpectationFailed},
+	{broker.ErrBatchTooLarge, wire.CodeBatchIncomplete},
 }
 
 func errorCode(err error) wire.Code {

@@ -88,7 +88,9 @@ type session struct {
 	runChecked  bool
 	// producers are the producer ids this connection initialised, with
 	// their epochs (checked.go).
-	producers  map[uint64]uint32
+	producers map[uint64]uint32
+	// batch is the atomic batch being collected (batch.go).
+	batch      openBatch
 	outputFull bool
 	// runLease admits the run's one large record (see admitLarge); it is
 	// released when the record is written.
@@ -397,6 +399,9 @@ func (s *session) produce(frame wire.Frame) (outcome, error) {
 		return outcomeDone, nil
 	}
 	frameBytes := record.FrameSize(len(p.Body))
+	if p.Options.Batch {
+		return s.batchRecord(frame, &p, part, check, silent, frameBytes)
+	}
 	staging := s.engine.StagingBytes()
 	// A run goes in whole, so one larger than the staging buffer would
 	// stage past it: such a run is cut, and a record that alone is larger
@@ -660,6 +665,7 @@ func (s *session) ReadStopped(cause error) {
 	s.connection.Release()
 	s.releaseRunLease()
 	s.releaseReserved()
+	s.closeBatch() // an open batch without its commit is never stored
 	s.groupsMu.Lock()
 	for served := range s.groups {
 		served.Release(s.client.ID()) // its leases and keys go to the others at once

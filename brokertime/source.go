@@ -1,0 +1,16 @@
+package brokertime
+
+import "time"
+
+// Source reads a monotonic clock: time elapsed since an arbitrary origin
+// fixed when the source was made. It never goes backwards. Tests inject
+// one to move broker time by hand.
+type Source interface {
+	Elapsed() time.Duration
+}
+
+// goMonotonic reads Go's monotonic clock, which stops while the machine
+// is suspended: the fallback where no clock counts suspend.
+type goMonotonic struct{ origin time.Time }
+
+func (m goMonotonic) Elapsed() time.Duration { return time.Since(m.origin) }

@@ -1,0 +1,157 @@
+package dedup
+
+import (
+	"testing"
+	"time"
+)
+
+func TestWindowExpiresOnBrokerTime(t *testing.T) {
+	const epsilon = 2 * time.Millisecond
+	for _, sealed := range []bool{false, true} {
+		h := newHarness(t, Options{GenerationIDs: 4, MaxIDs: 1000})
+		w := h.open()
+		w.Insert([]byte("x"), 7)
+		if sealed { // push x into a generation on disk
+			for i := range 8 {
+				w.Insert(idOf(i), uint64(8+i))
+			}
+		}
+		h.clock.advance(h.opts.Window - epsilon)
+		expectFound(t, w, []byte("x"), 7)
+		h.clock.advance(2 * epsilon)
+		expectFresh(t, w, []byte("x"))
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestHitDoesNotExtendTheWindow(t *testing.T) {
+	h := newHarness(t, Options{})
+	w := h.open()
+	w.Insert([]byte("x"), 1)
+	for range 3 {
+		h.clock.advance(h.opts.Window / 3)
+		w.Lookup([]byte("x"))
+	}
+	h.clock.advance(time.Millisecond)
+	expectFresh(t, w, []byte("x"))
+}
+
+func TestCountCapForgetsTheOldestAndCountsThem(t *testing.T) {
+	const maxIDs, published = 1000, 3000
+	h := newHarness(t, Options{MaxIDs: maxIDs, Window: time.Hour})
+	w := h.open()
+	for i := range published {
+		if _, ok := w.Lookup(idOf(i)); ok {
+			t.Fatalf("id %d is a duplicate", i)
+		}
+		w.Insert(idOf(i), uint64(i))
+		h.clock.advance(time.Millisecond)
+	}
+	expectFresh(t, w, idOf(0))
+	expectFound(t, w, idOf(published-1), published-1)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	stats := w.Stats()
+	if stats.IDs > maxIDs || stats.IDs < maxIDs*3/4 {
+		t.Errorf("%d ids remembered with a cap of %d", stats.IDs, maxIDs)
+	}
+	if stats.EvictedEarly != uint64(published-stats.IDs) {
+		t.Errorf("evicted early %d, want %d (%d published, %d remembered)", stats.EvictedEarly, published-stats.IDs, published, stats.IDs)
+	}
+}
+
+func TestRestartKeepsIDs(t *testing.T) {
+	h := newHarness(t, Options{GenerationIDs: 16})
+	w := h.open()
+	for i := range 100 {
+		w.Insert(idOf(i), uint64(i))
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.advance(time.Second)
+	w = h.open()
+	for i := range 100 {
+		expectFound(t, w, idOf(i), uint64(i))
+	}
+	if covers := w.CoversUpTo(); covers != 100 {
+		t.Errorf("CoversUpTo = %d after a clean close, want 100", covers)
+	}
+	h.clock.advance(h.opts.Window)
+	expectFresh(t, w, idOf(5))
+	_ = w.Close()
+	// Expired generations are deleted at the next open.
+	w = h.open()
+	if stats := w.Stats(); stats.IDs != 0 || stats.Generations != 0 {
+		t.Errorf("after the window: %+v, want nothing remembered", stats)
+	}
+}
+
+func TestOnlyDurableIDsReachDisk(t *testing.T) {
+	h := newHarness(t, Options{GenerationIDs: 8})
+	h.opts.Durable = durableUpTo(40)
+	w := h.open()
+	for i := range 50 {
+		w.Insert(idOf(i), uint64(i))
+	}
+	_ = w.Close()
+	// The log lost its tail from 40: offsets 40.. are new records now.
+	w = h.open()
+	if covers := w.CoversUpTo(); covers > 40 {
+		t.Fatalf("CoversUpTo = %d past the durable end 40", covers)
+	}
+	for i := range 40 {
+		expectFound(t, w, idOf(i), uint64(i))
+	}
+	for i := 40; i < 50; i++ {
+		expectFresh(t, w, idOf(i))
+	}
+}
+
+func TestTruncatedLogHidesEntriesPastItsEnd(t *testing.T) {
+	h := newHarness(t, Options{GenerationIDs: 8})
+	w := h.open()
+	for i := range 32 {
+		w.Insert(idOf(i), uint64(i))
+	}
+	_ = w.Close()
+	h.opts.Durable = durableUpTo(20) // recovery cut the log at 20
+	w = h.open()
+	if covers := w.CoversUpTo(); covers != 20 {
+		t.Fatalf("CoversUpTo = %d, want the log's end 20", covers)
+	}
+	expectFound(t, w, idOf(19), 19)
+	expectFresh(t, w, idOf(20))
+}
+
+func TestReplayRemembersTheTail(t *testing.T) {
+	h := newHarness(t, Options{GenerationIDs: 8})
+	w := h.open()
+	for i := range 20 {
+		w.Replay(idOf(i), uint64(i))
+	}
+	w.Replay(idOf(3), 3) // below what was replayed: skipped
+	for i := range 20 {
+		expectFound(t, w, idOf(i), uint64(i))
+	}
+	_ = w.Close()
+}
+
+func TestLostClockFileDoesNotPinIDsForever(t *testing.T) {
+	h := newHarness(t, Options{GenerationIDs: 4})
+	h.clock.now.Store(int64(1000 * time.Hour))
+	w := h.open()
+	for i := range 8 {
+		w.Insert(idOf(i), uint64(i))
+	}
+	_ = w.Close()
+	h.clock.now.Store(0) // the clock restarted from zero
+	w = h.open()
+	expectFound(t, w, idOf(1), 1)
+	h.clock.advance(h.opts.Window + time.Millisecond)
+	expectFresh(t, w, idOf(1))
+	_ = w.Close()
+}

@@ -39,6 +39,9 @@ type Options struct {
 	PersistEvery time.Duration
 	// Logger reports a damaged floor file and failed rewrites.
 	Logger *slog.Logger
+	// ReadOnly reads the floor and never writes it (a data directory
+	// opened for inspection).
+	ReadOnly bool
 }
 
 // Clock is broker time. Now is safe for concurrent use and never
@@ -55,6 +58,7 @@ type Clock struct {
 	high   atomic.Int64  // the latest time handed out: Now never returns less
 
 	persistMu sync.Mutex // one floor write at a time
+	readOnly  bool
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
@@ -75,7 +79,7 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Clock, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Clock{fs: fsys, file: path.Join(dir, FileName), source: opts.Source, every: opts.PersistEvery, logger: opts.Logger,
+	c := &Clock{fs: fsys, file: path.Join(dir, FileName), source: opts.Source, every: opts.PersistEvery, logger: opts.Logger, readOnly: opts.ReadOnly,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	floor, err := readFloor(fsys, c.file)
 	switch {
@@ -89,6 +93,10 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Clock, error) {
 	}
 	c.origin = c.source.Elapsed()
 	c.high.Store(int64(c.base))
+	if opts.ReadOnly {
+		close(c.done)
+		return c, nil
+	}
 	if err := c.Persist(); err != nil {
 		return nil, err
 	}
@@ -142,6 +150,9 @@ func (c *Clock) persistLoop() {
 // working after it.
 func (c *Clock) Close() error {
 	c.closeOnce.Do(func() {
+		if c.readOnly {
+			return
+		}
 		close(c.stop)
 		<-c.done
 		c.closeErr = c.Persist()

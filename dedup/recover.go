@@ -2,6 +2,7 @@ package dedup
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
@@ -34,6 +36,9 @@ func (w *Window) load() error {
 		file := path.Join(w.dir, name)
 		seq, ok := parseRunName(name)
 		if !ok {
+			if name == coversFileName {
+				w.coversUpTo = max(w.coversUpTo, w.loadCovers())
+			}
 			if strings.HasSuffix(name, tempFileSuffix) {
 				removed = w.fs.Remove(file) == nil || removed
 			}
@@ -106,4 +111,64 @@ func compare(a, b uint64) int {
 		return 1
 	}
 	return 0
+}
+
+// The covers file, dedup/covers, records at Close how far the log is
+// covered when no generation says so (a partition whose records carry no
+// ids): 20 bytes, little-endian, magic "IRONDCOV" @0 · offset u64 @8 ·
+// CRC32C of [0,16) u32 @16. Damaged or missing, it covers nothing.
+const (
+	coversFileName = "covers"
+	coversMagic    = "IRONDCOV"
+	coversSize     = 20
+)
+
+func encodeCovers(offset uint64) []byte {
+	buf := make([]byte, coversSize)
+	copy(buf, coversMagic)
+	binary.LittleEndian.PutUint64(buf[8:], offset)
+	binary.LittleEndian.PutUint32(buf[16:], format.CRC(buf[:16]))
+	return buf
+}
+
+func decodeCovers(b []byte) (uint64, bool) {
+	if len(b) != coversSize || string(b[:8]) != coversMagic || binary.LittleEndian.Uint32(b[16:]) != format.CRC(b[:16]) {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint64(b[8:]), true
+}
+
+// loadCovers reads the covers file; anything wrong with it covers
+// nothing.
+func (w *Window) loadCovers() uint64 {
+	data, err := vfs.ReadFile(w.fs, path.Join(w.dir, coversFileName))
+	if err != nil {
+		return 0
+	}
+	offset, ok := decodeCovers(data)
+	if !ok {
+		w.logger.Warn("the message-id window's covers file is damaged; the log tail is replayed")
+	}
+	return offset
+}
+
+// persistCovers records that every id of a record below end is in a
+// sealed generation (or forgotten and counted), when that is news.
+func (w *Window) persistCovers(end uint64) error {
+	w.mu.Lock()
+	known := w.coversUpTo
+	w.mu.Unlock()
+	if end <= known || end == math.MaxUint64 {
+		return nil
+	}
+	if err := vfs.MkdirAllDurable(w.fs, w.dir); err != nil {
+		return err
+	}
+	if err := vfs.WriteFileAtomic(w.fs, path.Join(w.dir, coversFileName), encodeCovers(end)); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.coversUpTo = max(w.coversUpTo, end)
+	w.mu.Unlock()
+	return nil
 }

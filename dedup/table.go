@@ -47,9 +47,15 @@ type table struct {
 	maxTime    time.Duration
 }
 
-// tableSlots is the slot count of a table for limit ids.
+// tableSlots is the slot count of a table for limit ids: a power of two,
+// at least 4/3 of limit, and always more than limit, so a probe for a
+// missing hash meets a free slot.
 func tableSlots(limit int) int {
-	return 1 << bits.Len(uint(limit*4/3))
+	slots := 1 << bits.Len(uint(max(limit*4/3, 1)-1))
+	if slots <= limit {
+		slots *= 2
+	}
+	return slots
 }
 
 func newTable(limit int) *table {

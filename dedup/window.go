@@ -21,7 +21,7 @@ const (
 	DefaultMaxIDs = 100_000
 	// DefaultGenerationIDs caps the active generation: it is sealed to
 	// disk when it holds this many ids (or MaxIDs/4, if smaller).
-	DefaultGenerationIDs = 6144
+	DefaultGenerationIDs = 3072
 	// MaxIDLength is the longest message id remembered; the caller
 	// refuses longer ones.
 	MaxIDLength = 128
@@ -455,8 +455,9 @@ func (w *Window) Stats() Stats {
 }
 
 // Close seals the active generation (once its records are durable, for
-// at most a few seconds) and waits for every file write; nothing is kept
-// in RAM that the log tail would not give back.
+// at most a few seconds), waits for every file write, and records that
+// the log up to its durable end is covered, so the next Open replays
+// nothing. Call it once appends have stopped.
 func (w *Window) Close() error {
 	w.mu.Lock()
 	if w.closed {
@@ -471,6 +472,10 @@ func (w *Window) Close() error {
 		w.sealActive(ctx)
 	}
 	w.work.Wait()
+	if err := w.persistCovers(w.opts.Durable(ctx, 0)); err != nil {
+		w.errors.Add(1)
+		w.logger.Warn("the message-id window's covers file was not written; the log tail is replayed at the next open", "error", err.Error())
+	}
 	if w.errors.Load() > 0 {
 		return fmt.Errorf("dedup: %s: %d generation reads or writes failed (see the log)", w.dir, w.errors.Load())
 	}

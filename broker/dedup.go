@@ -38,8 +38,8 @@ func (b *Broker) openWindows(s *Stream) {
 	}
 	for i := range s.partitions {
 		p := &s.partitions[i]
-		if p.log == nil {
-			continue
+		if p.log == nil || p.log.Err() != nil {
+			continue // a frozen log takes no appends, and nothing is written beside it
 		}
 		w, err := b.openWindow(p.log, window)
 		if err != nil {

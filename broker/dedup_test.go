@@ -40,8 +40,10 @@ func openDedupBroker(t *testing.T, cfg Config, clocks dedupClocks) *Broker {
 }
 
 // publishWithID does what the append path does for a record carrying a
-// message id: under the check lock, a window hit answers the original
-// offset and stores nothing; a miss appends and remembers the id.
+// message id: a window hit answers the original offset and stores
+// nothing; a miss appends and remembers the id. (The test publishes one
+// record at a time, so the lookup and the insert need not share one hold
+// of the check lock, which the append itself takes.)
 func publishWithID(t *testing.T, p *Partition, id string) (offset uint64, duplicate bool) {
 	t.Helper()
 	body, err := record.AppendBody(nil, record.Body{Payload: []byte("payload " + id),
@@ -50,21 +52,23 @@ func publishWithID(t *testing.T, p *Partition, id string) (offset uint64, duplic
 		t.Fatal(err)
 	}
 	p.checkMu.Lock()
-	if p.dedup != nil {
-		if offset, ok := p.dedup.Lookup([]byte(id)); ok {
-			p.checkMu.Unlock()
-			return offset, true
-		}
+	window := p.dedup
+	if window != nil {
+		offset, duplicate = window.Lookup([]byte(id))
+	}
+	p.checkMu.Unlock()
+	if duplicate {
+		return offset, true
 	}
 	ticket, err := p.TryAppend([][]byte{body}, []uint32{record.Checksum(body)}, record.FrameSize(len(body)))
 	if err != nil {
-		p.checkMu.Unlock()
 		t.Fatal(err)
 	}
-	if p.dedup != nil {
-		p.dedup.Insert([]byte(id), ticket.First)
+	if window != nil {
+		p.checkMu.Lock()
+		window.Insert([]byte(id), ticket.First)
+		p.checkMu.Unlock()
 	}
-	p.checkMu.Unlock()
 	<-ticket.Done()
 	if err := ticket.Err(); err != nil {
 		t.Fatal(err)

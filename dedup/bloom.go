@@ -9,7 +9,9 @@ import (
 
 // bloom is a generation's Bloom filter, held in RAM so a lookup reads a
 // generation's file only when the id may be in it: bloomBitsPerID bits
-// per id and bloomHashes probes give about 1 % false positives.
+// per id and bloomHashes probes give about 1 % false positives. It is
+// blocked: all probes of a hash fall in one 64-byte block (one cache
+// line), so a miss costs one memory access per generation.
 type bloom struct {
 	words  []uint64
 	hashes uint8
@@ -18,21 +20,23 @@ type bloom struct {
 const (
 	bloomBitsPerID = 10
 	bloomHashes    = 7
+	blockWords     = 8 // 512 bits
 	// maxBloomWords bounds what decodeBloom accepts: a generation never
 	// holds more than maxGenerationIDs ids.
-	maxBloomWords = maxGenerationIDs*bloomBitsPerID/64 + 1
+	maxBloomWords = (maxGenerationIDs*bloomBitsPerID/64/blockWords + 1) * blockWords
 )
 
 func newBloom(ids int) bloom {
-	return bloom{words: make([]uint64, max(1, (ids*bloomBitsPerID+63)/64)), hashes: bloomHashes}
+	blocks := max(1, (ids*bloomBitsPerID+511)/512)
+	return bloom{words: make([]uint64, blocks*blockWords), hashes: bloomHashes}
 }
 
-// probes yields the bit positions of hash by double hashing its halves.
+// bit is probe i of hash: the block comes from the hash's low half, the
+// bits inside it from its high half by double hashing.
 func (f bloom) bit(hash uint64, i uint8) (word int, mask uint64) {
-	m := uint64(len(f.words)) * 64
-	h1, h2 := hash&0xffffffff, hash>>32|1
-	position := (h1 + uint64(i)*h2) % m
-	return int(position / 64), 1 << (position % 64)
+	block := (hash & 0xffffffff) % uint64(len(f.words)/blockWords)
+	position := (hash>>32 + uint64(i)*(hash>>41|1)) & 511
+	return int(block)*blockWords + int(position/64), 1 << (position % 64)
 }
 
 func (f bloom) add(hash uint64) {
@@ -71,11 +75,11 @@ func appendBloom(dst []byte, f bloom) []byte {
 
 // decodeBloom reads an encoded filter that must fill b exactly.
 func decodeBloom(b []byte) (bloom, error) {
-	if len(b) < bloomSize(1) {
+	if len(b) < bloomSize(blockWords) {
 		return bloom{}, fmt.Errorf("%w: Bloom filter of %d bytes", ErrCorrupt, len(b))
 	}
 	words := binary.LittleEndian.Uint32(b[4:8])
-	if words == 0 || words > maxBloomWords || bloomSize(int(words)) != len(b) {
+	if words == 0 || words%blockWords != 0 || words > maxBloomWords || bloomSize(int(words)) != len(b) {
 		return bloom{}, fmt.Errorf("%w: Bloom filter of %d words in %d bytes", ErrCorrupt, words, len(b))
 	}
 	if binary.LittleEndian.Uint32(b[len(b)-4:]) != format.CRC(b[:len(b)-4]) {

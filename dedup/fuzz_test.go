@@ -43,7 +43,7 @@ func FuzzDecodeBloom(f *testing.F) {
 	filter := newBloom(100)
 	filter.add(42)
 	f.Add(appendBloom(nil, filter))
-	f.Add([]byte{7, 0, 0, 0, 1, 0, 0, 0})
+	f.Add([]byte{7, 0, 0, 0, 8, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		decoded, err := decodeBloom(b)
 		if err != nil {
@@ -54,6 +54,25 @@ func FuzzDecodeBloom(f *testing.F) {
 			t.Fatal("a decoded filter lost what was added to it")
 		}
 	})
+}
+
+func TestBloomFalsePositives(t *testing.T) {
+	const ids = 3072
+	filter := newBloom(ids)
+	for i := range ids {
+		filter.add(hashID(idOf(i)))
+	}
+	positives := 0
+	for i := ids; i < 11*ids; i++ {
+		if filter.has(hashID(idOf(i))) {
+			positives++
+		}
+	}
+	if rate := float64(positives) / (10 * ids); rate > 0.03 {
+		t.Fatalf("false positive rate %.3f", rate)
+	} else {
+		t.Logf("false positive rate %.4f", rate)
+	}
 }
 
 func TestRunRoundTrip(t *testing.T) {

@@ -112,7 +112,7 @@ func decodeRunHeader(b []byte) (runHeader, error) {
 		return runHeader{}, fmt.Errorf("%w: times %d..%d", ErrCorrupt, h.minTime, h.maxTime)
 	case h.coversUpTo <= h.baseOffset:
 		return runHeader{}, fmt.Errorf("%w: covers up to %d, below its base offset %d", ErrCorrupt, h.coversUpTo, h.baseOffset)
-	case h.bloomBytes < bloomSize(1) || h.bloomBytes > bloomSize(maxBloomWords):
+	case h.bloomBytes < bloomSize(blockWords) || h.bloomBytes > bloomSize(maxBloomWords):
 		return runHeader{}, fmt.Errorf("%w: Bloom filter of %d bytes", ErrCorrupt, h.bloomBytes)
 	}
 	return h, nil

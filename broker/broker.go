@@ -180,7 +180,8 @@ func (b *Broker) Close() error {
 
 // flushCheckpoints persists moved group cursors every CheckpointInterval,
 // and at once when a group's acks made a checkpoint due, so a crash
-// redelivers at most that much acknowledged work.
+// redelivers at most that much acknowledged work; it also gives the
+// message-id windows their turn (maintainWindows).
 func (b *Broker) flushCheckpoints() {
 	defer close(b.flushed)
 	ticker := time.NewTicker(b.cfg.CheckpointInterval)
@@ -204,6 +205,7 @@ func (b *Broker) flushCheckpoints() {
 				b.cfg.Logger.Warn("group checkpoint failed", "group", g.Name(), "error", err.Error())
 			}
 		}
+		b.maintainWindows()
 	}
 }
 

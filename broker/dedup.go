@@ -128,6 +128,21 @@ func (b *Broker) closeWindows(s *Stream) {
 	}
 }
 
+// maintainWindows lets every message-id window seal an old active
+// generation and forget expired ones (dedup.Window.Maintain).
+func (b *Broker) maintainWindows() {
+	for _, s := range b.streamList() {
+		for i := range s.partitions {
+			p := &s.partitions[i]
+			p.checkMu.Lock()
+			if p.dedup != nil {
+				p.dedup.Maintain()
+			}
+			p.checkMu.Unlock()
+		}
+	}
+}
+
 // DedupStats are the message-id window counters of one partition.
 type DedupStats struct {
 	Stream    string

@@ -64,7 +64,7 @@ func (w *Window) load() error {
 	// Recovery may have cut the log below what the files cover: the log
 	// from its end on is new, and ids found there are replayed.
 	w.coversUpTo = min(w.coversUpTo, end)
-	w.retireExpired()
+	w.retireExpired(false)
 	w.trim()
 	return nil
 }

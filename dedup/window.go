@@ -268,6 +268,17 @@ func (w *Window) Insert(id []byte, offset uint64) {
 	w.trim()
 }
 
+// Maintain seals the active generation once it is a quarter window old,
+// so what a crash leaves to replay stays recent however few ids arrive,
+// and forgets generations that expired. Call it now and then (the broker:
+// every checkpoint interval) with the append lock held.
+func (w *Window) Maintain() {
+	if w.active != nil && w.active.count > 0 && w.opts.Now()-w.active.baseTime >= w.seal {
+		w.sealActive(context.Background())
+	}
+	w.retireExpired(true)
+}
+
 // Replay remembers the id of a record found in the log at or after
 // CoversUpTo, as Insert does; records below what was replayed already are
 // skipped.
@@ -339,7 +350,7 @@ func (w *Window) write(ctx context.Context, t *table) {
 	w.sealing, w.spare = nil, t
 	close(w.sealed)
 	w.mu.Unlock()
-	w.retireExpired()
+	w.retireExpired(false)
 }
 
 // writeGeneration writes one generation file crash-safely.
@@ -386,8 +397,9 @@ func (w *Window) trim() {
 	}
 }
 
-// retireExpired forgets every generation whose ids have all expired.
-func (w *Window) retireExpired() {
+// retireExpired forgets every generation whose ids have all expired,
+// deleting their files on a goroutine of its own when async.
+func (w *Window) retireExpired(async bool) {
 	horizon := w.opts.Now() - w.ttl
 	w.mu.Lock()
 	var retired []*generation
@@ -398,7 +410,12 @@ func (w *Window) retireExpired() {
 		retired = append(retired, g)
 	}
 	w.mu.Unlock()
-	if len(retired) > 0 {
+	switch {
+	case len(retired) == 0:
+	case async:
+		w.work.Add(1)
+		go w.retire(retired, horizon, false)
+	default:
 		w.work.Add(1)
 		w.retire(retired, horizon, false)
 	}

@@ -155,3 +155,27 @@ func TestLostClockFileDoesNotPinIDsForever(t *testing.T) {
 	expectFresh(t, w, idOf(1))
 	_ = w.Close()
 }
+
+func TestMaintainSealsAnIdleGenerationAndForgetsExpiredOnes(t *testing.T) {
+	h := newHarness(t, Options{})
+	w := h.open()
+	w.Insert([]byte("x"), 3)
+	w.Maintain() // young: stays in RAM
+	if covers := w.CoversUpTo(); covers != 0 {
+		t.Fatalf("CoversUpTo = %d before any seal", covers)
+	}
+	h.clock.advance(h.opts.Window / 4)
+	w.Maintain()
+	w.work.Wait()
+	if covers, stats := w.CoversUpTo(), w.Stats(); covers != 4 || stats.Generations != 1 {
+		t.Fatalf("after a quarter window: covers %d, %+v; want x sealed", covers, stats)
+	}
+	expectFound(t, w, []byte("x"), 3)
+	h.clock.advance(h.opts.Window)
+	w.Maintain()
+	w.work.Wait()
+	if stats := w.Stats(); stats.Generations != 0 || stats.IDs != 0 {
+		t.Fatalf("after the window: %+v; want the generation forgotten", stats)
+	}
+	_ = w.Close()
+}

@@ -22,6 +22,7 @@ const (
 	fileMagic   = "IRONTIME"
 	fileVersion = 1
 	fileSize    = 28
+	flagClean   = 1 // the floor was written by Close
 	// DefaultPersistEvery is how often the floor is rewritten while the
 	// broker runs, and so how far ahead of it a restart starts.
 	DefaultPersistEvery = time.Second
@@ -81,11 +82,13 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Clock, error) {
 	}
 	c := &Clock{fs: fsys, file: path.Join(dir, FileName), source: opts.Source, every: opts.PersistEvery, logger: opts.Logger, readOnly: opts.ReadOnly,
 		stop: make(chan struct{}), done: make(chan struct{})}
-	floor, err := readFloor(fsys, c.file)
+	floor, clean, err := readFloor(fsys, c.file)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		c.logger.Error("the broker clock's floor is unreadable: broker time restarts from zero", "file", c.file, "error", err.Error())
+	case clean:
+		c.base = floor // Close wrote the last time it handed out
 	default:
 		// The previous run may have run up to one interval past its
 		// last floor: start beyond anything it can have handed out.
@@ -121,10 +124,15 @@ func (c *Clock) Now() time.Duration {
 
 // Persist writes the current time as the floor, crash-safely (temporary
 // file, sync, rename, sync the directory).
-func (c *Clock) Persist() error {
+func (c *Clock) Persist() error { return c.persist(false) }
+
+// persist writes the floor; clean marks the last one, written at Close
+// once nothing reads the clock for the data directory any more, so the
+// next run starts from it exactly.
+func (c *Clock) persist(clean bool) error {
 	c.persistMu.Lock()
 	defer c.persistMu.Unlock()
-	if err := vfs.WriteFileAtomic(c.fs, c.file, encodeFloor(c.Now())); err != nil {
+	if err := vfs.WriteFileAtomic(c.fs, c.file, encodeFloor(c.Now(), clean)); err != nil {
 		return fmt.Errorf("%w: persisting the floor: %w", ErrClockFile, err)
 	}
 	return nil
@@ -146,8 +154,10 @@ func (c *Clock) persistLoop() {
 	}
 }
 
-// Close stops the rewrites and persists the floor a last time. Now keeps
-// working after it.
+// Close stops the rewrites and persists the floor a last time, marked
+// clean: the next run continues from it without a step. Call it last,
+// once the broker's timed state is closed; Now keeps working after it,
+// but times it hands out then may be handed out again by the next run.
 func (c *Clock) Close() error {
 	c.closeOnce.Do(func() {
 		if c.readOnly {
@@ -155,16 +165,19 @@ func (c *Clock) Close() error {
 		}
 		close(c.stop)
 		<-c.done
-		c.closeErr = c.Persist()
+		c.closeErr = c.persist(true)
 	})
 	return c.closeErr
 }
 
 // encodeFloor returns the file image of a floor.
-func encodeFloor(floor time.Duration) []byte {
+func encodeFloor(floor time.Duration, clean bool) []byte {
 	buf := make([]byte, fileSize)
 	copy(buf, fileMagic)
 	binary.LittleEndian.PutUint32(buf[8:], fileVersion)
+	if clean {
+		binary.LittleEndian.PutUint32(buf[12:], flagClean)
+	}
 	binary.LittleEndian.PutUint64(buf[16:], uint64(floor))
 	binary.LittleEndian.PutUint32(buf[24:], format.CRC(buf[:24]))
 	return buf
@@ -172,28 +185,28 @@ func encodeFloor(floor time.Duration) []byte {
 
 // decodeFloor reads a file image, refusing anything torn, damaged or
 // newer than this binary understands.
-func decodeFloor(data []byte) (time.Duration, error) {
+func decodeFloor(data []byte) (floor time.Duration, clean bool, err error) {
 	switch {
 	case len(data) != fileSize:
-		return 0, fmt.Errorf("%w: %d bytes, want %d", ErrClockFile, len(data), fileSize)
+		return 0, false, fmt.Errorf("%w: %d bytes, want %d", ErrClockFile, len(data), fileSize)
 	case string(data[:8]) != fileMagic:
-		return 0, fmt.Errorf("%w: bad magic", ErrClockFile)
+		return 0, false, fmt.Errorf("%w: bad magic", ErrClockFile)
 	case binary.LittleEndian.Uint32(data[24:]) != format.CRC(data[:24]):
-		return 0, fmt.Errorf("%w: checksum mismatch", ErrClockFile)
+		return 0, false, fmt.Errorf("%w: checksum mismatch", ErrClockFile)
 	case binary.LittleEndian.Uint32(data[8:]) != fileVersion:
-		return 0, fmt.Errorf("%w: version %d is newer than this binary understands", ErrClockFile, binary.LittleEndian.Uint32(data[8:]))
+		return 0, false, fmt.Errorf("%w: version %d is newer than this binary understands", ErrClockFile, binary.LittleEndian.Uint32(data[8:]))
 	}
-	floor := binary.LittleEndian.Uint64(data[16:])
-	if floor > 1<<62 {
-		return 0, fmt.Errorf("%w: floor %d ns out of range", ErrClockFile, floor)
+	value := binary.LittleEndian.Uint64(data[16:])
+	if value > 1<<62 {
+		return 0, false, fmt.Errorf("%w: floor %d ns out of range", ErrClockFile, value)
 	}
-	return time.Duration(floor), nil
+	return time.Duration(value), binary.LittleEndian.Uint32(data[12:])&flagClean != 0, nil
 }
 
-func readFloor(fsys vfs.FS, file string) (time.Duration, error) {
+func readFloor(fsys vfs.FS, file string) (time.Duration, bool, error) {
 	data, err := vfs.ReadFile(fsys, file)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	return decodeFloor(data)
 }

@@ -12,15 +12,17 @@
 //
 // Across restarts it continues from a floor persisted in the data
 // directory, <data-dir>/clock, rewritten crash-safely about once a second
-// while the broker runs and once more at Close. Opening takes the floor
-// plus one persist interval (the most the previous run can have run past
-// its last floor), so a time handed out before a crash is never handed
-// out again, and a clean stop then restart continues within a second.
+// while the broker runs and once more at Close, marked clean. After a
+// clean stop the next run continues from that floor exactly; after a
+// crash, from the floor plus one persist interval (the most the previous
+// run can have run past its last floor), so a time handed out before a
+// crash is never handed out again, at the cost of up to a second that
+// never ran.
 //
 // File <data-dir>/clock, 28 bytes, little-endian:
 //
-//	magic "IRONTIME" @0 · version u32 (1) @8 · reserved u32 @12 ·
-//	floor ns u64 @16 · CRC32C of [0,24) u32 @24
+//	magic "IRONTIME" @0 · version u32 (1) @8 · flags u32 @12 (bit 0:
+//	written by Close) · floor ns u64 @16 · CRC32C of [0,24) u32 @24
 //
 // A missing file is a fresh directory (broker time starts at zero); a
 // damaged or torn one is reported and broker time starts at zero too,

@@ -147,6 +147,9 @@ func (c *Clock) persistLoop() {
 		case <-c.stop:
 			return
 		case <-ticker.C:
+			if r, ok := c.source.(refresher); ok {
+				r.refresh()
+			}
 			if err := c.Persist(); err != nil {
 				c.logger.Warn("the broker clock's floor was not persisted", "error", err.Error())
 			}

@@ -127,3 +127,15 @@ func TestFloorCodec(t *testing.T) {
 		}
 	}
 }
+
+func TestSystemSourceMovesForward(t *testing.T) {
+	source := SystemSource()
+	before := source.Elapsed()
+	time.Sleep(2 * time.Millisecond)
+	if r, ok := source.(refresher); ok {
+		r.refresh()
+	}
+	if after := source.Elapsed(); after-before < 2*time.Millisecond {
+		t.Fatalf("the system source moved %v over a 2ms sleep", after-before)
+	}
+}

@@ -7,7 +7,8 @@
 //
 // While the broker runs, broker time advances with a monotonic source
 // that counts suspend where the platform can (CLOCK_BOOTTIME on Linux,
-// Go's monotonic clock elsewhere). The time it was down does not count:
+// caught up within a persist interval of a resume; Go's monotonic clock
+// elsewhere). The time it was down does not count:
 // durations are broker running time.
 //
 // Across restarts it continues from a floor persisted in the data

@@ -20,7 +20,10 @@ import (
 // load reads the sealed generations in w.dir. A file that fails its
 // checks is deleted and its ids counted as forgotten early; a temporary
 // file a crash left is deleted; generations that expired go, and the
-// count cap applies. Only a directory that cannot be listed fails.
+// count cap applies. When recovery cut the log below what the files
+// cover, the offsets past its end will name new records: the files are
+// rewritten without them, for good, before the window serves. Only a
+// directory that cannot be listed fails.
 func (w *Window) load() error {
 	names, err := w.fs.List(w.dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -32,12 +35,13 @@ func (w *Window) load() error {
 	end := w.opts.Durable(context.Background(), 0)
 	now := w.opts.Now()
 	removed := false
+	var covers uint64
 	for _, name := range names {
 		file := path.Join(w.dir, name)
 		seq, ok := parseRunName(name)
 		if !ok {
 			if name == coversFileName {
-				w.coversUpTo = max(w.coversUpTo, w.loadCovers())
+				covers = w.loadCovers()
 			}
 			if strings.HasSuffix(name, tempFileSuffix) {
 				removed = w.fs.Remove(file) == nil || removed
@@ -51,6 +55,9 @@ func (w *Window) load() error {
 			removed = w.fs.Remove(file) == nil || removed
 			continue
 		}
+		if g == nil {
+			continue // every id in it was past the log's end
+		}
 		w.gens = append(w.gens, g)
 		w.onDisk += g.header.count
 		w.coversUpTo = max(w.coversUpTo, g.header.coversUpTo)
@@ -61,15 +68,19 @@ func (w *Window) load() error {
 		}
 	}
 	slices.SortFunc(w.gens, func(a, b *generation) int { return compare(a.header.seq, b.header.seq) })
-	// Recovery may have cut the log below what the files cover: the log
-	// from its end on is new, and ids found there are replayed.
-	w.coversUpTo = min(w.coversUpTo, end)
+	if covers > end {
+		if err := vfs.WriteFileAtomic(w.fs, path.Join(w.dir, coversFileName), encodeCovers(end)); err != nil {
+			return fmt.Errorf("dedup: %s: lowering the covers file to the log's end: %w", w.dir, err)
+		}
+	}
+	w.coversUpTo = min(max(w.coversUpTo, covers), end)
 	w.retireExpired(false)
 	w.trim()
 	return nil
 }
 
-// loadGeneration reads and checks one generation file.
+// loadGeneration reads and checks one generation file. One that covers
+// past the log's end is cut there (nil when nothing is left of it).
 func (w *Window) loadGeneration(file string, end uint64, now time.Duration) (*generation, error) {
 	image, err := vfs.ReadFile(w.fs, file)
 	if err != nil {
@@ -82,11 +93,46 @@ func (w *Window) loadGeneration(file string, end uint64, now time.Duration) (*ge
 		}
 		return nil, err
 	}
-	g := &generation{file: file, decodedRun: run, limit: end, clamp: math.MaxInt64}
+	if run.header.coversUpTo > end {
+		if run, err = w.cutGeneration(file, image, run.header, end); err != nil || run.header.count == 0 {
+			return nil, err
+		}
+	}
+	g := &generation{file: file, decodedRun: run, clamp: math.MaxInt64}
 	if run.header.maxTime > now {
 		g.clamp = now
 	}
 	return g, nil
+}
+
+// cutGeneration rewrites a generation without the ids of records at or
+// past end, or deletes it when none is left.
+func (w *Window) cutGeneration(file string, image []byte, header runHeader, end uint64) (decodedRun, error) {
+	var kept []entry
+	for _, e := range blockEntriesIn(image[runHeaderSize:header.crcsAt()]) {
+		if header.baseOffset+uint64(e.offset) < end {
+			kept = append(kept, e)
+		}
+	}
+	w.logger.Warn("the log ends before what a message-id generation covers; its ids past the end are forgotten",
+		"file", file, "log_end", end, "covered_up_to", header.coversUpTo, "ids_kept", len(kept), "ids", header.count)
+	if len(kept) == 0 {
+		if err := w.fs.Remove(file); err != nil {
+			return decodedRun{}, err
+		}
+		return decodedRun{}, w.fs.SyncDir(w.dir)
+	}
+	filter := newBloom(len(kept))
+	for _, e := range kept {
+		filter.add(e.hash)
+	}
+	header.coversUpTo = end
+	cut := encodeRun(header, kept, filter)
+	run, err := decodeRun(cut)
+	if err != nil {
+		return decodedRun{}, err
+	}
+	return run, vfs.WriteFileAtomic(w.fs, file, cut)
 }
 
 // parseRunName returns the sequence number of a generation file name.
@@ -157,6 +203,7 @@ func (w *Window) loadCovers() uint64 {
 func (w *Window) persistCovers(end uint64) error {
 	w.mu.Lock()
 	known := w.coversUpTo
+	end = min(end, w.unsealedFrom)
 	w.mu.Unlock()
 	if end <= known || end == math.MaxUint64 {
 		return nil

@@ -86,8 +86,12 @@ type Window struct {
 	gens       []*generation
 	nextSeq    uint64
 	coversUpTo uint64
-	onDisk     int // ids in gens plus sealing
-	closed     bool
+	// unsealedFrom: the lowest offset whose id a seal left out because
+	// its record was not durable in time; the covers file never passes
+	// it (MaxUint64: none).
+	unsealedFrom uint64
+	onDisk       int // ids in gens plus sealing
+	closed       bool
 
 	activeIDs    atomic.Int64
 	evictedEarly atomic.Uint64
@@ -100,10 +104,6 @@ type Window struct {
 type generation struct {
 	file string
 	decodedRun
-	// limit: entries at or above this offset are ignored. The log was
-	// truncated below them after the file was written (recovery cut a
-	// tail), so those offsets name other records now.
-	limit uint64
 	// clamp: entry times above it read as it. A lost clock file restarts
 	// broker time below what the file holds; such ids then live one
 	// window from the restart, not until the clock catches up.
@@ -136,7 +136,7 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Window, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	w := &Window{fs: fsys, dir: dir, opts: opts, ttl: opts.Window, seal: max(opts.Window/4, time.Millisecond),
-		logger: opts.Logger.With("dedup", dir)}
+		logger: opts.Logger.With("dedup", dir), unsealedFrom: math.MaxUint64}
 	if err := w.load(); err != nil {
 		return nil, err
 	}
@@ -206,7 +206,7 @@ func (w *Window) Lookup(id []byte) (offset uint64, found bool) {
 			continue
 		}
 		e, ok := w.search(g, hash)
-		if ok && g.timeOf(e) > horizon && g.header.baseOffset+uint64(e.offset) < g.limit {
+		if ok && g.timeOf(e) > horizon {
 			w.duplicates.Add(1)
 			return g.header.baseOffset + uint64(e.offset), true
 		}
@@ -342,6 +342,9 @@ func (w *Window) write(ctx context.Context, t *table) {
 	}
 	w.mu.Lock()
 	w.onDisk -= t.count
+	if len(entries) < t.count {
+		w.unsealedFrom = min(w.unsealedFrom, durable)
+	}
 	if g != nil {
 		w.gens = append(w.gens[:len(w.gens):len(w.gens)], g)
 		w.onDisk += g.header.count
@@ -376,7 +379,7 @@ func (w *Window) writeGeneration(t *table, entries []entry, coversUpTo uint64) (
 	if err := vfs.WriteFileAtomic(w.fs, file, image); err != nil {
 		return nil, err
 	}
-	return &generation{file: file, decodedRun: run, limit: math.MaxUint64, clamp: math.MaxInt64}, nil
+	return &generation{file: file, decodedRun: run, clamp: math.MaxInt64}, nil
 }
 
 // trim applies the count cap: while more ids are remembered than MaxIDs,

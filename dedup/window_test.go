@@ -1,6 +1,9 @@
 package dedup
 
 import (
+	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -177,5 +180,36 @@ func TestMaintainSealsAnIdleGenerationAndForgetsExpiredOnes(t *testing.T) {
 	if stats := w.Stats(); stats.Generations != 0 || stats.IDs != 0 {
 		t.Fatalf("after the window: %+v; want the generation forgotten", stats)
 	}
+	_ = w.Close()
+}
+
+// TestCutLogStaysCutAcrossRestarts: recovery cut the log at 20; new
+// records take offsets 20.. again. An id of a lost record must never
+// answer with the offset of a new one, in this run or any later one.
+func TestCutLogStaysCutAcrossRestarts(t *testing.T) {
+	h := newHarness(t, Options{GenerationIDs: 8})
+	var end atomic.Uint64
+	end.Store(32)
+	h.opts.Durable = func(context.Context, uint64) uint64 { return end.Load() }
+	w := h.open()
+	for i := range 32 {
+		w.Insert(idOf(i), uint64(i))
+	}
+	_ = w.Close()
+	end.Store(20) // recovery cut the log at 20
+	w = h.open()
+	if covers := w.CoversUpTo(); covers != 20 {
+		t.Fatalf("CoversUpTo = %d on a log cut at 20", covers)
+	}
+	end.Store(30) // new records 20..29 become durable
+	for i := 20; i < 30; i++ {
+		w.Insert([]byte(fmt.Sprintf("new-%d", i)), uint64(i))
+	}
+	expectFresh(t, w, idOf(25))
+	_ = w.Close()
+	w = h.open()
+	expectFound(t, w, idOf(19), 19)
+	expectFresh(t, w, idOf(25))
+	expectFound(t, w, []byte("new-25"), 25)
 	_ = w.Close()
 }

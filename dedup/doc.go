@@ -27,16 +27,21 @@
 // streams/<stream>/<partition>/dedup beside the partition's segments, so
 // a purge, which deletes segments, keeps it): gen-<seq>.run, one per
 // sealed generation (format in run.go), written whole and crash-safely
-// (temporary file, sync, rename, sync the directory), never changed, and
-// deleted once every id in it has expired or the count cap forgets it.
+// (temporary file, sync, rename, sync the directory), and deleted once
+// every id in it has expired or the count cap forgets it; covers, written
+// at Close, how far the log is covered when no generation says so
+// (recover.go).
 //
 // Crash safety: the window is derived from the log. A generation holds
 // only ids of durable records (Options.Durable), and says up to which
 // offset it covers the log; after a crash the ids of the records from
 // CoversUpTo to the log's durable end are replayed (Replay) into the
 // active generation. A torn temporary file is deleted; a generation that
-// fails its checks is dropped and counted; entries past a log that
-// recovery cut shorter are ignored, so no id ever maps to an offset that
-// now names another record. Times read back from disk above the present
-// (a lost clock file) are clamped to it.
+// fails its checks is dropped and counted; when recovery cut the log
+// shorter than the files cover, they are rewritten at its end before the
+// window serves, so no id ever maps to an offset that names another
+// record, in that run or a later one. A seal that left out ids whose
+// records were not durable in time keeps the covers file below them.
+// Times read back from disk above the present (a lost clock file) are
+// clamped to it.
 package dedup

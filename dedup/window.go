@@ -164,7 +164,7 @@ func MemoryBytes(maxIDs int) int64 {
 	g := generationIDs(maxIDs, 0)
 	tables := 2 * int64(tableSlots(g)) * entrySize
 	seal := 2 * int64(g) * entrySize
-	blooms := int64(maxIDs+2*g)*bloomBitsPerID/8 + int64(maxIDs/g+3)*64
+	blooms := int64(maxIDs+2*g)*bloomBitsPerID/8 + int64(maxIDs/g+3)*256 + blockBytes
 	return tables + seal + blooms
 }
 

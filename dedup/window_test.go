@@ -3,6 +3,7 @@ package dedup
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -212,4 +213,56 @@ func TestCutLogStaysCutAcrossRestarts(t *testing.T) {
 	expectFresh(t, w, idOf(25))
 	expectFound(t, w, []byte("new-25"), 25)
 	_ = w.Close()
+}
+
+// TestConcurrentAppendersAndReaders: appenders take turns under one lock
+// (the partition's check lock) while generations seal behind them and
+// the metrics read the counters; run with -race.
+func TestConcurrentAppendersAndReaders(t *testing.T) {
+	h := newHarness(t, Options{MaxIDs: 2000, GenerationIDs: 64})
+	w := h.open()
+	var lock sync.Mutex
+	var next uint64
+	var last [4]uint64 // each appender's last offset
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 1000 {
+				id := []byte(fmt.Sprintf("g%d-%d", g, i))
+				lock.Lock()
+				if _, ok := w.Lookup(id); ok {
+					lock.Unlock()
+					t.Errorf("%s found before it was published", id)
+					return
+				}
+				w.Insert(id, next)
+				last[g] = next
+				next++
+				if i%100 == 0 {
+					w.Maintain()
+				}
+				lock.Unlock()
+				h.clock.advance(time.Microsecond)
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 200 {
+			w.Stats()
+			_ = w.CoversUpTo()
+		}
+	}()
+	wg.Wait()
+	<-done
+	expectFound(t, w, []byte("g3-999"), last[3])
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if stats := w.Stats(); uint64(stats.IDs)+stats.EvictedEarly != 4000 {
+		t.Fatalf("%+v: remembered and evicted should add up to the 4000 published", stats)
+	}
 }

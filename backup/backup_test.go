@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/ironbus/ironbus/broker/catalog"
+	"github.com/ironbus/ironbus/brokertime"
 	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/vfs"
@@ -287,6 +288,9 @@ func flip(t testing.TB, name string, at int64) {
 func TestBackupCarriesTheBrokerMetadata(t *testing.T) {
 	if !slices.Contains(metadataFiles, catalog.FileName) {
 		t.Fatalf("the backup's metadata files %v miss the catalog %q", metadataFiles, catalog.FileName)
+	}
+	if !slices.Contains(metadataFiles, brokertime.FileName) {
+		t.Fatalf("the backup's metadata files %v miss the broker clock's floor %q", metadataFiles, brokertime.FileName)
 	}
 	base := t.TempDir()
 	source := filepath.Join(base, "data")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ironbus/ironbus/brokertime"
 	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/datadir"
 	"github.com/ironbus/ironbus/segment"
@@ -20,8 +21,9 @@ import (
 // Adapters (the wire session, later MQTT and replication) drive it through
 // its Go API; it knows no protocol.
 type Broker struct {
-	cfg Config
-	dir *segment.Dir
+	cfg   Config
+	dir   *segment.Dir
+	clock *brokertime.Clock // broker time (brokertime.go)
 
 	// Streams (streams.go): the catalog on disk and, in memory, each
 	// stream's partitions; openLogs counts the partitions against
@@ -106,7 +108,12 @@ func Open(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.dir = dir
+	if err := b.openClock(); err != nil {
+		_ = dir.Close()
+		return nil, err
+	}
 	if err := b.openStreams(); err != nil {
+		_ = b.clock.Close()
 		_ = dir.Close()
 		return nil, err
 	}
@@ -139,8 +146,9 @@ func (b *Broker) Draining() bool { return b.draining.Load() }
 // adapters then finish their in-flight work before Close.
 func (b *Broker) Drain() { b.draining.Store(true) }
 
-// Close checkpoints every group and closes the data directory (a final
-// sync of every log). Call it after the loop has drained.
+// Close checkpoints every group, closes the message-id windows and broker
+// time, and closes the data directory (a final sync of every log). Call
+// it after the loop has drained.
 func (b *Broker) Close() error {
 	var err error
 	b.closeOnce.Do(func() {
@@ -158,6 +166,12 @@ func (b *Broker) Close() error {
 		if cerr := b.deadLetters.close(); cerr != nil && err == nil {
 			err = cerr
 		}
+		for _, s := range b.streamList() {
+			b.closeWindows(s)
+		}
+		if cerr := b.clock.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
 		if cerr := b.dir.Close(); cerr != nil && err == nil {
 			err = cerr
 		}
@@ -167,7 +181,8 @@ func (b *Broker) Close() error {
 
 // flushCheckpoints persists moved group cursors every CheckpointInterval,
 // and at once when a group's acks made a checkpoint due, so a crash
-// redelivers at most that much acknowledged work.
+// redelivers at most that much acknowledged work; it also gives the
+// message-id windows their turn (maintainWindows).
 func (b *Broker) flushCheckpoints() {
 	defer close(b.flushed)
 	ticker := time.NewTicker(b.cfg.CheckpointInterval)
@@ -191,6 +206,7 @@ func (b *Broker) flushCheckpoints() {
 				b.cfg.Logger.Warn("group checkpoint failed", "group", g.Name(), "error", err.Error())
 			}
 		}
+		b.maintainWindows()
 	}
 }
 

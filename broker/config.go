@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ironbus/ironbus/brokertime"
 	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
@@ -116,6 +117,12 @@ type Config struct {
 	// (Go's monotonic clock; tests inject one). Record stamps come from
 	// Storage.Clock, the wall clock.
 	Clock MonotonicClock
+	// TimeSource drives broker time (Broker.Now): the platform clock
+	// that counts suspend when nil; tests inject one.
+	TimeSource brokertime.Source
+	// DedupMaxIDs caps the message ids each partition of a stream with
+	// a dedup window remembers (dedup.DefaultMaxIDs when zero).
+	DedupMaxIDs int
 }
 
 // Retention defaults.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ironbus/ironbus/arena"
+	"github.com/ironbus/ironbus/dedup"
 	"github.com/ironbus/ironbus/segment"
 )
 
@@ -53,6 +54,8 @@ func (c Config) RegisterMemory(budget *arena.Budget) error {
 		int64(c.MaxStreams)*indexBytes(c.Storage.SegmentSize, c.Storage.MaxOpenSegments))
 	budget.Register("segment subject summaries", "--max-streams × open segments × (--segment-bytes / 64 KiB × 84 B + 8 KiB)",
 		int64(c.MaxStreams)*summaryBytes(c.Storage.SegmentSize, c.Storage.MaxOpenSegments))
+	budget.Register("message-id dedup windows", "--max-streams × (2 × 64 KiB tables + 96 KiB seal + (max ids + 6 Ki) × 10 bit filters)",
+		int64(c.MaxStreams)*dedup.MemoryBytes(c.DedupMaxIDs))
 	budget.Register("consumer group leases", "--max-groups × --max-in-flight × 384 B",
 		int64(c.MaxGroups)*int64(c.MaxInFlight)*leaseCost)
 	return nil

@@ -134,6 +134,7 @@ func (c snapshotCollector) Collect(out chan<- prometheus.Metric) {
 	collectGroups(&emit, doc.Groups)
 	collectStorage(&emit, doc)
 	collectRecovery(&emit, doc.Recovery)
+	collectDedup(&emit, c.b.Dedup())
 	emit.gauge("ironbus_connections", "Client connections open now.", float64(doc.Connections.Open))
 	emit.counter("ironbus_connections_accepted_total", "Client connections accepted since start.", float64(doc.Connections.Accepted))
 	for reason, count := range doc.Connections.Rejected {

@@ -25,6 +25,10 @@ type StreamSettings struct {
 	MaxAge     time.Duration
 	MaxRecords uint64
 	Owner      string // the identity creating it ("" without authentication)
+	// DedupWindow is how long message ids are remembered: zero takes
+	// the default (2 minutes), a negative value turns dedup off; at most
+	// 24 hours.
+	DedupWindow time.Duration
 }
 
 // StreamInfo describes a stream: its settings and, per partition, the
@@ -35,8 +39,10 @@ type StreamInfo struct {
 	MaxBytes   uint64
 	MaxAge     time.Duration
 	MaxRecords uint64
-	Groups     int // consumer groups over all partitions
-	Partitions []PartitionInfo
+	// DedupWindow is how long message ids are remembered; 0: off.
+	DedupWindow time.Duration
+	Groups      int // consumer groups over all partitions
+	Partitions  []PartitionInfo
 }
 
 // PartitionInfo is one partition of a StreamInfo.
@@ -77,7 +83,7 @@ func (b *Broker) DescribeStream(name string) (StreamInfo, []Binding, error) {
 // not an error; other settings are ErrConflict.
 func (b *Broker) CreateStream(settings StreamSettings) (StreamInfo, []Binding, error) {
 	entry := catalog.Stream{Name: settings.Name, Partitions: max(settings.Partitions, 1), MaxBytes: settings.MaxBytes,
-		MaxAge: settings.MaxAge, MaxRecords: settings.MaxRecords, Owner: settings.Owner}
+		MaxAge: settings.MaxAge, MaxRecords: settings.MaxRecords, Owner: settings.Owner, DedupWindow: max(settings.DedupWindow, catalog.DedupOff)}
 	if _, err := b.createStream(entry, true); err != nil {
 		return StreamInfo{}, nil, err
 	}
@@ -96,7 +102,7 @@ func bindingsOf(bindings []catalog.Binding) []Binding {
 func (b *Broker) streamState(served *Stream) StreamInfo {
 	s := served.settings
 	state := StreamInfo{Name: s.Name, Created: s.Created, MaxBytes: s.MaxBytes, MaxAge: s.MaxAge,
-		MaxRecords: s.MaxRecords, Partitions: make([]PartitionInfo, len(served.logs))}
+		MaxRecords: s.MaxRecords, DedupWindow: s.Dedup(), Partitions: make([]PartitionInfo, len(served.logs))}
 	groups := map[string]bool{}
 	for p, l := range served.logs {
 		if l == nil {
@@ -127,7 +133,8 @@ func (b *Broker) streamState(served *Stream) StreamInfo {
 // is sealed, then every segment below the seal point is deleted, so the
 // first offset becomes the committed end. Offsets keep rising; groups
 // below it see a retention gap. Records published during the purge may
-// stay.
+// stay. The message-id windows stay too: a message id published before
+// the purge is still a duplicate inside its window, restart or not.
 func (b *Broker) PurgeStream(ctx context.Context, name string) (StreamInfo, []Binding, error) {
 	served, ok := b.existingStream(name)
 	if !ok {
@@ -191,7 +198,8 @@ func (b *Broker) forgetStream(name string) (StreamInfo, []Binding, int, string, 
 		return StreamInfo{}, nil, 0, "", err
 	}
 	before, bindings := b.streamState(served), bindingsOf(b.catalog.Catalog().BindingsOf(name))
-	// The logs close before their directory is renamed.
+	// The windows and logs close before their directory is renamed.
+	b.closeWindows(served)
 	for _, l := range served.logs {
 		if l != nil {
 			_ = l.Close()

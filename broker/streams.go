@@ -23,12 +23,14 @@ type Stream struct {
 	partitions []Partition
 }
 
-// newStream wraps the opened logs of a stream.
+// newStream wraps the opened logs of a stream and opens their message-id
+// windows.
 func (b *Broker) newStream(settings catalog.Stream, logs []*segment.Log) *Stream {
 	s := &Stream{settings: settings, logs: logs, partitions: make([]Partition, len(logs))}
 	for p, l := range logs {
 		s.partitions[p] = Partition{broker: b, log: l, stream: settings.Name, owner: settings.Owner, index: uint32(p)}
 	}
+	b.openWindows(s)
 	return s
 }
 
@@ -241,7 +243,7 @@ func (b *Broker) wallNow() time.Time {
 }
 
 func describeSettings(s catalog.Stream) string {
-	return fmt.Sprintf("partitions %d, max bytes %d, max age %v, max records %d", s.Partitions, s.MaxBytes, s.MaxAge, s.MaxRecords)
+	return fmt.Sprintf("partitions %d, max bytes %d, max age %v, max records %d, dedup window %v", s.Partitions, s.MaxBytes, s.MaxAge, s.MaxRecords, s.Dedup())
 }
 
 // streamList returns every served stream sorted by name.

@@ -56,6 +56,10 @@ const (
 	offsetDigits      = 20
 )
 
+// LogPath is the directory of a log's files in the data directory root;
+// other packages keep state of their own for the log beside it.
+func LogPath(root string, id LogID) string { return logDir(root, id) }
+
 func logDir(root string, id LogID) string {
 	return path.Join(root, streamsDirName, id.Stream, strconv.FormatUint(uint64(id.Partition), 10))
 }

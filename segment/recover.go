@@ -137,7 +137,7 @@ func (r *recovery) list() error {
 			}
 			continue
 		}
-		if !strings.HasSuffix(name, prepareSuffix) && name != checkpointDirName {
+		if !strings.HasSuffix(name, prepareSuffix) && name != checkpointDirName && !r.isDir(name) {
 			l.opts.Logger.Warn("unknown file in log directory, left alone", "log", l.id.String(), "file", name)
 		}
 	}
@@ -158,6 +158,13 @@ func (r *recovery) list() error {
 		return l.fs.SyncDir(l.path)
 	}
 	return nil
+}
+
+// isDir reports whether name in the log directory is a directory: those
+// belong to the log's other owners (checkpoints, a message-id window).
+func (r *recovery) isDir(name string) bool {
+	info, err := r.l.fs.Stat(path.Join(r.l.path, name))
+	return err == nil && info.IsDir
 }
 
 // validate reads each header and footer and checks the offset chain.

@@ -215,7 +215,7 @@ func (s *session) streamAdminRequest(frame wire.Frame) error {
 	s.consumers.Add(1)
 	go func() {
 		defer s.consumers.Done()
-		s.out.frame(wire.Append(nil, frame.RequestID, s.hideMessage(adminAnswer(s.streamAdmin(s.ctx, m, identity)))))
+		s.out.frame(wire.Append(nil, frame.RequestID, s.hideMessage(adminAnswer(s.withSettings(s.streamAdmin(s.ctx, m, identity))))))
 	}()
 	return nil
 }
@@ -236,7 +236,8 @@ func (s *session) streamAdmin(ctx context.Context, m wire.StreamAdmin, identity 
 		}
 		defer unlock()
 		settings := broker.StreamSettings{Name: name, Partitions: m.Partitions, MaxBytes: m.MaxBytes, Owner: identityName(identity),
-			MaxAge: time.Duration(min(m.MaxAgeMs, uint64(1<<62)/uint64(time.Millisecond))) * time.Millisecond, MaxRecords: m.MaxRecords}
+			MaxAge: time.Duration(min(m.MaxAgeMs, uint64(1<<62)/uint64(time.Millisecond))) * time.Millisecond, MaxRecords: m.MaxRecords,
+			DedupWindow: dedupWindow(m)}
 		return s.describedStream(s.engine.CreateStream(settings))
 	case wire.StreamOpPurge, wire.StreamOpRemove:
 		if !force {
@@ -257,6 +258,27 @@ func (s *session) streamAdmin(ctx context.Context, m wire.StreamAdmin, identity 
 		return boundList(identity, s.ownBindings(bindings), err)
 	}
 	return nil, wire.NewError(wire.CodeInvalidRequest, "stream admin op %d: the ops are list (0), info (1), create (2), purge (3), remove (4), bind (5) and unbind (6)", m.Op)
+}
+
+// dedupWindow is the message-id window a create asks for, as the engine
+// takes it: zero for the default, negative for off.
+func dedupWindow(m wire.StreamAdmin) time.Duration {
+	switch {
+	case m.Settings&wire.StreamDedupWindowSet == 0:
+		return 0
+	case m.DedupWindowMs == 0:
+		return -1
+	}
+	return time.Duration(min(m.DedupWindowMs, uint64(1<<62)/uint64(time.Millisecond))) * time.Millisecond
+}
+
+// withSettings answers the extended StreamList, with each stream's
+// settings, to a connection that negotiated the producers capability.
+func (s *session) withSettings(list *wire.StreamList, err error) (*wire.StreamList, error) {
+	if list != nil && s.capabilities&wire.CapProducers != 0 {
+		list.Extended = true
+	}
+	return list, err
 }
 
 func opName(op uint8) string {
@@ -314,7 +336,8 @@ func streamList(streams []broker.StreamInfo, bindings []broker.Binding) *wire.St
 
 func streamState(info broker.StreamInfo) wire.StreamState {
 	state := wire.StreamState{Name: []byte(info.Name), MaxBytes: info.MaxBytes, MaxAgeMs: uint64(info.MaxAge.Milliseconds()),
-		MaxRecords: info.MaxRecords, Groups: uint32(info.Groups), Partitions: make([]wire.StreamPartition, len(info.Partitions))}
+		MaxRecords: info.MaxRecords, Groups: uint32(info.Groups), Partitions: make([]wire.StreamPartition, len(info.Partitions)),
+		DedupWindowMs: uint64(info.DedupWindow.Milliseconds())}
 	if !info.Created.IsZero() {
 		state.CreatedMs = uint64(info.Created.UnixMilli())
 	}

@@ -38,6 +38,28 @@ type Stream struct {
 	// Owner is the identity that created the stream, whose quotas it
 	// counts against; "" for one created without authentication.
 	Owner string
+	// DedupWindow is how long the stream remembers message ids: zero is
+	// DefaultDedupWindow, DedupOff turns message-id dedup off.
+	DedupWindow time.Duration
+}
+
+// Message-id dedup windows.
+const (
+	DefaultDedupWindow = 2 * time.Minute
+	MaxDedupWindow     = 24 * time.Hour
+	// DedupOff as a DedupWindow: the stream remembers no message ids.
+	DedupOff time.Duration = -1
+)
+
+// Dedup is the stream's message-id window in effect: 0 when off.
+func (s Stream) Dedup() time.Duration {
+	switch {
+	case s.DedupWindow == 0:
+		return DefaultDedupWindow
+	case s.DedupWindow < 0:
+		return 0
+	}
+	return s.DedupWindow
 }
 
 // SameSettings reports whether two streams were asked for with the same
@@ -45,7 +67,7 @@ type Stream struct {
 // not an error.
 func (s Stream) SameSettings(other Stream) bool {
 	return s.Name == other.Name && s.Partitions == other.Partitions && s.MaxBytes == other.MaxBytes &&
-		s.MaxAge == other.MaxAge && s.MaxRecords == other.MaxRecords
+		s.MaxAge == other.MaxAge && s.MaxRecords == other.MaxRecords && s.Dedup() == other.Dedup()
 }
 
 // Binding routes subjects matching Pattern to Stream.
@@ -142,6 +164,9 @@ func ValidateStream(s Stream) error {
 	}
 	if s.MaxAge < 0 {
 		return fmt.Errorf("%w: stream %s: negative max age %v", ErrInvalid, s.Name, s.MaxAge)
+	}
+	if s.DedupWindow < DedupOff || s.DedupWindow > MaxDedupWindow {
+		return fmt.Errorf("%w: stream %s: dedup window %v (want 0 for off, up to %v)", ErrInvalid, s.Name, s.DedupWindow, MaxDedupWindow)
 	}
 	return nil
 }

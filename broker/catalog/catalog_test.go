@@ -15,7 +15,8 @@ func sample(n int) Catalog {
 	var c Catalog
 	for i := 0; i < n; i++ {
 		c.Put(Stream{Name: fmt.Sprintf("orders-%d", i), Partitions: uint32(i%8 + 1), MaxBytes: uint64(i) << 20,
-			MaxAge: time.Duration(i) * time.Hour, Created: time.UnixMilli(1_700_000_000_000 + int64(i)).UTC()})
+			MaxAge: time.Duration(i) * time.Hour, Created: time.UnixMilli(1_700_000_000_000 + int64(i)).UTC(),
+			DedupWindow: []time.Duration{0, DedupOff, time.Duration(i) * time.Second}[i%3]})
 	}
 	if n > 0 {
 		c.Bind(Binding{Pattern: "orders.>", Stream: "orders-0"})
@@ -38,6 +39,24 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, c) {
 			t.Fatalf("round trip:\n got %+v\nwant %+v", got, c)
+		}
+	}
+}
+
+func TestDedupWindowDefaultsAndOff(t *testing.T) {
+	old := Stream{Name: "orders", Partitions: 1}
+	if got := old.Dedup(); got != DefaultDedupWindow {
+		t.Errorf("a stream without a dedup setting has window %v, want %v", got, DefaultDedupWindow)
+	}
+	if got := (Stream{DedupWindow: DedupOff}).Dedup(); got != 0 {
+		t.Errorf("DedupOff reads as %v", got)
+	}
+	if !old.SameSettings(Stream{Name: "orders", Partitions: 1, DedupWindow: DefaultDedupWindow}) {
+		t.Error("the default window asked for explicitly should be the same settings")
+	}
+	for _, bad := range []time.Duration{-2, MaxDedupWindow + time.Millisecond} {
+		if err := ValidateStream(Stream{Name: "orders", Partitions: 1, DedupWindow: bad}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("window %v: %v, want ErrInvalid", bad, err)
 		}
 	}
 }

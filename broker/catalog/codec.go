@@ -47,6 +47,8 @@ type fileStream struct {
 	MaxRecords    uint64 `json:"max_records,omitempty"`
 	CreatedUnixMs int64  `json:"created_unix_ms,omitempty"`
 	Owner         string `json:"owner,omitempty"`
+	// DedupWindowMs: absent is the default window, 0 is off.
+	DedupWindowMs *int64 `json:"dedup_window_ms,omitempty"`
 }
 
 type fileBinding struct {
@@ -64,6 +66,10 @@ func Encode(c Catalog) ([]byte, error) {
 		fs := fileStream{Name: s.Name, Partitions: s.Partitions, MaxBytes: s.MaxBytes, MaxAgeMs: s.MaxAge.Milliseconds(), MaxRecords: s.MaxRecords, Owner: s.Owner}
 		if !s.Created.IsZero() {
 			fs.CreatedUnixMs = s.Created.UnixMilli()
+		}
+		if s.DedupWindow != 0 {
+			window := s.Dedup().Milliseconds()
+			fs.DedupWindowMs = &window
 		}
 		body.Streams = append(body.Streams, fs)
 	}
@@ -129,6 +135,15 @@ func Decode(image []byte) (Catalog, error) {
 			return Catalog{}, fmt.Errorf("%w: stream %q: max age %d ms out of range", ErrCorrupt, s.Name, s.MaxAgeMs)
 		}
 		stream.MaxAge = time.Duration(s.MaxAgeMs) * time.Millisecond
+		if s.DedupWindowMs != nil {
+			if *s.DedupWindowMs < 0 || *s.DedupWindowMs > MaxDedupWindow.Milliseconds() {
+				return Catalog{}, fmt.Errorf("%w: stream %q: dedup window %d ms out of range", ErrCorrupt, s.Name, *s.DedupWindowMs)
+			}
+			stream.DedupWindow = time.Duration(*s.DedupWindowMs) * time.Millisecond
+			if stream.DedupWindow == 0 {
+				stream.DedupWindow = DedupOff
+			}
+		}
 		if s.CreatedUnixMs != 0 {
 			stream.Created = time.UnixMilli(s.CreatedUnixMs).UTC()
 		}

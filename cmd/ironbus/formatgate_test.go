@@ -50,13 +50,15 @@ func TestNewerDataDirIsRefusedUntouched(t *testing.T) {
 		}
 		after := treeDigest(t, dataDir)
 		// The broker's own notes beside the data: who held the lock, the
-		// recovery report that records the frozen log (I3), and the
-		// wall-clock high-water retention keeps (I6), and the stream
-		// catalog that adopts the logs it found (docs/STREAMS.md).
+		// recovery report that records the frozen log (I3), the
+		// wall-clock high-water retention keeps and the broker clock's
+		// floor (I6), and the stream catalog that adopts the logs it
+		// found (docs/STREAMS.md).
 		delete(after, "OWNER")
 		delete(after, "streams.json")
 		delete(after, "recovery-report.json")
 		delete(after, "wallclock")
+		delete(after, "clock")
 		if !maps.Equal(before, after) {
 			t.Fatalf("serve changed the newer data:\nbefore %v\nafter  %v", before, after)
 		}

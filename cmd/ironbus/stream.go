@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ironbus/ironbus/broker/catalog"
 	"github.com/ironbus/ironbus/client"
 	"github.com/ironbus/ironbus/internal/units"
 )
@@ -32,16 +33,19 @@ type streamsOutput struct {
 }
 
 type streamRow struct {
-	Name       string         `json:"name"`
-	Partitions int            `json:"partitions"`
-	Created    string         `json:"created,omitempty"`
-	MaxBytes   uint64         `json:"max_bytes"`
-	MaxAge     string         `json:"max_age"`
-	MaxRecords uint64         `json:"max_records"`
-	Groups     int            `json:"groups"`
-	Records    uint64         `json:"records"`
-	Bytes      uint64         `json:"bytes"`
-	Offsets    []partitionRow `json:"partition_offsets"`
+	Name       string `json:"name"`
+	Partitions int    `json:"partitions"`
+	Created    string `json:"created,omitempty"`
+	MaxBytes   uint64 `json:"max_bytes"`
+	MaxAge     string `json:"max_age"`
+	MaxRecords uint64 `json:"max_records"`
+	// DedupWindow: how long message ids are remembered ("off"; empty
+	// when the broker did not say).
+	DedupWindow string         `json:"dedup_window,omitempty"`
+	Groups      int            `json:"groups"`
+	Records     uint64         `json:"records"`
+	Bytes       uint64         `json:"bytes"`
+	Offsets     []partitionRow `json:"partition_offsets"`
 }
 
 type partitionRow struct {
@@ -107,23 +111,29 @@ type streamCreateOptions struct {
 	maxBytes   int64
 	maxAge     string
 	maxRecords uint64
+	// dedupWindow is --dedup-window as typed ("" when not given).
+	dedupWindow string
 }
 
 func newStreamCreateCmd(opts *globalOptions) *cobra.Command {
 	create := &streamCreateOptions{}
 	cmd := &cobra.Command{
-		Use:   "create NAME [--partitions N] [--max-bytes SIZE] [--max-age D] [--max-records N]",
+		Use:   "create NAME [--partitions N] [--max-bytes SIZE] [--max-age D] [--max-records N] [--dedup-window D]",
 		Short: "Create a stream with its partitions and retention",
 		Long: `Create a stream. --partitions (1 to 1024, default 1) is fixed for the
 stream's life: the key hash maps keys to partitions by the count. The
 retention bounds apply to each partition; an unset bound takes the
-broker's default (serve --retention-*).
+broker's default (serve --retention-*). --dedup-window is how long the
+stream remembers message ids (pub --msg-id): a second publish of an id
+inside it stores nothing and answers the first one's offset (default 2m,
+at most 24h, 0 turns it off).
 
 Creating a stream that exists with the same settings is not an error (a
 script may run it every time); other settings are refused (exit 3).`,
 		Example: `  ironbus stream create orders --partitions 8
   ironbus stream create clicks --partitions 16 --max-bytes 10GiB --max-age 3d
   ironbus stream create audit --max-records 1000000 --json
+  ironbus stream create payments --dedup-window 10m
   ironbus stream create orders --partitions 8 --data-dir ./data`,
 		Args: exactArgs(1, "NAME"),
 	}
@@ -133,6 +143,7 @@ script may run it every time); other settings are refused (exit 3).`,
 	cmd.Flags().Var(sizeValue{&create.maxBytes}, "retention-bytes", "the same as --max-bytes")
 	cmd.Flags().StringVar(&create.maxAge, "max-age", "", "retention: age of records kept (90m, 72h, 7d); unset takes the broker's default")
 	cmd.Flags().Uint64Var(&create.maxRecords, "max-records", 0, "retention: records kept per partition; unset takes the broker's default")
+	cmd.Flags().StringVar(&create.dedupWindow, "dedup-window", "", "how long message ids are remembered (30s, 10m, 24h at most; 0 turns message-id dedup off); unset: 2m")
 	cmd.RunE = classified(func() error { return runStreamCreate(cmd.Context(), opts, create, cmd.Flags().Arg(0)) })
 	return cmd
 }
@@ -155,13 +166,19 @@ func runStreamCreate(ctx context.Context, opts *globalOptions, create *streamCre
 	if create.partitions < 1 || create.partitions > 1024 {
 		return exitErrorf(exitUsage, "--partitions %d: want 1 to 1024", create.partitions)
 	}
+	window, err := dedupWindowFlag(create.dedupWindow)
+	if err != nil {
+		return err
+	}
 	settings := client.StreamSettings{Partitions: create.partitions, MaxBytes: uint64(create.maxBytes), MaxAge: age, MaxRecords: create.maxRecords}
 	if err := validateStream(name); err != nil {
 		return err
 	}
 	var out streamsOutput
 	if create.dataDir != "" {
-		out, err = offlineCreate(opts, create.dataDir, name, settings)
+		out, err = offlineCreate(opts, create.dataDir, name, settings, window)
+	} else if create.dedupWindow != "" {
+		return exitErrorf(exitUsage, "--dedup-window is set offline only (with --data-dir) by this build; a live create takes the broker's default window of 2m")
 	} else {
 		out, err = liveStream(ctx, opts, create.addr, name, func(c *client.Client) (client.StreamState, error) {
 			return c.CreateStream(ctx, name, settings)
@@ -171,6 +188,34 @@ func runStreamCreate(ctx context.Context, opts *globalOptions, create *streamCre
 		return err
 	}
 	return printStreams(opts, out, "created")
+}
+
+// dedupWindowFlag reads --dedup-window as the catalog keeps it: zero for
+// the default (unset), catalog.DedupOff for 0.
+func dedupWindowFlag(text string) (time.Duration, error) {
+	if text == "" {
+		return 0, nil
+	}
+	window, err := units.ParseAge(text)
+	switch {
+	case err != nil:
+		return 0, exitErrorf(exitUsage, "--dedup-window %q: want a duration like 30s, 10m or 24h (0 turns message-id dedup off)", text)
+	case window > catalog.MaxDedupWindow:
+		return 0, exitErrorf(exitUsage, "--dedup-window %s: at most %v (every id inside the window is kept on disk)", text, catalog.MaxDedupWindow)
+	case window > 0 && window < time.Millisecond:
+		return 0, exitErrorf(exitUsage, "--dedup-window %s: at least 1ms (0 turns message-id dedup off)", text)
+	case window == 0:
+		return catalog.DedupOff, nil
+	}
+	return window.Truncate(time.Millisecond), nil
+}
+
+// dedupText shows a message-id window.
+func dedupText(window time.Duration) string {
+	if window == 0 {
+		return "off"
+	}
+	return window.String()
 }
 
 func newStreamListCmd(opts *globalOptions) *cobra.Command {
@@ -471,10 +516,15 @@ func printStreams(opts *globalOptions, out streamsOutput, done string) error {
 		fmt.Fprintln(w, done)
 	}
 	if len(out.Streams) > 0 {
-		fmt.Fprintf(w, "%-24s %10s %12s %12s %7s  %s\n", "STREAM", "PARTITIONS", "RECORDS", "BYTES", "GROUPS", "RETENTION")
+		fmt.Fprintf(w, "%-24s %10s %12s %12s %7s %8s  %s\n", "STREAM", "PARTITIONS", "RECORDS", "BYTES", "GROUPS", "DEDUP", "RETENTION")
 	}
 	for _, s := range out.Streams {
-		fmt.Fprintf(w, "%-24s %10d %12d %12s %7d  %s\n", s.Name, s.Partitions, s.Records, units.FormatSize(int64(min(s.Bytes, 1<<62))), s.Groups, retentionText(s))
+		dedup := s.DedupWindow
+		if dedup == "" {
+			dedup = "-"
+		}
+		fmt.Fprintf(w, "%-24s %10d %12d %12s %7d %8s  %s\n", s.Name, s.Partitions, s.Records, units.FormatSize(int64(min(s.Bytes, 1<<62))), s.Groups,
+			dedup, retentionText(s))
 	}
 	if len(out.Bindings) > 0 {
 		fmt.Fprintf(w, "\n%-32s %s\n", "PATTERN", "STREAM")

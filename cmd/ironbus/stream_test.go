@@ -115,3 +115,30 @@ func TestStreamVerbsOffline(t *testing.T) {
 		t.Fatalf("the broker exited %d", code)
 	}
 }
+
+// TestStreamDedupWindowFlag: --dedup-window sets how long a stream
+// remembers message ids, 0 turns it off, unset is 2m, and a window past
+// 24h is a usage error that says the bound.
+func TestStreamDedupWindowFlag(t *testing.T) {
+	dir := t.TempDir()
+	at := []string{"--data-dir", dir, "--json"}
+	for _, c := range []struct{ stream, flag, want string }{{"plain", "", "2m0s"}, {"off", "0", "off"}, {"short", "10m", "10m0s"}} {
+		args := append([]string{"stream", "create", c.stream}, at...)
+		if c.flag != "" {
+			args = append(args, "--dedup-window", c.flag)
+		}
+		if got := streamsOf(t, runCLI(t, args...)).Streams[0].DedupWindow; got != c.want {
+			t.Errorf("%s: dedup window %q, want %q", c.stream, got, c.want)
+		}
+	}
+	long := runCLI(t, append([]string{"stream", "create", "long", "--dedup-window", "25h"}, at...)...)
+	expectCode(t, long, exitUsage)
+	if !strings.Contains(long.stderr, "24h") {
+		t.Errorf("a 25h window is refused without naming the bound: %q", long.stderr)
+	}
+	expectCode(t, runCLI(t, append([]string{"stream", "create", "bad", "--dedup-window", "soon"}, at...)...), exitUsage)
+	expectCode(t, runCLI(t, append([]string{"stream", "create", "short", "--dedup-window", "1m"}, at...)...), exitDamage)
+	if got := streamsOf(t, runCLI(t, append([]string{"stream", "info", "off"}, at...)...)).Streams[0].DedupWindow; got != "off" {
+		t.Errorf("info shows dedup window %q, want off", got)
+	}
+}

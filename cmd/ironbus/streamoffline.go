@@ -67,7 +67,8 @@ func (d *offlineDir) stream(name string) (catalog.Stream, error) {
 // row describes a stream from its logs; a partition with no log yet
 // (never written) is empty.
 func (d *offlineDir) row(s catalog.Stream) streamRow {
-	row := streamRow{Name: s.Name, Partitions: int(s.Partitions), MaxBytes: s.MaxBytes, MaxAge: ageText(s.MaxAge), MaxRecords: s.MaxRecords}
+	row := streamRow{Name: s.Name, Partitions: int(s.Partitions), MaxBytes: s.MaxBytes, MaxAge: ageText(s.MaxAge), MaxRecords: s.MaxRecords,
+		DedupWindow: dedupText(s.Dedup())}
 	if !s.Created.IsZero() {
 		row.Created = s.Created.Format(time.RFC3339)
 	}
@@ -108,19 +109,19 @@ func offlineList(opts *globalOptions, dataDir, name string) (streamsOutput, erro
 	return d.output([]catalog.Stream{s}, c.BindingsOf(name)), nil
 }
 
-func offlineCreate(opts *globalOptions, dataDir, name string, settings client.StreamSettings) (streamsOutput, error) {
+func offlineCreate(opts *globalOptions, dataDir, name string, settings client.StreamSettings, dedupWindow time.Duration) (streamsOutput, error) {
 	d, err := openOffline(opts, dataDir, true)
 	if err != nil {
 		return streamsOutput{}, err
 	}
 	defer d.close()
 	want := catalog.Stream{Name: name, Partitions: max(settings.Partitions, 1), MaxBytes: settings.MaxBytes,
-		MaxAge: settings.MaxAge.Truncate(time.Millisecond), MaxRecords: settings.MaxRecords, Created: time.Now().UTC()}
+		MaxAge: settings.MaxAge.Truncate(time.Millisecond), MaxRecords: settings.MaxRecords, Created: time.Now().UTC(), DedupWindow: dedupWindow}
 	s, err := d.dir.CreateStream(want)
 	switch {
 	case errors.Is(err, datadir.ErrStreamExists):
-		return streamsOutput{}, exitErrorf(exitDamage, "stream %q exists with other settings (%d partitions, max bytes %d, max age %v, max records %d)",
-			name, s.Partitions, s.MaxBytes, s.MaxAge, s.MaxRecords)
+		return streamsOutput{}, exitErrorf(exitDamage, "stream %q exists with other settings (%d partitions, max bytes %d, max age %v, max records %d, dedup window %s)",
+			name, s.Partitions, s.MaxBytes, s.MaxAge, s.MaxRecords, dedupText(s.Dedup()))
 	case errors.Is(err, datadir.ErrInvalid):
 		return streamsOutput{}, exitErrorf(exitUsage, "%w", cause(err))
 	case err != nil:

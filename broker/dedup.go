@@ -103,7 +103,7 @@ func replayWindow(w *dedup.Window, l *segment.Log) error {
 		if err != nil {
 			return fmt.Errorf("record at offset %d: %w", entry.Offset, err)
 		}
-		if id := dedup.MessageID(view); id != nil {
+		if id := view.MessageID(); id != nil {
 			w.Replay(id, entry.Offset)
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ironbus/ironbus/broker/catalog"
-	"github.com/ironbus/ironbus/dedup"
 	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
@@ -47,7 +46,7 @@ func openDedupBroker(t *testing.T, cfg Config, clocks dedupClocks) *Broker {
 func publishWithID(t *testing.T, p *Partition, id string) (offset uint64, duplicate bool) {
 	t.Helper()
 	body, err := record.AppendBody(nil, record.Body{Payload: []byte("payload " + id),
-		Headers: []record.Header{{Name: dedup.HeaderName, Value: []byte(id)}}})
+		Headers: []record.Header{{Name: record.MessageIDHeader, Value: []byte(id)}}})
 	if err != nil {
 		t.Fatal(err)
 	}

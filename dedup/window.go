@@ -22,8 +22,6 @@ const (
 	// DefaultGenerationIDs caps the active generation: it is sealed to
 	// disk when it holds this many ids (or MaxIDs/4, if smaller).
 	DefaultGenerationIDs = 3072
-	// HeaderName is the record header carrying a message id.
-	HeaderName = "ib-msg-id"
 	// closeWait bounds how long Close waits for the log to make the
 	// active generation's records durable before it writes what is.
 	closeWait = 5 * time.Second

@@ -125,3 +125,25 @@ func appendRawFrame(dst []byte, frameType wire.Type, requestID uint32, body []by
 	dst = append(dst, byte(requestID), byte(requestID>>8), byte(requestID>>16), byte(requestID>>24))
 	return append(dst, body...)
 }
+
+func TestMessageIDInsideTheWindowIsStoredOnce(t *testing.T) {
+	addr, b := testBroker(t, testConfig{})
+	c := dialRaw(t, addr)
+	c.handshake()
+	withID := func(id uint32, msgID, payload string) {
+		body, _ := record.AppendBody(nil, record.Body{Payload: []byte(payload),
+			Headers: []record.Header{{Name: record.MessageIDHeader, Value: []byte(msgID)}}})
+		c.send(id, &wire.Produce{Stream: []byte("orders"), BodyCRC: record.Checksum(body), Body: body})
+	}
+	withID(1, "order-1", "first")
+	withID(2, "order-2", "second")
+	withID(3, "order-1", "first again, in the same run")
+	expectAck(t, c.read(), 1, 0, 0)
+	expectAck(t, c.read(), 2, 1, 0)
+	expectAck(t, c.read(), 3, 0, wire.AckDuplicate)
+	withID(4, "order-2", "second again, later")
+	expectAck(t, c.read(), 4, 1, wire.AckDuplicate)
+	if end := testLog(t, b, "orders", 0).NextOffset(); end != 2 {
+		t.Fatalf("%d records stored, want 2", end)
+	}
+}

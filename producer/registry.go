@@ -45,7 +45,7 @@ const MaxNameBytes = 128
 
 // DefaultMaxNames is the registry's name cap when RegistryOptions leaves
 // it zero.
-const DefaultMaxNames = 16384
+const DefaultMaxNames = 4096
 
 // ErrRegistryFull refuses a new name once the registry holds MaxNames.
 var ErrRegistryFull = errors.New("producer: registry full")

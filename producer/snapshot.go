@@ -111,6 +111,7 @@ func DecodeTable(generations Generations, opts TableOptions, data []byte) (*Tabl
 		}
 		if len(t.states) >= t.opts.MaxProducers {
 			t.MarkGap()
+			t.noteDrop(s.id)
 			t.evicted.Add(1)
 			continue
 		}

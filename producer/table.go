@@ -8,7 +8,7 @@ import (
 
 // Defaults of TableOptions.
 const (
-	DefaultMaxProducers = 1024
+	DefaultMaxProducers = 64
 	DefaultRingBatches  = 8
 	DefaultIdleExpiry   = 7 * 24 * time.Hour
 	// MaxRingBatches bounds TableOptions.RingBatches (a snapshot stores
@@ -40,6 +40,11 @@ type TableOptions struct {
 	// ages, not instants), so downtime does not count. Nil: time stands
 	// still and nothing expires by idleness.
 	Clock func() time.Duration
+	// OnDrop, when set, is called (with the append lock held: it must not
+	// block) when the table drops a state, so its owner writes a snapshot
+	// soon: until one holding the drop is on disk, the dropped producer
+	// answers ErrExpired (see Table).
+	OnDrop func()
 }
 
 func (o TableOptions) withDefaults() TableOptions {
@@ -83,6 +88,13 @@ type TableStats struct {
 // on it is new. The mark rises to the registry's generation whenever the
 // table drops a state (eviction, idle expiry) or learns it missed records
 // (MarkGap), so it never lets through a producer it may have forgotten.
+//
+// A dropped state stays dropped across a crash only once a snapshot
+// written after the drop is on disk; until then recovery would rebuild
+// it from the log, and a producer accepted fresh meanwhile (restarting at
+// sequence 0, say) would meet its old sequences again. So a producer
+// whose drop is not yet on disk answers ErrExpired even after a new Init,
+// until the owner reports the snapshot with Persisted.
 type Table struct {
 	generations Generations
 	opts        TableOptions
@@ -95,6 +107,13 @@ type Table struct {
 
 	dropMark uint64 // generation at the latest drop; see Table
 	through  uint64 // one past the highest offset recorded
+
+	// drops counts drops; unpersisted maps the ids dropped since the
+	// last snapshot on disk to their drop's count, up to MaxProducers
+	// ids: past that, overflow holds the count of the latest drop not
+	// listed, and every producer without state waits for its snapshot.
+	drops, persisted, overflow uint64
+	unpersisted                map[uint64]uint64
 
 	evicted, expired, expiredAnswers atomic.Uint64
 	producers                        atomic.Int64
@@ -121,7 +140,8 @@ type batch struct {
 // NewTable returns an empty table whose producers are judged new or
 // expired against generations.
 func NewTable(generations Generations, opts TableOptions) *Table {
-	return &Table{generations: generations, opts: opts.withDefaults(), states: map[uint64]*state{}}
+	return &Table{generations: generations, opts: opts.withDefaults(), states: map[uint64]*state{},
+		unpersisted: map[uint64]uint64{}}
 }
 
 // Check classifies sequence seq of producer id: new (the zero Verdict),
@@ -136,7 +156,7 @@ func (t *Table) Check(id, seq uint64) (Verdict, error) {
 		switch {
 		case !ok:
 			return Verdict{}, fmt.Errorf("%w: %d", ErrUnknown, id)
-		case generation <= t.dropMark:
+		case generation <= t.dropMark || t.dropPending(id):
 			t.expiredAnswers.Add(1)
 			return Verdict{}, fmt.Errorf("%w: producer %d has no state on this partition; call ProducerInit again", ErrExpired, id)
 		}
@@ -166,9 +186,11 @@ func (s *state) find(seq uint64) (uint64, bool) {
 }
 
 // Record notes that sequence seq of producer id was stored at offset.
-// Calls come in offset order; recovery replays the log's records through
-// it. A sequence below the next one expected (a copy stored by a path
-// that did not check) changes nothing: the first copy's offset stays.
+// Calls come in offset order, one per stored record of the producer;
+// recovery replays the log's records through it. The log is the truth: a
+// sequence other than the next one expected can only be stored by a
+// fresh start (Check accepted a producer whose state was dropped), so it
+// starts the producer's state over there, as the live table did.
 func (t *Table) Record(id, seq, offset uint64) {
 	now := t.opts.Clock()
 	t.expireIdle(now)
@@ -176,8 +198,9 @@ func (t *Table) Record(id, seq, offset uint64) {
 	s := t.states[id]
 	if s == nil {
 		s = t.admit(id)
-	} else if seq < s.next {
-		return
+	} else if seq != s.next {
+		clear(s.ring)
+		s.newest = 0
 	}
 	s.add(seq, offset)
 	s.next = seq + 1
@@ -218,6 +241,34 @@ func (t *Table) Through() uint64 { return t.through }
 // use): every producer without state whose latest Init is not newer than
 // now answers ErrExpired, never a fresh accept.
 func (t *Table) MarkGap() { t.dropMark = max(t.dropMark, t.generations.Generation()) }
+
+// dropPending reports whether id may have been dropped after the last
+// snapshot on disk.
+func (t *Table) dropPending(id uint64) bool {
+	if t.overflow > t.persisted {
+		return true
+	}
+	_, pending := t.unpersisted[id]
+	return pending
+}
+
+// Drops returns the count of drops so far: read it with the snapshot
+// (Encode) and hand it to Persisted once that snapshot is on disk.
+func (t *Table) Drops() uint64 { return t.drops }
+
+// Persisted reports that a snapshot taken when Drops returned drops is on
+// disk: the producers dropped up to then may start afresh.
+func (t *Table) Persisted(drops uint64) {
+	if drops <= t.persisted {
+		return
+	}
+	t.persisted = drops
+	for id, at := range t.unpersisted {
+		if at <= drops {
+			delete(t.unpersisted, id)
+		}
+	}
+}
 
 // Stats returns the table's size and counters. Safe without the append
 // lock.
@@ -260,8 +311,22 @@ func (t *Table) drop(s *state) {
 	delete(t.states, s.id)
 	t.producers.Store(int64(len(t.states)))
 	t.MarkGap()
+	t.noteDrop(s.id)
 	s.newer, s.older = t.free, nil
 	t.free = s
+}
+
+// noteDrop remembers that id was dropped and asks for a snapshot.
+func (t *Table) noteDrop(id uint64) {
+	t.drops++
+	if len(t.unpersisted) < t.opts.MaxProducers {
+		t.unpersisted[id] = t.drops
+	} else {
+		t.overflow = t.drops
+	}
+	if t.opts.OnDrop != nil {
+		t.opts.OnDrop()
+	}
 }
 
 // touch moves s to the head of the recency list.

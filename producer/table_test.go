@@ -48,17 +48,24 @@ func TestTableCheckVerdicts(t *testing.T) {
 	}
 }
 
-func TestTableIgnoresStoredCopies(t *testing.T) {
+func TestTableRecordStartsOver(t *testing.T) {
 	gens := newFakeGenerations()
 	gens.init(1)
 	table := NewTable(gens, TableOptions{})
-	table.Record(1, 0, 10)
-	table.Record(1, 0, 11) // a copy stored without a check
-	if v := mustCheck(t, table, 1, 0); v.Offset != 10 || !v.OffsetKnown {
-		t.Fatalf("first copy's offset: %+v", v)
+	for seq := range uint64(5) {
+		table.Record(1, seq, 10+seq)
 	}
-	if next, _ := table.Next(1); next != 1 {
-		t.Fatalf("next %d", next)
+	// Replayed from the log: a fresh start at 2 after the state was
+	// dropped and the producer was accepted anew.
+	table.Record(1, 2, 20)
+	if next, _ := table.Next(1); next != 3 {
+		t.Fatalf("next %d, want 3", next)
+	}
+	if v := mustCheck(t, table, 1, 2); v.Offset != 20 || !v.OffsetKnown {
+		t.Fatalf("the fresh start's offset: %+v", v)
+	}
+	if v := mustCheck(t, table, 1, 1); v.OffsetKnown {
+		t.Fatalf("an offset from before the fresh start: %+v", v)
 	}
 }
 
@@ -80,22 +87,26 @@ func TestTableEvictionAndExpiry(t *testing.T) {
 	if _, err := table.Check(1, 1); !errors.Is(err, ErrExpired) {
 		t.Fatalf("evicted producer: %v, want ErrExpired", err)
 	}
-	// A new Init puts the producer's generation above the mark: new.
+	// A new Init puts the producer's generation above the mark, but the
+	// drop is not on disk yet: recovery could bring the state back.
 	gens.init(1)
+	if _, err := table.Check(1, 7); !errors.Is(err, ErrExpired) {
+		t.Fatalf("re-initialised before the drop is persisted: %v", err)
+	}
+	// A producer issued after the drop, never here, is new at once.
+	gens.init(4)
+	mustCheck(t, table, 4, 0)
+	table.Persisted(table.Drops())
 	if v := mustCheck(t, table, 1, 7); v != (Verdict{}) {
 		t.Fatalf("re-initialised producer: %+v", v)
 	}
-	// A producer issued after the drop is new at once.
-	gens.init(4)
-	mustCheck(t, table, 4, 0)
-
 	clock.now = time.Second + time.Minute + 1 // 2 is idle past the expiry, 3 is not
 	if _, err := table.Check(2, 1); !errors.Is(err, ErrExpired) {
 		t.Fatalf("idle producer: %v, want ErrExpired", err)
 	}
 	mustCheck(t, table, 3, 1)
 	stats := table.Stats()
-	if stats.Evicted != 1 || stats.Expired != 1 || stats.ExpiredAnswers != 2 || stats.Producers != 1 {
+	if stats.Evicted != 1 || stats.Expired != 1 || stats.ExpiredAnswers != 3 || stats.Producers != 1 {
 		t.Fatalf("stats %+v", stats)
 	}
 }

@@ -58,6 +58,7 @@ type Broker struct {
 	closeOnce     sync.Once
 
 	retention retentionState // retention and the disk budget (retention_pass.go)
+	producers *producerState // the producer registry and table snapshots (producers.go)
 	// Observability (observe.go, metrics.go): read at scrape time only.
 	started     time.Time
 	heartbeat   atomic.Int64 // when the flusher last turned, nanoseconds after started
@@ -84,16 +85,19 @@ func Open(cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Every seal starts a retention pass: a log just grew by a segment.
+	// Every seal starts a retention pass (a log just grew by a segment)
+	// and a snapshot of the log's producer table.
 	nudge := make(chan struct{}, 1)
-	cfg.Storage.OnSeal = func(segment.LogID) {
+	producers := newProducerState()
+	cfg.Storage.OnSeal = func(log segment.LogID) {
+		producers.markDue(log)
 		select {
 		case nudge <- struct{}{}:
 		default:
 		}
 	}
 	b := &Broker{streams: map[string]*Stream{}, groups: map[groupKey]*Group{}, started: time.Now(),
-		stop: make(chan struct{}), flushed: make(chan struct{}), checkpointDue: make(chan struct{}, 1)}
+		stop: make(chan struct{}), flushed: make(chan struct{}), checkpointDue: make(chan struct{}, 1), producers: producers}
 	b.metrics = newMetrics(b)
 	if err := registerCollectors(b.metrics.registry, cfg.Collectors); err != nil {
 		return nil, err
@@ -105,7 +109,12 @@ func Open(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.dir = dir
+	if err := b.openProducers(); err != nil {
+		_ = dir.Close()
+		return nil, err
+	}
 	if err := b.openStreams(); err != nil {
+		b.stopProducers()
 		_ = dir.Close()
 		return nil, err
 	}
@@ -155,6 +164,9 @@ func (b *Broker) Close() error {
 		}
 		b.groupsMu.Unlock()
 		if cerr := b.deadLetters.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+		if cerr := b.closeProducers(); cerr != nil && err == nil {
 			err = cerr
 		}
 		if cerr := b.dir.Close(); cerr != nil && err == nil {

@@ -101,6 +101,10 @@ type Config struct {
 	// (Go's monotonic clock; tests inject one). Record stamps come from
 	// Storage.Clock, the wall clock.
 	Clock MonotonicClock
+
+	// Producers bounds the idempotent producers' registry and tables
+	// (producers.go).
+	Producers ProducerConfig
 }
 
 // Retention defaults.

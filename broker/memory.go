@@ -55,6 +55,7 @@ func (c Config) RegisterMemory(budget *arena.Budget) error {
 		int64(c.MaxStreams)*summaryBytes(c.Storage.SegmentSize, c.Storage.MaxOpenSegments))
 	budget.Register("consumer group leases", "--max-groups × --max-in-flight × 384 B",
 		int64(c.MaxGroups)*int64(c.MaxInFlight)*leaseCost)
+	c.registerProducerMemory(budget)
 	return nil
 }
 

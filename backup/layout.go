@@ -27,12 +27,13 @@ const (
 
 // metadataFiles are the broker's small top-level files a restore needs
 // besides the logs: the stream catalog (partitions, retention bounds,
-// subject bindings) with its previous copy, and the wall-clock
-// high-water. Without the catalog a restored broker would adopt its
-// streams with default settings and no bindings. The names are the
-// broker's (broker/catalog, broker/wallclock.go); the backup does not
-// import the broker, so a test pins them.
-var metadataFiles = []string{"streams.json", "streams.json.prev", "wallclock"}
+// subject bindings) with its previous copy, the wall-clock high-water,
+// and the producer registry (names, ids, epochs). Without the catalog a
+// restored broker would adopt its streams with default settings and no
+// bindings. The names are the broker's (broker/catalog,
+// broker/wallclock.go, producer); the backup does not import the broker,
+// so a test pins them.
+var metadataFiles = []string{"streams.json", "streams.json.prev", "wallclock", "producers.log"}
 
 // logLocation names one log of a data directory tree.
 type logLocation struct {

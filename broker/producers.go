@@ -315,16 +315,16 @@ func (b *Broker) producerTable(l *segment.Log) *producer.Table {
 	if gap {
 		table.MarkGap()
 	}
-	// A directory whose registry never issued an id holds no state worth
-	// a scan: a record naming a producer id is refused as unknown anyway.
-	if ps.registry.Generation() == 0 || from >= end {
-		return table
+	if from < end {
+		if err := replayProducers(table, l, from, end); err != nil {
+			b.cfg.Logger.Warn("producer state rebuilt from part of the log; producers without state answer expired",
+				"log", id.String(), "error", err.Error())
+			table.MarkGap()
+		}
 	}
-	if err := replayProducers(table, l, from, end); err != nil {
-		b.cfg.Logger.Warn("producer state rebuilt from part of the log; producers without state answer expired",
-			"log", id.String(), "error", err.Error())
-		table.MarkGap()
-	}
+	// A registry older than the logs (lost, or restored from a backup
+	// that copied it first) must not give a new name an id a log knows.
+	ps.registry.ReserveIDs(table.HighestID())
 	return table
 }
 

@@ -353,3 +353,30 @@ func checkNextFollowsLog(t *testing.T, p *Partition, k int) {
 		}
 	}
 }
+
+// TestProducerIDsAboveTheLogs: a registry older than the logs (here:
+// none at all) never gives a new name an id whose state a log holds.
+func TestProducerIDsAboveTheLogs(t *testing.T) {
+	mem := vfs.NewMemFS()
+	b := openProducerBroker(t, mem)
+	a, _, _ := b.InitProducer("a")
+	c, _, _ := b.InitProducer("c")
+	p := partitionOf(t, b, "s", 0)
+	for _, id := range []uint64{a.ID, c.ID} {
+		if _, _, err := appendIdempotent(t, p, id, 0, 2, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.Remove("/data/" + producer.RegistryFileName); err != nil {
+		t.Fatal(err)
+	}
+	b = openProducerBroker(t, mem)
+	defer b.Close()
+	fresh, _, err := b.InitProducer("fresh")
+	if err != nil || fresh.ID <= c.ID {
+		t.Fatalf("a new name after the registry was lost: %+v %v (the log knows ids up to %d)", fresh, err, c.ID)
+	}
+}

@@ -375,6 +375,15 @@ func (r *Registry) InitGeneration(id uint64) (uint64, bool) {
 	return 0, false
 }
 
+// ReserveIDs makes sure no name is given an id up to through: the logs
+// hold state of producers up to it, which a registry restored from an
+// older copy may not list. The next new name gets a higher id.
+func (r *Registry) ReserveIDs(through uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lastID = max(r.lastID, through)
+}
+
 // Names returns how many names the registry holds.
 func (r *Registry) Names() int {
 	r.mu.Lock()

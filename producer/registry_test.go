@@ -186,3 +186,20 @@ func checkRegistryImage(t *testing.T, image *vfs.MemFS, k int64, acked map[strin
 		}
 	}
 }
+
+func TestRegistryReserveIDs(t *testing.T) {
+	mem := newDataFS(t)
+	r := openRegistry(t, mem, RegistryOptions{})
+	first, _ := r.Init("a")
+	r.ReserveIDs(10)
+	r.ReserveIDs(3) // never lowers
+	next, _ := r.Init("b")
+	if first.ID != 1 || next.ID != 11 {
+		t.Fatalf("ids %d then %d, want 1 then 11", first.ID, next.ID)
+	}
+	_ = r.Close()
+	r = openRegistry(t, mem, RegistryOptions{})
+	if again, _ := r.Init("c"); again.ID != 12 {
+		t.Fatalf("after reopen: id %d, want 12", again.ID)
+	}
+}

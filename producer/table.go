@@ -232,6 +232,16 @@ func (t *Table) Next(id uint64) (uint64, bool) {
 	return 0, false
 }
 
+// HighestID returns the highest producer id the table holds state for
+// (0 for none).
+func (t *Table) HighestID() uint64 {
+	var highest uint64
+	for id := range t.states {
+		highest = max(highest, id)
+	}
+	return highest
+}
+
 // Through returns one past the highest offset recorded: a snapshot of the
 // table is only true of a log whose durable end has reached it.
 func (t *Table) Through() uint64 { return t.through }

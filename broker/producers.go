@@ -127,13 +127,20 @@ type producerState struct {
 
 	dueMu sync.Mutex
 	due   map[segment.LogID]struct{} // logs whose table wants a snapshot
-	nudge chan struct{}
-	stop  chan struct{}
-	done  chan struct{}
+	// onDisk is, per log, what its snapshot on disk holds, so a stop
+	// rewrites only the snapshots something changed since.
+	onDisk map[segment.LogID]snapshotMark
+	nudge  chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
 }
 
+// snapshotMark is what a snapshot holds: the offset it covers and the
+// table's drop count when it was taken.
+type snapshotMark struct{ covers, drops uint64 }
+
 func newProducerState() *producerState {
-	return &producerState{due: map[segment.LogID]struct{}{}, nudge: make(chan struct{}, 1),
+	return &producerState{due: map[segment.LogID]struct{}{}, onDisk: map[segment.LogID]snapshotMark{}, nudge: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
 }
 
@@ -196,7 +203,7 @@ func (b *Broker) closeProducers() error {
 	<-b.producers.done
 	for _, s := range b.streamList() {
 		for i := range s.partitions {
-			if err := b.snapshotProducers(&s.partitions[i], producerCloseWait); err != nil {
+			if err := b.snapshotProducersIfChanged(&s.partitions[i]); err != nil {
 				b.cfg.Logger.Warn("producer snapshot not written at close; the next open replays more of the log",
 					"log", fmt.Sprintf("%s/%d", s.settings.Name, i), "error", err.Error())
 			}
@@ -248,6 +255,24 @@ func (b *Broker) servedPartition(log segment.LogID) *Partition {
 	return &s.partitions[log.Partition]
 }
 
+// snapshotProducersIfChanged is snapshotProducers at a stop: skipped when
+// the snapshot on disk already covers the log's end and every drop.
+func (b *Broker) snapshotProducersIfChanged(p *Partition) error {
+	if p.log == nil || p.producers == nil {
+		return nil
+	}
+	p.checkMu.Lock()
+	current := snapshotMark{covers: max(p.log.Committed(), p.producers.Through()), drops: p.producers.Drops()}
+	p.checkMu.Unlock()
+	b.producers.dueMu.Lock()
+	written, ok := b.producers.onDisk[p.log.ID()]
+	b.producers.dueMu.Unlock()
+	if ok && written == current {
+		return nil
+	}
+	return b.snapshotProducers(p, producerCloseWait)
+}
+
 // snapshotProducers writes p's table as its log's checkpoint, once every
 // record the table reflects is durable (waiting up to wait), and then
 // tells the table which drops are on disk.
@@ -276,10 +301,17 @@ func (b *Broker) snapshotProducers(p *Partition, wait time.Duration) error {
 	if err := b.writeProducerCheckpoint(p, image); err != nil {
 		return err
 	}
+	b.producers.noteOnDisk(p.log.ID(), snapshotMark{covers: max(committed, through), drops: drops})
 	p.checkMu.Lock()
 	p.producers.Persisted(drops)
 	p.checkMu.Unlock()
 	return nil
+}
+
+func (ps *producerState) noteOnDisk(log segment.LogID, mark snapshotMark) {
+	ps.dueMu.Lock()
+	ps.onDisk[log] = mark
+	ps.dueMu.Unlock()
 }
 
 // writeProducerCheckpoint writes image unless p's stream was removed
@@ -307,6 +339,13 @@ func (b *Broker) producerTable(l *segment.Log) *producer.Table {
 	options.OnDrop = func() { ps.markDue(id) }
 	table, from, gap := b.loadProducerSnapshot(l, options)
 	end := l.Committed()
+	if loaded := !gap && from > 0; loaded {
+		ps.noteOnDisk(id, snapshotMark{covers: from, drops: table.Drops()})
+	} else {
+		ps.dueMu.Lock()
+		delete(ps.onDisk, id)
+		ps.dueMu.Unlock()
+	}
 	if first := l.FirstOffset(); from < first {
 		// Records between the snapshot and the log's first offset are
 		// gone (retention, a purge without a snapshot).

@@ -380,3 +380,32 @@ func TestProducerIDsAboveTheLogs(t *testing.T) {
 		t.Fatalf("a new name after the registry was lost: %+v %v (the log knows ids up to %d)", fresh, err, c.ID)
 	}
 }
+
+// TestProducerIdleStopWritesNothing: a stop rewrites no snapshot that
+// already covers the log, and a broker that never saw a ProducerInit
+// leaves no registry file.
+func TestProducerIdleStopWritesNothing(t *testing.T) {
+	mem := vfs.NewMemFS()
+	b := openProducerBroker(t, mem)
+	produceN(t, b, "s", 3)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mem.Stat("/data/" + producer.RegistryFileName); err == nil {
+		t.Fatal("a registry file without a ProducerInit")
+	}
+	var writes []string
+	fsys := vfs.Inject(mem, vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind.IsMutation() && strings.Contains(op.Path, producerCheckpoint) {
+			writes = append(writes, op.Kind.String()+" "+op.Path)
+		}
+		return nil
+	}))
+	b = openProducerBroker(t, fsys)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(writes) > 0 {
+		t.Fatalf("an idle open and stop wrote %v", writes)
+	}
+}

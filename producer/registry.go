@@ -95,9 +95,9 @@ type registration struct {
 	generation uint64
 }
 
-// OpenRegistry opens (creating it if needed) the registry file in dir.
-// A torn or damaged tail is cut off by rewriting the file with the
-// entries before it.
+// OpenRegistry opens the registry file in dir; the first Init creates it
+// when there is none. A torn or damaged tail is cut off by rewriting the
+// file with the entries before it.
 func OpenRegistry(fsys vfs.FS, dir string, opts RegistryOptions) (*Registry, error) {
 	if opts.MaxNames <= 0 {
 		opts.MaxNames = DefaultMaxNames
@@ -108,10 +108,7 @@ func OpenRegistry(fsys vfs.FS, dir string, opts RegistryOptions) (*Registry, err
 	image, err := vfs.ReadFile(fsys, name)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if err := r.rewriteLocked(); err != nil {
-			return nil, err
-		}
-		return r, nil
+		return r, nil // the first Init creates the file
 	case err != nil:
 		return nil, fmt.Errorf("producer: reading %s: %w", name, err)
 	}
@@ -272,6 +269,12 @@ func (r *Registry) Init(name string) (Identity, error) {
 		return Identity{}, fmt.Errorf("producer: registry closed")
 	case r.failed != nil:
 		return Identity{}, r.failed
+	}
+	if r.file == nil {
+		if err := r.rewriteLocked(); err != nil {
+			r.failed = err
+			return Identity{}, err
+		}
 	}
 	entry := registration{name: name, generation: r.last + 1}
 	if known, ok := r.names[name]; ok {

@@ -75,7 +75,7 @@ type Registry struct {
 	dir  string
 	max  int
 
-	mu      sync.Mutex
+	mu      sync.RWMutex // read-locked by the lookups of the append path
 	file    vfs.File
 	end     int64 // where the next entry goes
 	names   map[string]*registration
@@ -350,8 +350,8 @@ func (r *Registry) rewriteLocked() error {
 
 // Epoch returns the current epoch of id; false when id was never issued.
 func (r *Registry) Epoch(id uint64) (uint32, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	if reg, ok := r.ids[id]; ok {
 		return reg.epoch, true
 	}
@@ -361,8 +361,8 @@ func (r *Registry) Epoch(id uint64) (uint32, bool) {
 // Generation returns the number of Inits the registry has made over the
 // life of the data directory: the generation of the latest one.
 func (r *Registry) Generation() uint64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	return r.last
 }
 
@@ -370,8 +370,8 @@ func (r *Registry) Generation() uint64 {
 // id was never issued. Tables compare it with the generation at which
 // they last dropped state (Table.Check).
 func (r *Registry) InitGeneration(id uint64) (uint64, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	if reg, ok := r.ids[id]; ok {
 		return reg.generation, true
 	}
@@ -389,8 +389,8 @@ func (r *Registry) ReserveIDs(through uint64) {
 
 // Names returns how many names the registry holds.
 func (r *Registry) Names() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	return len(r.names)
 }
 

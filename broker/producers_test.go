@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ironbus/ironbus/internal/crashtest"
 	"github.com/ironbus/ironbus/producer"
@@ -407,5 +408,46 @@ func TestProducerIdleStopWritesNothing(t *testing.T) {
 	}
 	if len(writes) > 0 {
 		t.Fatalf("an idle open and stop wrote %v", writes)
+	}
+}
+
+// TestProducerIdleExpiryOnBrokerTime: a producer idle past the expiry on
+// the broker's monotonic clock answers expired; after a new ProducerInit
+// it starts afresh once the snapshot holding the drop is written.
+func TestProducerIdleExpiryOnBrokerTime(t *testing.T) {
+	clock := &manualMonotonic{}
+	cfg := producerTestConfig(vfs.NewMemFS())
+	cfg.Clock = clock
+	cfg.Producers.IdleExpiry = time.Minute
+	b, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	a, _, _ := b.InitProducer("a")
+	p := partitionOf(t, b, "s", 0)
+	if _, _, err := appendIdempotent(t, p, a.ID, 0, 2, 10); err != nil {
+		t.Fatal(err)
+	}
+	clock.advance(time.Minute + time.Second)
+	if _, _, err := appendIdempotent(t, p, a.ID, 2, 1, 10); !errors.Is(err, producer.ErrExpired) {
+		t.Fatalf("after the idle expiry: %v", err)
+	}
+	if stats := b.ProducerStats(); stats.Expired != 1 || stats.ExpiredAnswers != 1 || stats.Names != 1 {
+		t.Fatalf("stats %+v", stats)
+	}
+	if _, positions, _ := b.InitProducer("a"); len(positions) != 0 {
+		t.Fatalf("positions after the expiry: %v", positions)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, verdict, err := appendIdempotent(t, p, a.ID, 0, 1, 10)
+		if err == nil && !verdict.Duplicate {
+			break
+		}
+		if !errors.Is(err, producer.ErrExpired) || time.Now().After(deadline) {
+			t.Fatalf("a new incarnation after the drop's snapshot: %+v %v", verdict, err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

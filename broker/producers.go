@@ -258,7 +258,7 @@ func (b *Broker) servedPartition(log segment.LogID) *Partition {
 // snapshotProducersIfChanged is snapshotProducers at a stop: skipped when
 // the snapshot on disk already covers the log's end and every drop.
 func (b *Broker) snapshotProducersIfChanged(p *Partition) error {
-	if p.log == nil || p.producers == nil {
+	if p.log == nil || p.producers == nil || p.log.Err() != nil {
 		return nil
 	}
 	p.checkMu.Lock()
@@ -277,8 +277,8 @@ func (b *Broker) snapshotProducersIfChanged(p *Partition) error {
 // record the table reflects is durable (waiting up to wait), and then
 // tells the table which drops are on disk.
 func (b *Broker) snapshotProducers(p *Partition, wait time.Duration) error {
-	if p.log == nil || p.producers == nil {
-		return nil
+	if p.log == nil || p.producers == nil || p.log.Err() != nil {
+		return nil // a frozen log takes no appends: its files stay as they are
 	}
 	b.producers.snapshotMu.Lock()
 	defer b.producers.snapshotMu.Unlock()

@@ -101,12 +101,12 @@ func (c Config) registerProducerMemory(budget *arena.Budget) {
 		int64(c.MaxStreams)*int64(p.MaxStates)*int64(producerStateCost+p.RingBatches*producerRingBatchCost))
 }
 
-// ProducerPosition is where a producer stands on one partition: the
-// sequence the partition expects from it next.
+// ProducerPosition is where a producer's sequence stands on one
+// partition: the sequence the partition expects from it next.
 type ProducerPosition struct {
-	Stream    string
-	Partition uint32
-	Next      uint64
+	Stream       string
+	Partition    uint32
+	NextSequence uint64
 }
 
 // ProducerStats sums the producer tables of every partition.
@@ -478,7 +478,7 @@ func (b *Broker) producerPositions(id uint64) []ProducerPosition {
 					continue
 				}
 			}
-			positions = append(positions, ProducerPosition{Stream: s.settings.Name, Partition: uint32(i), Next: next})
+			positions = append(positions, ProducerPosition{Stream: s.settings.Name, Partition: uint32(i), NextSequence: next})
 			if len(positions) == MaxProducerPositions {
 				return positions
 			}

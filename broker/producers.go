@@ -53,11 +53,11 @@ const (
 
 // Memory of producer state, upper estimates: a table's state (struct, map
 // slot, list links) plus its ring, and a registry name at full length
-// with its two map slots.
+// (producer.MaxNameBytes) with its entry and two map slots.
 const (
 	producerStateCost     = 128
 	producerRingBatchCost = 24
-	producerNameCost      = 320
+	producerNameCost      = producer.MaxNameBytes + 208
 )
 
 // ProducerConfig bounds the producer registry and tables (zero fields:
@@ -96,7 +96,7 @@ func (c ProducerConfig) withDefaults() ProducerConfig {
 // registerProducerMemory adds the registry and the tables to budget.
 func (c Config) registerProducerMemory(budget *arena.Budget) {
 	p := c.Producers.withDefaults()
-	budget.Register("producer registry", "producer names × 320 B", int64(p.MaxNames)*producerNameCost)
+	budget.Register("producer registry", "producer names × 720 B", int64(p.MaxNames)*producerNameCost)
 	budget.Register("producer tables", "--max-streams × producer states × (128 B + ring batches × 24 B)",
 		int64(c.MaxStreams)*int64(p.MaxStates)*int64(producerStateCost+p.RingBatches*producerRingBatchCost))
 }

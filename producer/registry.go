@@ -8,8 +8,6 @@ import (
 	"path"
 	"sort"
 	"sync"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/segment/vfs"
@@ -40,12 +38,13 @@ const (
 	registryMaxEntryBody = registryBodyFixed + MaxNameBytes
 )
 
-// MaxNameBytes bounds a producer name.
-const MaxNameBytes = 128
+// MaxNameBytes bounds a producer name: room for a client's name (128
+// bytes on the wire) scoped by an identity's name (256) and a separator.
+const MaxNameBytes = 512
 
 // DefaultMaxNames is the registry's name cap when RegistryOptions leaves
 // it zero.
-const DefaultMaxNames = 4096
+const DefaultMaxNames = 1024
 
 // ErrRegistryFull refuses a new name once the registry holds MaxNames.
 var ErrRegistryFull = errors.New("producer: registry full")
@@ -62,8 +61,9 @@ var ErrEpochsExhausted = errors.New("producer: epochs exhausted")
 type RegistryOptions struct {
 	// MaxNames caps the names the registry holds (DefaultMaxNames when
 	// zero). Names are kept for the life of the data directory, so the
-	// cap bounds both the registry's memory (about 200 B per name with a
-	// full-length name) and its file (at most twice the live entries).
+	// cap bounds both the registry's memory (at most about 720 B per name,
+	// with a full-length name) and its file (at most twice the live
+	// entries).
 	MaxNames int
 }
 
@@ -235,21 +235,15 @@ func appendEntry(dst []byte, entry registration) []byte {
 	return dst
 }
 
-// validateName accepts 1 to MaxNameBytes of UTF-8 without control
-// characters: a name is printed in logs and tools.
+// validateName accepts 1 to MaxNameBytes of any bytes: a name is an
+// opaque key, which the broker may compose (an account, a separator, the
+// name a client chose).
 func validateName(name []byte) error {
 	switch {
 	case len(name) == 0:
 		return fmt.Errorf("%w: empty", ErrInvalidName)
 	case len(name) > MaxNameBytes:
 		return fmt.Errorf("%w: %d bytes (maximum %d)", ErrInvalidName, len(name), MaxNameBytes)
-	case !utf8.Valid(name):
-		return fmt.Errorf("%w: not UTF-8", ErrInvalidName)
-	}
-	for _, c := range string(name) {
-		if unicode.IsControl(c) {
-			return fmt.Errorf("%w: control character %U", ErrInvalidName, c)
-		}
 	}
 	return nil
 }

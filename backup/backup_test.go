@@ -16,6 +16,7 @@ import (
 
 	"github.com/ironbus/ironbus/broker/catalog"
 	"github.com/ironbus/ironbus/brokertime"
+	"github.com/ironbus/ironbus/producer"
 	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/vfs"
@@ -295,7 +296,11 @@ func TestBackupCarriesTheBrokerMetadata(t *testing.T) {
 	base := t.TempDir()
 	source := filepath.Join(base, "data")
 	liveDir(t, source, 10)
-	files := map[string]string{"streams.json": `{"catalog":"current"}`, "streams.json.prev": `{"catalog":"previous"}`, "wallclock": "high-water"}
+	if !slices.Contains(metadataFiles, producer.RegistryFileName) {
+		t.Fatalf("the backup's metadata files %v miss the producer registry %q", metadataFiles, producer.RegistryFileName)
+	}
+	files := map[string]string{"streams.json": `{"catalog":"current"}`, "streams.json.prev": `{"catalog":"previous"}`, "wallclock": "high-water",
+		"producers.log": "registry"}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(source, name), []byte(content), 0o600); err != nil {
 			t.Fatal(err)

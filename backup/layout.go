@@ -27,13 +27,13 @@ const (
 
 // metadataFiles are the broker's small top-level files a restore needs
 // besides the logs: the stream catalog (partitions, retention bounds,
-// subject bindings) with its previous copy, the wall-clock high-water
-// and the broker clock's floor. Without the catalog a restored broker
-// would adopt its streams with default settings and no bindings. The
-// names are the broker's (broker/catalog, broker/wallclock.go,
-// brokertime); the backup does not import the broker, so a test pins
-// them.
-var metadataFiles = []string{"streams.json", "streams.json.prev", "wallclock", "clock"}
+// subject bindings) with its previous copy, the wall-clock high-water,
+// the broker clock's floor and the producer registry (names, ids,
+// epochs). Without the catalog a restored broker would adopt its streams
+// with default settings and no bindings. The names are the broker's
+// (broker/catalog, broker/wallclock.go, brokertime, producer); the
+// backup does not import the broker, so a test pins them.
+var metadataFiles = []string{"streams.json", "streams.json.prev", "wallclock", "clock", "producers.log"}
 
 // logLocation names one log of a data directory tree.
 type logLocation struct {

@@ -60,6 +60,7 @@ type Broker struct {
 	closeOnce     sync.Once
 
 	retention retentionState // retention and the disk budget (retention_pass.go)
+	producers *producerState // the producer registry and table snapshots (producers.go)
 	// Observability (observe.go, metrics.go): read at scrape time only.
 	started     time.Time
 	heartbeat   atomic.Int64 // when the flusher last turned, nanoseconds after started
@@ -87,16 +88,19 @@ func Open(cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Every seal starts a retention pass: a log just grew by a segment.
+	// Every seal starts a retention pass (a log just grew by a segment)
+	// and a snapshot of the log's producer table.
 	nudge := make(chan struct{}, 1)
-	cfg.Storage.OnSeal = func(segment.LogID) {
+	producers := newProducerState()
+	cfg.Storage.OnSeal = func(log segment.LogID) {
+		producers.markDue(log)
 		select {
 		case nudge <- struct{}{}:
 		default:
 		}
 	}
 	b := &Broker{streams: map[string]*Stream{}, groups: map[groupKey]*Group{}, started: time.Now(),
-		stop: make(chan struct{}), flushed: make(chan struct{}), checkpointDue: make(chan struct{}, 1)}
+		stop: make(chan struct{}), flushed: make(chan struct{}), checkpointDue: make(chan struct{}, 1), producers: producers}
 	b.metrics = newMetrics(b)
 	if err := registerCollectors(b.metrics.registry, cfg.Collectors); err != nil {
 		return nil, err
@@ -112,7 +116,13 @@ func Open(cfg Config) (*Broker, error) {
 		_ = dir.Close()
 		return nil, err
 	}
+	if err := b.openProducers(); err != nil {
+		_ = b.clock.Close()
+		_ = dir.Close()
+		return nil, err
+	}
 	if err := b.openStreams(); err != nil {
+		b.stopProducers()
 		_ = b.clock.Close()
 		_ = dir.Close()
 		return nil, err
@@ -168,6 +178,9 @@ func (b *Broker) Close() error {
 		}
 		for _, s := range b.streamList() {
 			b.closeWindows(s)
+		}
+		if cerr := b.closeProducers(); cerr != nil && err == nil {
+			err = cerr
 		}
 		if cerr := b.clock.Close(); cerr != nil && err == nil {
 			err = cerr

@@ -123,6 +123,10 @@ type Config struct {
 	// DedupMaxIDs caps the message ids each partition of a stream with
 	// a dedup window remembers (dedup.DefaultMaxIDs when zero).
 	DedupMaxIDs int
+
+	// Producers bounds the idempotent producers' registry and tables
+	// (producers.go).
+	Producers ProducerConfig
 }
 
 // Retention defaults.

@@ -58,6 +58,7 @@ func (c Config) RegisterMemory(budget *arena.Budget) error {
 		int64(c.MaxStreams)*dedup.MemoryBytes(c.DedupMaxIDs))
 	budget.Register("consumer group leases", "--max-groups × --max-in-flight × 384 B",
 		int64(c.MaxGroups)*int64(c.MaxInFlight)*leaseCost)
+	c.registerProducerMemory(budget)
 	return nil
 }
 

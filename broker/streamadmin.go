@@ -149,6 +149,12 @@ func (b *Broker) PurgeStream(ctx context.Context, name string) (StreamInfo, []Bi
 		}
 		end, err := l.SealActive(ctx)
 		if err == nil {
+			// The producers' state outlives the records: the snapshot
+			// covers them before they go (producers.go).
+			if serr := b.snapshotProducers(&served.partitions[p], producerCloseWait); serr != nil {
+				b.cfg.Logger.Warn("producer snapshot not written before a purge; its producers will answer expired after a restart",
+					"log", fmt.Sprintf("%s/%d", name, p), "error", serr.Error())
+			}
 			_, err = l.DeleteBefore(end)
 		}
 		if err != nil {

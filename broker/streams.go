@@ -29,6 +29,9 @@ func (b *Broker) newStream(settings catalog.Stream, logs []*segment.Log) *Stream
 	s := &Stream{settings: settings, logs: logs, partitions: make([]Partition, len(logs))}
 	for p, l := range logs {
 		s.partitions[p] = Partition{broker: b, log: l, stream: settings.Name, owner: settings.Owner, index: uint32(p)}
+		if l != nil {
+			s.partitions[p].producers = b.producerTable(l)
+		}
 	}
 	b.openWindows(s)
 	return s

@@ -21,6 +21,13 @@ const maxConnectionProducers = 64
 func (s *session) recordCheck(p *wire.Produce, view *record.View) (broker.Check, bool, *wire.Error) {
 	var c broker.Check
 	o := &p.Options
+	if view.HasProducer && !o.Idempotent {
+		// Stored unchecked, the id and sequence would still be replayed
+		// into the producer table at recovery: another client could move
+		// a real producer's sequence, and the rebuilt table would differ
+		// from the live one.
+		return c, false, wire.NewError(wire.CodeInvalidRequest, "a record body carrying a producer id and sequence must be sent with the producer option (ProducerInit first)")
+	}
 	if o.Idempotent {
 		if !view.HasProducer {
 			return c, false, wire.NewError(wire.CodeInvalidRequest, "an idempotent record's body carries no producer id and sequence")

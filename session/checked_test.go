@@ -147,3 +147,52 @@ func TestMessageIDInsideTheWindowIsStoredOnce(t *testing.T) {
 		t.Fatalf("%d records stored, want 2", end)
 	}
 }
+
+func TestIdempotentProducerOnTheWire(t *testing.T) {
+	addr, b := testBroker(t, testConfig{})
+	c := dialRaw(t, addr)
+	c.handshake()
+	c.send(1, &wire.ProducerInit{Name: []byte("sensor")})
+	frame := c.read()
+	info, err := wire.DecodeProducerInfo(frame.Body)
+	if frame.Type != wire.TypeProducerInfo || err != nil || info.ID == 0 || info.Epoch == 0 {
+		t.Fatalf("ProducerInit answered %v %+v %v", frame.Type, info, err)
+	}
+	send := func(c *rawClient, id uint32, seq uint64, epoch uint32) {
+		body, _ := record.AppendBody(nil, record.Body{Payload: []byte("x"), HasProducer: true, ProducerID: info.ID, Sequence: seq})
+		c.send(id, &wire.Produce{Stream: []byte("orders"), BodyCRC: record.Checksum(body), Body: body,
+			Options: wire.ProduceOptions{Idempotent: true, Epoch: epoch}})
+	}
+	send(c, 2, 0, info.Epoch)
+	send(c, 3, 1, info.Epoch)
+	send(c, 4, 1, info.Epoch) // a resend in the same run
+	expectAck(t, c.read(), 2, 0, 0)
+	expectAck(t, c.read(), 3, 1, 0)
+	expectAck(t, c.read(), 4, 1, wire.AckDuplicate)
+	send(c, 5, 0, info.Epoch) // a resend later
+	expectAck(t, c.read(), 5, 0, wire.AckDuplicate)
+	send(c, 6, 5, info.Epoch) // a gap
+	if e := expectError(t, c.read(), 6, wire.CodeSequenceGap); !e.HasValue || e.Value != 2 {
+		t.Fatalf("the gap must name sequence 2: %+v", e)
+	}
+	// A new incarnation on another connection fences this one and
+	// resumes from the position the broker reports.
+	d := dialRaw(t, addr)
+	d.handshake()
+	d.send(1, &wire.ProducerInit{Name: []byte("sensor")})
+	again, err := wire.DecodeProducerInfo(d.read().Body)
+	if err != nil || again.ID != info.ID || again.Epoch <= info.Epoch || len(again.Positions) != 1 || again.Positions[0].NextSequence != 2 {
+		t.Fatalf("second incarnation: %+v %v", again, err)
+	}
+	send(c, 7, 2, info.Epoch)
+	expectError(t, c.read(), 7, wire.CodeProducerFenced)
+	send(d, 2, 2, again.Epoch)
+	expectAck(t, d.read(), 2, 2, 0)
+	if end := testLog(t, b, "orders", 0).NextOffset(); end != 3 {
+		t.Fatalf("%d records stored, want 3", end)
+	}
+	// A producer id in a body without the producer option is refused.
+	body, _ := record.AppendBody(nil, record.Body{Payload: []byte("x"), HasProducer: true, ProducerID: info.ID, Sequence: 3})
+	d.send(3, &wire.Produce{Stream: []byte("orders"), BodyCRC: record.Checksum(body), Body: body})
+	expectError(t, d.read(), 3, wire.CodeInvalidRequest)
+}

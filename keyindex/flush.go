@@ -199,8 +199,8 @@ func (i *Index) commit(wrote, final bool) error {
 		return nil
 	}
 	if wrote {
-		if err := t.file.SyncData(); err != nil {
-			return fmt.Errorf("%w: %w", errSynced, err)
+		if err := t.syncData(); err != nil {
+			return err
 		}
 	}
 	h := t.head

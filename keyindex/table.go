@@ -21,6 +21,8 @@ type fingerprint struct {
 type entry struct {
 	fp   fingerprint
 	last uint64
+	// hops counts the full pages merge has carried the entry past.
+	hops uint32
 }
 
 // table is the on-disk hash table. Its pages are read with ReadAt (the
@@ -40,6 +42,35 @@ type table struct {
 	headerCopy int
 	// pair is the writer's page buffer; readers bring their own.
 	pair [2 * blockSize]byte
+	// dirty has a bit per page written since the last sync: writing such
+	// a page again would overwrite its last synced copy, so the writer
+	// syncs first (K3).
+	dirty []uint64
+}
+
+// syncData makes every page written so far durable.
+func (t *table) syncData() error {
+	if err := t.file.SyncData(); err != nil {
+		return fmt.Errorf("%w: %w", errSynced, err)
+	}
+	clear(t.dirty)
+	return nil
+}
+
+// beforeWrite syncs when page i was written since the last sync, then
+// marks it written.
+func (t *table) beforeWrite(i uint32) error {
+	if t.dirty == nil {
+		t.dirty = make([]uint64, (t.pages+63)/64)
+	}
+	word, bit := i/64, uint64(1)<<(i%64)
+	if t.dirty[word]&bit != 0 {
+		if err := t.syncData(); err != nil {
+			return err
+		}
+	}
+	t.dirty[word] |= bit
+	return nil
 }
 
 // pageOffset is where copy c of page i starts in the file.
@@ -167,24 +198,21 @@ func (t *table) lookup(fp fingerprint, pair []byte) (uint64, bool, error) {
 
 // merge writes entries into the table, each keeping the larger of its
 // stored and new offset, without syncing. It returns the entries that
-// found no room (the table is full along their whole probe path) and how
-// many slots it filled.
+// found no room (every page of the table full along their probe path,
+// which then also proves they are not in it) and how many slots it filled.
 func (t *table) merge(entries []entry) (left []entry, inserted int, err error) {
 	pages := t.pages
+	for n := range entries {
+		entries[n].hops = 0
+	}
 	slices.SortFunc(entries, func(a, b entry) int {
 		return cmp.Compare(home(a.fp.probe, pages), home(b.fp.probe, pages))
 	})
 	var carry []entry
-	// travelled counts how far the carried entries have moved from their
-	// home: past a full lap there is no room for them.
-	var travelled uint32
 	next, page := 0, uint32(0)
 	for next < len(entries) || len(carry) > 0 {
-		switch {
-		case len(carry) == 0:
-			page, travelled = home(entries[next].fp.probe, pages), 0
-		case travelled >= pages:
-			return append(carry, entries[next:]...), inserted, nil
+		if len(carry) == 0 {
+			page = home(entries[next].fp.probe, pages)
 		}
 		batch := carry
 		for next < len(entries) && home(entries[next].fp.probe, pages) == page {
@@ -196,9 +224,18 @@ func (t *table) merge(entries []entry) (left []entry, inserted int, err error) {
 			return nil, inserted, err
 		}
 		inserted += n
-		page, travelled = (page+1)%pages, travelled+1
+		// An entry carried through every page has seen them all full.
+		kept := carry[:0]
+		for _, e := range carry {
+			if e.hops++; e.hops >= pages {
+				left = append(left, e)
+				continue
+			}
+			kept = append(kept, e)
+		}
+		carry, page = kept, (page+1)%pages
 	}
-	return nil, inserted, nil
+	return left, inserted, nil
 }
 
 // mergePage applies batch to page i and writes the result into the page's
@@ -242,6 +279,9 @@ func (t *table) mergePage(i uint32, batch []entry) ([]entry, int, error) {
 		return carry, 0, nil
 	}
 	sealPage(image, i, generation+1, used)
+	if err := t.beforeWrite(i); err != nil {
+		return nil, 0, err
+	}
 	if _, err := t.file.WriteAt(image, pageOffset(i, 1-c)); err != nil {
 		return nil, 0, err
 	}
@@ -306,8 +346,8 @@ func (t *table) grow(pages uint32) (*table, error) {
 	}
 	h := t.head
 	h.pages, h.entries = pages, entries
-	if err := grown.file.SyncData(); err != nil {
-		return fail(fmt.Errorf("%w: %w", errSynced, err))
+	if err := grown.syncData(); err != nil {
+		return fail(err)
 	}
 	if err := grown.writeHeader(h); err != nil {
 		return fail(err)

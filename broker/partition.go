@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/ironbus/ironbus/dedup"
+	"github.com/ironbus/ironbus/keyindex"
 	"github.com/ironbus/ironbus/producer"
 	"github.com/ironbus/ironbus/segment"
 )
@@ -36,6 +37,11 @@ type Partition struct {
 	// are used under checkMu only.
 	producers *producer.Table
 	dedup     *dedup.Window
+	// subjects is the partition's subject index (keyindex.go): the last
+	// offset of each subject, for "expect last subject offset" appends.
+	// Put and Last under checkMu; nil when it did not open (then such
+	// appends are refused).
+	subjects *keyindex.Index
 }
 
 // Owner is the identity that created the partition's stream ("" for

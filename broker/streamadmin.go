@@ -142,6 +142,9 @@ func (b *Broker) PurgeStream(ctx context.Context, name string) (StreamInfo, []Bi
 		}
 		end, err := l.SealActive(ctx)
 		if err == nil {
+			// The subject index keeps the purged records' offsets (see
+			// keyindex.go): it covers them before they go.
+			b.flushSubjectIndexOf(&served.partitions[p])
 			_, err = l.DeleteBefore(end)
 		}
 		if err != nil {
@@ -191,7 +194,9 @@ func (b *Broker) forgetStream(name string) (StreamInfo, []Binding, int, string, 
 		return StreamInfo{}, nil, 0, "", err
 	}
 	before, bindings := b.streamState(served), bindingsOf(b.catalog.Catalog().BindingsOf(name))
-	// The logs close before their directory is renamed.
+	// The logs (and the indexes beside them) close before their
+	// directory is renamed.
+	b.closeSubjectIndexes(served)
 	for _, l := range served.logs {
 		if l != nil {
 			_ = l.Close()

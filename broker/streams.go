@@ -28,6 +28,7 @@ func (b *Broker) newStream(settings catalog.Stream, logs []*segment.Log) *Stream
 	s := &Stream{settings: settings, logs: logs, partitions: make([]Partition, len(logs))}
 	for p, l := range logs {
 		s.partitions[p] = Partition{broker: b, log: l, stream: settings.Name, owner: settings.Owner, index: uint32(p)}
+		b.openSubjectIndex(&s.partitions[p])
 	}
 	return s
 }

@@ -353,6 +353,15 @@ func (i *Index) Durable(end uint64) {
 	i.mu.Unlock()
 }
 
+// Pending reports whether updates wait in memory for the log to become
+// durable (a frozen generation, or updates left out): a flusher then
+// comes back soon rather than at its next tick.
+func (i *Index) Pending() bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return len(i.mu.frozen.entries) > 0 || i.mu.lag.on
+}
+
 // CoversUpTo is the offset the table on disk covers up to (exclusive):
 // every record below it is reflected there. Recovery replays from it.
 func (i *Index) CoversUpTo() uint64 {

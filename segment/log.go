@@ -234,6 +234,10 @@ func (t Ticket) Wait(ctx context.Context) error {
 // ID returns the log's identity.
 func (l *Log) ID() LogID { return l.id }
 
+// Path is the log's directory, where state derived from it (a subject
+// index) is kept beside its segments.
+func (l *Log) Path() string { return l.path }
+
 // Append adds one record whose body the producer framed and checksummed
 // (bodyCRC is the CRC32C of body). It blocks while the staging buffer is
 // full (backpressure) and returns a Ticket that reports when the record is

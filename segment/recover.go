@@ -137,7 +137,7 @@ func (r *recovery) list() error {
 			}
 			continue
 		}
-		if !strings.HasSuffix(name, prepareSuffix) && name != checkpointDirName {
+		if !strings.HasSuffix(name, prepareSuffix) && name != checkpointDirName && name != KeyIndexDirName {
 			l.opts.Logger.Warn("unknown file in log directory, left alone", "log", l.id.String(), "file", name)
 		}
 	}

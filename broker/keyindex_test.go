@@ -1,0 +1,223 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"path"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ironbus/ironbus/record"
+	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/segment/vfs"
+)
+
+// publishSubject appends one record of subject to part the way the
+// append path does (staged and Put under checkMu) and waits until it is
+// durable.
+func publishSubject(t testing.TB, part *Partition, subject string) uint64 {
+	t.Helper()
+	body, err := record.AppendBody(nil, record.Body{Subject: []byte(subject), Payload: []byte("state")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part.checkMu.Lock()
+	ticket, err := part.Append(context.Background(), [][]byte{body}, []uint32{record.Checksum(body)}, record.FrameSize(len(body)))
+	if err == nil && part.subjects != nil {
+		part.subjects.Put([]byte(subject), ticket.First)
+	}
+	part.checkMu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-ticket.Done()
+	if err := ticket.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return ticket.First
+}
+
+// wantLast checks the subject index's answer for subject.
+func wantLast(t testing.TB, part *Partition, subject string, offset uint64, found bool) {
+	t.Helper()
+	if part.subjects == nil {
+		t.Fatal("the partition has no subject index")
+	}
+	got, ok, err := part.subjects.Last([]byte(subject))
+	if err != nil || ok != found || ok && got != offset {
+		t.Fatalf("Last(%q) = %d, %v, %v; want %d, %v", subject, got, ok, err, offset, found)
+	}
+}
+
+// syncBuffer is a log sink safe for the broker's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+func openLogged(t *testing.T, cfg Config) (*Broker, *syncBuffer) {
+	t.Helper()
+	sink := &syncBuffer{}
+	cfg.Logger = slog.New(slog.NewTextHandler(sink, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	b, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, sink
+}
+
+// TestSubjectIndexAcrossRestarts: the index answers the last offset of
+// each subject before and after a clean restart and after a restart whose
+// index directory was deleted (rebuilt from the log); the directory
+// beside the segments troubles neither recovery nor the stream list.
+func TestSubjectIndexAcrossRestarts(t *testing.T) {
+	dir := t.TempDir()
+	b, sink := openLogged(t, Config{DataDir: dir})
+	createTestStream(t, b, "state", 2)
+	part := partitionOf(t, b, "state", 1)
+	wantLast(t, part, "device.1", 0, false)
+	first := publishSubject(t, part, "device.1")
+	publishSubject(t, part, "device.2")
+	last := publishSubject(t, part, "device.1")
+	wantLast(t, part, "device.1", last, true)
+	b.Drain()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for round, remove := range []bool{false, true} {
+		if remove {
+			if err := removeAll(vfs.OS{}, path.Join(dir, "streams", "state", "1", segment.KeyIndexDirName)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, sink = openLogged(t, Config{DataDir: dir})
+		part = partitionOf(t, b, "state", 1)
+		wantLast(t, part, "device.1", last, true)
+		wantLast(t, part, "device.2", first+1, true)
+		wantLast(t, partitionOf(t, b, "state", 0), "device.1", 0, false)
+		if logged := sink.String(); strings.Contains(logged, "unknown file") || strings.Contains(logged, "adopted") {
+			t.Fatalf("round %d: the index directory was taken for something else:\n%s", round, logged)
+		}
+		if remove != strings.Contains(sink.String(), "subject index rebuilt") {
+			t.Fatalf("round %d: rebuilt logged %v, index removed %v", round, !remove, remove)
+		}
+		if len(b.Streams()) != 1 {
+			t.Fatalf("round %d: streams %+v", round, b.Streams())
+		}
+		b.Drain()
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// removeAll deletes a directory tree.
+func removeAll(fsys vfs.FS, dir string) error {
+	names, err := fsys.List(dir)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if err := fsys.Remove(path.Join(dir, name)); err != nil {
+			return err
+		}
+	}
+	return fsys.Remove(dir)
+}
+
+// TestPurgeKeepsSubjectOffsets: a purge drops the records but not their
+// place in the log's history: the index answers the purged last offsets
+// (so a create-only append after a purge fails), across a restart too.
+func TestPurgeKeepsSubjectOffsets(t *testing.T) {
+	dir := t.TempDir()
+	b := openOnce(t, dir)
+	part := partitionOf(t, b, "state", 0)
+	publishSubject(t, part, "a")
+	last := publishSubject(t, part, "a")
+	if _, _, err := b.PurgeStream(context.Background(), "state"); err != nil {
+		t.Fatal(err)
+	}
+	part = partitionOf(t, b, "state", 0)
+	wantLast(t, part, "a", last, true)
+	next := publishSubject(t, part, "b")
+	wantLast(t, part, "b", next, true)
+	b.Drain()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = openOnce(t, dir)
+	defer b.Close()
+	part = partitionOf(t, b, "state", 0)
+	wantLast(t, part, "a", last, true)
+	wantLast(t, part, "b", next, true)
+}
+
+// TestRemovedStreamForgetsSubjects: removing a stream removes its index
+// with its directory; the stream created again under the name starts
+// with none.
+func TestRemovedStreamForgetsSubjects(t *testing.T) {
+	dir := t.TempDir()
+	b := openOnce(t, dir)
+	defer b.Close()
+	publishSubject(t, partitionOf(t, b, "state", 0), "a")
+	if _, _, err := b.RemoveStream("state"); err != nil {
+		t.Fatal(err)
+	}
+	if names, _ := (vfs.OS{}).List(path.Join(dir, "streams")); len(names) != 0 {
+		t.Fatalf("left in streams/: %v", names)
+	}
+	wantLast(t, partitionOf(t, b, "state", 0), "a", 0, false)
+}
+
+// TestSubjectIndexAfterPowerCut: records acknowledged before a power cut
+// are answered after it, whether or not the index was written; the
+// index's files survive as the cut left them.
+func TestSubjectIndexAfterPowerCut(t *testing.T) {
+	for _, flushed := range []bool{false, true} {
+		mem := vfs.NewMemFS()
+		b, err := Open(Config{DataDir: "/data", FS: mem})
+		if err != nil {
+			t.Fatal(err)
+		}
+		part := partitionOf(t, b, "state", 0)
+		last := map[string]uint64{}
+		for n := range 300 {
+			subject := []string{"a", "b", "c", "d", "e"}[n%5] + string(rune('0'+n%7))
+			last[subject] = publishSubject(t, part, subject)
+			if flushed && n == 200 {
+				if err := part.syncSubjectIndex(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		image := mem.CrashClone(vfs.CrashOptions{Seed: 1, KeepUnsynced: 0.5, Reorder: true, Tear: true})
+		b.Drain()
+		_ = b.Close()
+		reopened, err := Open(Config{DataDir: "/data", FS: image})
+		if err != nil {
+			t.Fatal(err)
+		}
+		part = partitionOf(t, reopened, "state", 0)
+		for subject, offset := range last {
+			wantLast(t, part, subject, offset, true)
+		}
+		reopened.Drain()
+		if err := reopened.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -44,6 +44,11 @@ const (
 	// configuration.
 	subjectIndexCapacity    = 95
 	subjectIndexMaxCapacity = 1 << 20
+	// subjectIndexOverlay bounds each partition's in-memory updates: at
+	// most about 2 × 2048 × 110 B + 2048 × 32 B + 8 KiB + 24 KiB ≈ 550 KiB
+	// per partition (keyindex's formula), ≈ 260 KiB typical when full.
+	subjectIndexOverlay     = 2048
+	subjectIndexDroppedBits = 64 << 10
 )
 
 // subjectIndexState is the broker's side of the subject indexes.
@@ -64,6 +69,7 @@ func (b *Broker) openSubjectIndex(p *Partition) {
 	end := p.log.Committed()
 	index, err := keyindex.Open(b.cfg.FS, path.Join(p.log.Path(), segment.KeyIndexDirName), keyindex.Options{
 		Capacity: subjectIndexCapacity, MaxCapacity: subjectIndexMaxCapacity,
+		Overlay: subjectIndexOverlay, DroppedBits: subjectIndexDroppedBits,
 		LogEnd: end, ReadLog: p.readSubjects, FlushDue: b.nudgeSubjectIndexes})
 	if err != nil {
 		b.cfg.Logger.Error("subject index did not open; conditional subject appends are refused on this partition",

@@ -156,12 +156,15 @@ func (i *Index) mergeEntries(entries []entry) error {
 // REQUIRES: i.flushMu held.
 func (i *Index) grow(t *table) (*table, error) {
 	pages := min(2*t.pages, i.maxPages)
-	grown, err := t.grow(pages)
+	grown, lost, err := t.grow(pages)
 	if err != nil {
 		return nil, fmt.Errorf("keyindex: growing to %d pages: %w", pages, err)
 	}
 	i.mu.Lock()
 	i.mu.table = grown
+	// Subjects that found no room are not in the table: a full table
+	// answers ErrFull for them, never "none".
+	i.mu.full = i.mu.full || lost > 0
 	i.mu.Unlock()
 	_ = t.close()
 	return grown, nil

@@ -80,6 +80,15 @@ func pageOffset(i uint32, c int) int64 {
 
 func tableSize(pages uint32) int64 { return pageOffset(pages, 0) }
 
+// maxProbe bounds how many pages from its home an entry may sit, and so
+// how many pages a lookup reads: an entry with no room that close makes
+// the table grow (or, at its maximum, full) rather than probe on.
+const maxProbe = 16
+
+// probeLength is how many pages from home an entry may sit in a table of
+// pages pages.
+func probeLength(pages uint32) uint32 { return min(pages, maxProbe) }
+
 // home is the page a probe hash starts at: a multiply-shift reduction, so
 // any page count works.
 func home(probe uint64, pages uint32) uint32 {
@@ -165,12 +174,12 @@ func (t *table) readPage(i uint32, pair []byte) (int, error) {
 }
 
 // lookup returns the last offset stored for fp, reading pages from its
-// home on until one holds it or has a free slot. pair is the caller's
-// buffer of two blocks.
+// home on until one holds it or has a free slot, at most probeLength.
+// pair is the caller's buffer of two blocks.
 func (t *table) lookup(fp fingerprint, pair []byte) (uint64, bool, error) {
 	pages := t.pages
 	at := home(fp.probe, pages)
-	for range pages {
+	for range probeLength(pages) {
 		c, err := t.readPage(at, pair)
 		if errors.Is(err, ErrCorrupt) {
 			// A read racing two writes of the page by consecutive
@@ -198,8 +207,8 @@ func (t *table) lookup(fp fingerprint, pair []byte) (uint64, bool, error) {
 
 // merge writes entries into the table, each keeping the larger of its
 // stored and new offset, without syncing. It returns the entries that
-// found no room (every page of the table full along their probe path,
-// which then also proves they are not in it) and how many slots it filled.
+// found no room (every page of their probe length full, which also
+// proves they are not in the table) and how many slots it filled.
 func (t *table) merge(entries []entry) (left []entry, inserted int, err error) {
 	pages := t.pages
 	for n := range entries {
@@ -224,10 +233,11 @@ func (t *table) merge(entries []entry) (left []entry, inserted int, err error) {
 			return nil, inserted, err
 		}
 		inserted += n
-		// An entry carried through every page has seen them all full.
+		// An entry carried through its whole probe length has seen every
+		// page it may sit in full.
 		kept := carry[:0]
 		for _, e := range carry {
-			if e.hops++; e.hops >= pages {
+			if e.hops++; e.hops >= probeLength(pages) {
 				left = append(left, e)
 				continue
 			}
@@ -317,28 +327,29 @@ func (t *table) entriesOf(visit func([]entry) error) error {
 }
 
 // grow builds a table of pages pages holding every entry of t, beside it,
-// synced; renames it over t's file; and returns it. The caller closes t
-// once no reader can be using it. A crash leaves either file whole: the old one until the rename
-// is durable, the new one after.
-func (t *table) grow(pages uint32) (*table, error) {
+// synced; renames it over t's file; and returns it with the number of
+// entries that found no room in it (possible only when it is not much
+// larger: the caller then marks it full). The caller closes t once no
+// reader can be using it. A crash leaves either file whole: the old one
+// until the rename is durable, the new one after.
+func (t *table) grow(pages uint32) (*table, int, error) {
 	dir := path.Dir(t.name)
 	temp := path.Join(dir, growFileName)
 	grown, err := createTable(t.fsys, temp, pages, t.head.seed, t.head.covers)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	fail := func(err error) (*table, error) {
+	fail := func(err error) (*table, int, error) {
 		_ = grown.file.Close()
 		_ = t.fsys.Remove(temp)
-		return nil, err
+		return nil, 0, err
 	}
 	var entries uint64
+	lost := 0
 	err = t.entriesOf(func(batch []entry) error {
 		left, inserted, err := grown.merge(batch)
-		if err == nil && len(left) > 0 {
-			err = fmt.Errorf("%w: %d entries found no room growing to %d pages", ErrFull, len(left), pages)
-		}
 		entries += uint64(inserted)
+		lost += len(left)
 		return err
 	})
 	if err != nil {
@@ -358,10 +369,10 @@ func (t *table) grow(pages uint32) (*table, error) {
 	if err := t.fsys.SyncDir(dir); err != nil {
 		// The rename may or may not be durable; either file is whole.
 		_ = grown.file.Close()
-		return nil, fmt.Errorf("%w: %w", errSynced, err)
+		return nil, 0, fmt.Errorf("%w: %w", errSynced, err)
 	}
 	grown.name = t.name
-	return grown, nil
+	return grown, lost, nil
 }
 
 func (t *table) close() error { return t.file.Close() }

@@ -301,7 +301,8 @@ func (i *Index) putLocked(fp fingerprint, offset uint64) (stored, due bool) {
 	active := &i.mu.active
 	if last, ok := active.entries[fp]; ok {
 		active.entries[fp] = max(last, offset)
-		active.last = max(active.last, offset)
+		// first bounds CoversUpTo: an out-of-order Put lowers it.
+		active.first, active.last = min(active.first, offset), max(active.last, offset)
 		return true, false
 	}
 	if len(active.entries) >= i.opts.Overlay {
@@ -312,7 +313,7 @@ func (i *Index) putLocked(fp fingerprint, offset uint64) (stored, due bool) {
 		i.freezeLocked()
 		due = true
 	}
-	if len(active.entries) == 0 {
+	if len(active.entries) == 0 || offset < active.first {
 		active.first = offset
 	}
 	active.entries[fp] = offset
@@ -330,9 +331,9 @@ func (i *Index) freezeLocked() {
 // REQUIRES: i.mu held.
 func (i *Index) dropLocked(fp fingerprint, offset uint64) {
 	if !i.mu.lag.on {
-		i.mu.lag.on, i.mu.lag.from = true, offset
+		i.mu.lag.on, i.mu.lag.from, i.mu.lag.to = true, offset, offset
 	}
-	i.mu.lag.to = max(i.mu.lag.to, offset)
+	i.mu.lag.from, i.mu.lag.to = min(i.mu.lag.from, offset), max(i.mu.lag.to, offset)
 	bit := fp.check % uint64(len(i.mu.dropped)*64)
 	i.mu.dropped[bit/64] |= 1 << (bit % 64)
 }

@@ -60,9 +60,11 @@ type subjectIndexState struct {
 // openSubjectIndex opens p's subject index and replays its log from where
 // the index's file stops covering it. A failure is logged and leaves
 // p.subjects nil: the partition then serves everything but conditional
-// subject appends.
+// subject appends. A log that opened frozen takes no appends and gets no
+// index: its directory is left exactly as found (a newer format, a loss
+// above the caps, waiting for `ironbus repair`).
 func (b *Broker) openSubjectIndex(p *Partition) {
-	if p.log == nil || b.cfg.Storage.ReadOnly {
+	if p.log == nil || b.cfg.Storage.ReadOnly || p.log.Err() != nil {
 		return
 	}
 	logName := fmt.Sprintf("%s/%d", p.stream, p.index)

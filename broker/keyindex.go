@@ -237,7 +237,8 @@ func (b *Broker) stopSubjectIndexes() {
 }
 
 // flushSubjectIndexOf writes p's subject index up to its committed mark:
-// before a purge deletes records, so the index covers them first. A
+// before a purge or retention deletes records, so the index covers them
+// first. A
 // failure is logged, not returned: an index that cannot write refuses to
 // answer, so the purge itself is safe.
 func (b *Broker) flushSubjectIndexOf(p *Partition) {
@@ -245,6 +246,24 @@ func (b *Broker) flushSubjectIndexOf(p *Partition) {
 		return
 	}
 	if err := p.syncSubjectIndex(); err != nil {
-		b.cfg.Logger.Warn("subject index flush before a purge failed", "log", fmt.Sprintf("%s/%d", p.stream, p.index), "error", err.Error())
+		b.cfg.Logger.Warn("subject index flush before records are deleted failed", "log", fmt.Sprintf("%s/%d", p.stream, p.index), "error", err.Error())
+	}
+}
+
+// coverBeforeDelete writes a stream partition's subject index when it does
+// not yet cover the records a retention pass is about to delete (below
+// end): the replay after a crash must find in the log every record the
+// index does not cover. REQUIRES: passMu held (logsMu comes after it).
+func (b *Broker) coverBeforeDelete(ref logRef, end uint64) {
+	if ref.deadLetters {
+		return
+	}
+	served, ok := b.existingStream(ref.stream)
+	if !ok || ref.partition >= uint32(len(served.partitions)) {
+		return
+	}
+	p := &served.partitions[ref.partition]
+	if p.subjects != nil && p.subjects.CoversUpTo() < end {
+		b.flushSubjectIndexOf(p)
 	}
 }

@@ -19,7 +19,13 @@ import (
 // durable.
 func publishSubject(t testing.TB, part *Partition, subject string) uint64 {
 	t.Helper()
-	body, err := record.AppendBody(nil, record.Body{Subject: []byte(subject), Payload: []byte("state")})
+	return publishSized(t, part, subject, 5)
+}
+
+// publishSized is publishSubject with a payload of size bytes.
+func publishSized(t testing.TB, part *Partition, subject string, size int) uint64 {
+	t.Helper()
+	body, err := record.AppendBody(nil, record.Body{Subject: []byte(subject), Payload: make([]byte, size)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,5 +225,41 @@ func TestSubjectIndexAfterPowerCut(t *testing.T) {
 		if err := reopened.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestRetentionKeepsSubjectOffsets: retention deleting a subject's last
+// record does not forget it; the index covered the deleted records
+// before they went, so a restart needs none of them.
+func TestRetentionKeepsSubjectOffsets(t *testing.T) {
+	dir := t.TempDir()
+	clocks := newClocks()
+	b := openRetentionBroker(t, Config{DataDir: dir, Retention: RetentionConfig{Stream: StreamRetention{MaxRecords: 40}}}, clocks)
+	part := partitionOf(t, b, "state", 0)
+	old := publishSized(t, part, "rarely.updated", 4<<10)
+	var last uint64
+	for range 120 {
+		last = publishSized(t, part, "often.updated", 4<<10)
+	}
+	b.retentionPass()
+	first := part.Log().FirstOffset()
+	if first <= old {
+		t.Fatalf("retention kept offset %d (first %d)", old, first)
+	}
+	if covers := part.subjects.CoversUpTo(); covers < first {
+		t.Fatalf("the index covers up to %d, below the first retained offset %d", covers, first)
+	}
+	wantLast(t, part, "rarely.updated", old, true)
+	b.Drain()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, sink := openLogged(t, Config{DataDir: dir, Storage: segment.Options{SegmentSize: segment.MinSegmentSize}})
+	defer b.Close()
+	part = partitionOf(t, b, "state", 0)
+	wantLast(t, part, "rarely.updated", old, true)
+	wantLast(t, part, "often.updated", last, true)
+	if strings.Contains(sink.String(), "did not cover") {
+		t.Fatalf("the index lost records to retention:\n%s", sink.String())
 	}
 }

@@ -44,12 +44,20 @@ const (
 	// configuration.
 	subjectIndexCapacity    = 95
 	subjectIndexMaxCapacity = 1 << 20
-	// subjectIndexOverlay bounds each partition's in-memory updates: at
-	// most about 2 × 2048 × 110 B + 2048 × 32 B + 8 KiB + 24 KiB ≈ 550 KiB
-	// per partition (keyindex's formula), ≈ 260 KiB typical when full.
-	subjectIndexOverlay     = 2048
-	subjectIndexDroppedBits = 64 << 10
+	// subjectIndexOverlay and subjectIndexDroppedBits bound each
+	// partition's in-memory updates (keyindex.MemoryBound): 2 × 512 ×
+	// 110 B + 512 × 32 B + 1 KiB + 40 KiB ≈ 170 KiB per log at most,
+	// counted in the RAM budget (memory.go).
+	subjectIndexOverlay     = 512
+	subjectIndexDroppedBits = 8 << 10
 )
+
+// subjectIndexOptions are the options of every partition's index but
+// those tied to the partition.
+func subjectIndexOptions() keyindex.Options {
+	return keyindex.Options{Capacity: subjectIndexCapacity, MaxCapacity: subjectIndexMaxCapacity,
+		Overlay: subjectIndexOverlay, DroppedBits: subjectIndexDroppedBits}
+}
 
 // subjectIndexState is the broker's side of the subject indexes.
 type subjectIndexState struct {
@@ -69,10 +77,9 @@ func (b *Broker) openSubjectIndex(p *Partition) {
 	}
 	logName := fmt.Sprintf("%s/%d", p.stream, p.index)
 	end := p.log.Committed()
-	index, err := keyindex.Open(b.cfg.FS, path.Join(p.log.Path(), segment.KeyIndexDirName), keyindex.Options{
-		Capacity: subjectIndexCapacity, MaxCapacity: subjectIndexMaxCapacity,
-		Overlay: subjectIndexOverlay, DroppedBits: subjectIndexDroppedBits,
-		LogEnd: end, ReadLog: p.readSubjects, FlushDue: b.nudgeSubjectIndexes})
+	opts := subjectIndexOptions()
+	opts.LogEnd, opts.ReadLog, opts.FlushDue = end, p.readSubjects, b.nudgeSubjectIndexes
+	index, err := keyindex.Open(b.cfg.FS, path.Join(p.log.Path(), segment.KeyIndexDirName), opts)
 	if err != nil {
 		b.cfg.Logger.Error("subject index did not open; conditional subject appends are refused on this partition",
 			"log", logName, "error", err.Error())

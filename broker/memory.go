@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ironbus/ironbus/arena"
+	"github.com/ironbus/ironbus/keyindex"
 	"github.com/ironbus/ironbus/segment"
 )
 
@@ -55,6 +56,8 @@ func (c Config) RegisterMemory(budget *arena.Budget) error {
 		int64(c.MaxStreams)*summaryBytes(c.Storage.SegmentSize, c.Storage.MaxOpenSegments))
 	budget.Register("consumer group leases", "--max-groups × --max-in-flight × 384 B",
 		int64(c.MaxGroups)*int64(c.MaxInFlight)*leaseCost)
+	budget.Register("subject indexes", "--max-streams × 170 KiB (keyindex.MemoryBound)",
+		int64(c.MaxStreams)*keyindex.MemoryBound(subjectIndexOptions()))
 	return nil
 }
 

@@ -42,14 +42,15 @@
 //
 // # Memory (I8)
 //
-// Per index, at most
+// Per index, at most (MemoryBound)
 //
 //	2 × Overlay × 110 B   two generations in Go maps (measured: 53 B an
 //	                      entry live, up to twice that just after a map
 //	                      doubles)
 //	+ Overlay × 32 B      the flusher's merge buffer
 //	+ DroppedBits / 8     the bitmap of left-out subjects
-//	+ 24 KiB              three page buffers (lookups, writer, growth)
+//	+ 40 KiB              page buffers: lookups, the writer, and a growth
+//	                      (a page pair and four pages of entries)
 //
 // With the defaults (Overlay 4096, DroppedBits 65 536) that is under
 // 1.1 MiB, typically about 600 KiB when full. The maps and the buffer

@@ -84,6 +84,25 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// Memory per index (doc.go, "Memory"): the upper bounds MemoryBound adds.
+const (
+	// mapEntryBound is a generation's map entry, measured at 53 B live
+	// and up to twice that just after the map doubles.
+	mapEntryBound = 110
+	// pageBuffers are the lookups' and the writer's page pairs and, while
+	// the table grows, a page pair and growBatchPages pages of entries.
+	pageBuffers = 3*2*blockSize + growBatchPages*slotsPerPage*32
+)
+
+// MemoryBound is the most heap one index holds under opts (I8): two
+// generations of Overlay map entries, the writer's merge buffer of
+// Overlay entries, the dropped-subject bitmap and the page buffers.
+// Nothing in it grows with subjects, records or backlog.
+func MemoryBound(opts Options) int64 {
+	opts = opts.withDefaults()
+	return int64(2*opts.Overlay*mapEntryBound + opts.Overlay*32 + opts.DroppedBits/8 + pageBuffers)
+}
+
 // pagesFor is the page count that holds capacity subjects at the planned
 // load.
 func pagesFor(capacity int) uint32 {

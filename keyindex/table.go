@@ -298,11 +298,14 @@ func (t *table) mergePage(i uint32, batch []entry) ([]entry, int, error) {
 	return carry, inserted, nil
 }
 
+// growBatchPages is how many pages' slots a growth moves at a time.
+const growBatchPages = 4
+
 // entriesOf calls visit with the slots of every page in order, a batch at
 // a time (a page's worth of slots or more); the slice is reused.
 func (t *table) entriesOf(visit func([]entry) error) error {
 	var pair [2 * blockSize]byte
-	batch := make([]entry, 0, 16*slotsPerPage)
+	batch := make([]entry, 0, growBatchPages*slotsPerPage)
 	for i := range t.pages {
 		c, err := t.readPage(i, pair[:])
 		if err != nil {

@@ -82,4 +82,11 @@
 // whose maximum was raised, is replaced by an empty table and rebuilt
 // from the log's retained records; a rebuild cannot know subjects whose
 // every record retention had already removed.
+//
+// The two page copies guard against torn writes, not against media decay:
+// a copy that fails its CRC is taken for a torn write and the other copy
+// used. If the newest copy of a page decays after its header was written,
+// that page answers its previous generation's offsets (older, never a
+// record the log did not hold). Deleting the keyindex directory makes the
+// next open rebuild it from the log.
 package keyindex

@@ -107,6 +107,43 @@ func (b *Broker) openSubjectIndex(p *Partition) {
 	p.subjects = index
 }
 
+// indexSubjects tells p's subject index about a batch just staged at
+// offsets first, first+1, …: each record's subject as its body carries it
+// (record.Subject), which is what a replay from the log reads back, so the
+// two always agree. Records without a subject are skipped. REQUIRES:
+// checkMu held, the batch staged under it (Put's order is offset order).
+func (p *Partition) indexSubjects(bodies [][]byte, first uint64) {
+	if p.subjects == nil {
+		return
+	}
+	for n, body := range bodies {
+		if subject, ok := record.Subject(body); ok && len(subject) > 0 {
+			p.subjects.Put(subject, first+uint64(n))
+		}
+	}
+}
+
+// lastSubjectOffset is the offset of the last record of subject in p, for
+// an "expect last subject offset" append: found is false when p has none.
+// The index may name a record not yet durable (it counts every record
+// assigned). Errors carry an engine kind: ErrBusy in a RetryableError
+// when the index cannot be sure yet (keyindex.ErrFull), ErrStorage when
+// it did not open or failed. REQUIRES: checkMu held.
+func (p *Partition) lastSubjectOffset(subject []byte) (offset uint64, found bool, err error) {
+	if p.subjects == nil {
+		return 0, false, fmt.Errorf("%w: the subject index of %s/%d did not open (see the broker log); conditional subject appends are refused",
+			ErrStorage, p.stream, p.index)
+	}
+	offset, found, err = p.subjects.Last(subject)
+	switch {
+	case err == nil:
+		return offset, found, nil
+	case errors.Is(err, keyindex.ErrFull):
+		return 0, false, &RetryableError{Err: fmt.Errorf("%w: %s/%d: %w", ErrBusy, p.stream, p.index, err), RetryAfter: subjectFlushInterval}
+	}
+	return 0, false, fmt.Errorf("%w: %s/%d: %w", ErrStorage, p.stream, p.index, err)
+}
+
 // readSubjects reads the committed records of p's log in [from, to) and
 // calls visit with the subject of each that has one (keyindex's ReadLog).
 func (p *Partition) readSubjects(from, to uint64, visit func(subject []byte, offset uint64)) error {

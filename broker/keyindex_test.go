@@ -3,6 +3,7 @@ package broker
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"path"
 	"strings"
@@ -31,8 +32,8 @@ func publishSized(t testing.TB, part *Partition, subject string, size int) uint6
 	}
 	part.checkMu.Lock()
 	ticket, err := part.Append(context.Background(), [][]byte{body}, []uint32{record.Checksum(body)}, record.FrameSize(len(body)))
-	if err == nil && part.subjects != nil {
-		part.subjects.Put([]byte(subject), ticket.First)
+	if err == nil {
+		part.indexSubjects([][]byte{body}, ticket.First)
 	}
 	part.checkMu.Unlock()
 	if err != nil {
@@ -48,10 +49,9 @@ func publishSized(t testing.TB, part *Partition, subject string, size int) uint6
 // wantLast checks the subject index's answer for subject.
 func wantLast(t testing.TB, part *Partition, subject string, offset uint64, found bool) {
 	t.Helper()
-	if part.subjects == nil {
-		t.Fatal("the partition has no subject index")
-	}
-	got, ok, err := part.subjects.Last([]byte(subject))
+	part.checkMu.Lock()
+	got, ok, err := part.lastSubjectOffset([]byte(subject))
+	part.checkMu.Unlock()
 	if err != nil || ok != found || ok && got != offset {
 		t.Fatalf("Last(%q) = %d, %v, %v; want %d, %v", subject, got, ok, err, offset, found)
 	}
@@ -262,4 +262,28 @@ func TestRetentionKeepsSubjectOffsets(t *testing.T) {
 	if strings.Contains(sink.String(), "did not cover") {
 		t.Fatalf("the index lost records to retention:\n%s", sink.String())
 	}
+}
+
+// TestLastSubjectOffsetErrors: without an index, an expectation is a
+// storage failure; an index that cannot be sure is a retryable busy.
+func TestLastSubjectOffsetErrors(t *testing.T) {
+	b := openTestBroker(t, Config{})
+	part := partitionOf(t, b, "state", 0)
+	index := part.subjects
+	part.subjects = nil
+	if _, _, err := part.lastSubjectOffset([]byte("a")); !errors.Is(err, ErrStorage) {
+		t.Fatalf("no index: %v", err)
+	}
+	part.subjects = index
+	// A batch of mixed records: one without a subject.
+	bodies := make([][]byte, 3)
+	for n, subject := range []string{"a", "", "b"} {
+		bodies[n], _ = record.AppendBody(nil, record.Body{Subject: []byte(subject), Payload: []byte("x")})
+	}
+	part.checkMu.Lock()
+	part.indexSubjects(bodies, 10)
+	part.checkMu.Unlock()
+	wantLast(t, part, "a", 10, true)
+	wantLast(t, part, "b", 12, true)
+	wantLast(t, part, "", 0, false)
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ironbus/ironbus/keyindex"
 	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/vfs"
@@ -286,4 +287,23 @@ func TestLastSubjectOffsetErrors(t *testing.T) {
 	wantLast(t, part, "a", 10, true)
 	wantLast(t, part, "b", 12, true)
 	wantLast(t, part, "", 0, false)
+
+	// An index whose overlay is full while nothing is durable leaves
+	// updates out: the answer is a retryable busy, not a guess.
+	small, err := keyindex.Open(vfs.NewMemFS(), "/keyindex", keyindex.Options{Overlay: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer small.Close()
+	part.subjects = small
+	defer func() { part.subjects = index }()
+	third, _ := record.AppendBody(nil, record.Body{Subject: []byte("c"), Payload: []byte("x")})
+	part.checkMu.Lock()
+	part.indexSubjects(append(bodies, third), 10)
+	_, _, err = part.lastSubjectOffset([]byte("c"))
+	part.checkMu.Unlock()
+	var retryable *RetryableError
+	if !errors.Is(err, ErrBusy) || !errors.Is(err, keyindex.ErrFull) || !errors.As(err, &retryable) {
+		t.Fatalf("a left-out subject: %v", err)
+	}
 }

@@ -25,13 +25,7 @@ func (p *Partition) TryAppendAtomic(bodies [][]byte, crcs []uint32, frameBytes i
 	if err := p.admitAtomic(bodies, crcs, frameBytes); err != nil {
 		return Ticket{}, err
 	}
-	p.checkMu.Lock()
-	ticket, err := p.log.TryAppendAtomic(bodies, crcs)
-	p.checkMu.Unlock()
-	if err != nil {
-		return Ticket{}, storageError(err)
-	}
-	return Ticket{ticket}, nil
+	return p.stageAndFinish(bodies, crcs, false, true)
 }
 
 // TryCommitAtomic is TryAppendAtomic that, when the log is idle, writes
@@ -40,13 +34,7 @@ func (p *Partition) TryCommitAtomic(bodies [][]byte, crcs []uint32, frameBytes i
 	if err := p.admitAtomic(bodies, crcs, frameBytes); err != nil {
 		return Ticket{}, err
 	}
-	p.checkMu.Lock()
-	ticket, err := p.log.TryCommitAtomic(bodies, crcs)
-	p.checkMu.Unlock()
-	if err != nil {
-		return Ticket{}, storageError(err)
-	}
-	return Ticket{ticket}, nil
+	return p.stageAndFinish(bodies, crcs, true, true)
 }
 
 // AppendAtomic is TryAppendAtomic that waits while the staging buffer is

@@ -61,6 +61,9 @@ type Broker struct {
 
 	retention retentionState // retention and the disk budget (retention_pass.go)
 	producers *producerState // the producer registry and table snapshots (producers.go)
+	// subjectIndexes is the flusher of the partitions' subject indexes
+	// (keyindex.go).
+	subjectIndexes subjectIndexState
 	// Observability (observe.go, metrics.go): read at scrape time only.
 	started     time.Time
 	heartbeat   atomic.Int64 // when the flusher last turned, nanoseconds after started
@@ -129,6 +132,7 @@ func Open(cfg Config) (*Broker, error) {
 	}
 	b.retention.nudge, b.retention.clock = nudge, cfg.Clock
 	b.startRetention(retention)
+	b.startSubjectFlusher()
 	go b.flushCheckpoints()
 	return b, nil
 }
@@ -165,6 +169,7 @@ func (b *Broker) Close() error {
 		b.draining.Store(true)
 		close(b.stop)
 		<-b.flushed
+		b.stopSubjectIndexes()
 		b.stopRetention()
 		b.groupsMu.Lock()
 		for _, served := range b.groups {

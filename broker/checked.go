@@ -157,7 +157,6 @@ func (p *Partition) appendChecked(run *CheckedRun, inline bool) (Ticket, error) 
 		return Ticket{}, storageError(err)
 	}
 	p.checkMu.Lock()
-	defer p.checkMu.Unlock()
 	head := p.log.NextOffset()
 	referenced := p.classify(run, head)
 	if run.Atomic {
@@ -165,15 +164,22 @@ func (p *Partition) appendChecked(run *CheckedRun, inline bool) (Ticket, error) 
 	}
 	var ticket Ticket
 	if len(run.stored) > 0 {
-		ticket.Ticket, err = p.stage(run, inline)
+		var write segment.InlineWrite
+		ticket.Ticket, write, err = p.stageLocked(run.stored, run.storedCRCs, inline, run.Atomic)
+		if err == nil {
+			p.remember(run, ticket.First)
+		}
+		p.checkMu.Unlock()
+		write.Finish()
 		if err != nil {
 			return Ticket{}, storageError(err)
 		}
-		p.remember(run, ticket.First)
 	} else if referenced != NoOffset {
 		ticket.Ticket = p.log.TicketFor(referenced)
+		p.checkMu.Unlock()
 	} else {
 		ticket.Ticket = segment.CompletedTicket()
+		p.checkMu.Unlock()
 	}
 	for i := range run.Outcomes {
 		if o := &run.Outcomes[i]; o.Kind == Stored {
@@ -183,19 +189,6 @@ func (p *Partition) appendChecked(run *CheckedRun, inline bool) (Ticket, error) 
 		}
 	}
 	return ticket, nil
-}
-
-// stage stages the records of a run that passed its checks.
-func (p *Partition) stage(run *CheckedRun, inline bool) (segment.Ticket, error) {
-	switch {
-	case run.Atomic && inline:
-		return p.log.TryCommitAtomic(run.stored, run.storedCRCs)
-	case run.Atomic:
-		return p.log.TryAppendAtomic(run.stored, run.storedCRCs)
-	case inline:
-		return p.log.TryCommitBatch(run.stored, run.storedCRCs)
-	}
-	return p.log.TryAppendBatch(run.stored, run.storedCRCs)
 }
 
 // wholeBatch makes an atomic batch's outcomes all-or-nothing: any refusal
@@ -354,7 +347,11 @@ func (p *Partition) lastOfSubject(run *CheckedRun, subject []byte, head uint64) 
 	if k := run.lastStored(func(o *Check) bool { return bytes.Equal(o.Subject, subject) }); k >= 0 {
 		return head + uint64(k), nil
 	}
-	return p.subjectLast(subject)
+	offset, found, err := p.lastSubjectOffset(subject)
+	if err != nil || !found {
+		return NoOffset, err
+	}
+	return offset, nil
 }
 
 // lastStored returns the index among the stored records of the last one
@@ -379,6 +376,5 @@ func (p *Partition) remember(run *CheckedRun, first uint64) {
 		if c.MessageID != nil && p.dedup != nil {
 			p.dedup.Insert(c.MessageID, offset)
 		}
-		p.subjectPut(c.Subject, offset)
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ironbus/ironbus/arena"
 	"github.com/ironbus/ironbus/dedup"
+	"github.com/ironbus/ironbus/keyindex"
 	"github.com/ironbus/ironbus/segment"
 )
 
@@ -59,6 +60,8 @@ func (c Config) RegisterMemory(budget *arena.Budget) error {
 	budget.Register("consumer group leases", "--max-groups × --max-in-flight × 384 B",
 		int64(c.MaxGroups)*int64(c.MaxInFlight)*leaseCost)
 	c.registerProducerMemory(budget)
+	budget.Register("subject indexes", "--max-streams × 170 KiB (keyindex.MemoryBound)",
+		int64(c.MaxStreams)*keyindex.MemoryBound(subjectIndexOptions()))
 	return nil
 }
 

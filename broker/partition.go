@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/ironbus/ironbus/dedup"
+	"github.com/ironbus/ironbus/keyindex"
 	"github.com/ironbus/ironbus/producer"
 	"github.com/ironbus/ironbus/segment"
 )
@@ -36,6 +37,11 @@ type Partition struct {
 	// are used under checkMu only.
 	producers *producer.Table
 	dedup     *dedup.Window
+	// subjects is the partition's subject index (keyindex.go): the last
+	// offset of each subject, for "expect last subject offset" appends.
+	// Put and Last under checkMu; nil when it did not open (then such
+	// appends are refused).
+	subjects *keyindex.Index
 }
 
 // Owner is the identity that created the partition's stream ("" for
@@ -71,13 +77,7 @@ func (p *Partition) TryAppend(bodies [][]byte, crcs []uint32, frameBytes int) (T
 	if err := p.broker.admitRecords(frameBytes, false); err != nil {
 		return Ticket{}, storageError(err)
 	}
-	p.checkMu.Lock()
-	ticket, err := p.log.TryAppendBatch(bodies, crcs)
-	p.checkMu.Unlock()
-	if err != nil {
-		return Ticket{}, storageError(err)
-	}
-	return Ticket{ticket}, nil
+	return p.stageAndFinish(bodies, crcs, false, false)
 }
 
 // TryCommit is TryAppend that, when the log is idle, writes and syncs the
@@ -88,13 +88,44 @@ func (p *Partition) TryCommit(bodies [][]byte, crcs []uint32, frameBytes int) (T
 	if err := p.broker.admitRecords(frameBytes, false); err != nil {
 		return Ticket{}, storageError(err)
 	}
+	return p.stageAndFinish(bodies, crcs, true, false)
+}
+
+// stageAndFinish stages a batch under the check lock, then (inline, on an
+// idle log) writes and syncs it after letting the lock go: other callers
+// stage behind it while the fdatasync runs.
+func (p *Partition) stageAndFinish(bodies [][]byte, crcs []uint32, inline, atomic bool) (Ticket, error) {
 	p.checkMu.Lock()
-	ticket, err := p.log.TryCommitBatch(bodies, crcs)
+	ticket, write, err := p.stageLocked(bodies, crcs, inline, atomic)
 	p.checkMu.Unlock()
+	write.Finish()
 	if err != nil {
 		return Ticket{}, storageError(err)
 	}
 	return Ticket{ticket}, nil
+}
+
+// stageLocked stages a batch and notes its records' subjects in the
+// subject index. With inline, an idle log hands the write and the sync to
+// the caller (Finish, after unlocking). REQUIRES: checkMu held: every
+// append of the partition stages under it, so the index sees records in
+// offset order and a check sees the true head of the log.
+func (p *Partition) stageLocked(bodies [][]byte, crcs []uint32, inline, atomic bool) (segment.Ticket, segment.InlineWrite, error) {
+	var ticket segment.Ticket
+	var write segment.InlineWrite
+	var err error
+	switch {
+	case inline:
+		ticket, write, err = p.log.BeginCommit(bodies, crcs, atomic)
+	case atomic:
+		ticket, err = p.log.TryAppendAtomic(bodies, crcs)
+	default:
+		ticket, err = p.log.TryAppendBatch(bodies, crcs)
+	}
+	if err == nil {
+		p.indexSubjects(bodies, ticket.First)
+	}
+	return ticket, write, err
 }
 
 // Append appends a batch, waiting while the staging buffer is full (the

@@ -22,8 +22,7 @@ func producerTestConfig(fsys vfs.FS) Config {
 }
 
 // appendIdempotent does what the append path does with a batch of one
-// producer: under the partition's check lock, check its first sequence,
-// append it, record every record's offset; then wait until it is
+// producer through the checked append path, then waits until it is
 // durable. It returns the batch's first offset, or the verdict's when the
 // batch was a duplicate.
 func appendIdempotent(t testing.TB, p *Partition, id, first uint64, n, payload int) (uint64, producer.Verdict, error) {
@@ -38,29 +37,28 @@ func appendIdempotent(t testing.TB, p *Partition, id, first uint64, n, payload i
 		bodies[i], crcs[i] = body, record.Checksum(body)
 		frames += record.FrameSize(len(body))
 	}
+	epoch, _ := p.broker.ProducerEpoch(id)
+	run := &CheckedRun{Bodies: bodies, CRCs: crcs, FrameBytes: frames}
+	for i := range n {
+		run.Checks = append(run.Checks, Check{Producer: true, ProducerID: id, Sequence: first + uint64(i), Epoch: epoch})
+	}
 	for {
-		p.checkMu.Lock()
-		verdict, err := p.producers.Check(id, first)
-		if err != nil || verdict.Duplicate {
-			p.checkMu.Unlock()
-			return verdict.Offset, verdict, err
-		}
-		ticket, err := p.TryAppend(bodies, crcs, frames)
+		ticket, err := p.TryAppendChecked(run)
 		if errors.Is(err, ErrFull) {
-			p.checkMu.Unlock()
 			<-p.RoomFor(frames)
 			continue
 		}
 		if err != nil {
-			p.checkMu.Unlock()
-			return 0, verdict, err
+			return 0, producer.Verdict{}, err
 		}
-		for i := range n {
-			p.producers.Record(id, first+uint64(i), ticket.First+uint64(i))
-		}
-		p.checkMu.Unlock()
 		<-ticket.Done()
-		return ticket.First, verdict, ticket.Err()
+		switch o := run.Outcomes[0]; o.Kind {
+		case Refused:
+			return 0, producer.Verdict{}, o.Err
+		case Duplicate:
+			return o.Offset, producer.Verdict{Duplicate: true, Offset: o.Offset, OffsetKnown: o.OffsetKnown}, ticket.Err()
+		}
+		return run.Outcomes[0].Offset, producer.Verdict{}, ticket.Err()
 	}
 }
 
@@ -417,7 +415,7 @@ func TestProducerIdleStopWritesNothing(t *testing.T) {
 func TestProducerIdleExpiryOnBrokerTime(t *testing.T) {
 	clock := &manualMonotonic{}
 	cfg := producerTestConfig(vfs.NewMemFS())
-	cfg.Clock = clock
+	cfg.Clock, cfg.TimeSource = clock, clock // idle expiry runs on broker time
 	cfg.Producers.IdleExpiry = time.Minute
 	b, err := Open(cfg)
 	if err != nil {

@@ -270,6 +270,7 @@ func (b *Broker) retainLog(ref logRef, bounds StreamRetention, floor uint64, hig
 // segments, oldest first) and returns the bytes freed.
 func (b *Broker) dropSegments(ref logRef, segs []segment.SegmentInfo, n, reason int, floor uint64) int64 {
 	r := &b.retention
+	b.coverBeforeDelete(ref, segs[n-1].Next)
 	deleted, err := ref.log.DeleteBefore(segs[n-1].Next)
 	var freed int64
 	var dropped uint64

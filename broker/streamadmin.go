@@ -155,6 +155,9 @@ func (b *Broker) PurgeStream(ctx context.Context, name string) (StreamInfo, []Bi
 				b.cfg.Logger.Warn("producer snapshot not written before a purge; its producers will answer expired after a restart",
 					"log", fmt.Sprintf("%s/%d", name, p), "error", serr.Error())
 			}
+			// The subject index keeps the purged records' offsets (see
+			// keyindex.go): it covers them before they go.
+			b.flushSubjectIndexOf(&served.partitions[p])
 			_, err = l.DeleteBefore(end)
 		}
 		if err != nil {
@@ -206,6 +209,9 @@ func (b *Broker) forgetStream(name string) (StreamInfo, []Binding, int, string, 
 	before, bindings := b.streamState(served), bindingsOf(b.catalog.Catalog().BindingsOf(name))
 	// The windows and logs close before their directory is renamed.
 	b.closeWindows(served)
+	// The logs (and the indexes beside them) close before their
+	// directory is renamed.
+	b.closeSubjectIndexes(served)
 	for _, l := range served.logs {
 		if l != nil {
 			_ = l.Close()

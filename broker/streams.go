@@ -32,6 +32,7 @@ func (b *Broker) newStream(settings catalog.Stream, logs []*segment.Log) *Stream
 		if l != nil {
 			s.partitions[p].producers = b.producerTable(l)
 		}
+		b.openSubjectIndex(&s.partitions[p])
 	}
 	b.openWindows(s)
 	return s

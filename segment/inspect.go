@@ -123,6 +123,11 @@ const CheckpointSuffix = checkpointSuffix
 // its checkpoints.
 const CheckpointDirName = checkpointDirName
 
+// KeyIndexDirName is the directory beside a log's segments that holds its
+// subject index (package keyindex): derived from the log, rebuilt from it,
+// never read by recovery, backup or scrub.
+const KeyIndexDirName = "keyindex"
+
 // InspectCheckpoint checks the image of a checkpoint file: magic, length,
 // version and CRC. It returns the payload, or an error wrapping
 // ErrCorruptCheckpoint or ErrTooNew.

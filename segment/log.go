@@ -238,6 +238,10 @@ func (t Ticket) Wait(ctx context.Context) error {
 // ID returns the log's identity.
 func (l *Log) ID() LogID { return l.id }
 
+// Path is the log's directory, where state derived from it (a subject
+// index) is kept beside its segments.
+func (l *Log) Path() string { return l.path }
+
 // Append adds one record whose body the producer framed and checksummed
 // (bodyCRC is the CRC32C of body). It blocks while the staging buffer is
 // full (backpressure) and returns a Ticket that reports when the record is
@@ -313,20 +317,55 @@ func (l *Log) TryCommitBatch(bodies [][]byte, crcs []uint32) (Ticket, error) {
 
 // tryCommit is TryCommitBatch, of an atomic batch when atomic is set.
 func (l *Log) tryCommit(bodies [][]byte, crcs []uint32, atomic bool) (Ticket, error) {
+	ticket, write, err := l.beginCommit(bodies, crcs, atomic)
+	write.Finish()
+	return ticket, err
+}
+
+// InlineWrite is a batch staged by BeginCommit for its caller to write
+// and sync: the log's write token is held until Finish.
+type InlineWrite struct {
+	log   *Log
+	taken *batch
+}
+
+// Finish writes and fdatasyncs the batch on the calling goroutine; the
+// ticket is then complete. A zero InlineWrite (the batch was only staged,
+// for the appender) does nothing.
+func (w InlineWrite) Finish() {
+	if w.taken == nil {
+		return
+	}
+	w.log.app.writeTaken(w.taken)
+	w.log.writeMu.Unlock()
+	// The token is free again, so the appender can write the batches
+	// staged meanwhile while this sync is in flight.
+	w.log.dir.committer.syncLog(w.log)
+}
+
+// BeginCommit is TryCommitBatch in two steps: it stages the records
+// (their offsets are assigned when it returns) and, when the log is idle,
+// hands the write and the sync to the caller, who calls Finish at once.
+// Between the two the caller may note the offsets under a lock of its own
+// without holding that lock across the sync.
+func (l *Log) BeginCommit(bodies [][]byte, crcs []uint32, atomic bool) (Ticket, InlineWrite, error) {
+	if len(bodies) != len(crcs) || len(bodies) == 0 {
+		return Ticket{}, InlineWrite{}, fmt.Errorf("segment: BeginCommit needs one CRC per body and at least one body")
+	}
+	return l.beginCommit(bodies, crcs, atomic)
+}
+
+func (l *Log) beginCommit(bodies [][]byte, crcs []uint32, atomic bool) (Ticket, InlineWrite, error) {
 	if l.opts.Durability != DurabilitySync || l.stop == nil || !l.dir.committer.inlineHealthy() || l.lingers() || !l.writeMu.TryLock() {
-		return l.append(context.Background(), bodies, crcs, false, atomic)
+		ticket, err := l.append(context.Background(), bodies, crcs, false, atomic)
+		return ticket, InlineWrite{}, err
 	}
 	ticket, taken, err := l.stage(context.Background(), bodies, crcs, false, true, atomic)
 	if taken == nil {
 		l.writeMu.Unlock()
-		return ticket, err
+		return ticket, InlineWrite{}, err
 	}
-	l.app.writeTaken(taken)
-	l.writeMu.Unlock()
-	// The token is free again, so the appender can write the batches
-	// staged meanwhile while this sync is in flight.
-	l.dir.committer.syncLog(l)
-	return ticket, nil
+	return ticket, InlineWrite{log: l, taken: taken}, nil
 }
 
 func (l *Log) append(ctx context.Context, bodies [][]byte, crcs []uint32, block, atomic bool) (Ticket, error) {

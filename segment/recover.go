@@ -137,7 +137,7 @@ func (r *recovery) list() error {
 			}
 			continue
 		}
-		if !strings.HasSuffix(name, prepareSuffix) && name != checkpointDirName && !r.isDir(name) {
+		if !strings.HasSuffix(name, prepareSuffix) && name != checkpointDirName && name != KeyIndexDirName && !r.isDir(name) {
 			l.opts.Logger.Warn("unknown file in log directory, left alone", "log", l.id.String(), "file", name)
 		}
 	}

@@ -425,7 +425,7 @@ func (s *session) produce(frame wire.Frame) (outcome, error) {
 		s.silentCount++
 	}
 	s.checked.Checks = append(s.checked.Checks, check)
-	s.runChecked = s.runChecked || asks || part.TracksSubjects()
+	s.runChecked = s.runChecked || asks
 	s.runBytes += frameBytes
 	// A run never needs more credits than the window holds, or it could
 	// never have them; a full run goes in at once.

@@ -125,7 +125,18 @@ func (fc *fakeConn) checkProduce(id uint32, m wire.Produce, stream []byte, parti
 			return &reply{id: id, ack: wire.ProduceAck{Partition: partition, Offset: offset, Flags: wire.AckDuplicate}}, true
 		}
 	}
-	if werr := b.expectations(o, stream, partition, view.Subject); werr != nil {
+	werr := b.expectations(o, stream, partition, view.Subject)
+	if o.Batch && (werr != nil || fc.atomicFailed) {
+		// A refused part refuses the whole batch: nothing of it is stored.
+		for _, part := range fc.atomic {
+			fc.batch = append(fc.batch, reply{id: part.id, err: wire.NewError(wire.CodeBatchIncomplete, "batch refused")})
+		}
+		fc.atomic, fc.atomicFailed = nil, o.BatchFlags&wire.BatchCommit == 0
+		if werr == nil {
+			werr = wire.NewError(wire.CodeBatchIncomplete, "batch refused")
+		}
+	}
+	if werr != nil {
 		return &reply{id: id, err: werr}, true
 	}
 	if o.Batch {

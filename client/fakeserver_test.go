@@ -207,11 +207,12 @@ type fakeConn struct {
 	wmu  sync.Mutex
 
 	// Owned by the serving goroutine.
-	out     []byte
-	batch   []reply
-	ackMsg  wire.ProduceAck
-	dropped bool          // dropAfter fired: stop serving
-	atomic  []pendingPart // the open atomic batch of the connection
+	out          []byte
+	batch        []reply
+	ackMsg       wire.ProduceAck
+	dropped      bool          // dropAfter fired: stop serving
+	atomic       []pendingPart // the open atomic batch of the connection
+	atomicFailed bool          // a part of the open batch was refused
 
 	heldMu sync.Mutex
 	held   []reply
@@ -484,6 +485,7 @@ func (fc *fakeConn) store(id uint32, m wire.Produce, stream []byte, partition ui
 	}
 	if b.dropAfter != nil && b.dropAfter(b.produced) {
 		fc.dropped = true
+		b.inFlight-- // its ack is never written
 		return
 	}
 	answer(reply{id: id, ack: wire.ProduceAck{Partition: partition, Offset: offset}})

@@ -158,8 +158,8 @@ func (e *encoder) encode(c *Client, t target, partition uint32, r *Record, s sta
 		return fmt.Errorf("%w: record body of %d bytes, the server stores at most %d", ErrRecordTooLarge, size, limit)
 	}
 	frame := produceFrameOverhead + len(stream) + size
-	if !options.IsZero() {
-		frame += maxOptionsBytes
+	if c.producersServed() {
+		frame += maxOptionsBytes // room for any options the caller adds
 	}
 	if frame > int(c.info.MaxFrame) {
 		return fmt.Errorf("%w: produce frame of %d bytes, the server accepts at most %d", ErrRecordTooLarge, frame, c.info.MaxFrame)

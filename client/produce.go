@@ -196,12 +196,18 @@ func (c *Client) publishOptions(r *Record, s stamp) (wire.ProduceOptions, error)
 // Produce sends one record to stream and waits until it is durable: it
 // is ProduceTo(ctx, ToStream(stream), record). It returns where the
 // record was stored, or the error the server answered (*wire.Error: for
-// example busy or no_space, which are retryable), or why it could not be
-// sent.
+// example busy or no_space, which are retryable; an *ExpectationError),
+// or why it could not be sent.
 //
-// When ctx ends first, Produce returns ctx.Err() and the record may still
-// be stored: retrying it can store it twice (at-least-once). The same
-// holds when the connection breaks while Produce waits.
+// Produce stamps the record for idempotence when it can know its
+// partition (Options.Idempotence says which records; the first such call
+// sends the Client's ProducerInit, and the first to each ToStream stream
+// reads its partition count), and renumbers it itself after a sequence
+// gap that a refusal of a concurrent call left. It never resends: when
+// ctx ends first, Produce returns ctx.Err() and the record may still be
+// stored, so retrying it can store it twice (use Record.MessageID, or a
+// Producer, to make a retry safe). The same holds when the connection
+// breaks while Produce waits.
 func (c *Client) Produce(ctx context.Context, stream string, record Record) (Ack, error) {
 	return c.ProduceTo(ctx, ToStream(stream), record)
 }

@@ -197,7 +197,9 @@ func (p *Producer) Send(ctx context.Context, record Record) error {
 }
 
 // TrySend is Send without blocking: it returns ErrWindowFull when the
-// window is full, or while an idempotent producer reconnects.
+// window is full, or while an idempotent producer reconnects or repairs
+// its sequences. Only the first TrySend of an idempotent producer waits,
+// for ProducerInit, as the first Send does.
 func (p *Producer) TrySend(record Record) error {
 	if err := p.check(); err != nil {
 		return err

@@ -179,6 +179,10 @@ func (p *Producer) Send(ctx context.Context, record Record) error {
 		return err
 	}
 	for {
+		if err := p.fatal(); err != nil {
+			<-p.tokens
+			return err
+		}
 		c := p.conn.Load()
 		if err := c.acquireWindow(ctx); err != nil {
 			if ctx.Err() != nil || !p.reconnects() {

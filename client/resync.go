@@ -312,10 +312,16 @@ func (p *Producer) settleKeptLocked(s *slot, attempt uint32, ack Ack, err error)
 			p.idem.failed.Store(true)
 		}
 		p.requestResyncLocked(resyncRepair)
-	case code == wire.CodeUnknownProducer:
+	case (code == wire.CodeUnknownProducer || code == wire.CodeProducerExpired) && k.attempt == 1:
+		// The broker forgot the producer, but this record was never sent
+		// before, so it cannot be stored: announce again and resend it.
+		log.expired = log.expired || code == wire.CodeProducerExpired
+		k.state = keptParked
 		p.requestResyncLocked(resyncReinit)
-	case code == wire.CodeProducerExpired:
-		log.expired = true
+		return false
+	case code == wire.CodeUnknownProducer || code == wire.CodeProducerExpired:
+		// A resend: its first copy may be stored, and nobody can tell.
+		log.expired = log.expired || code == wire.CodeProducerExpired
 		p.requestResyncLocked(resyncReinit)
 	case code != 0 && code != wire.CodeSequenceGap && k.attempt == 1 && log.next == k.sequence+1:
 		// Refused, so not stored, sent once and the newest record of its
@@ -340,6 +346,7 @@ func (p *Producer) sentAnsweredLocked() {
 // producer: every kept record fails with it, and so does every Send.
 func (p *Producer) resync() {
 	defer p.idem.wg.Done()
+	var dial dialState
 	for {
 		p.sendMu.Lock() // a barrier: a Send past its pause check finishes first
 		p.mu.Lock()
@@ -348,7 +355,7 @@ func (p *Producer) resync() {
 		p.mu.Unlock()
 		p.sendMu.Unlock()
 		if err == nil {
-			err = p.repair(reinit)
+			err = p.repair(reinit, &dial)
 		}
 		p.mu.Lock()
 		if err != nil {
@@ -371,7 +378,7 @@ func (p *Producer) resync() {
 // repair brings the kept records to the broker again: after every record
 // in flight is answered (or the connection is replaced), with a new epoch
 // when the connection is new or the broker asked, renumbering the parked.
-func (p *Producer) repair(reinit bool) error {
+func (p *Producer) repair(reinit bool, dial *dialState) error {
 	c := p.conn.Load()
 	p.mu.Lock()
 	for p.idem.inFlight > 0 && c.Err() == nil {
@@ -385,7 +392,7 @@ func (p *Producer) repair(reinit bool) error {
 		p.mu.Lock()
 		p.markLostLocked()
 		p.mu.Unlock()
-		fresh, err := p.redial()
+		fresh, err := p.redial(dial)
 		if err != nil {
 			return err
 		}
@@ -411,6 +418,10 @@ func (p *Producer) repair(reinit bool) error {
 		}
 		p.mu.Unlock()
 	}
+	if !dial.dialled {
+		*dial = dialState{} // this pass needed no redial: a new failure gets the full time
+	}
+	dial.dialled = false
 	p.resend(c, p.renumber(reinit))
 	return nil
 }
@@ -556,14 +567,40 @@ func (p *Producer) resend(c *Client, order []uint64) {
 	}
 }
 
+// dialState carries the backoff and the deadline of redialling across
+// the passes of one resync, so a broker that accepts and drops every
+// connection cannot keep a producer redialling without pause or end.
+type dialState struct {
+	deadline time.Time
+	wait     time.Duration
+	dialled  bool // this pass redialled
+}
+
 // redial dials the producer's address again, with backoff, until it
-// connects or ReconnectTimeout passes. A refusal that retrying cannot
-// change (authentication, no protocol in common) ends it at once.
-func (p *Producer) redial() (*Client, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), p.opts.ReconnectTimeout)
+// connects or ReconnectTimeout has passed since the failure. A refusal
+// that retrying cannot change (authentication, no protocol in common)
+// ends it at once.
+func (p *Producer) redial(dial *dialState) (*Client, error) {
+	if dial.deadline.IsZero() {
+		dial.deadline, dial.wait = time.Now().Add(p.opts.ReconnectTimeout), 0
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), dial.deadline)
 	defer cancel()
-	addr, wait := p.origin.addr, reconnectBackoffMin
+	addr := p.origin.addr
+	dial.dialled = true
+	lastErr := errors.New("no attempt left")
 	for {
+		if dial.wait > 0 {
+			// Jitter spreads the redials of many producers that lost one broker.
+			timer := time.NewTimer(dial.wait/2 + rand.N(dial.wait))
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				timer.Stop()
+				return nil, fmt.Errorf("%w: reconnecting to %s for %v: %w", ErrConnectionLost, addr, p.opts.ReconnectTimeout, lastErr)
+			}
+		}
+		dial.wait = min(max(2*dial.wait, reconnectBackoffMin), reconnectBackoffMax)
 		c, err := Dial(ctx, addr, p.origin.opts)
 		if err == nil {
 			if !c.producersServed() {
@@ -575,14 +612,9 @@ func (p *Producer) redial() (*Client, error) {
 		if _, werr := wireCode(err); werr != nil && !werr.Retryable {
 			return nil, fmt.Errorf("%w: reconnecting to %s: %w", ErrConnectionLost, addr, err)
 		}
-		// Jitter spreads the redials of many producers that lost one broker.
-		timer := time.NewTimer(wait/2 + rand.N(wait))
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
+		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%w: reconnecting to %s for %v: %w", ErrConnectionLost, addr, p.opts.ReconnectTimeout, err)
 		}
-		wait = min(2*wait, reconnectBackoffMax)
+		lastErr = err
 	}
 }

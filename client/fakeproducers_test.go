@@ -98,6 +98,10 @@ func (fc *fakeConn) checkProduce(id uint32, m wire.Produce, stream []byte, parti
 	}
 	o := m.Options
 	key := fakeSeqKey{producer: view.ProducerID, stream: string(stream), partition: partition}
+	if o.Idempotent && b.forget != nil && b.forget(b.produced) {
+		delete(fp.next, key)
+		return &reply{id: id, err: wire.NewError(wire.CodeProducerExpired, "forgotten")}, true
+	}
 	if o.Idempotent {
 		epoch, known := fp.epochs[view.ProducerID]
 		next := fp.next[key]

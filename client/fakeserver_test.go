@@ -44,7 +44,11 @@ type fakeBroker struct {
 	// before its ack (and the acks of its read batch) are written.
 	dropAfter   func(n uint64) bool
 	noProducers bool // answer ProducerInit with unknown_type (a broker that does not serve it)
-	producers   fakeProducers
+	// forget, when it returns true for the count of Produce frames
+	// received, makes the broker forget the producer's state on the
+	// record's partition and answer producer_expired.
+	forget    func(n uint64) bool
+	producers fakeProducers
 
 	mu          sync.Mutex
 	holding     bool

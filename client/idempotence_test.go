@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -471,5 +472,72 @@ func TestProducerGivesUpReconnecting(t *testing.T) {
 	}
 	if err := p.Close(); !errors.Is(err, client.ErrConnectionLost) {
 		t.Fatalf("Close reports the failed record: %v", err)
+	}
+}
+
+func TestProducerCarriesOnWhenTheBrokerForgetsIt(t *testing.T) {
+	const n = 120
+	b := startFake(t, func(b *fakeBroker) {
+		b.welcome.Window = 16
+		b.forget = func(produced uint64) bool { return produced == 30 }
+	})
+	c := dial(t, b, client.Options{})
+	p := c.NewProducerTo(client.ToPartition("s", 0), client.ProducerOptions{})
+	for i, r := range sendNumbered(t, p, n, nil) {
+		if r.Err != nil || r.Ack.Duplicate {
+			t.Fatalf("result %d: %+v", i, r)
+		}
+	}
+	checkExactlyOnce(t, storedPayloads(t, b, "s"), n, nil)
+	b.locked(func() {
+		if b.producers.inits != 2 {
+			t.Fatalf("%d ProducerInits: the producer must announce itself again", b.producers.inits)
+		}
+	})
+}
+
+func TestConcurrentProducesRepairEachOthersGaps(t *testing.T) {
+	const goroutines, each = 4, 50
+	b := startFake(t, func(b *fakeBroker) {
+		b.produceErr = func(produced uint64) *wire.Error {
+			if produced%17 == 0 {
+				return wire.NewError(wire.CodeBusy, "busy")
+			}
+			return nil
+		}
+	})
+	c := dial(t, b, client.Options{})
+	ctx := testContext(t)
+	errs := make(chan error, goroutines*each)
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				_, err := c.Produce(ctx, "s", client.Record{Payload: []byte("x")})
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	stored := 0
+	for err := range errs {
+		switch {
+		case err == nil:
+			stored++
+		case !errors.Is(err, &wire.Error{Code: wire.CodeBusy}):
+			t.Fatalf("Produce: %v (only the broker's own refusals may surface)", err)
+		}
+	}
+	bodies := b.bodies("s")
+	if len(bodies) != stored {
+		t.Fatalf("%d stored, %d acked", len(bodies), stored)
+	}
+	for i, body := range bodies {
+		if view, _ := record.Parse(body); view.Sequence != uint64(i) {
+			t.Fatalf("record %d has sequence %d", i, view.Sequence)
+		}
 	}
 }

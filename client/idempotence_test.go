@@ -541,3 +541,24 @@ func TestConcurrentProducesRepairEachOthersGaps(t *testing.T) {
 		}
 	}
 }
+
+func TestStampedProduceDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	b := startFake(t, func(b *fakeBroker) { b.discard = true })
+	c := dial(t, b, client.Options{})
+	record := client.Record{Key: []byte("key"), Payload: make([]byte, 100)}
+	ctx := context.Background()
+	produce := func() {
+		if ack, err := c.ProduceTo(ctx, client.ToPartition("bench", 0), record); err != nil || ack.Duplicate {
+			t.Fatal(ack, err)
+		}
+	}
+	for range 1000 {
+		produce()
+	}
+	if allocs := testing.AllocsPerRun(2000, produce); allocs != 0 {
+		t.Fatalf("%v allocations per stamped Produce", allocs)
+	}
+}

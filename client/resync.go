@@ -34,6 +34,11 @@ const (
 	reconnectBackoffMax = 2 * time.Second
 )
 
+// maxAttempts bounds the sends of one record: a broker whose sequence
+// keeps disagreeing after that many repairs gets the gap as the record's
+// error rather than a producer repairing forever.
+const maxAttempts = 16
+
 // keptState is where a kept record stands.
 type keptState uint8
 
@@ -301,7 +306,7 @@ func (p *Producer) settleKeptLocked(s *slot, attempt uint32, ack Ack, err error)
 		k.state = keptLost
 		p.requestResyncLocked(resyncReconnect)
 		return false
-	case code == wire.CodeSequenceGap && werr.HasValue && werr.Value < k.sequence:
+	case code == wire.CodeSequenceGap && werr.HasValue && werr.Value < k.sequence && k.attempt < maxAttempts:
 		k.state = keptParked
 		log.floor = max(log.floor, werr.Value)
 		p.requestResyncLocked(resyncRepair)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"testing"
@@ -560,5 +561,79 @@ func TestStampedProduceDoesNotAllocate(t *testing.T) {
 	}
 	if allocs := testing.AllocsPerRun(2000, produce); allocs != 0 {
 		t.Fatalf("%v allocations per stamped Produce", allocs)
+	}
+}
+
+// TestProducerChaos mixes dropped connections, refusals and reordered
+// acks on several partitions: every record is acked once or refused by
+// the broker, each acked one is stored exactly once, and each key's
+// records are stored in send order.
+func TestProducerChaos(t *testing.T) {
+	for seed := range uint64(6) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			const n, partitions = 500, 3
+			random := rand.New(rand.NewPCG(seed, 27))
+			var mu sync.Mutex
+			chance := func(percent int) bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return random.IntN(100) < percent
+			}
+			b := startFake(t, func(b *fakeBroker) {
+				b.welcome.Window = 20
+				b.reverseAcks = seed%2 == 0
+				b.partitions = map[string]uint32{"s": partitions}
+				b.dropAfter = func(uint64) bool { return chance(2) }
+				b.produceErr = func(uint64) *wire.Error {
+					if chance(2) {
+						return wire.NewError(wire.CodeBusy, "busy")
+					}
+					return nil
+				}
+			})
+			c := dial(t, b, client.Options{})
+			p := c.NewProducer("s", client.ProducerOptions{Window: 12})
+			results := collect(p)
+			ctx := testContext(t)
+			for i := range n {
+				key := fmt.Sprintf("k%d", i%5)
+				if err := p.Send(ctx, client.Record{Key: []byte(key), Payload: fmt.Appendf(nil, "%s/%d", key, i)}); err != nil {
+					t.Fatalf("Send %d: %v", i, err)
+				}
+			}
+			p.Close()
+			acked := map[string]bool{}
+			for i, r := range <-results {
+				switch {
+				case r.Err == nil:
+					acked[fmt.Sprintf("k%d/%d", i%5, i)] = true
+				case !errors.Is(r.Err, &wire.Error{Code: wire.CodeBusy}):
+					t.Fatalf("result %d: %v", i, r.Err)
+				}
+			}
+			stored, last := map[string]bool{}, map[string]int{}
+			for partition := range uint32(partitions) {
+				for _, payload := range storedPayloads(t, b, logKey([]byte("s"), partition)) {
+					var key string
+					var number int
+					fmt.Sscanf(payload, "k%1s/%d", &key, &number)
+					if stored[payload] {
+						t.Fatalf("%s stored twice", payload)
+					}
+					if previous, ok := last[key]; ok && number <= previous {
+						t.Fatalf("key k%s: %d stored after %d", key, number, previous)
+					}
+					stored[payload], last[key] = true, number
+				}
+			}
+			if len(stored) != len(acked) {
+				t.Fatalf("%d stored, %d acked", len(stored), len(acked))
+			}
+			for payload := range acked {
+				if !stored[payload] {
+					t.Fatalf("%s acked, not stored", payload)
+				}
+			}
+		})
 	}
 }

@@ -28,10 +28,12 @@ import (
 // the broker's own expected sequence in gap answers), the sequences of
 // records whose fate is unknown, and the position ProducerInit reports.
 
-// Reconnect backoff bounds.
+// Reconnect backoff bounds, and the longest a resend refused as busy
+// waits for the broker.
 const (
 	reconnectBackoffMin = 50 * time.Millisecond
 	reconnectBackoffMax = 2 * time.Second
+	maxRetryAfter       = 5 * time.Second
 )
 
 // maxAttempts bounds the sends of one record: a broker whose sequence
@@ -110,8 +112,11 @@ type idempotentState struct {
 	reinit   bool // send ProducerInit (the broker forgot the producer's state)
 	fatal    error
 	failed   atomic.Bool // fatal is set
-	order    []uint64    // resync scratch: the sequences to resend
-	wg       sync.WaitGroup
+	// retryAfter is how long the next resend waits: a resend was refused
+	// as busy.
+	retryAfter time.Duration
+	order      []uint64 // resync scratch: the sequences to resend
+	wg         sync.WaitGroup
 }
 
 // logLocked returns the state of partition, seeded from the broker's
@@ -311,6 +316,14 @@ func (p *Producer) settleKeptLocked(s *slot, attempt uint32, ack Ack, err error)
 		log.floor = max(log.floor, werr.Value)
 		p.requestResyncLocked(resyncRepair)
 		return false
+	case werr != nil && werr.Retryable && k.attempt > 1 && k.attempt < maxAttempts:
+		// A resend refused before the broker looked at its sequence (busy,
+		// no space): whether an earlier copy is stored is still unknown,
+		// so it is resent as it is, after the broker's hint.
+		k.state = keptLost
+		p.idem.retryAfter = max(p.idem.retryAfter, werr.RetryAfter, reconnectBackoffMin)
+		p.requestResyncLocked(resyncRepair)
+		return false
 	case code == wire.CodeProducerFenced:
 		if p.idem.fatal == nil {
 			p.idem.fatal = err
@@ -427,6 +440,13 @@ func (p *Producer) repair(reinit bool, dial *dialState) error {
 		*dial = dialState{} // this pass needed no redial: a new failure gets the full time
 	}
 	dial.dialled = false
+	p.mu.Lock()
+	wait := min(p.idem.retryAfter, maxRetryAfter)
+	p.idem.retryAfter = 0
+	p.mu.Unlock()
+	if wait > 0 {
+		time.Sleep(wait)
+	}
 	p.resend(c, p.renumber(reinit))
 	return nil
 }
@@ -471,45 +491,42 @@ func (p *Producer) failKeptLocked(err error) {
 
 // renumber lists the kept records to resend, in send order, giving the
 // parked ones (and every record after a parked one on its partition,
-// which the broker cannot have stored either) fresh sequences above any
-// the broker may hold. Each gets a new attempt, stamped for the current
+// which the broker cannot have stored either: its sequences are dense)
+// fresh sequences above any the broker may hold: the floor, the
+// position ProducerInit reported, and the lost records resent with their
+// own sequences. Each gets a new attempt, stamped for the current
 // identity and epoch.
 func (p *Producer) renumber(reinit bool) []uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	order := p.idem.order[:0]
-	starts := map[uint32]uint64{} // partitions with parked records: where numbering starts
+	lostTop := map[uint32]uint64{} // partition → above the lost records resent as they are
+	parked := map[uint32]bool{}    // partitions with records to renumber
 	for seq := p.head; seq < p.next; seq++ {
-		k := &p.ring[seq%uint64(len(p.ring))].kept
-		if p.ring[seq%uint64(len(p.ring))].done || !k.kept || k.state == keptSent {
+		s := &p.ring[seq%uint64(len(p.ring))]
+		k := &s.kept
+		if s.done || !k.kept || k.state == keptSent {
 			continue
 		}
 		order = append(order, seq)
-		log := p.idem.logLocked(k.partition)
-		if _, parked := starts[k.partition]; parked || k.state == keptParked {
-			k.state = keptParked
-			starts[k.partition] = log.floor
-			continue
+		if parked[k.partition] || k.state == keptParked {
+			k.state, parked[k.partition] = keptParked, true
+		} else {
+			lostTop[k.partition] = max(lostTop[k.partition], k.sequence+1)
 		}
-		log.floor = max(log.floor, k.sequence+1) // a lost record may be stored
-	}
-	for partition := range starts {
-		log := p.idem.logLocked(partition)
-		start := log.floor
-		if reinit {
-			position := p.idem.positions[partition]
-			if log.expired {
-				start, log.expired = position, false
-			} else {
-				start = max(start, position)
-			}
-		}
-		log.next, log.floor = start, start
 	}
 	for partition, log := range p.idem.logs {
-		if _, parked := starts[partition]; reinit && log.expired && !parked {
-			log.next, log.floor, log.expired = p.idem.positions[partition], p.idem.positions[partition], false
+		if reinit {
+			position := p.idem.positions[partition]
+			if log.expired { // the broker forgot: only its position counts
+				log.floor, log.expired = position, false
+			}
+			log.floor = max(log.floor, position)
 		}
+		if parked[partition] {
+			log.next = max(lostTop[partition], log.floor)
+		}
+		log.next = max(log.next, log.floor)
 	}
 	for _, seq := range order {
 		k := &p.ring[seq%uint64(len(p.ring))].kept

@@ -104,7 +104,7 @@ func (fc *fakeConn) checkProduce(id uint32, m wire.Produce, stream []byte, parti
 	}
 	if o.Idempotent {
 		epoch, known := fp.epochs[view.ProducerID]
-		next := fp.next[key]
+		next, state := fp.next[key]
 		switch {
 		case !view.HasProducer:
 			return &reply{id: id, err: wire.NewError(wire.CodeInvalidRequest, "producer option without a producer id")}, true
@@ -112,6 +112,10 @@ func (fc *fakeConn) checkProduce(id uint32, m wire.Produce, stream []byte, parti
 			return &reply{id: id, err: wire.NewError(wire.CodeUnknownProducer, "producer %d", view.ProducerID)}, true
 		case o.Epoch < epoch:
 			return &reply{id: id, err: wire.NewError(wire.CodeProducerFenced, "epoch %d < %d", o.Epoch, epoch)}, true
+		case !state && view.Sequence > 0:
+			// A known producer without state here sends a later sequence:
+			// its state was dropped, and a resend cannot be told apart.
+			return &reply{id: id, err: wire.NewError(wire.CodeProducerExpired, "no state for producer %d", view.ProducerID)}, true
 		case view.Sequence < next:
 			fp.dups++
 			offset := fp.offsets[fakeOffsetKey{key, view.Sequence}]

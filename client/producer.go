@@ -367,8 +367,11 @@ func (p *Producer) complete(seq uint64, attempt uint32, ack Ack, err error) {
 	if s.done {
 		return
 	}
-	if s.kept.kept && !p.settleKeptLocked(s, attempt, ack, err) {
-		return
+	if s.kept.kept {
+		var done bool
+		if done, err = p.settleKeptLocked(s, attempt, ack, err); !done {
+			return
+		}
 	}
 	p.finishLocked(seq, ack, err)
 }

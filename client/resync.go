@@ -56,6 +56,7 @@ const (
 type keptRecord struct {
 	kept      bool
 	state     keptState
+	uncertain bool   // an earlier attempt went unanswered: a copy may be stored
 	attempt   uint32 // 1 for the first send; replies to older attempts are stale
 	partition uint32
 	sequence  uint64
@@ -287,8 +288,9 @@ func (p *Producer) requestResyncLocked(reason resyncReason) {
 }
 
 // settleKeptLocked handles the answer to attempt of a kept record and
-// reports whether the record is complete (acked, or failed for good).
-func (p *Producer) settleKeptLocked(s *slot, attempt uint32, ack Ack, err error) bool {
+// reports whether the record is complete (acked, or failed for good),
+// with the error its Result carries.
+func (p *Producer) settleKeptLocked(s *slot, attempt uint32, ack Ack, err error) (bool, error) {
 	k := &s.kept
 	log := p.idem.logLocked(k.partition)
 	if err == nil {
@@ -299,48 +301,55 @@ func (p *Producer) settleKeptLocked(s *slot, attempt uint32, ack Ack, err error)
 		}
 		log.floor = max(log.floor, k.sequence+1)
 		k.clear()
-		return true
+		return true, nil
 	}
 	if attempt != k.attempt || k.state != keptSent {
-		return false // a stale attempt, or its connection already counted as lost
+		return false, nil // a stale attempt, or its connection already counted as lost
 	}
 	p.sentAnsweredLocked()
 	code, werr := wireCode(err)
+	retries := k.attempt < maxAttempts
 	switch {
 	case code == 0 && errors.Is(err, ErrConnectionLost) && p.reconnects():
-		k.state = keptLost
+		k.state, k.uncertain = keptLost, true
 		p.requestResyncLocked(resyncReconnect)
-		return false
-	case code == wire.CodeSequenceGap && werr.HasValue && werr.Value < k.sequence && k.attempt < maxAttempts:
-		k.state = keptParked
+		return false, nil
+	case code == wire.CodeSequenceGap && werr.HasValue && werr.Value < k.sequence && retries:
+		// Its sequence is not stored, so no copy of it is: renumber it.
+		k.state, k.uncertain = keptParked, false
 		log.floor = max(log.floor, werr.Value)
 		p.requestResyncLocked(resyncRepair)
-		return false
-	case werr != nil && werr.Retryable && k.attempt > 1 && k.attempt < maxAttempts:
-		// A resend refused before the broker looked at its sequence (busy,
-		// no space): whether an earlier copy is stored is still unknown,
-		// so it is resent as it is, after the broker's hint.
-		k.state = keptLost
-		p.idem.retryAfter = max(p.idem.retryAfter, werr.RetryAfter, reconnectBackoffMin)
-		p.requestResyncLocked(resyncRepair)
-		return false
+		return false, nil
 	case code == wire.CodeProducerFenced:
 		if p.idem.fatal == nil {
 			p.idem.fatal = err
 			p.idem.failed.Store(true)
 		}
 		p.requestResyncLocked(resyncRepair)
-	case (code == wire.CodeUnknownProducer || code == wire.CodeProducerExpired) && k.attempt == 1:
-		// The broker forgot the producer, but this record was never sent
-		// before, so it cannot be stored: announce again and resend it.
+	case (code == wire.CodeUnknownProducer || code == wire.CodeProducerExpired) && !k.uncertain && retries:
+		// The broker forgot the producer, but no copy of this record can
+		// be stored: announce again and resend it.
 		log.expired = log.expired || code == wire.CodeProducerExpired
 		k.state = keptParked
 		p.requestResyncLocked(resyncReinit)
-		return false
+		return false, nil
 	case code == wire.CodeUnknownProducer || code == wire.CodeProducerExpired:
-		// A resend: its first copy may be stored, and nobody can tell.
+		// An earlier copy may be stored, and nobody can tell any more.
 		log.expired = log.expired || code == wire.CodeProducerExpired
 		p.requestResyncLocked(resyncReinit)
+	case k.uncertain && werr != nil && werr.Retryable && retries:
+		// A resend refused before the broker looked at its sequence (busy,
+		// no space): whether an earlier copy is stored is still unknown,
+		// so it is resent as it is, after the broker's hint.
+		k.state = keptLost
+		p.idem.retryAfter = max(p.idem.retryAfter, werr.RetryAfter, reconnectBackoffMin)
+		p.requestResyncLocked(resyncRepair)
+		return false, nil
+	case k.uncertain && code != wire.CodeExpectationFailed:
+		// The broker refused the resend without saying whether the copy
+		// sent before the connection failed is stored (an expectation is
+		// checked after the sequence, so that refusal is definite).
+		err = fmt.Errorf("%w: the record was resent after its connection failed, and refused: %w", ErrConnectionLost, err)
 	case code != 0 && code != wire.CodeSequenceGap && k.attempt == 1 && log.next == k.sequence+1:
 		// Refused, so not stored, sent once and the newest record of its
 		// partition: no other record holds a later sequence, so the next
@@ -348,7 +357,7 @@ func (p *Producer) settleKeptLocked(s *slot, attempt uint32, ack Ack, err error)
 		log.next = k.sequence
 	}
 	k.clear()
-	return true
+	return true, err
 }
 
 // sentAnsweredLocked counts one kept record out of keptSent.
@@ -456,7 +465,7 @@ func (p *Producer) repair(reinit bool, dial *dialState) error {
 func (p *Producer) markLostLocked() {
 	for seq := p.head; seq < p.next; seq++ {
 		if k := &p.ring[seq%uint64(len(p.ring))].kept; k.kept && k.state == keptSent {
-			k.state = keptLost
+			k.state, k.uncertain = keptLost, true
 		}
 	}
 	p.idem.inFlight = 0
@@ -506,6 +515,11 @@ func (p *Producer) renumber(reinit bool) []uint64 {
 		s := &p.ring[seq%uint64(len(p.ring))]
 		k := &s.kept
 		if s.done || !k.kept || k.state == keptSent {
+			continue
+		}
+		if log := p.idem.logLocked(k.partition); reinit && log.expired && k.uncertain {
+			k.clear()
+			p.finishLocked(seq, Ack{}, fmt.Errorf("%w: the broker forgot the producer before the record's resend: an earlier copy may be stored", ErrProducerExpired))
 			continue
 		}
 		order = append(order, seq)
@@ -569,6 +583,8 @@ func (p *Producer) resend(c *Client, order []uint64) {
 		}
 		if err != nil {
 			for _, rest := range order[i:] {
+				// Never written on c: each keeps what it knew, and a
+				// parked one now holds a fresh sequence nobody has.
 				if k := &p.ring[rest%uint64(len(p.ring))].kept; k.kept && k.state == keptSent {
 					k.state = keptLost
 					p.sentAnsweredLocked()

@@ -135,14 +135,14 @@ func (fc *fakeConn) checkProduce(id uint32, m wire.Produce, stream []byte, parti
 	}
 	werr := b.expectations(o, stream, partition, view.Subject)
 	if o.Batch && (werr != nil || fc.atomicFailed) {
-		// A refused part refuses the whole batch: nothing of it is stored.
+		// A refused part refuses the whole batch: nothing of it is stored,
+		// and each of its records is answered batch_incomplete.
+		refusal := wire.NewError(wire.CodeBatchIncomplete, "batch refused: %v", werr)
 		for _, part := range fc.atomic {
-			fc.batch = append(fc.batch, reply{id: part.id, err: wire.NewError(wire.CodeBatchIncomplete, "batch refused")})
+			fc.batch = append(fc.batch, reply{id: part.id, err: refusal})
 		}
 		fc.atomic, fc.atomicFailed = nil, o.BatchFlags&wire.BatchCommit == 0
-		if werr == nil {
-			werr = wire.NewError(wire.CodeBatchIncomplete, "batch refused")
-		}
+		werr = refusal
 	}
 	if werr != nil {
 		return &reply{id: id, err: werr}, true

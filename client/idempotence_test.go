@@ -360,7 +360,7 @@ func TestPublishBatch(t *testing.T) {
 		}
 	}
 	batch[0].ExpectLastOffset = client.ExpectNone() // false now: the batch is refused
-	if acks, err := c.PublishBatch(ctx, client.ToStream("s"), batch); !errors.Is(err, &wire.Error{Code: wire.CodeExpectationFailed}) || acks != nil {
+	if acks, err := c.PublishBatch(ctx, client.ToStream("s"), batch); !errors.Is(err, &wire.Error{Code: wire.CodeBatchIncomplete}) || acks != nil {
 		t.Fatalf("a batch with a false expectation: %v %v", acks, err)
 	}
 	if _, err := c.PublishBatch(ctx, client.ToStream("s"), make([]client.Record, 9)); !errors.Is(err, client.ErrInvalidArgument) {
@@ -368,6 +368,29 @@ func TestPublishBatch(t *testing.T) {
 	}
 	if got := storedPayloads(t, b, "s"); fmt.Sprint(got) != "[a b c]" {
 		t.Fatalf("stored %q", got)
+	}
+}
+
+func TestPublishBatchGoesToOnePartition(t *testing.T) {
+	b := startFake(t, func(b *fakeBroker) { b.partitions = map[string]uint32{"orders": 8} })
+	c := dial(t, b, client.Options{})
+	ctx := testContext(t)
+	var apart [2][]byte // two keys of different partitions
+	for i := 0; apart[1] == nil; i++ {
+		key := fmt.Appendf(nil, "key-%d", i)
+		switch {
+		case apart[0] == nil:
+			apart[0] = key
+		case wire.PartitionForKey(key, 8) != wire.PartitionForKey(apart[0], 8):
+			apart[1] = key
+		}
+	}
+	if _, err := c.PublishBatch(ctx, client.ToStream("orders"), []client.Record{{Key: apart[0]}, {Key: apart[1]}}); !errors.Is(err, client.ErrInvalidArgument) {
+		t.Fatalf("a batch over two partitions: %v", err)
+	}
+	acks, err := c.PublishBatch(ctx, client.ToStream("orders"), []client.Record{{Key: apart[0]}, {Key: apart[0]}})
+	if err != nil || acks[0].Partition != wire.PartitionForKey(apart[0], 8) || acks[1].Offset != 1 {
+		t.Fatalf("a batch of one key: %+v %v", acks, err)
 	}
 }
 

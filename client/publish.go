@@ -9,19 +9,24 @@ import (
 	"github.com/ironbus/ironbus/wire"
 )
 
-// PublishBatch stores records atomically: the broker makes all of them
-// visible together, or none of them (also across a broker crash in the
-// middle of the batch). It returns one Ack per record, in order, or one
-// error and no Acks: a refused record refuses the whole batch (a
-// *wire.Error such as batch_incomplete, or the refusal itself, for
-// example an *ExpectationError). When ctx ends or the connection breaks
-// first, the batch may or may not have been stored, whole.
+// PublishBatch stores records atomically in one partition: the broker
+// makes all of them visible together, at consecutive offsets, or none of
+// them (also across a broker crash in the middle of the batch). It
+// returns one Ack per record, in order, or one error and no Acks: a
+// refused record refuses the whole batch (a *wire.Error, batch_incomplete
+// naming the record and the reason, when the broker refused one record
+// or the batch is over its limits). When ctx ends or the connection
+// breaks first, the batch may or may not have been stored, whole.
+//
+// For a ToStream destination whose partition count the client can read,
+// the records' keys must hash to one partition (checked here, refused
+// with ErrInvalidArgument), and the batch is sent to it.
 //
 // The batch travels as consecutive Produce frames sharing a batch id of
 // the connection, the last one flagged commit; its records are not
 // stamped for idempotence (a conditional first record, ExpectLastOffset,
 // makes a resend safe). It needs a broker with the producers capability,
-// and at most Client.Window records.
+// and at most Client.Window records (and the broker's batch limits).
 func (c *Client) PublishBatch(ctx context.Context, d Destination, records []Record) ([]Ack, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -38,6 +43,9 @@ func (c *Client) PublishBatch(ctx context.Context, d Destination, records []Reco
 	}
 	t, err := c.resolve(d, nil)
 	if err != nil {
+		return nil, err
+	}
+	if t.partition, err = c.batchPartition(ctx, t, d.stream, records); err != nil {
 		return nil, err
 	}
 	batchID := c.batchID.Add(1)
@@ -70,6 +78,44 @@ func (c *Client) PublishBatch(ctx context.Context, d Destination, records []Reco
 		return nil, first
 	}
 	return acks, nil
+}
+
+// batchPartition is the partition a batch to t is sent to. A batch goes
+// to one partition, so for a ToStream destination whose partition count
+// is known the keys must agree, and the batch is sent to their partition;
+// otherwise the broker picks (and refuses a batch that would span two).
+func (c *Client) batchPartition(ctx context.Context, t target, stream string, records []Record) (uint32, error) {
+	if t.bySubject || t.partition != AnyPartition {
+		return t.partition, nil
+	}
+	count, err := c.partitionCount(ctx, stream)
+	if err != nil || count == 0 {
+		return t.partition, err
+	}
+	if count == 1 {
+		return 0, nil
+	}
+	partition, first := AnyPartition, 0
+	for i, r := range records {
+		p := AnyPartition // keyless: the connection's own partition
+		if len(r.Key) > 0 {
+			p = wire.PartitionForKey(r.Key, count)
+		}
+		if i == 0 {
+			partition = p
+		} else if p != partition {
+			return 0, fmt.Errorf("%w: an atomic batch goes to one partition, but records %d and %d go to %s and %s of %q",
+				ErrInvalidArgument, first, i, partitionName(partition), partitionName(p), stream)
+		}
+	}
+	return partition, nil
+}
+
+func partitionName(p uint32) string {
+	if p == AnyPartition {
+		return "the connection's own partition"
+	}
+	return fmt.Sprintf("partition %d", p)
 }
 
 // encodeBatch frames the Produce frames of a batch (request ids are set

@@ -121,8 +121,8 @@ func (c *Client) produceStamped(ctx context.Context, enc *encoder, log streamPar
 		a := &c.awaited
 		a.mu.Lock()
 		state := a.sequenceLocked(log)
-		sequence, generation := state.next, state.generation
-		enc.msg.Options.Epoch = a.epoch
+		sequence, generation, epoch := state.next, state.generation, a.epoch
+		enc.msg.Options.Epoch = epoch
 		enc.msg.BodyCRC = restamp(enc.body, a.id, sequence)
 		id, err := c.register(entry{kind: kindProduce, call: cl})
 		if err == nil {
@@ -140,7 +140,7 @@ func (c *Client) produceStamped(ctx context.Context, enc *encoder, log streamPar
 		}
 		ack, err := cl.ack, cl.err
 		putCall(cl)
-		if err == nil || !a.refused(log, err, sequence, generation) || retries == maxGapRetries {
+		if err == nil || !a.refused(log, err, sequence, generation, epoch) || retries == maxGapRetries {
 			return ack, err
 		}
 	}
@@ -161,10 +161,11 @@ func (a *awaitedProducer) sequenceLocked(log streamPartition) *sequenceState {
 }
 
 // refused updates the sequence of log after the broker refused sequence
-// (numbered in generation) with err, and reports whether the record
-// should be renumbered and sent again: only after a gap, which stores
-// nothing.
-func (a *awaitedProducer) refused(log streamPartition, err error, sequence, generation uint64) bool {
+// (numbered in generation, sent with epoch) with err, and reports whether
+// the record should be renumbered and sent again: after a gap, or a fence
+// by this Client's own newer ProducerInit, neither of which stores
+// anything.
+func (a *awaitedProducer) refused(log streamPartition, err error, sequence, generation uint64, epoch uint32) bool {
 	code, werr := wireCode(err)
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -181,11 +182,14 @@ func (a *awaitedProducer) refused(log streamPartition, err error, sequence, gene
 			state.next, state.generation = werr.Value, state.generation+1
 		}
 		return true
-	case wire.CodeProducerFenced, wire.CodeUnknownProducer:
-		a.ready = false
-		if code == wire.CodeUnknownProducer {
-			clear(a.sequences)
+	case wire.CodeProducerFenced:
+		if a.ready && epoch != a.epoch {
+			return true // fenced by this Client's own later ProducerInit
 		}
+		a.ready = false
+	case wire.CodeUnknownProducer:
+		a.ready = false
+		clear(a.sequences)
 	case wire.CodeProducerExpired:
 		a.ready = false
 		delete(a.sequences, log)

@@ -77,7 +77,7 @@ func (fc *fakeConn) producerInit(f wire.Frame) {
 	fp.epochs[id]++
 	info := &wire.ProducerInfo{ID: id, Epoch: fp.epochs[id]}
 	for key, next := range fp.next {
-		if key.producer == id {
+		if key.producer == id && !b.noPositions {
 			info.Positions = append(info.Positions, wire.ProducerPosition{Stream: []byte(key.stream), Partition: key.partition, NextSequence: next})
 		}
 	}

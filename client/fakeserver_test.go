@@ -44,6 +44,7 @@ type fakeBroker struct {
 	// before its ack (and the acks of its read batch) are written.
 	dropAfter   func(n uint64) bool
 	noProducers bool // answer ProducerInit with unknown_type (a broker that does not serve it)
+	noPositions bool // answer ProducerInit without positions (a broker with stale positions)
 	// forget, when it returns true for the count of Produce frames
 	// received, makes the broker forget the producer's state on the
 	// record's partition and answer producer_expired.

@@ -209,6 +209,20 @@ func TestProducerWithAStableNameResumesItsSequences(t *testing.T) {
 	}
 }
 
+func TestProducerReportsStalePositionsLoudly(t *testing.T) {
+	b := startFake(t, nil)
+	c := dial(t, b, client.Options{})
+	first := c.NewProducerTo(client.ToPartition("s", 0), client.ProducerOptions{Name: "billing"})
+	sendNumbered(t, first, 3, nil)
+	b.locked(func() { b.noPositions = true })
+	restarted := c.NewProducerTo(client.ToPartition("s", 0), client.ProducerOptions{Name: "billing"})
+	for i, r := range sendNumbered(t, restarted, 3, nil) {
+		if !errors.Is(r.Err, client.ErrSequenceGap) {
+			t.Fatalf("result %d after stale positions: %+v: a new record must never pass for a stored one", i, r)
+		}
+	}
+}
+
 func TestProducerWithoutAKnownPartitionSendsUnstamped(t *testing.T) {
 	b := startFake(t, func(b *fakeBroker) { b.partitions = map[string]uint32{"metrics": 3} })
 	c := dial(t, b, client.Options{})

@@ -113,7 +113,8 @@ type encoder struct {
 	body       []byte
 	stream     []byte // awaited produces: the stream name, copied to reuse
 	subject    []byte
-	messageID  []byte
+	messageID  []byte // the last message id encoded; hasMessage: the current record has one
+	hasMessage bool
 	headers    []record.Header
 	msg        wire.Produce
 }
@@ -141,6 +142,7 @@ func (e *encoder) encode(c *Client, t target, partition uint32, r *Record, s sta
 		}
 		e.headers = append(e.headers, record.Header{Name: h.Name, Value: h.Value})
 	}
+	e.hasMessage = r.MessageID != ""
 	if r.MessageID != "" {
 		if len(r.MessageID) > MaxMessageIDBytes {
 			return fmt.Errorf("%w: message id of %d bytes (maximum %d)", ErrInvalidArgument, len(r.MessageID), MaxMessageIDBytes)

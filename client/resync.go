@@ -57,6 +57,7 @@ type keptRecord struct {
 	kept      bool
 	state     keptState
 	uncertain bool   // an earlier attempt went unanswered: a copy may be stored
+	messageID bool   // the record has a message id: a first send may be a duplicate
 	attempt   uint32 // 1 for the first send; replies to older attempts are stale
 	partition uint32
 	sequence  uint64
@@ -74,7 +75,7 @@ const maxKeptBuffer = 64 << 10
 func (k *keptRecord) keep(partition uint32, sequence uint64, enc *encoder) {
 	k.body, enc.body = enc.body, k.body[:0]
 	enc.msg.Body = k.body
-	k.kept, k.state, k.attempt = true, keptSent, 1
+	k.kept, k.state, k.attempt, k.messageID = true, keptSent, 1, enc.hasMessage
 	k.partition, k.sequence, k.crc, k.options = partition, sequence, enc.msg.BodyCRC, enc.msg.Options
 }
 
@@ -299,9 +300,17 @@ func (p *Producer) settleKeptLocked(s *slot, attempt uint32, ack Ack, err error)
 		if k.state == keptSent {
 			p.sentAnsweredLocked()
 		}
-		log.floor = max(log.floor, k.sequence+1)
+		if !ack.Duplicate {
+			log.floor = max(log.floor, k.sequence+1)
+		} else if k.attempt == 1 && !k.uncertain && !k.messageID {
+			// A record sent for the first time cannot be a resend: the
+			// broker's state for this producer disagrees with the position
+			// it reported. Say so rather than report a record as stored
+			// that never was.
+			err = fmt.Errorf("%w: the broker answered the first send of the record as a duplicate of offset %d: its producer state disagrees with ProducerInit's positions", ErrSequenceGap, ack.Offset)
+		}
 		k.clear()
-		return true, nil
+		return true, err
 	}
 	if attempt != k.attempt || k.state != keptSent {
 		return false, nil // a stale attempt, or its connection already counted as lost

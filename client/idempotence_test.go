@@ -697,3 +697,33 @@ func TestProducerChaos(t *testing.T) {
 		})
 	}
 }
+
+func TestIdempotentProducerStopsWithItsClosedClient(t *testing.T) {
+	b := startFake(t, nil)
+	c := dial(t, b, client.Options{})
+	p := c.NewProducerTo(client.ToPartition("s", 0), client.ProducerOptions{})
+	ctx := testContext(t)
+	if err := p.Send(ctx, client.Record{}); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-p.Results(); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	b.hold()
+	if err := p.Send(ctx, client.Record{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the record at the broker", func() (ok bool) { b.locked(func() { ok = b.produced == 2 }); return })
+	c.Close()
+	if r := <-p.Results(); !errors.Is(r.Err, client.ErrClosed) {
+		t.Fatalf("a record pending when its Client was closed: %+v", r)
+	}
+	if err := p.Send(ctx, client.Record{}); !errors.Is(err, client.ErrClosed) {
+		t.Fatalf("Send after the Client was closed: %v", err)
+	}
+	b.locked(func() {
+		if b.accepted != 1 {
+			t.Fatalf("%d connections: a closed Client is not a failure to repair", b.accepted)
+		}
+	})
+}

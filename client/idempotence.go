@@ -171,21 +171,31 @@ func notServed(err error) bool {
 // unknown (0); one that does not exist yet as 1, the count its first
 // publish creates it with.
 type partitionCounts struct {
-	mu     sync.Mutex
+	readMu sync.Mutex // one StreamInfo at a time: concurrent first users wait for it
+	mu     sync.Mutex // guards counts
 	counts map[string]uint32
+}
+
+func (pc *partitionCounts) lookup(stream string) (uint32, bool) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	count, ok := pc.counts[stream]
+	return count, ok
 }
 
 // partitionCount returns the partition count of stream, 0 when it cannot
 // be known.
 func (c *Client) partitionCount(ctx context.Context, stream string) (uint32, error) {
 	pc := &c.partitionCounts
-	pc.mu.Lock()
-	count, ok := pc.counts[stream]
-	pc.mu.Unlock()
-	if ok {
+	if count, ok := pc.lookup(stream); ok {
 		return count, nil
 	}
-	count = 0
+	pc.readMu.Lock()
+	defer pc.readMu.Unlock()
+	if count, ok := pc.lookup(stream); ok {
+		return count, nil
+	}
+	var count uint32
 	if c.info.Capabilities&wire.CapStreams == 0 {
 		count = 1 // an older broker has one partition per stream
 	} else if c.info.Capabilities&wire.CapAdmin != 0 {

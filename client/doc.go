@@ -189,7 +189,10 @@
 // ErrUnsupportedRecord (reported by Fetch as a *DeliveryError alongside
 // the records that did verify), ErrProtocol and ErrInvalidArgument. A
 // context that ends returns ctx.Err(); the connection stays usable and a
-// late reply is dropped.
+// late reply is dropped. Refusals of a produce that a program acts on are
+// typed, wrapping the *wire.Error: an *ExpectationError (a conditional
+// append's actual last offset), ErrProducerFenced, ErrProducerExpired,
+// ErrUnknownProducer and ErrSequenceGap.
 //
 // # Costs
 //

@@ -49,7 +49,7 @@ type ProducerOptions struct {
 // the order of the Sends.
 type Result struct {
 	Ack      Ack   // where the record was stored, when Err is nil
-	Err      error // the server's *wire.Error, or why the connection failed
+	Err      error // the server's refusal (a *wire.Error, typed as for Produce), or why the connection failed
 	Sequence uint64
 }
 

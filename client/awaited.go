@@ -46,11 +46,18 @@ type sequenceState struct {
 const maxGapRetries = 8
 
 // awaitedStamp decides whether a record to t is sent idempotently and to
-// which partition; it initialises the Client's identity on first use.
-func (c *Client) awaitedStamp(ctx context.Context, t target, stream string, key []byte) (uint32, bool, error) {
-	if c.opts.Idempotence == IdempotenceOff || !c.producersServed() || t.bySubject {
+// which partition; it initialises the Client's identity on first use. A
+// conditional record goes to its computed partition even unstamped: an
+// expectation names one partition.
+func (c *Client) awaitedStamp(ctx context.Context, t target, stream string, r *Record) (uint32, bool, error) {
+	if !c.producersServed() || t.bySubject {
 		return t.partition, false, nil
 	}
+	conditional := r.ExpectLastOffset.set || r.ExpectLastSubjectOffset.set
+	if c.opts.Idempotence == IdempotenceOff && !conditional {
+		return t.partition, false, nil
+	}
+	key := r.Key
 	var count uint32
 	if t.partition == AnyPartition {
 		var err error
@@ -62,9 +69,12 @@ func (c *Client) awaitedStamp(ctx context.Context, t target, stream string, key 
 	if !ok {
 		return t.partition, false, nil
 	}
+	if c.opts.Idempotence == IdempotenceOff {
+		return partition, false, nil
+	}
 	ready, err := c.awaited.ensure(ctx, c)
 	if err != nil || !ready {
-		return t.partition, false, err
+		return partition, false, err
 	}
 	return partition, true, nil
 }

@@ -151,7 +151,7 @@ func (c *Client) ProduceTo(ctx context.Context, d Destination, record Record) (A
 	if err != nil {
 		return Ack{}, err
 	}
-	partition, idempotent, err := c.awaitedStamp(ctx, t, d.stream, record.Key)
+	partition, idempotent, err := c.awaitedStamp(ctx, t, d.stream, &record)
 	if err != nil {
 		return Ack{}, err
 	}

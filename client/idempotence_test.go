@@ -727,3 +727,18 @@ func TestIdempotentProducerStopsWithItsClosedClient(t *testing.T) {
 		}
 	})
 }
+
+func TestConditionalRecordGoesToItsComputedPartition(t *testing.T) {
+	b := startFake(t, func(b *fakeBroker) { b.partitions = map[string]uint32{"ledger": 4} })
+	c := dial(t, b, client.Options{Idempotence: client.IdempotenceOff})
+	key := []byte("account-9")
+	ack, err := c.Produce(testContext(t), "ledger", client.Record{Key: key, ExpectLastOffset: client.ExpectNone()})
+	if err != nil || ack.Partition != wire.PartitionForKey(key, 4) {
+		t.Fatalf("%+v %v", ack, err)
+	}
+	for _, body := range b.bodies(logKey([]byte("ledger"), ack.Partition)) {
+		if view, _ := record.Parse(body); view.HasProducer {
+			t.Fatal("stamped with idempotence off")
+		}
+	}
+}

@@ -420,6 +420,10 @@ func (p *Producer) repair(reinit bool, dial *dialState) error {
 	for p.idem.inFlight > 0 && c.Err() == nil {
 		p.idem.drained.Wait()
 	}
+	// What the answers that came during the drain asked for is this
+	// pass's work, not another pass's.
+	reinit = reinit || p.idem.reinit
+	p.idem.wanted, p.idem.reinit = false, false
 	p.mu.Unlock()
 	if c.Err() != nil {
 		if !errors.Is(c.Err(), ErrConnectionLost) {

@@ -48,8 +48,9 @@ var (
 	// on the partition, so it cannot tell a resend from a new record: the
 	// record was not stored, and sending it again may store it twice.
 	ErrProducerExpired = errors.New("ironbus client: producer state expired on the broker")
-	// ErrUnknownProducer: the broker never issued the producer id (its
-	// data was replaced); the record was not stored.
+	// ErrUnknownProducer: the broker does not know the producer id on
+	// this connection (it never issued it, its data was replaced, or the
+	// connection did not announce it); the record was not stored.
 	ErrUnknownProducer = errors.New("ironbus client: producer unknown to the broker")
 )
 

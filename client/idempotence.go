@@ -45,8 +45,11 @@ var (
 	// producer's sequences cannot be reconciled. Nothing was stored.
 	ErrSequenceGap = errors.New("ironbus client: producer sequence gap")
 	// ErrProducerExpired: the broker no longer holds the producer's state
-	// on the partition, so it cannot tell a resend from a new record: the
-	// record was not stored, and sending it again may store it twice.
+	// on the partition (idle beyond its expiry, or evicted), so it cannot
+	// tell a resend from a new record. A record failed with it may be
+	// stored already (a copy went out before a connection failure):
+	// sending it again may store it twice. A Producer resends the records
+	// it knows are not stored itself.
 	ErrProducerExpired = errors.New("ironbus client: producer state expired on the broker")
 	// ErrUnknownProducer: the broker does not know the producer id on
 	// this connection (it never issued it, its data was replaced, or the

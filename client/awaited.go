@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/ironbus/ironbus/wire"
@@ -177,6 +178,12 @@ func (a *awaitedProducer) sequenceLocked(log streamPartition) *sequenceState {
 // anything.
 func (a *awaitedProducer) refused(log streamPartition, err error, sequence, generation uint64, epoch uint32) bool {
 	code, werr := wireCode(err)
+	if errors.Is(err, ErrConnectionLost) || errors.Is(err, ErrClosed) {
+		// The record may be stored (the error may wrap the broker's
+		// closing Error, which is no refusal of this record): its sequence
+		// stays used.
+		return false
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	state := a.sequenceLocked(log)

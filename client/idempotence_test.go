@@ -742,3 +742,28 @@ func TestConditionalRecordGoesToItsComputedPartition(t *testing.T) {
 		}
 	}
 }
+
+// TestProducerResendsAfterABrokerShutsDown: a broker that refuses records
+// with a closing Error (shutting_down) and closes the connection loses
+// nothing of an idempotent producer: the refused records and those lost
+// with the connection (whose errors wrap that closing Error) are resent.
+func TestProducerResendsAfterABrokerShutsDown(t *testing.T) {
+	const n = 200
+	b := startFake(t, func(b *fakeBroker) {
+		b.welcome.Window = 32
+		b.produceErr = func(produced uint64) *wire.Error {
+			if produced == 50 {
+				return wire.NewError(wire.CodeShuttingDown, "draining")
+			}
+			return nil
+		}
+	})
+	c := dial(t, b, client.Options{})
+	p := c.NewProducerTo(client.ToPartition("s", 0), client.ProducerOptions{})
+	for i, r := range sendNumbered(t, p, n, nil) {
+		if r.Err != nil {
+			t.Fatalf("result %d: %v", i, r.Err)
+		}
+	}
+	checkExactlyOnce(t, storedPayloads(t, b, "s"), n, nil)
+}

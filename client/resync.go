@@ -319,8 +319,15 @@ func (p *Producer) settleKeptLocked(s *slot, attempt uint32, ack Ack, err error)
 	code, werr := wireCode(err)
 	retries := k.attempt < maxAttempts
 	switch {
-	case code == 0 && errors.Is(err, ErrConnectionLost) && p.reconnects():
+	case errors.Is(err, ErrConnectionLost) && p.reconnects():
+		// Checked first: the error may wrap the broker's closing Error.
 		k.state, k.uncertain = keptLost, true
+		p.requestResyncLocked(resyncReconnect)
+		return false, nil
+	case werr != nil && werr.Closes && werr.Retryable && p.reconnects() && retries:
+		// Refused by a broker closing the connection (shutting down, at
+		// its connection limit): not stored; resend after the reconnect.
+		k.state = keptLost
 		p.requestResyncLocked(resyncReconnect)
 		return false, nil
 	case code == wire.CodeSequenceGap && werr.HasValue && werr.Value < k.sequence && retries:

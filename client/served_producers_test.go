@@ -139,3 +139,68 @@ func TestIdempotentProducerAcrossABrokerRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestPublishingOptionsServed checks stamped produces, conditional
+// appends, message ids, atomic batches and fire-and-forget records
+// against the real broker.
+func TestPublishingOptionsServed(t *testing.T) {
+	addr, stop := startServedBroker()
+	defer stop()
+	if !servesProducers(t, addr) {
+		t.Skip("this broker does not serve ProducerInit")
+	}
+	ctx := testContext(t)
+	c, err := client.Dial(ctx, addr, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i := range 3 {
+		if ack, err := c.Produce(ctx, "opts", client.Record{Payload: []byte("plain")}); err != nil || ack.Offset != uint64(i) {
+			t.Fatalf("Produce %d: %+v %v", i, ack, err)
+		}
+	}
+	_, err = c.Produce(ctx, "opts", client.Record{ExpectLastOffset: client.ExpectOffset(0)})
+	var mismatch *client.ExpectationError
+	if !errors.As(err, &mismatch) || !mismatch.HasActual || mismatch.Actual != 2 {
+		t.Fatalf("a stale expectation: %v", err)
+	}
+	if ack, err := c.Produce(ctx, "opts", client.Record{ExpectLastOffset: client.ExpectOffset(2)}); err != nil || ack.Offset != 3 {
+		t.Fatalf("a met expectation: %+v %v", ack, err)
+	}
+	first, err := c.Produce(ctx, "opts", client.Record{MessageID: "order-7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := c.Produce(ctx, "opts", client.Record{MessageID: "order-7"}); err != nil || !again.Duplicate || again.Offset != first.Offset {
+		t.Fatalf("a message id again: %+v %v", again, err)
+	}
+	acks, err := c.PublishBatch(ctx, client.ToStream("opts"), []client.Record{{Payload: []byte("b1")}, {Payload: []byte("b2")}})
+	if err != nil || len(acks) != 2 || acks[1].Offset != acks[0].Offset+1 {
+		t.Fatalf("a batch: %+v %v", acks, err)
+	}
+	refused := []client.Record{{ExpectLastOffset: client.ExpectNone()}, {Payload: []byte("never")}}
+	if _, err := c.PublishBatch(ctx, client.ToStream("opts"), refused); !errors.Is(err, &wire.Error{Code: wire.CodeBatchIncomplete}) {
+		t.Fatalf("a refused batch: %v", err)
+	}
+	for range 3 {
+		if err := c.PublishAsync(ctx, client.ToStream("opts"), client.Record{Payload: []byte("async")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"plain", "plain", "plain", "", "", "b1", "b2", "async", "async", "async"}
+	var got []string
+	for deadline := time.Now().Add(5 * time.Second); len(got) < len(want) && time.Now().Before(deadline); {
+		batch, err := c.Fetch(ctx, "opts", "check", client.FetchOptions{MaxRecords: 100, Wait: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range batch.Messages {
+			got = append(got, string(m.Payload))
+		}
+		c.Ack(ctx, "opts", "check", batch.Messages...)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("stored %q, want %q", got, want)
+	}
+}

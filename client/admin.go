@@ -186,6 +186,15 @@ func (c *Client) adminCall(ctx context.Context, m wire.Message) (wire.Message, e
 	if c.info.Capabilities&wire.CapAdmin == 0 {
 		return nil, fmt.Errorf("%w: the broker does not serve admin requests (no admin capability)", ErrInvalidArgument)
 	}
+	return c.request(ctx, m)
+}
+
+// request sends m and waits for its one-frame answer (an admin answer or
+// a ProducerInfo), decoded with its names copied.
+func (c *Client) request(ctx context.Context, m wire.Message) (wire.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	cl := getCall()
 	id, err := c.register(entry{kind: kindAdmin, call: cl})
 	if err != nil {
@@ -222,6 +231,12 @@ func (c *Client) onAdmin(f wire.Frame) error {
 			return err
 		}
 		reply = list
+	case wire.TypeProducerInfo:
+		info, err := decodeProducerInfo(f.Body)
+		if err != nil {
+			return err
+		}
+		reply = info
 	default:
 		state, err := wire.DecodeDeadLetterState(f.Body)
 		if err != nil {

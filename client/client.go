@@ -55,6 +55,10 @@ type Options struct {
 	// Auth is the credential sent in Hello (TokenAuth, PasswordAuth,
 	// MTLSAuth); the zero value sends none.
 	Auth Auth
+	// Idempotence is what Produce and ProduceTo do (Producers have their
+	// own ProducerOptions.Idempotence); the zero value is IdempotenceOn,
+	// under one producer identity per Client with a random name.
+	Idempotence Idempotence
 }
 
 // Auth is a credential for Hello.
@@ -138,6 +142,12 @@ type Client struct {
 	encoders     sync.Pool
 	decompressor *codec.Decompressor
 	wg           sync.WaitGroup
+
+	opts            Options // as dialled, with defaults: a Producer redials with them
+	partitionCounts partitionCounts
+	awaited         awaitedProducer // the identity of Produce's idempotent records
+	batchID         atomic.Uint32   // the last atomic batch id used on the connection
+	asyncSent       atomic.Uint64   // records PublishAsync sent
 }
 
 // Dial connects to the broker at addr (host:port) and completes the
@@ -175,7 +185,7 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 
 func newClient(conn net.Conn, addr string, opts Options, w wire.Welcome) *Client {
 	c := &Client{
-		conn: conn, addr: addr, readMax: opts.MaxFrame, epoch: time.Now(),
+		conn: conn, addr: addr, readMax: opts.MaxFrame, epoch: time.Now(), opts: opts,
 		wake: make(chan struct{}, 1), done: make(chan struct{}), loopWake: make(chan struct{}, 1),
 		info: ServerInfo{
 			Version: w.Version, ServerVersion: w.ServerVersion, Capabilities: w.Capabilities,
@@ -438,9 +448,10 @@ func (c *Client) finish(e entry, err error) {
 // finishProduce hands a produce outcome to whoever waits for it and frees
 // its place in the window.
 func (c *Client) finishProduce(e entry, ack Ack, err error) {
+	err = produceError(err)
 	switch {
 	case e.kind == kindProducer:
-		e.producer.complete(e.seq, ack, err)
+		e.producer.complete(e.seq, e.attempt, ack, err)
 	case e.call != nil:
 		e.call.ack, e.call.err = ack, err
 		e.call.done <- struct{}{}

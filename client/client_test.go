@@ -224,7 +224,8 @@ func TestConnectionDropFailsEverything(t *testing.T) {
 		defer wg.Done()
 		_, errs[1] = c.Fetch(ctx, "idle", "g", client.FetchOptions{Wait: time.Minute})
 	}()
-	p := c.NewProducer("s", client.ProducerOptions{})
+	// An idempotent producer reconnects (TestProducerReconnects...).
+	p := c.NewProducer("s", client.ProducerOptions{Idempotence: client.IdempotenceOff})
 	for range 3 {
 		if err := p.Send(ctx, client.Record{}); err != nil {
 			t.Fatal(err)
@@ -363,7 +364,7 @@ func TestKeepalive(t *testing.T) {
 
 func TestRequestIDsUniqueAndNonZero(t *testing.T) {
 	b := startFake(t, func(b *fakeBroker) { b.recordIDs = true })
-	c := dial(t, b, client.Options{})
+	c := dial(t, b, client.Options{Idempotence: client.IdempotenceOff}) // only the requests below
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)

@@ -133,7 +133,7 @@ func (c *Client) consumeScope(partition uint32, filter string) error {
 func (c *Client) NewProducerTo(d Destination, opts ProducerOptions) *Producer {
 	p := c.newProducer(opts)
 	t, err := c.resolve(d, nil)
-	p.target, p.nameErr = t, errors.Join(p.nameErr, err)
+	p.target, p.stream, p.nameErr = t, d.stream, errors.Join(p.nameErr, err)
 	return p
 }
 
@@ -151,8 +151,17 @@ func (c *Client) ProduceTo(ctx context.Context, d Destination, record Record) (A
 	if err != nil {
 		return Ack{}, err
 	}
-	if err := enc.encode(c, t, &record); err != nil {
+	partition, idempotent, err := c.awaitedStamp(ctx, t, d.stream, &record)
+	if err != nil {
 		return Ack{}, err
+	}
+	// The stamp's id and sequence are set under the identity's lock, as
+	// the record is written; these placeholders reserve their room.
+	if err := enc.encode(c, t, partition, &record, stamp{idempotent: idempotent}); err != nil {
+		return Ack{}, err
+	}
+	if idempotent {
+		return c.produceStamped(ctx, enc, streamPartition{stream: d.stream, partition: partition})
 	}
 	return c.produceEncoded(ctx, enc)
 }

@@ -26,7 +26,7 @@ func (c *Client) dispatch(f wire.Frame) error {
 		return c.onPong(f)
 	case wire.TypeGroupInfo:
 		return c.onGroupInfo(f)
-	case wire.TypeGroupList, wire.TypeDeadLetterState, wire.TypeStreamList:
+	case wire.TypeGroupList, wire.TypeDeadLetterState, wire.TypeStreamList, wire.TypeProducerInfo:
 		return c.onAdmin(f)
 	case wire.TypePing:
 		payload, err := wire.DecodePing(f.Body)
@@ -54,7 +54,7 @@ func (c *Client) onProduceAck(f wire.Frame) error {
 	case !ok:
 		return fmt.Errorf("%w: ProduceAck for request %d, which is not in flight", ErrProtocol, f.RequestID)
 	}
-	c.finishProduce(e, Ack{Partition: ack.Partition, Offset: ack.Offset}, nil)
+	c.finishProduce(e, ackOf(ack), nil)
 	return nil
 }
 

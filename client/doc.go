@@ -45,12 +45,32 @@
 // with a *DecompressError and stays leased, so it can be nacked.
 // docs/COMPRESSION.md has the details.
 //
-// Producing is at-least-once. When a produce fails without an answer (its
-// context ended, the connection broke, or a closing error arrived), the
-// record may or may not have been stored: the broker may have stored it
-// and lost only the ack. Retrying such a record can store it twice. A
-// produce answered by an error that is not about the connection (a
-// *wire.Error such as no_space or busy) was not stored.
+// Producing is exactly-once where the client can know a record's
+// partition, and at-least-once elsewhere. With a broker that has the
+// producers capability, Producers and Produce are idempotent by default
+// (IdempotenceOn): the client announces a producer name (ProducerInit)
+// and stamps each record whose partition it knows (a pinned partition,
+// or a keyed record to a stream whose partition count it could read)
+// with the producer id and a dense per-partition sequence. The broker
+// stores each stamped record once and answers a resend of a stored one
+// with the first copy's offset and Ack.Duplicate. An idempotent Producer
+// keeps its unacknowledged records, and after a connection failure
+// redials, announces itself again (a new epoch, fencing older
+// incarnations of its name) and resends them in order: no duplicates, no
+// reordering. Records it cannot stamp (routed by subject, keyless to a
+// stream of several partitions) are at-least-once: when a produce fails
+// without an answer (its context ended, the connection broke), the
+// record may or may not have been stored, and retrying it can store it
+// twice. Record.MessageID deduplicates those across retries, processes
+// and connections, within the stream's dedup window. A produce answered
+// by an error that is not about the connection (a *wire.Error such as
+// no_space or busy, an *ExpectationError) was not stored.
+//
+// Conditional appends (Record.ExpectLastOffset,
+// ExpectLastSubjectOffset) store a record only if the partition's, or
+// the subject's, last offset is the one expected. PublishBatch stores a
+// batch atomically. PublishAsync sends without any answer, for telemetry
+// that may be lost. docs/PRODUCERS.md has the guarantees and their cost.
 //
 // Consuming is at-least-once too: Fetch leases records to the group; a
 // record not acknowledged before its lease expires, or whose connection
@@ -122,14 +142,21 @@
 // stream partition, never across streams. ConsumeStreams does the same
 // for a list of streams.
 //
-// # Reconnecting is explicit
+// # Reconnecting
 //
-// The client never reconnects on its own. When the connection breaks,
+// A Client never reconnects on its own. When the connection breaks,
 // every pending call fails with an error wrapping ErrConnectionLost (and
 // the cause: an I/O error, or the server's closing *wire.Error), and so
 // does every later call on that Client. To carry on, Dial again and
 // decide what to resend, knowing that unacknowledged records may already
 // be stored. Close fails pending calls with ErrClosed.
+//
+// An idempotent Producer is the exception: it redials the same address
+// with the Client's Options, with backoff, for up to
+// ProducerOptions.ReconnectTimeout, and carries on on a connection of its
+// own (closed by Producer.Close), resending what it kept. Its stamped
+// records come through exactly once; its unstamped ones fail with the
+// connection, as on a Client.
 //
 // # The window and ordering
 //
@@ -162,7 +189,10 @@
 // ErrUnsupportedRecord (reported by Fetch as a *DeliveryError alongside
 // the records that did verify), ErrProtocol and ErrInvalidArgument. A
 // context that ends returns ctx.Err(); the connection stays usable and a
-// late reply is dropped.
+// late reply is dropped. Refusals of a produce that a program acts on are
+// typed, wrapping the *wire.Error: an *ExpectationError (a conditional
+// append's actual last offset), ErrProducerFenced, ErrProducerExpired,
+// ErrUnknownProducer and ErrSequenceGap.
 //
 // # Costs
 //

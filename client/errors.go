@@ -17,9 +17,10 @@ var (
 	// ErrConnectionLost: the connection broke (read or write failed, the
 	// server closed it, sent a connection-level Error or violated the
 	// protocol). Every pending and later call on the Client fails with an
-	// error wrapping it and the cause. The client never reconnects on its
-	// own: Dial again. A produce that was pending when the connection
-	// broke may or may not have been stored.
+	// error wrapping it and the cause. A Client never reconnects on its
+	// own: Dial again (an idempotent Producer redials by itself, and fails
+	// its records with it only when it gives up). A produce that was
+	// pending when the connection broke may or may not have been stored.
 	ErrConnectionLost = errors.New("ironbus client: connection lost")
 	// ErrWindowFull: TrySend found the produce window full.
 	ErrWindowFull = errors.New("ironbus client: produce window full")

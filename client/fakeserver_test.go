@@ -39,6 +39,17 @@ type fakeBroker struct {
 	commits      map[string]uint64 // logKey → committed position (streaming)
 	routed       []byte            // discard mode: the stream of routed records
 	groupFilters []string          // the filter of every OpenGroup received
+	// dropAfter, when it returns true for the count of Produce frames
+	// received, closes that connection right after storing the record,
+	// before its ack (and the acks of its read batch) are written.
+	dropAfter   func(n uint64) bool
+	noProducers bool // answer ProducerInit with unknown_type (a broker that does not serve it)
+	noPositions bool // answer ProducerInit without positions (a broker with stale positions)
+	// forget, when it returns true for the count of Produce frames
+	// received, makes the broker forget the producer's state on the
+	// record's partition and answer producer_expired.
+	forget    func(n uint64) bool
+	producers fakeProducers
 
 	mu          sync.Mutex
 	holding     bool
@@ -47,6 +58,7 @@ type fakeBroker struct {
 	hellos      []wire.Hello
 	logs        map[string]*fakeLog
 	produced    uint64 // Produce frames received
+	noAcks      uint64 // Produce frames received with ProduceNoAck
 	inFlight    int
 	maxInFlight int
 	pings       int
@@ -200,9 +212,12 @@ type fakeConn struct {
 	wmu  sync.Mutex
 
 	// Owned by the serving goroutine.
-	out    []byte
-	batch  []reply
-	ackMsg wire.ProduceAck
+	out          []byte
+	batch        []reply
+	ackMsg       wire.ProduceAck
+	dropped      bool          // dropAfter fired: stop serving
+	atomic       []pendingPart // the open atomic batch of the connection
+	atomicFailed bool          // a part of the open batch was refused
 
 	heldMu sync.Mutex
 	held   []reply
@@ -244,6 +259,9 @@ func appendReply(out []byte, r reply, scratch *wire.ProduceAck) []byte {
 
 func (fc *fakeConn) serve() {
 	defer fc.conn.Close()
+	defer func() { // acks never written no longer count as in flight
+		fc.b.locked(func() { fc.b.inFlight -= len(fc.batch) })
+	}()
 	buf := make([]byte, 256<<10)
 	start, end, ok := fc.handshake(buf)
 	if !ok {
@@ -261,6 +279,9 @@ func (fc *fakeConn) serve() {
 			}
 			fc.handle(f)
 			start += n
+			if fc.dropped {
+				return
+			}
 		}
 		fc.flush()
 		if start == end {
@@ -373,6 +394,8 @@ func (fc *fakeConn) handle(f wire.Frame) {
 		fc.openGroup(f)
 	case wire.TypeStreamAdmin:
 		fc.streamAdmin(f)
+	case wire.TypeProducerInit:
+		fc.producerInit(f)
 	case wire.TypePing:
 		payload, _ := wire.DecodePing(f.Body)
 		b.locked(func() { b.pings++ })
@@ -402,22 +425,47 @@ func (fc *fakeConn) produce(f wire.Frame) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.produced++
-	b.inFlight++
+	noAck := m.Flags&wire.ProduceNoAck != 0
+	if noAck {
+		b.noAcks++
+	} else {
+		b.inFlight++
+	}
 	b.maxInFlight = max(b.maxInFlight, b.inFlight)
 	if b.inFlight > int(b.welcome.Window) {
 		b.problems = append(b.problems, fmt.Sprintf("%d produces in flight, window %d", b.inFlight, b.welcome.Window))
 	}
+	answer := func(r reply) {
+		if noAck {
+			return
+		}
+		fc.batch = append(fc.batch, r)
+	}
 	if b.produceErr != nil {
 		if werr := b.produceErr(b.produced); werr != nil {
-			fc.batch = append(fc.batch, reply{id: f.RequestID, err: werr})
+			answer(reply{id: f.RequestID, err: werr})
 			return
 		}
 	}
 	stream, partition, werr := b.route(m)
 	if werr != nil {
-		fc.batch = append(fc.batch, reply{id: f.RequestID, err: werr})
+		answer(reply{id: f.RequestID, err: werr})
 		return
 	}
+	if !b.discard {
+		if r, done := fc.checkProduce(f.RequestID, m, stream, partition); done {
+			if r != nil {
+				answer(*r)
+			}
+			return
+		}
+	}
+	fc.store(f.RequestID, m, stream, partition, answer)
+}
+
+// store appends a checked record to its log and answers it. b.mu is held.
+func (fc *fakeConn) store(id uint32, m wire.Produce, stream []byte, partition uint32, answer func(reply)) {
+	b := fc.b
 	log := b.logOf(stream, partition)
 	if log == nil {
 		log = &fakeLog{}
@@ -437,7 +485,15 @@ func (fc *fakeConn) produce(f wire.Frame) {
 		offset = b.produced - 1
 	}
 	log.records = append(log.records, rec)
-	fc.batch = append(fc.batch, reply{id: f.RequestID, ack: wire.ProduceAck{Partition: partition, Offset: offset}})
+	if !b.discard {
+		b.noteStored(m, stream, partition, offset)
+	}
+	if b.dropAfter != nil && b.dropAfter(b.produced) {
+		fc.dropped = true
+		b.inFlight-- // its ack is never written
+		return
+	}
+	answer(reply{id: id, ack: wire.ProduceAck{Partition: partition, Offset: offset}})
 }
 
 // decodeProduce is wire.DecodeProduce, except in discard mode: there it
@@ -455,6 +511,13 @@ func (fc *fakeConn) decodeProduce(body []byte) (wire.Produce, error) {
 	if len(body) < n+9 {
 		return wire.Produce{}, wire.ErrMalformed
 	}
-	return wire.Produce{Stream: body[2:n], Partition: binary.LittleEndian.Uint32(body[n:]), Flags: body[n+4],
-		BodyCRC: binary.LittleEndian.Uint32(body[n+5:]), Body: body[n+9:]}, nil
+	m := wire.Produce{Stream: body[2:n], Partition: binary.LittleEndian.Uint32(body[n:]), Flags: body[n+4],
+		BodyCRC: binary.LittleEndian.Uint32(body[n+5:]), Body: body[n+9:]}
+	if m.Flags&wire.ProduceHasOptions != 0 { // skipped unread: discard mode checks nothing
+		if len(m.Body) < 2 || len(m.Body) < 2+int(binary.LittleEndian.Uint16(m.Body)) {
+			return wire.Produce{}, wire.ErrMalformed
+		}
+		m.Body = m.Body[2+int(binary.LittleEndian.Uint16(m.Body)):]
+	}
+	return m, nil
 }

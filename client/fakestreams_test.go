@@ -153,6 +153,10 @@ func (fc *fakeConn) openGroup(f wire.Frame) {
 // fake knows no other admin operation).
 func (fc *fakeConn) streamAdmin(f wire.Frame) {
 	m, err := wire.DecodeStreamAdmin(f.Body)
+	if err == nil && m.Op == wire.StreamOpInfo {
+		fc.streamInfo(f, m)
+		return
+	}
 	if err != nil || m.Op != wire.StreamOpList {
 		fc.out = wire.Append(fc.out, f.RequestID, wire.NewError(wire.CodeInvalidRequest, "fake: stream admin op %d", m.Op))
 		return

@@ -19,7 +19,7 @@ const (
 	kindPing           // Client.Ping
 	kindKeepalive      // an idle keepalive; its Pong is dropped
 	kindOpenGroup      // an OpenGroup: GroupInfo
-	kindAdmin          // a GroupAdmin or DeadLetterAdmin: GroupList or DeadLetterState
+	kindAdmin          // a GroupAdmin, DeadLetterAdmin, StreamAdmin or ProducerInit: its one answer
 )
 
 // entry is one request in flight. Entries live by value in the table's
@@ -30,6 +30,7 @@ type entry struct {
 	call     *call
 	producer *Producer
 	seq      uint64
+	attempt  uint32 // kindProducer: which send of the record this is
 }
 
 // pendingTable maps request ids to entries. The slot of an id is
@@ -125,7 +126,7 @@ type call struct {
 	statuses []AckStatus  // Ack: one per entry
 	payload  uint64       // Ping: the payload sent
 	group    GroupInfo    // OpenGroup
-	admin    wire.Message // GroupAdmin, DeadLetterAdmin: the decoded answer, names copied
+	admin    wire.Message // admin requests, ProducerInit: the decoded answer, names copied
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}

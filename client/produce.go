@@ -26,7 +26,28 @@ type Record struct {
 	Subject string
 	Headers []Header
 	Payload []byte
+	// MessageID, when set, travels as the record's MessageIDHeader
+	// header (at most MaxMessageIDBytes). A broker that keeps a dedup
+	// window for the stream stores the first record of each id and
+	// answers a second one inside the window with the first one's offset
+	// and Ack.Duplicate, storing nothing: an application can resend a
+	// record it is unsure about, even from another connection or process.
+	MessageID string
+	// ExpectLastOffset, when set (ExpectOffset, ExpectNone), makes the
+	// append conditional: the partition's last record must be at that
+	// offset, or the partition empty. A mismatch stores nothing and fails
+	// with an *ExpectationError stating the actual last offset.
+	ExpectLastOffset Expectation
+	// ExpectLastSubjectOffset is the same for the last record with this
+	// record's Subject.
+	ExpectLastSubjectOffset Expectation
 }
+
+// MessageIDHeader is the header that carries Record.MessageID.
+const MessageIDHeader = "ib-msg-id"
+
+// MaxMessageIDBytes bounds Record.MessageID.
+const MaxMessageIDBytes = 128
 
 // Ack is where an acknowledged record was stored. An Ack means the
 // record is durable: the broker sends it only after the fdatasync that
@@ -34,12 +55,55 @@ type Record struct {
 type Ack struct {
 	Partition uint32
 	Offset    uint64
+	// Duplicate: the record was stored before (an idempotent producer's
+	// resend, or a MessageID inside the stream's dedup window); Offset is
+	// where the first copy is, and nothing new was stored.
+	Duplicate bool
+	// OffsetUnknown: with Duplicate, the first copy is older than the
+	// broker remembers, so Offset means nothing. The record is stored.
+	OffsetUnknown bool
+}
+
+// ackOf converts a ProduceAck.
+func ackOf(m wire.ProduceAck) Ack {
+	return Ack{Partition: m.Partition, Offset: m.Offset, Duplicate: m.Flags&wire.AckDuplicate != 0,
+		OffsetUnknown: m.Flags&wire.AckDuplicate != 0 && m.Flags&wire.AckOffsetUnknown != 0}
+}
+
+// Expectation is the condition of a conditional append: the last offset
+// a partition (or a subject) must have. The zero value expects nothing.
+type Expectation struct {
+	set    bool
+	offset uint64
+}
+
+// ExpectOffset expects the last record to be at offset.
+func ExpectOffset(offset uint64) Expectation { return Expectation{set: true, offset: offset} }
+
+// ExpectNone expects no record yet: an empty partition, or no record of
+// the subject.
+func ExpectNone() Expectation { return Expectation{set: true, offset: wire.ExpectNone} }
+
+// IsSet reports whether e expects anything.
+func (e Expectation) IsSet() bool { return e.set }
+
+// stamp is what an idempotent record carries besides its content: the
+// producer id and sequence in the body, the epoch in the options.
+type stamp struct {
+	idempotent bool
+	producerID uint64
+	sequence   uint64
+	epoch      uint32
 }
 
 // produceFrameOverhead is the frame length of a Produce besides its
 // stream name and record body: type and request id (5), the stream's
 // length prefix (2), partition (4), flags (1) and body CRC (4).
 const produceFrameOverhead = 5 + 2 + 4 + 1 + 4
+
+// maxOptionsBytes bounds a Produce's options block: its length prefix
+// and the producer (7), two expectation (11 each) and batch (8) options.
+const maxOptionsBytes = 2 + 7 + 11 + 11 + 8
 
 // encoder holds the scratch space to frame one record. Producers own one
 // and awaited produces borrow one from a pool, so steady-state sends
@@ -49,14 +113,16 @@ type encoder struct {
 	body       []byte
 	stream     []byte // awaited produces: the stream name, copied to reuse
 	subject    []byte
+	messageID  []byte // the last message id encoded; hasMessage: the current record has one
+	hasMessage bool
 	headers    []record.Header
 	msg        wire.Produce
 }
 
 // encode frames r as a record body for stream and prepares the Produce
-// message, checking sizes against the server's limits first so nothing
-// too large is ever sent.
-func (e *encoder) encode(c *Client, t target, r *Record) error {
+// message (to partition, with s), checking sizes against the server's
+// limits first so nothing too large is ever sent.
+func (e *encoder) encode(c *Client, t target, partition uint32, r *Record, s stamp) error {
 	if len(r.Key) > math.MaxUint16 || len(r.Subject) > math.MaxUint16 {
 		return fmt.Errorf("%w: key of %d bytes or subject of %d bytes (maximum %d each)", ErrInvalidArgument, len(r.Key), len(r.Subject), math.MaxUint16)
 	}
@@ -64,12 +130,28 @@ func (e *encoder) encode(c *Client, t target, r *Record) error {
 	if err := checkRecordSubject(e.subject, t.bySubject); err != nil {
 		return err
 	}
+	options, err := c.publishOptions(r, s)
+	if err != nil {
+		return err
+	}
 	stream := t.stream
 	e.headers = e.headers[:0]
 	for _, h := range r.Headers {
+		if r.MessageID != "" && h.Name == MessageIDHeader {
+			return fmt.Errorf("%w: a %s header beside Record.MessageID", ErrInvalidArgument, MessageIDHeader)
+		}
 		e.headers = append(e.headers, record.Header{Name: h.Name, Value: h.Value})
 	}
-	b := record.Body{Key: r.Key, Subject: e.subject, Headers: e.headers, Payload: r.Payload}
+	e.hasMessage = r.MessageID != ""
+	if r.MessageID != "" {
+		if len(r.MessageID) > MaxMessageIDBytes {
+			return fmt.Errorf("%w: message id of %d bytes (maximum %d)", ErrInvalidArgument, len(r.MessageID), MaxMessageIDBytes)
+		}
+		e.messageID = append(e.messageID[:0], r.MessageID...)
+		e.headers = append(e.headers, record.Header{Name: MessageIDHeader, Value: e.messageID})
+	}
+	b := record.Body{Key: r.Key, Subject: e.subject, Headers: e.headers, Payload: r.Payload,
+		HasProducer: s.idempotent, ProducerID: s.producerID, Sequence: s.sequence}
 	// Sizes are checked uncompressed: compression saves disk and network
 	// but never admits a record the server would refuse uncompressed, so
 	// a consumer's default decompression cap fits every record.
@@ -77,7 +159,11 @@ func (e *encoder) encode(c *Client, t target, r *Record) error {
 	if limit := c.info.MaxRecordBytes; limit > 0 && size > limit {
 		return fmt.Errorf("%w: record body of %d bytes, the server stores at most %d", ErrRecordTooLarge, size, limit)
 	}
-	if frame := produceFrameOverhead + len(stream) + size; frame > int(c.info.MaxFrame) {
+	frame := produceFrameOverhead + len(stream) + size
+	if c.producersServed() {
+		frame += maxOptionsBytes // room for any options the caller adds
+	}
+	if frame > int(c.info.MaxFrame) {
 		return fmt.Errorf("%w: produce frame of %d bytes, the server accepts at most %d", ErrRecordTooLarge, frame, c.info.MaxFrame)
 	}
 	if e.compressor != nil {
@@ -90,19 +176,40 @@ func (e *encoder) encode(c *Client, t target, r *Record) error {
 		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
 	e.body = body
-	e.msg = wire.Produce{Stream: stream, Partition: t.partition, Flags: t.flags, BodyCRC: record.Checksum(body), Body: body}
+	e.msg = wire.Produce{Stream: stream, Partition: partition, Flags: t.flags, BodyCRC: record.Checksum(body), Options: options, Body: body}
 	return nil
+}
+
+// publishOptions builds the options of r's Produce; expectations need a
+// broker with the producers capability.
+func (c *Client) publishOptions(r *Record, s stamp) (wire.ProduceOptions, error) {
+	o := wire.ProduceOptions{Idempotent: s.idempotent, Epoch: s.epoch,
+		HasExpectLastOffset: r.ExpectLastOffset.set, ExpectLastOffset: r.ExpectLastOffset.offset,
+		HasExpectLastSubjectOffset: r.ExpectLastSubjectOffset.set, ExpectLastSubjectOffset: r.ExpectLastSubjectOffset.offset}
+	if (o.HasExpectLastOffset || o.HasExpectLastSubjectOffset) && c.info.Capabilities&wire.CapProducers == 0 {
+		return o, fmt.Errorf("%w: a conditional append needs a broker with the producers capability", ErrInvalidArgument)
+	}
+	if o.HasExpectLastSubjectOffset && r.Subject == "" {
+		return o, fmt.Errorf("%w: ExpectLastSubjectOffset on a record without a subject", ErrInvalidArgument)
+	}
+	return o, nil
 }
 
 // Produce sends one record to stream and waits until it is durable: it
 // is ProduceTo(ctx, ToStream(stream), record). It returns where the
 // record was stored, or the error the server answered (*wire.Error: for
-// example busy or no_space, which are retryable), or why it could not be
-// sent.
+// example busy or no_space, which are retryable; an *ExpectationError),
+// or why it could not be sent.
 //
-// When ctx ends first, Produce returns ctx.Err() and the record may still
-// be stored: retrying it can store it twice (at-least-once). The same
-// holds when the connection breaks while Produce waits.
+// Produce stamps the record for idempotence when it can know its
+// partition (Options.Idempotence says which records; the first such call
+// sends the Client's ProducerInit, and the first to each ToStream stream
+// reads its partition count), and renumbers it itself after a sequence
+// gap that a refusal of a concurrent call left. It never resends: when
+// ctx ends first, Produce returns ctx.Err() and the record may still be
+// stored, so retrying it can store it twice (use Record.MessageID, or a
+// Producer, to make a retry safe). The same holds when the connection
+// breaks while Produce waits.
 func (c *Client) Produce(ctx context.Context, stream string, record Record) (Ack, error) {
 	return c.ProduceTo(ctx, ToStream(stream), record)
 }

@@ -153,7 +153,9 @@ func TestProducerErrorsInOrder(t *testing.T) {
 		}
 	})
 	c := dial(t, b, client.Options{})
-	p := c.NewProducer("s", client.ProducerOptions{})
+	// Unstamped, each refusal fails one record (TestIdempotentRefusal...
+	// covers the stamped case).
+	p := c.NewProducer("s", client.ProducerOptions{Idempotence: client.IdempotenceOff})
 	results := collect(p)
 	for range 100 {
 		if err := p.Send(context.Background(), client.Record{}); err != nil {

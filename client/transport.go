@@ -122,6 +122,23 @@ func (c *Client) enqueue(id uint32, m wire.Message) {
 	}
 }
 
+// enqueueFrames queues encoded frames together, so nothing from another
+// caller comes between them (an atomic batch).
+func (c *Client) enqueueFrames(frames [][]byte) {
+	c.wmu.Lock()
+	wasEmpty := len(c.wbuf) == 0
+	for _, frame := range frames {
+		c.wbuf = append(c.wbuf, frame...)
+	}
+	c.wmu.Unlock()
+	if wasEmpty {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // enqueueAwaited sends a request whose caller waits for the answer. When
 // nothing else is queued or being written, the caller writes its frame
 // itself rather than waking the flusher, as it reads its answer itself

@@ -44,10 +44,10 @@ type Record struct {
 }
 
 // MessageIDHeader is the header that carries Record.MessageID.
-const MessageIDHeader = "ib-msg-id"
+const MessageIDHeader = record.MessageIDHeader
 
 // MaxMessageIDBytes bounds Record.MessageID.
-const MaxMessageIDBytes = 128
+const MaxMessageIDBytes = record.MaxMessageIDBytes
 
 // Ack is where an acknowledged record was stored. An Ack means the
 // record is durable: the broker sends it only after the fdatasync that
@@ -102,8 +102,9 @@ type stamp struct {
 const produceFrameOverhead = 5 + 2 + 4 + 1 + 4
 
 // maxOptionsBytes bounds a Produce's options block: its length prefix
-// and the producer (7), two expectation (11 each) and batch (8) options.
-const maxOptionsBytes = 2 + 7 + 11 + 11 + 8
+// and the producer (7), two expectation (11 each), batch (8) and
+// transaction (11) options.
+const maxOptionsBytes = 2 + 7 + 11 + 11 + 8 + 11
 
 // encoder holds the scratch space to frame one record. Producers own one
 // and awaited produces borrow one from a pool, so steady-state sends

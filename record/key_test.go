@@ -1,0 +1,43 @@
+package record
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+)
+
+func TestTombstoneRoundTrip(t *testing.T) {
+	b, err := AppendBody(nil, Body{Key: []byte("user-7"), Subject: []byte("users"), Tombstone: true, HasProducer: true, ProducerID: 3, Sequence: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := Parse(b)
+	if err != nil || !v.Tombstone || string(v.Key) != "user-7" || len(v.Payload) != 0 {
+		t.Fatalf("parse: %+v %v", v, err)
+	}
+	key, tombstone, ok := Key(b)
+	if !ok || !tombstone || !bytes.Equal(key, []byte("user-7")) {
+		t.Fatalf("Key: %q %v %v", key, tombstone, ok)
+	}
+	plain, _ := AppendBody(nil, Body{Key: []byte("k"), Payload: []byte("v")})
+	if key, tombstone, ok := Key(plain); !ok || tombstone || string(key) != "k" {
+		t.Fatalf("Key of a plain record: %q %v %v", key, tombstone, ok)
+	}
+	if _, _, ok := Key(plain[:len(plain)-1]); ok {
+		t.Fatal("Key accepted a truncated body")
+	}
+}
+
+func TestTombstoneNeedsKeyAndNoPayload(t *testing.T) {
+	for _, b := range []Body{{Tombstone: true}, {Key: []byte("k"), Payload: []byte("x"), Tombstone: true}} {
+		if _, err := AppendBody(nil, b); !errors.Is(err, ErrMalformed) {
+			t.Fatalf("AppendBody(%+v) = %v, want ErrMalformed", b, err)
+		}
+	}
+	// A keyless body with the flag set by hand is refused by Parse.
+	raw, _ := AppendBody(nil, Body{Subject: []byte("s")})
+	raw[2] |= bodyFlagTombstone
+	if _, err := Parse(raw); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("Parse of a keyless tombstone = %v", err)
+	}
+}

@@ -254,6 +254,7 @@ func TestWireDocBodySizes(t *testing.T) {
 		wire.TypeGroupAdmin: &wire.GroupAdmin{}, wire.TypeGroupList: &wire.GroupList{}, wire.TypeDeadLetterAdmin: &wire.DeadLetterAdmin{},
 		wire.TypeDeadLetterState: &wire.DeadLetterState{}, wire.TypeStreamAdmin: &wire.StreamAdmin{}, wire.TypeStreamList: &wire.StreamList{},
 		wire.TypeProducerInit: &wire.ProducerInit{}, wire.TypeProducerInfo: &wire.ProducerInfo{},
+		wire.TypeStreamCompacted: &wire.StreamCompacted{},
 	}
 	bodySize := regexp.MustCompile(`(?m)^Body size: (\d+) bytes`)
 	for _, info := range wire.Types() {

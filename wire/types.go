@@ -35,6 +35,8 @@ const (
 	// Producer frames, sent only with CapProducers.
 	TypeProducerInit Type = 23 // C→S: the id and a new epoch for a named idempotent producer
 	TypeProducerInfo Type = 24 // S→C: answers ProducerInit
+	// TypeStreamCompacted answers a StreamAdmin compact (S→C, CapAdmin).
+	TypeStreamCompacted Type = 25
 )
 
 // TypeInfo describes a frame type for docs and tests.
@@ -69,13 +71,14 @@ var typeInfo = []TypeInfo{
 	{TypeStreamList, "StreamList", "S→C"},
 	{TypeProducerInit, "ProducerInit", "C→S"},
 	{TypeProducerInfo, "ProducerInfo", "S→C"},
+	{TypeStreamCompacted, "StreamCompacted", "S→C"},
 }
 
 // Types lists every frame type of this protocol version.
 func Types() []TypeInfo { return append([]TypeInfo(nil), typeInfo...) }
 
 // Known reports whether t is a frame type of this protocol version.
-func (t Type) Known() bool { return t >= TypeHello && t <= TypeProducerInfo }
+func (t Type) Known() bool { return t >= TypeHello && t <= TypeStreamCompacted }
 
 func (t Type) String() string {
 	if t.Known() {

@@ -38,6 +38,11 @@ type Stream struct {
 	// Owner is the identity that created the stream, whose quotas it
 	// counts against; "" for one created without authentication.
 	Owner string
+	// Compact keeps only the latest record per key in sealed segments;
+	// DeleteRetention is how long it keeps a tombstone (zero: the
+	// broker's default). A catalog without them reads as not compacted.
+	Compact         bool
+	DeleteRetention time.Duration
 }
 
 // SameSettings reports whether two streams were asked for with the same
@@ -45,7 +50,8 @@ type Stream struct {
 // not an error.
 func (s Stream) SameSettings(other Stream) bool {
 	return s.Name == other.Name && s.Partitions == other.Partitions && s.MaxBytes == other.MaxBytes &&
-		s.MaxAge == other.MaxAge && s.MaxRecords == other.MaxRecords
+		s.MaxAge == other.MaxAge && s.MaxRecords == other.MaxRecords &&
+		s.Compact == other.Compact && s.DeleteRetention == other.DeleteRetention
 }
 
 // Binding routes subjects matching Pattern to Stream.
@@ -142,6 +148,9 @@ func ValidateStream(s Stream) error {
 	}
 	if s.MaxAge < 0 {
 		return fmt.Errorf("%w: stream %s: negative max age %v", ErrInvalid, s.Name, s.MaxAge)
+	}
+	if s.DeleteRetention < 0 || (s.DeleteRetention > 0 && !s.Compact) {
+		return fmt.Errorf("%w: stream %s: delete retention %v needs a compacted stream and a positive duration", ErrInvalid, s.Name, s.DeleteRetention)
 	}
 	return nil
 }

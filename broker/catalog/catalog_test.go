@@ -17,6 +17,10 @@ func sample(n int) Catalog {
 		c.Put(Stream{Name: fmt.Sprintf("orders-%d", i), Partitions: uint32(i%8 + 1), MaxBytes: uint64(i) << 20,
 			MaxAge: time.Duration(i) * time.Hour, Created: time.UnixMilli(1_700_000_000_000 + int64(i)).UTC()})
 	}
+	if n > 2 {
+		c.Put(Stream{Name: "latest", Partitions: 1, Compact: true, DeleteRetention: 90 * time.Minute})
+		c.Put(Stream{Name: "latest-default", Partitions: 2, Compact: true})
+	}
 	if n > 0 {
 		c.Bind(Binding{Pattern: "orders.>", Stream: "orders-0"})
 	}
@@ -200,5 +204,21 @@ func TestStoreCrashAtEveryStep(t *testing.T) {
 				t.Fatalf("cut %d: a crash left damage: %+v", cut, rec)
 			}
 		}
+	}
+}
+
+// TestOldCatalogReadsAsNotCompacted decodes a stream entry written before
+// compaction existed, and refuses a delete retention without compaction.
+func TestOldCatalogReadsAsNotCompacted(t *testing.T) {
+	image, err := Encode(Catalog{Streams: []Stream{{Name: "plain", Partitions: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(image)
+	if err != nil || got.Streams[0].Compact || got.Streams[0].DeleteRetention != 0 {
+		t.Fatalf("old entry: %+v %v", got, err)
+	}
+	if err := ValidateStream(Stream{Name: "x", Partitions: 1, DeleteRetention: time.Hour}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("delete retention without compaction: %v", err)
 	}
 }

@@ -47,6 +47,10 @@ type fileStream struct {
 	MaxRecords    uint64 `json:"max_records,omitempty"`
 	CreatedUnixMs int64  `json:"created_unix_ms,omitempty"`
 	Owner         string `json:"owner,omitempty"`
+	Compact       bool   `json:"compact,omitempty"`
+	// DeleteRetentionMs keeps tombstones of a compacted stream; absent:
+	// the broker's default.
+	DeleteRetentionMs int64 `json:"delete_retention_ms,omitempty"`
 }
 
 type fileBinding struct {
@@ -62,6 +66,7 @@ func Encode(c Catalog) ([]byte, error) {
 	body := fileCatalog{Streams: make([]fileStream, 0, len(c.Streams)), Bindings: make([]fileBinding, 0, len(c.Bindings))}
 	for _, s := range c.Streams {
 		fs := fileStream{Name: s.Name, Partitions: s.Partitions, MaxBytes: s.MaxBytes, MaxAgeMs: s.MaxAge.Milliseconds(), MaxRecords: s.MaxRecords, Owner: s.Owner}
+		fs.Compact, fs.DeleteRetentionMs = s.Compact, s.DeleteRetention.Milliseconds()
 		if !s.Created.IsZero() {
 			fs.CreatedUnixMs = s.Created.UnixMilli()
 		}
@@ -129,6 +134,10 @@ func Decode(image []byte) (Catalog, error) {
 			return Catalog{}, fmt.Errorf("%w: stream %q: max age %d ms out of range", ErrCorrupt, s.Name, s.MaxAgeMs)
 		}
 		stream.MaxAge = time.Duration(s.MaxAgeMs) * time.Millisecond
+		if s.DeleteRetentionMs < 0 || s.DeleteRetentionMs > int64(time.Duration(1<<62)/time.Millisecond) {
+			return Catalog{}, fmt.Errorf("%w: stream %q: delete retention %d ms out of range", ErrCorrupt, s.Name, s.DeleteRetentionMs)
+		}
+		stream.Compact, stream.DeleteRetention = s.Compact, time.Duration(s.DeleteRetentionMs)*time.Millisecond
 		if s.CreatedUnixMs != 0 {
 			stream.Created = time.UnixMilli(s.CreatedUnixMs).UTC()
 		}

@@ -57,7 +57,8 @@ type Broker struct {
 	checkpointDue chan struct{}
 	closeOnce     sync.Once
 
-	retention retentionState // retention and the disk budget (retention_pass.go)
+	retention  retentionState  // retention and the disk budget (retention_pass.go)
+	compaction compactionState // key compaction, run by the retention pass (compaction.go)
 	// Observability (observe.go, metrics.go): read at scrape time only.
 	started     time.Time
 	heartbeat   atomic.Int64 // when the flusher last turned, nanoseconds after started

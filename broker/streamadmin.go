@@ -25,6 +25,11 @@ type StreamSettings struct {
 	MaxAge     time.Duration
 	MaxRecords uint64
 	Owner      string // the identity creating it ("" without authentication)
+	// Compact keeps only the latest record per key in sealed segments;
+	// DeleteRetention keeps tombstones that long (zero: the default,
+	// DefaultDeleteRetention). Only a compacted stream takes one.
+	Compact         bool
+	DeleteRetention time.Duration
 }
 
 // StreamInfo describes a stream: its settings and, per partition, the
@@ -37,6 +42,10 @@ type StreamInfo struct {
 	MaxRecords uint64
 	Groups     int // consumer groups over all partitions
 	Partitions []PartitionInfo
+	// Compact and the delete retention in force (the default when the
+	// stream names none); zero for a stream that is not compacted.
+	Compact         bool
+	DeleteRetention time.Duration
 }
 
 // PartitionInfo is one partition of a StreamInfo.
@@ -77,7 +86,8 @@ func (b *Broker) DescribeStream(name string) (StreamInfo, []Binding, error) {
 // not an error; other settings are ErrConflict.
 func (b *Broker) CreateStream(settings StreamSettings) (StreamInfo, []Binding, error) {
 	entry := catalog.Stream{Name: settings.Name, Partitions: max(settings.Partitions, 1), MaxBytes: settings.MaxBytes,
-		MaxAge: settings.MaxAge, MaxRecords: settings.MaxRecords, Owner: settings.Owner}
+		MaxAge: settings.MaxAge, MaxRecords: settings.MaxRecords, Owner: settings.Owner,
+		Compact: settings.Compact, DeleteRetention: settings.DeleteRetention}
 	if _, err := b.createStream(entry, true); err != nil {
 		return StreamInfo{}, nil, err
 	}
@@ -97,6 +107,10 @@ func (b *Broker) streamState(served *Stream) StreamInfo {
 	s := served.settings
 	state := StreamInfo{Name: s.Name, Created: s.Created, MaxBytes: s.MaxBytes, MaxAge: s.MaxAge,
 		MaxRecords: s.MaxRecords, Partitions: make([]PartitionInfo, len(served.logs))}
+	if s.Compact {
+		state.Compact = true
+		state.DeleteRetention = deleteRetention(logRef{deleteRetention: s.DeleteRetention})
+	}
 	groups := map[string]bool{}
 	for p, l := range served.logs {
 		if l == nil {

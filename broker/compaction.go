@@ -1,0 +1,249 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ironbus/ironbus/segment"
+)
+
+// Key compaction of the streams created with compact (catalog.Stream):
+// the retention pass compacts a stream's logs when enough new sealed data
+// came in since the last time, and CompactStream does it on request. The
+// work is segment.Log.Compact; the engine supplies what only it knows:
+//
+//   - the floor: the lowest position a pinning consumer group has not
+//     committed (the floor retention uses), so a compaction never removes
+//     a record a group has not seen. Under the drop-oldest retention
+//     policy there is no floor, as for retention.
+//   - tombstone expiry by the monotonic-safe rule retention applies to
+//     ages: a tombstone goes once its stamp is older than the wall-clock
+//     high-water minus the stream's delete retention AND the monotonic
+//     clock has run the delete retention since a pass first saw its
+//     segment sealed. A wall clock stepping years ahead expires nothing.
+
+// DefaultDeleteRetention is how long a compacted stream keeps a
+// tombstone when its settings name no delete retention.
+const DefaultDeleteRetention = 24 * time.Hour
+
+// compactRecheck: a compacted log with no new sealed data is compacted
+// again after this much monotonic time, for tombstones that expired and
+// records groups committed since.
+const compactRecheck = 10 * time.Minute
+
+// compactDirtyShare: the retention pass compacts a log once its sealed
+// bytes written since the last compaction reach this share of the bytes
+// that compaction left.
+const compactDirtyShare = 0.5
+
+// compactionState is what the passes remember between runs and the
+// counters they keep. marks is guarded by retentionState.passMu.
+type compactionState struct {
+	marks    map[segment.LogID]compactMark
+	counters compactionCounters
+}
+
+// compactMark is where a log stood after its last compaction.
+type compactMark struct {
+	sealedEnd uint64        // one past the sealed segments compacted
+	bytes     int64         // sealed bytes compaction left
+	at        time.Duration // monotonic time of it
+}
+
+type compactionCounters struct {
+	passes            atomic.Uint64
+	recordsRemoved    atomic.Uint64
+	tombstonesRemoved atomic.Uint64
+	bytesReclaimed    atomic.Uint64
+	segmentsRewritten atomic.Uint64
+}
+
+// CompactionStats are the compaction counters since the broker started.
+type CompactionStats struct {
+	Passes            uint64 // compactions of one log
+	RecordsRemoved    uint64 // tombstones included
+	TombstonesRemoved uint64
+	BytesReclaimed    uint64
+	SegmentsRewritten uint64
+}
+
+// CompactionStats returns the compaction counters.
+func (b *Broker) CompactionStats() CompactionStats {
+	c := &b.compaction.counters
+	return CompactionStats{Passes: c.passes.Load(), RecordsRemoved: c.recordsRemoved.Load(),
+		TombstonesRemoved: c.tombstonesRemoved.Load(), BytesReclaimed: c.bytesReclaimed.Load(),
+		SegmentsRewritten: c.segmentsRewritten.Load()}
+}
+
+// deleteRetention is a compacted stream's tombstone lifetime.
+func deleteRetention(ref logRef) time.Duration {
+	if ref.deleteRetention > 0 {
+		return ref.deleteRetention
+	}
+	return DefaultDeleteRetention
+}
+
+// CompactStream seals the active segment of each partition of a
+// compacted stream and compacts its sealed segments now. It returns what
+// each partition's compaction did, in partition order.
+func (b *Broker) CompactStream(ctx context.Context, name string) ([]segment.CompactResult, error) {
+	served, ok := b.existingStream(name)
+	if !ok {
+		return nil, noSuchStream(name)
+	}
+	if !served.settings.Compact {
+		return nil, fmt.Errorf("%w: stream %q was not created with compaction (ironbus stream create %s --compact)", ErrInvalidArgument, name, name)
+	}
+	results := make([]segment.CompactResult, len(served.logs))
+	for p, l := range served.logs {
+		if l == nil {
+			continue
+		}
+		if _, err := l.SealActive(ctx); err != nil {
+			return results, storageError(fmt.Errorf("compacting %s/%d: %w", name, p, err))
+		}
+		ref := logRef{stream: name, partition: uint32(p), log: l, compact: true, deleteRetention: served.settings.DeleteRetention}
+		policy := b.compactPolicy(ref)
+		result, err := l.Compact(ctx, policy)
+		results[p] = result
+		b.countCompaction(ref, result)
+		if err != nil {
+			return results, storageError(fmt.Errorf("compacting %s/%d: %w", name, p, err))
+		}
+	}
+	return results, nil
+}
+
+// compactPolicy reads, under the pass lock, the floor of the log's groups
+// and the dates of its sealed segments, so the compaction itself runs
+// without the lock.
+func (b *Broker) compactPolicy(ref logRef) segment.CompactPolicy {
+	r := &b.retention
+	r.passMu.Lock()
+	defer r.passMu.Unlock()
+	rc := r.config.Load()
+	now := r.clock.Elapsed()
+	highWater := b.observeWallClock(now)
+	floor := uint64(math.MaxUint64)
+	if rc.Stream.Policy == ConsumerSafe {
+		// Every log, as a pass does: group expiry is tracked over all.
+		floors, _ := b.groupFloors(rc, b.retainedLogs(), now)
+		if pinned, ok := floors[ref.id()]; ok {
+			floor = pinned
+		}
+	}
+	return b.policyFor(ref, floor, highWater, now)
+}
+
+// policyFor builds a log's compaction policy. REQUIRES: passMu held.
+func (b *Broker) policyFor(ref logRef, floor uint64, highWater int64, now time.Duration) segment.CompactPolicy {
+	r := &b.retention
+	sealedAt := map[uint64]time.Duration{}
+	for _, s := range ref.log.Segments() {
+		if !s.Sealed {
+			continue
+		}
+		key := segmentKey{stream: ref.stream, partition: ref.partition, base: s.Base}
+		if _, ok := r.sealedAt[key]; !ok {
+			r.sealedAt[key] = now
+		}
+		sealedAt[s.Base] = r.sealedAt[key]
+	}
+	retain := deleteRetention(ref)
+	return segment.CompactPolicy{Floor: floor,
+		TombstoneExpired: func(base uint64, timestamp int64) bool {
+			seen, ok := sealedAt[base]
+			return ok && now-seen >= retain && timestamp < highWater-int64(retain)
+		}}
+}
+
+// compactLogs compacts, in a retention pass, the compacted logs that are
+// due. REQUIRES: passMu held.
+func (b *Broker) compactLogs(logs []logRef, floors map[segment.LogID]uint64, highWater int64, now time.Duration) {
+	rc := b.retention.config.Load()
+	for _, ref := range logs {
+		if !ref.compact || !b.compactionDue(ref, now) {
+			continue
+		}
+		floor := uint64(math.MaxUint64)
+		if pinned, ok := floors[ref.id()]; ok && rc.Stream.Policy == ConsumerSafe {
+			floor = pinned
+		}
+		result, err := ref.log.Compact(context.Background(), b.policyFor(ref, floor, highWater, now))
+		b.countCompaction(ref, result)
+		b.compaction.marks[ref.id()] = compactMark{sealedEnd: sealedEnd(ref.log.Segments()), bytes: result.BytesAfter, at: now}
+		if err != nil && !errors.Is(err, segment.ErrClosed) {
+			b.cfg.Logger.Warn("compaction failed", "stream", ref.stream, "partition", ref.partition, "error", err.Error())
+		}
+	}
+}
+
+// compactionDue: new sealed bytes reached compactDirtyShare of what the
+// last compaction left, or compactRecheck passed since it.
+// REQUIRES: passMu held.
+func (b *Broker) compactionDue(ref logRef, now time.Duration) bool {
+	segs := ref.log.Segments()
+	end := sealedEnd(segs)
+	mark, ok := b.compaction.marks[ref.id()]
+	if !ok {
+		return end > 0
+	}
+	var dirty int64
+	for _, s := range segs {
+		if s.Sealed && s.Base >= mark.sealedEnd {
+			dirty += s.Bytes
+		}
+	}
+	return (dirty > 0 && float64(dirty) >= compactDirtyShare*float64(mark.bytes)) || now-mark.at >= compactRecheck
+}
+
+// sealedEnd is one past the newest sealed segment (0: none).
+func sealedEnd(segs []segment.SegmentInfo) uint64 {
+	end := uint64(0)
+	for _, s := range segs {
+		if s.Sealed {
+			end = s.Next
+		}
+	}
+	return end
+}
+
+// countCompaction adds a compaction to the counters and logs it.
+func (b *Broker) countCompaction(ref logRef, result segment.CompactResult) {
+	c := &b.compaction.counters
+	c.passes.Add(1)
+	c.recordsRemoved.Add(result.RecordsRemoved)
+	c.tombstonesRemoved.Add(result.TombstonesRemoved)
+	c.segmentsRewritten.Add(uint64(result.SegmentsRewritten))
+	if result.BytesBefore > result.BytesAfter {
+		c.bytesReclaimed.Add(uint64(result.BytesBefore - result.BytesAfter))
+	}
+	if result.RecordsRemoved > 0 {
+		b.cfg.Logger.Info("stream compacted", "stream", ref.stream, "partition", ref.partition,
+			"records_removed", result.RecordsRemoved, "tombstones_removed", result.TombstonesRemoved,
+			"segments", result.SegmentsRewritten, "bytes_before", result.BytesBefore, "bytes_after", result.BytesAfter)
+	}
+}
+
+// compactionMetrics are the compaction counters as Prometheus counters,
+// read at scrape time.
+func compactionMetrics(b *Broker) []prometheus.Collector {
+	counter := func(name, help string, value *atomic.Uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
+			func() float64 { return float64(value.Load()) })
+	}
+	c := &b.compaction.counters
+	return []prometheus.Collector{
+		counter("ironbus_compaction_passes_total", "Compactions of one log (background and requested).", &c.passes),
+		counter("ironbus_compaction_records_removed_total", "Records compaction removed, tombstones included.", &c.recordsRemoved),
+		counter("ironbus_compaction_tombstones_removed_total", "Tombstones compaction removed after their delete retention.", &c.tombstonesRemoved),
+		counter("ironbus_compaction_bytes_reclaimed_total", "Bytes of sealed segments compaction freed.", &c.bytesReclaimed),
+		counter("ironbus_compaction_segments_rewritten_total", "Sealed segments compaction rewrote.", &c.segmentsRewritten),
+	}
+}

@@ -26,6 +26,9 @@ type Record struct {
 	Subject string
 	Headers []Header
 	Payload []byte
+	// Tombstone makes the record delete its Key from a compacted stream:
+	// it needs a Key and no Payload.
+	Tombstone bool
 }
 
 // Ack is where an acknowledged record was stored. An Ack means the
@@ -69,7 +72,7 @@ func (e *encoder) encode(c *Client, t target, r *Record) error {
 	for _, h := range r.Headers {
 		e.headers = append(e.headers, record.Header{Name: h.Name, Value: h.Value})
 	}
-	b := record.Body{Key: r.Key, Subject: e.subject, Headers: e.headers, Payload: r.Payload}
+	b := record.Body{Key: r.Key, Subject: e.subject, Headers: e.headers, Payload: r.Payload, Tombstone: r.Tombstone}
 	// Sizes are checked uncompressed: compression saves disk and network
 	// but never admits a record the server would refuse uncompressed, so
 	// a consumer's default decompression cap fits every record.
@@ -80,7 +83,7 @@ func (e *encoder) encode(c *Client, t target, r *Record) error {
 	if frame := produceFrameOverhead + len(stream) + size; frame > int(c.info.MaxFrame) {
 		return fmt.Errorf("%w: produce frame of %d bytes, the server accepts at most %d", ErrRecordTooLarge, frame, c.info.MaxFrame)
 	}
-	if e.compressor != nil {
+	if e.compressor != nil && !r.Tombstone {
 		b.Payload, b.Codec = e.compressor.Compress(r.Payload)
 		b.RawLength = uint32(len(r.Payload))
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,6 +48,18 @@ const compactDirtyShare = 0.5
 type compactionState struct {
 	marks    map[segment.LogID]compactMark
 	counters compactionCounters
+	// running lets one log compact at a time in the whole broker, so its
+	// memory is one key map (RegisterMemory). Taken after passMu, never
+	// before it.
+	running sync.Mutex
+}
+
+// compactionMemory bounds what the one running compaction holds: the key
+// map (64 B a key, Go map slack included), a batch of kept records being
+// written, and a bit per offset of the segment being planned (a record
+// frame is at least 64 bytes).
+func compactionMemory(segmentSize int64) int64 {
+	return segment.DefaultCompactKeys*64 + 2<<20 + segmentSize/64/8
 }
 
 // compactMark is where a log stood after its last compaction.
@@ -110,7 +123,9 @@ func (b *Broker) CompactStream(ctx context.Context, name string) ([]segment.Comp
 		}
 		ref := logRef{stream: name, partition: uint32(p), log: l, compact: true, deleteRetention: served.settings.DeleteRetention}
 		policy := b.compactPolicy(ref)
+		b.compaction.running.Lock()
 		result, err := l.Compact(ctx, policy)
+		b.compaction.running.Unlock()
 		results[p] = result
 		b.countCompaction(ref, result)
 		if err != nil {
@@ -175,7 +190,9 @@ func (b *Broker) compactLogs(logs []logRef, floors map[segment.LogID]uint64, hig
 		if pinned, ok := floors[ref.id()]; ok && rc.Stream.Policy == ConsumerSafe {
 			floor = pinned
 		}
+		b.compaction.running.Lock()
 		result, err := ref.log.Compact(context.Background(), b.policyFor(ref, floor, highWater, now))
+		b.compaction.running.Unlock()
 		b.countCompaction(ref, result)
 		b.compaction.marks[ref.id()] = compactMark{sealedEnd: sealedEnd(ref.log.Segments()), bytes: result.BytesAfter, at: now}
 		if err != nil && !errors.Is(err, segment.ErrClosed) {

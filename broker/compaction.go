@@ -118,14 +118,8 @@ func (b *Broker) CompactStream(ctx context.Context, name string) ([]segment.Comp
 		if l == nil {
 			continue
 		}
-		if _, err := l.SealActive(ctx); err != nil {
-			return results, storageError(fmt.Errorf("compacting %s/%d: %w", name, p, err))
-		}
 		ref := logRef{stream: name, partition: uint32(p), log: l, compact: true, deleteRetention: served.settings.DeleteRetention}
-		policy := b.compactPolicy(ref)
-		b.compaction.running.Lock()
-		result, err := l.Compact(ctx, policy)
-		b.compaction.running.Unlock()
+		result, err := b.sealAndCompact(ctx, ref)
 		results[p] = result
 		b.countCompaction(ref, result)
 		if err != nil {
@@ -133,6 +127,21 @@ func (b *Broker) CompactStream(ctx context.Context, name string) ([]segment.Comp
 		}
 	}
 	return results, nil
+}
+
+// sealAndCompact seals a log's active segment and compacts it, holding
+// the broker's compaction turn throughout so a background compaction the
+// seal starts cannot run in between and leave this one nothing to report.
+// The policy is read before the seal: its floor can only be lower than
+// after, and a tombstone of the segment sealed now is young anyway.
+func (b *Broker) sealAndCompact(ctx context.Context, ref logRef) (segment.CompactResult, error) {
+	policy := b.compactPolicy(ref)
+	b.compaction.running.Lock()
+	defer b.compaction.running.Unlock()
+	if _, err := ref.log.SealActive(ctx); err != nil {
+		return segment.CompactResult{}, err
+	}
+	return ref.log.Compact(ctx, policy)
 }
 
 // compactPolicy reads, under the pass lock, the floor of the log's groups

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,7 +18,9 @@ import (
 // and a streaming group (DeliverBatch) read the kept records at their
 // original offsets, the tombstone flagged, with compacted gaps between.
 func TestCompactionEndToEnd(t *testing.T) {
-	broker := ironbus.Serve(t, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
+	base := t.TempDir()
+	dataDir := filepath.Join(base, "data")
+	broker := ironbus.Serve(t, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
 	addr := []string{"--addr", broker.Addr()}
 	created := streamsOf(t, runCLI(t, append([]string{"stream", "create", "latest", "--compact", "--delete-retention", "1h", "--json"}, addr...)...))
 	if s := created.Streams[0]; !s.Compact || s.DeleteRetention != "1h0m0s" {
@@ -94,6 +98,30 @@ func TestCompactionEndToEnd(t *testing.T) {
 		gaps = append(gaps, batch.Gaps...)
 	}
 	checkCompactedRead(t, "streaming group", messages, gaps)
+
+	// Backup, verify, scrub, restore and recovery all read the sparse
+	// offsets of the compacted segments as intended gaps.
+	out := filepath.Join(base, "backup")
+	expectCode(t, runCLI(t, "backup", "--data-dir", dataDir, "--out", out), exitClean)
+	c.Close()
+	if code := broker.Stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("the broker exited %d", code)
+	}
+	expectCode(t, runCLI(t, "verify", "--data-dir", dataDir), exitClean)
+	restored := filepath.Join(base, "restored")
+	expectCode(t, runCLI(t, "restore", "--from", out, "--data-dir", restored), exitClean)
+	expectCode(t, runCLI(t, "verify", "--data-dir", restored), exitClean)
+	expectCode(t, runCLI(t, "scrub", "--data-dir", restored), exitClean)
+	broker = ironbus.Serve(t, "serve", "--data-dir", restored, "--addr", "127.0.0.1:0")
+	again, err := client.Dial(ctx, broker.Addr(), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if fetched, err = again.Fetch(ctx, "latest", "after-restore", client.FetchOptions{MaxRecords: 10}); err != nil {
+		t.Fatal(err)
+	}
+	checkCompactedRead(t, "restored", fetched.Messages, fetched.Gaps)
 }
 
 func checkCompactedRead(t *testing.T, label string, messages []client.Message, gaps []client.Gap) {

@@ -191,6 +191,16 @@ func (b *Broker) policyFor(ref logRef, floor uint64, highWater int64, now time.D
 // due. REQUIRES: passMu held.
 func (b *Broker) compactLogs(logs []logRef, floors map[segment.LogID]uint64, highWater int64, now time.Duration) {
 	rc := b.retention.config.Load()
+	// A compaction stops at the next segment when the broker closes.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-b.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	for _, ref := range logs {
 		if !ref.compact || !b.compactionDue(ref, now) {
 			continue
@@ -200,11 +210,11 @@ func (b *Broker) compactLogs(logs []logRef, floors map[segment.LogID]uint64, hig
 			floor = pinned
 		}
 		b.compaction.running.Lock()
-		result, err := ref.log.Compact(context.Background(), b.policyFor(ref, floor, highWater, now))
+		result, err := ref.log.Compact(ctx, b.policyFor(ref, floor, highWater, now))
 		b.compaction.running.Unlock()
 		b.countCompaction(ref, result)
 		b.compaction.marks[ref.id()] = compactMark{sealedEnd: sealedEnd(ref.log.Segments()), bytes: result.BytesAfter, at: now}
-		if err != nil && !errors.Is(err, segment.ErrClosed) {
+		if err != nil && !errors.Is(err, segment.ErrClosed) && !errors.Is(err, context.Canceled) {
 			b.cfg.Logger.Warn("compaction failed", "stream", ref.stream, "partition", ref.partition, "error", err.Error())
 		}
 	}

@@ -179,6 +179,12 @@ func (l *Log) compactSegment(ctx context.Context, seg *segment, keys map[keyHash
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	l.mu.Lock()
+	closed := l.mu.closed
+	l.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
 	if !seg.tryAcquire() {
 		return nil // retention removed it
 	}

@@ -685,7 +685,9 @@ func (l *Log) Close() error {
 		}
 	}
 	l.dir.forget(l)
+	l.setMu.Lock() // a compaction swapping a segment in finishes first
 	set := l.segments.Swap(&segmentSet{})
+	l.setMu.Unlock()
 	for _, seg := range set.segments {
 		seg.release()
 	}

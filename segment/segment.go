@@ -379,10 +379,7 @@ func (s *segment) stats() segmentStats {
 	stats := segmentStats{Name: s.name, Base: s.base, Next: s.mu.next, Records: s.mu.records,
 		Sealed: s.sealed.Load(), Bytes: s.mu.size, MinTimestamp: s.mu.minTS, MaxTimestamp: s.mu.maxTS}
 	for _, h := range s.mu.holes {
-		switch {
-		case h.Reason == ReasonCompacted:
-			stats.Compacted += h.Count
-		case h.Known:
+		if h.Known && h.Reason != ReasonCompacted { // compaction is not damage
 			stats.KnownGaps += h.Count
 		}
 	}
@@ -391,7 +388,6 @@ func (s *segment) stats() segmentStats {
 
 type segmentStats struct {
 	KnownGaps    uint64 // records in gaps found as skip frames (damage)
-	Compacted    uint64 // offsets compaction removed (known after a scan)
 	Name         string
 	Base, Next   uint64
 	Records      uint64

@@ -52,6 +52,9 @@ type compactionState struct {
 	// memory is one key map (RegisterMemory). Taken after passMu, never
 	// before it.
 	running sync.Mutex
+	// booted: the boot pass is over. The boot pass compacts nothing, so
+	// opening a broker never waits for a compaction.
+	booted bool
 }
 
 // compactionMemory bounds what the one running compaction holds: the key
@@ -190,6 +193,10 @@ func (b *Broker) policyFor(ref logRef, floor uint64, highWater int64, now time.D
 // compactLogs compacts, in a retention pass, the compacted logs that are
 // due. REQUIRES: passMu held.
 func (b *Broker) compactLogs(logs []logRef, floors map[segment.LogID]uint64, highWater int64, now time.Duration) {
+	if !b.compaction.booted {
+		b.compaction.booted = true
+		return
+	}
 	rc := b.retention.config.Load()
 	// A compaction stops at the next segment when the broker closes.
 	ctx, cancel := context.WithCancel(context.Background())

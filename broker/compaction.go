@@ -59,10 +59,11 @@ type compactionState struct {
 
 // compactionMemory bounds what the one running compaction holds: the key
 // map (64 B a key, Go map slack included), a batch of kept records being
-// written, and a bit per offset of the segment being planned (a record
+// written with its commit frame (twice the batch, for the append that
+// grows it), and a bit per offset of the segment being planned (a record
 // frame is at least 64 bytes).
 func compactionMemory(segmentSize int64) int64 {
-	return segment.DefaultCompactKeys*64 + 2<<20 + segmentSize/64/8
+	return segment.DefaultCompactKeys*64 + 2*segment.CompactBatchBytes + segmentSize/64/8
 }
 
 // compactMark is where a log stood after its last compaction.

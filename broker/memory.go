@@ -55,7 +55,7 @@ func (c Config) RegisterMemory(budget *arena.Budget) error {
 		int64(c.MaxStreams)*summaryBytes(c.Storage.SegmentSize, c.Storage.MaxOpenSegments))
 	budget.Register("consumer group leases", "--max-groups × --max-in-flight × 384 B",
 		int64(c.MaxGroups)*int64(c.MaxInFlight)*leaseCost)
-	budget.Register("key compaction", "one log at a time: 262,144 keys × 64 B + 2 MiB + --segment-bytes / 512",
+	budget.Register("key compaction", "one log at a time: 32,768 keys × 64 B + 512 KiB + --segment-bytes / 512",
 		compactionMemory(c.Storage.SegmentSize))
 	return nil
 }

@@ -40,16 +40,17 @@ import (
 // to where it stopped are rewritten with it, and the next pass starts
 // there. A key is known by the 128-bit xxh3 of its bytes.
 
-// DefaultCompactKeys bounds the key map of one compaction pass: about
-// 50 bytes of memory per key.
-const DefaultCompactKeys = 1 << 18
+// DefaultCompactKeys bounds the key map of one compaction pass (about
+// 64 bytes of memory a key, so 2 MiB): small enough for an edge device's
+// RAM budget; a partition with more keys takes more passes.
+const DefaultCompactKeys = 1 << 15
 
 // compactSuffix names a compacted segment before it replaces the old one.
 const compactSuffix = ".compact" + prepareSuffix
 
-// compactBatchBytes closes a batch of kept records at this size, so a
-// damaged byte costs at most one batch of them.
-const compactBatchBytes = 1 << 20
+// CompactBatchBytes closes a batch of kept records at this size (the
+// memory a rewrite holds), and a damaged byte costs at most one batch.
+const CompactBatchBytes = 256 << 10
 
 // CompactPolicy says what a compaction may remove.
 type CompactPolicy struct {
@@ -418,7 +419,7 @@ func (w *compactWriter) keep(h record.FrameHeader, frame []byte) error {
 	w.expect = h.Offset + 1
 	w.kept++
 	w.minTS, w.maxTS = min(w.minTS, h.Timestamp), max(w.maxTS, h.Timestamp)
-	if len(w.batch) >= compactBatchBytes {
+	if len(w.batch) >= CompactBatchBytes {
 		return w.flush()
 	}
 	return nil

@@ -21,8 +21,8 @@ import (
 //
 //   - the floor: the lowest position a pinning consumer group has not
 //     committed (the floor retention uses), so a compaction never removes
-//     a record a group has not seen. Under the drop-oldest retention
-//     policy there is no floor, as for retention.
+//     a record a group has not seen; none for a stream created with
+//     CompactPastGroups.
 //   - tombstone expiry by the monotonic-safe rule retention applies to
 //     ages: a tombstone goes once its stamp is older than the wall-clock
 //     high-water minus the stream's delete retention AND the monotonic
@@ -122,7 +122,8 @@ func (b *Broker) CompactStream(ctx context.Context, name string) ([]segment.Comp
 		if l == nil {
 			continue
 		}
-		ref := logRef{stream: name, partition: uint32(p), log: l, compact: true, deleteRetention: served.settings.DeleteRetention}
+		ref := logRef{stream: name, partition: uint32(p), log: l, compact: true, deleteRetention: served.settings.DeleteRetention,
+			pastGroups: served.settings.CompactPastGroups}
 		result, err := b.sealAndCompact(ctx, ref)
 		results[p] = result
 		b.countCompaction(ref, result)
@@ -159,7 +160,7 @@ func (b *Broker) compactPolicy(ref logRef) segment.CompactPolicy {
 	now := r.clock.Elapsed()
 	highWater := b.observeWallClock(now)
 	floor := uint64(math.MaxUint64)
-	if rc.Stream.Policy == ConsumerSafe {
+	if !ref.pastGroups {
 		// Every log, as a pass does: group expiry is tracked over all.
 		floors, _ := b.groupFloors(rc, b.retainedLogs(), now)
 		if pinned, ok := floors[ref.id()]; ok {
@@ -198,7 +199,6 @@ func (b *Broker) compactLogs(logs []logRef, floors map[segment.LogID]uint64, hig
 		b.compaction.booted = true
 		return
 	}
-	rc := b.retention.config.Load()
 	// A compaction stops at the next segment when the broker closes.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -214,7 +214,7 @@ func (b *Broker) compactLogs(logs []logRef, floors map[segment.LogID]uint64, hig
 			continue
 		}
 		floor := uint64(math.MaxUint64)
-		if pinned, ok := floors[ref.id()]; ok && rc.Stream.Policy == ConsumerSafe {
+		if pinned, ok := floors[ref.id()]; ok && !ref.pastGroups {
 			floor = pinned
 		}
 		b.compaction.running.Lock()

@@ -185,3 +185,31 @@ func TestRetentionPassCompacts(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactionPastGroups: a stream created with CompactPastGroups
+// compacts below a group that committed nothing, and the group then
+// reads the removed records as compacted gaps.
+func TestCompactionPastGroups(t *testing.T) {
+	b := openRetentionBroker(t, Config{}, newClocks())
+	info, _, err := b.CreateStream(StreamSettings{Name: "latest", Partitions: 1, Compact: true, CompactPastGroups: true})
+	if err != nil || !info.CompactPastGroups {
+		t.Fatalf("created %+v %v", info, err)
+	}
+	l := streamLog(t, b, "latest")
+	group := streamingGroup(t, b, "latest", "slow", 0)
+	appendKeyed(t, l, 100, 4, nil)
+	if _, err := b.CompactStream(context.Background(), "latest"); err != nil {
+		t.Fatal(err)
+	}
+	// Background compactions the seals started may have done part of it.
+	if removed := b.CompactionStats().RecordsRemoved; removed != 96 || len(presentOffsets(t, l)) != 4 {
+		t.Fatalf("removed %d with a group at 0; want every superseded record (96)", removed)
+	}
+	deliveries, gaps, err := group.Read(0, 100, 1<<20, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deliveries) != 4 || len(gaps) == 0 || gaps[0].Reason != segment.GapCompacted {
+		t.Fatalf("the group read %d records and gaps %+v", len(deliveries), gaps)
+	}
+}

@@ -75,6 +75,7 @@ type logRef struct {
 	// tombstones for deleteRetention (zero: the default).
 	compact         bool
 	deleteRetention time.Duration
+	pastGroups      bool // compaction ignores the groups' floor
 }
 
 func (ref *logRef) id() segment.LogID {
@@ -222,7 +223,7 @@ func (b *Broker) retainedLogs() []logRef {
 		for p, l := range served.logs {
 			if l != nil {
 				refs = append(refs, logRef{stream: served.settings.Name, partition: uint32(p), log: l, bounds: streamBounds(served.settings),
-					compact: served.settings.Compact, deleteRetention: served.settings.DeleteRetention})
+					compact: served.settings.Compact, deleteRetention: served.settings.DeleteRetention, pastGroups: served.settings.CompactPastGroups})
 			}
 		}
 	}

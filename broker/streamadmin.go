@@ -30,6 +30,9 @@ type StreamSettings struct {
 	// DefaultDeleteRetention). Only a compacted stream takes one.
 	Compact         bool
 	DeleteRetention time.Duration
+	// CompactPastGroups lets compaction remove records a consumer group
+	// has not committed (they reach it as compacted gaps).
+	CompactPastGroups bool
 }
 
 // StreamInfo describes a stream: its settings and, per partition, the
@@ -44,8 +47,9 @@ type StreamInfo struct {
 	Partitions []PartitionInfo
 	// Compact and the delete retention in force (the default when the
 	// stream names none); zero for a stream that is not compacted.
-	Compact         bool
-	DeleteRetention time.Duration
+	Compact           bool
+	DeleteRetention   time.Duration
+	CompactPastGroups bool
 }
 
 // PartitionInfo is one partition of a StreamInfo.
@@ -87,7 +91,7 @@ func (b *Broker) DescribeStream(name string) (StreamInfo, []Binding, error) {
 func (b *Broker) CreateStream(settings StreamSettings) (StreamInfo, []Binding, error) {
 	entry := catalog.Stream{Name: settings.Name, Partitions: max(settings.Partitions, 1), MaxBytes: settings.MaxBytes,
 		MaxAge: settings.MaxAge, MaxRecords: settings.MaxRecords, Owner: settings.Owner,
-		Compact: settings.Compact, DeleteRetention: settings.DeleteRetention}
+		Compact: settings.Compact, DeleteRetention: settings.DeleteRetention, CompactPastGroups: settings.CompactPastGroups}
 	if _, err := b.createStream(entry, true); err != nil {
 		return StreamInfo{}, nil, err
 	}
@@ -110,6 +114,7 @@ func (b *Broker) streamState(served *Stream) StreamInfo {
 	if s.Compact {
 		state.Compact = true
 		state.DeleteRetention = deleteRetention(logRef{deleteRetention: s.DeleteRetention})
+		state.CompactPastGroups = s.CompactPastGroups
 	}
 	groups := map[string]bool{}
 	for p, l := range served.logs {

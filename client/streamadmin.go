@@ -25,6 +25,9 @@ type StreamSettings struct {
 	// capability.
 	Compact         bool
 	DeleteRetention time.Duration
+	// CompactPastGroups (with Compact) lets compaction remove records a
+	// consumer group has not committed; by default it never does.
+	CompactPastGroups bool
 }
 
 // StreamPartition is one partition of a stream.
@@ -46,8 +49,9 @@ type StreamState struct {
 	Bindings   []Binding // the subject patterns routed to it
 	// Compact and the delete retention in force, from a broker with the
 	// producers capability.
-	Compact         bool
-	DeleteRetention time.Duration
+	Compact           bool
+	DeleteRetention   time.Duration
+	CompactPastGroups bool
 }
 
 // CompactedPartition is what compacting one partition did.
@@ -81,8 +85,11 @@ func (c *Client) CreateStream(ctx context.Context, name string, settings StreamS
 			return StreamState{}, fmt.Errorf("%w: the broker does not serve compacted streams (no producers capability)", ErrInvalidArgument)
 		}
 		m.Settings, m.DeleteRetentionMs = wire.StreamCompact, uint64(settings.DeleteRetention.Milliseconds())
-	} else if settings.DeleteRetention != 0 {
-		return StreamState{}, fmt.Errorf("%w: a delete retention needs a compacted stream", ErrInvalidArgument)
+		if settings.CompactPastGroups {
+			m.Settings |= wire.StreamCompactPastGroups
+		}
+	} else if settings.DeleteRetention != 0 || settings.CompactPastGroups {
+		return StreamState{}, fmt.Errorf("%w: a delete retention or compacting past groups needs a compacted stream", ErrInvalidArgument)
 	}
 	return c.oneStream(ctx, m)
 }
@@ -233,6 +240,7 @@ func streamStates(list *wire.StreamList) []StreamState {
 		if s.Settings&wire.StreamCompact != 0 {
 			state.Compact = true
 			state.DeleteRetention = time.Duration(min(s.DeleteRetentionMs, uint64(1<<62)/uint64(time.Millisecond))) * time.Millisecond
+			state.CompactPastGroups = s.Settings&wire.StreamCompactPastGroups != 0
 		}
 		for _, p := range s.Partitions {
 			state.Partitions = append(state.Partitions, StreamPartition(p))

@@ -246,7 +246,8 @@ func (s *session) streamAdmin(ctx context.Context, m wire.StreamAdmin, identity 
 		defer unlock()
 		settings := broker.StreamSettings{Name: name, Partitions: m.Partitions, MaxBytes: m.MaxBytes, Owner: identityName(identity),
 			MaxAge: durationMs(m.MaxAgeMs), MaxRecords: m.MaxRecords,
-			Compact: m.Settings&wire.StreamCompact != 0, DeleteRetention: durationMs(m.DeleteRetentionMs)}
+			Compact: m.Settings&wire.StreamCompact != 0, DeleteRetention: durationMs(m.DeleteRetentionMs),
+			CompactPastGroups: m.Settings&wire.StreamCompactPastGroups != 0}
 		return s.describedStream(s.engine.CreateStream(settings))
 	case wire.StreamOpPurge, wire.StreamOpRemove:
 		if !force {
@@ -349,6 +350,9 @@ func streamState(info broker.StreamInfo) wire.StreamState {
 	if info.Compact {
 		state.Settings |= wire.StreamCompact
 		state.DeleteRetentionMs = uint64(info.DeleteRetention.Milliseconds())
+	}
+	if info.CompactPastGroups {
+		state.Settings |= wire.StreamCompactPastGroups
 	}
 	if !info.Created.IsZero() {
 		state.CreatedMs = uint64(info.Created.UnixMilli())

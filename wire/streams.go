@@ -60,6 +60,9 @@ const (
 	// StreamDedupWindowSet: DedupWindowMs is given (0 turns message-id
 	// dedup off); without it a create takes the broker's default window.
 	StreamDedupWindowSet uint8 = 1 << 1
+	// StreamCompactPastGroups (with StreamCompact): compaction may remove
+	// records a consumer group has not committed.
+	StreamCompactPastGroups uint8 = 1 << 2
 )
 
 // StreamAdmin asks about, creates or changes streams and subject bindings

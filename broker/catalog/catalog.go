@@ -43,6 +43,9 @@ type Stream struct {
 	// broker's default). A catalog without them reads as not compacted.
 	Compact         bool
 	DeleteRetention time.Duration
+	// CompactPastGroups lets compaction remove records a consumer group
+	// has not committed.
+	CompactPastGroups bool
 }
 
 // SameSettings reports whether two streams were asked for with the same
@@ -51,7 +54,7 @@ type Stream struct {
 func (s Stream) SameSettings(other Stream) bool {
 	return s.Name == other.Name && s.Partitions == other.Partitions && s.MaxBytes == other.MaxBytes &&
 		s.MaxAge == other.MaxAge && s.MaxRecords == other.MaxRecords &&
-		s.Compact == other.Compact && s.DeleteRetention == other.DeleteRetention
+		s.Compact == other.Compact && s.DeleteRetention == other.DeleteRetention && s.CompactPastGroups == other.CompactPastGroups
 }
 
 // Binding routes subjects matching Pattern to Stream.
@@ -149,8 +152,8 @@ func ValidateStream(s Stream) error {
 	if s.MaxAge < 0 {
 		return fmt.Errorf("%w: stream %s: negative max age %v", ErrInvalid, s.Name, s.MaxAge)
 	}
-	if s.DeleteRetention < 0 || (s.DeleteRetention > 0 && !s.Compact) {
-		return fmt.Errorf("%w: stream %s: delete retention %v needs a compacted stream and a positive duration", ErrInvalid, s.Name, s.DeleteRetention)
+	if s.DeleteRetention < 0 || (!s.Compact && (s.DeleteRetention > 0 || s.CompactPastGroups)) {
+		return fmt.Errorf("%w: stream %s: delete retention %v and compacting past groups need a compacted stream and a positive duration", ErrInvalid, s.Name, s.DeleteRetention)
 	}
 	return nil
 }

@@ -18,7 +18,7 @@ func sample(n int) Catalog {
 			MaxAge: time.Duration(i) * time.Hour, Created: time.UnixMilli(1_700_000_000_000 + int64(i)).UTC()})
 	}
 	if n > 2 {
-		c.Put(Stream{Name: "latest", Partitions: 1, Compact: true, DeleteRetention: 90 * time.Minute})
+		c.Put(Stream{Name: "latest", Partitions: 1, Compact: true, DeleteRetention: 90 * time.Minute, CompactPastGroups: true})
 		c.Put(Stream{Name: "latest-default", Partitions: 2, Compact: true})
 	}
 	if n > 0 {

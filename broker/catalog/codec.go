@@ -51,6 +51,7 @@ type fileStream struct {
 	// DeleteRetentionMs keeps tombstones of a compacted stream; absent:
 	// the broker's default.
 	DeleteRetentionMs int64 `json:"delete_retention_ms,omitempty"`
+	CompactPastGroups bool  `json:"compact_past_groups,omitempty"`
 }
 
 type fileBinding struct {
@@ -66,7 +67,7 @@ func Encode(c Catalog) ([]byte, error) {
 	body := fileCatalog{Streams: make([]fileStream, 0, len(c.Streams)), Bindings: make([]fileBinding, 0, len(c.Bindings))}
 	for _, s := range c.Streams {
 		fs := fileStream{Name: s.Name, Partitions: s.Partitions, MaxBytes: s.MaxBytes, MaxAgeMs: s.MaxAge.Milliseconds(), MaxRecords: s.MaxRecords, Owner: s.Owner}
-		fs.Compact, fs.DeleteRetentionMs = s.Compact, s.DeleteRetention.Milliseconds()
+		fs.Compact, fs.DeleteRetentionMs, fs.CompactPastGroups = s.Compact, s.DeleteRetention.Milliseconds(), s.CompactPastGroups
 		if !s.Created.IsZero() {
 			fs.CreatedUnixMs = s.Created.UnixMilli()
 		}
@@ -138,6 +139,7 @@ func Decode(image []byte) (Catalog, error) {
 			return Catalog{}, fmt.Errorf("%w: stream %q: delete retention %d ms out of range", ErrCorrupt, s.Name, s.DeleteRetentionMs)
 		}
 		stream.Compact, stream.DeleteRetention = s.Compact, time.Duration(s.DeleteRetentionMs)*time.Millisecond
+		stream.CompactPastGroups = s.CompactPastGroups
 		if s.CreatedUnixMs != 0 {
 			stream.Created = time.UnixMilli(s.CreatedUnixMs).UTC()
 		}

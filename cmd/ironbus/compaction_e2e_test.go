@@ -27,6 +27,11 @@ func TestCompactionEndToEnd(t *testing.T) {
 		t.Fatalf("created %+v", s)
 	}
 	expectCode(t, runCLI(t, append([]string{"stream", "create", "plain", "--delete-retention", "1h"}, addr...)...), exitUsage)
+	expectCode(t, runCLI(t, append([]string{"stream", "create", "plain", "--compact-past-groups"}, addr...)...), exitUsage)
+	past := streamsOf(t, runCLI(t, append([]string{"stream", "create", "unpinned", "--compact", "--compact-past-groups", "--json"}, addr...)...))
+	if s := past.Streams[0]; !s.Compact || !s.CompactPastGroups || s.DeleteRetention != "24h0m0s" {
+		t.Fatalf("created %+v", s)
+	}
 	pub := append([]string{"pub", "--stream", "latest"}, addr...)
 	expectCode(t, runCLIInput(t, "a1\na2\na3\n", append(pub, "--key", "a")...), exitClean) // offsets 0-2
 	expectCode(t, runCLIInput(t, "b1\nb2\n", append(pub, "--key", "b")...), exitClean)     // 3-4

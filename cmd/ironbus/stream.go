@@ -45,8 +45,9 @@ type streamRow struct {
 	Offsets    []partitionRow `json:"partition_offsets"`
 	// Compact: the stream keeps the latest record per key; its tombstones
 	// stay for DeleteRetention (empty when it is not compacted).
-	Compact         bool   `json:"compact"`
-	DeleteRetention string `json:"delete_retention,omitempty"`
+	Compact           bool   `json:"compact"`
+	DeleteRetention   string `json:"delete_retention,omitempty"`
+	CompactPastGroups bool   `json:"compact_past_groups,omitempty"`
 }
 
 type partitionRow struct {
@@ -115,6 +116,7 @@ type streamCreateOptions struct {
 	maxRecords uint64
 	compact    bool
 	deleteAge  string // --delete-retention
+	pastGroups bool   // --compact-past-groups
 }
 
 func newStreamCreateCmd(opts *globalOptions) *cobra.Command {
@@ -130,7 +132,8 @@ broker's default (serve --retention-*).
 --compact makes a stream of latest state per key: sealed segments keep only
 the latest record of each key (records without a key all stay), and a
 tombstone (pub --key K --tombstone) stays for --delete-retention (default
-24h) before it goes too. Offsets never change. See
+24h) before it goes too. Offsets never change. Records a consumer group has
+not committed are kept unless --compact-past-groups. See
 docs/PRODUCERS-compaction.md.
 
 Creating a stream that exists with the same settings is not an error (a
@@ -150,6 +153,7 @@ script may run it every time); other settings are refused (exit 3).`,
 	cmd.Flags().Uint64Var(&create.maxRecords, "max-records", 0, "retention: records kept per partition; unset takes the broker's default")
 	cmd.Flags().BoolVar(&create.compact, "compact", false, "keep only the latest record per key in sealed segments")
 	cmd.Flags().StringVar(&create.deleteAge, "delete-retention", "", "with --compact: how long tombstones stay (90m, 24h, 7d); unset: 24h")
+	cmd.Flags().BoolVar(&create.pastGroups, "compact-past-groups", false, "with --compact: compaction may remove records consumer groups have not committed")
 	cmd.RunE = classified(func() error { return runStreamCreate(cmd.Context(), opts, create, cmd.Flags().Arg(0)) })
 	return cmd
 }
@@ -176,11 +180,11 @@ func runStreamCreate(ctx context.Context, opts *globalOptions, create *streamCre
 	switch {
 	case err != nil:
 		return exitErrorf(exitUsage, "--delete-retention %q: want a duration like 90m, 24h or 7d", create.deleteAge)
-	case create.deleteAge != "" && !create.compact:
-		return exitErrorf(exitUsage, "--delete-retention needs --compact: only a compacted stream keeps tombstones")
+	case (create.deleteAge != "" || create.pastGroups) && !create.compact:
+		return exitErrorf(exitUsage, "--delete-retention and --compact-past-groups need --compact")
 	}
 	settings := client.StreamSettings{Partitions: create.partitions, MaxBytes: uint64(create.maxBytes), MaxAge: age, MaxRecords: create.maxRecords,
-		Compact: create.compact, DeleteRetention: deleteAge}
+		Compact: create.compact, DeleteRetention: deleteAge, CompactPastGroups: create.pastGroups}
 	if err := validateStream(name); err != nil {
 		return err
 	}
@@ -447,6 +451,7 @@ func liveStreamRow(s client.StreamState) streamRow {
 	row := streamRow{Name: s.Name, Partitions: len(s.Partitions), MaxBytes: s.MaxBytes, MaxAge: ageText(s.MaxAge),
 		MaxRecords: s.MaxRecords, Groups: s.Groups, Offsets: make([]partitionRow, 0, len(s.Partitions))}
 	row.setCompact(s.Compact, s.DeleteRetention)
+	row.CompactPastGroups = s.CompactPastGroups
 	if !s.Created.IsZero() {
 		row.Created = s.Created.Format(time.RFC3339)
 	}
@@ -538,7 +543,10 @@ func retentionText(s streamRow) string {
 	if len(parts) == 0 {
 		parts = append(parts, "broker default")
 	}
-	if s.Compact {
+	switch {
+	case s.Compact && s.CompactPastGroups:
+		parts = append(parts, "compact past groups (tombstones "+s.DeleteRetention+")")
+	case s.Compact:
 		parts = append(parts, "compact (tombstones "+s.DeleteRetention+")")
 	}
 	return strings.Join(parts, ", ")

@@ -46,8 +46,8 @@ and compact its sealed segments now: keep the latest record of each key (and
 each tombstone until its delete retention passed), drop the records a later
 record of their key superseded. Offsets never change; consumers see the
 removed ones as compacted gaps. Records a consumer group has not committed
-are kept (unless the broker's retention policy is drop-oldest). The broker
-also compacts in the background; see docs/PRODUCERS-compaction.md.
+are kept (unless the stream was created with --compact-past-groups). The
+broker also compacts in the background; see docs/PRODUCERS-compaction.md.
 
 Prints the records kept and removed and the bytes of the sealed segments
 before and after. A stream that is not compacted exits 3.`,

@@ -69,6 +69,7 @@ func (d *offlineDir) stream(name string) (catalog.Stream, error) {
 func (d *offlineDir) row(s catalog.Stream) streamRow {
 	row := streamRow{Name: s.Name, Partitions: int(s.Partitions), MaxBytes: s.MaxBytes, MaxAge: ageText(s.MaxAge), MaxRecords: s.MaxRecords}
 	row.setCompact(s.Compact, s.DeleteRetention)
+	row.CompactPastGroups = s.CompactPastGroups
 	if !s.Created.IsZero() {
 		row.Created = s.Created.Format(time.RFC3339)
 	}
@@ -117,7 +118,8 @@ func offlineCreate(opts *globalOptions, dataDir, name string, settings client.St
 	defer d.close()
 	want := catalog.Stream{Name: name, Partitions: max(settings.Partitions, 1), MaxBytes: settings.MaxBytes,
 		MaxAge: settings.MaxAge.Truncate(time.Millisecond), MaxRecords: settings.MaxRecords, Created: time.Now().UTC(),
-		Compact: settings.Compact, DeleteRetention: settings.DeleteRetention.Truncate(time.Millisecond)}
+		Compact: settings.Compact, DeleteRetention: settings.DeleteRetention.Truncate(time.Millisecond),
+		CompactPastGroups: settings.CompactPastGroups}
 	s, err := d.dir.CreateStream(want)
 	switch {
 	case errors.Is(err, datadir.ErrStreamExists):

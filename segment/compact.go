@@ -63,9 +63,6 @@ type CompactPolicy struct {
 	TombstoneExpired func(base uint64, timestamp int64) bool
 	// MaxKeys bounds the key map of one pass; zero is DefaultCompactKeys.
 	MaxKeys int
-	// Progress, when set, is called after each segment is rewritten with
-	// the totals so far.
-	Progress func(CompactResult)
 }
 
 // CompactResult says what a compaction did.
@@ -208,11 +205,6 @@ func (l *Log) compactSegment(ctx context.Context, seg *segment, keys map[keyHash
 	result.SegmentsRewritten++
 	result.RecordsRemoved += plan.removed
 	result.TombstonesRemoved += plan.tombstones
-	if policy.Progress != nil {
-		progress := *result
-		progress.BytesAfter, progress.RecordsKept = l.sealedTotals()
-		policy.Progress(progress)
-	}
 	return nil
 }
 
@@ -230,8 +222,13 @@ func (p *segmentPlan) remove(offset uint64) {
 	p.removed++
 }
 
+// removes reports whether the record at offset goes; an offset outside
+// the segment (none in a validated one) stays.
 func (p *segmentPlan) removes(offset uint64) bool {
 	i := offset - p.base
+	if offset < p.base || i/64 >= uint64(len(p.gone)) {
+		return false
+	}
 	return p.gone[i/64]&(1<<(i%64)) != 0
 }
 

@@ -213,3 +213,30 @@ func TestCompactionPastGroups(t *testing.T) {
 		t.Fatalf("the group read %d records and gaps %+v", len(deliveries), gaps)
 	}
 }
+
+// TestBackgroundCompactionKeepsWhatGroupsHaveNotCommitted: the retention
+// pass's compaction honours the groups' floor as a requested one does.
+func TestBackgroundCompactionKeepsWhatGroupsHaveNotCommitted(t *testing.T) {
+	clocks := newClocks()
+	b := openRetentionBroker(t, Config{}, clocks)
+	l := createCompacted(t, b, "latest", 0)
+	slow := streamingGroup(t, b, "latest", "slow", 0)
+	appendKeyed(t, l, 200, 5, nil)
+	clocks.mono.advance(time.Hour) // past any recheck
+	b.retentionPass()
+	if got := len(presentOffsets(t, l)); got != 200 || b.CompactionStats().RecordsRemoved != 0 {
+		t.Fatalf("with a group at 0 the pass left %d of 200 records", got)
+	}
+	commitGroup(t, slow, 100)
+	clocks.mono.advance(time.Hour)
+	b.retentionPass()
+	present := presentOffsets(t, l)
+	for offset := uint64(100); offset < 200; offset++ {
+		if _, ok := present[offset]; !ok {
+			t.Fatalf("offset %d, at or above the group's position, was removed", offset)
+		}
+	}
+	if len(present) == 200 {
+		t.Fatal("nothing below the group's position was compacted")
+	}
+}

@@ -34,8 +34,8 @@ import (
 const DefaultDeleteRetention = 24 * time.Hour
 
 // compactRecheck: a compacted log with no new sealed data is compacted
-// again after this much monotonic time, for tombstones that expired and
-// records groups committed since.
+// again after this much monotonic time when it may have work: tombstones
+// it kept that may have expired since, or a groups' floor that moved.
 const compactRecheck = 10 * time.Minute
 
 // compactDirtyShare: the retention pass compacts a log once its sealed
@@ -68,9 +68,11 @@ func compactionMemory(segmentSize int64) int64 {
 
 // compactMark is where a log stood after its last compaction.
 type compactMark struct {
-	sealedEnd uint64        // one past the sealed segments compacted
-	bytes     int64         // sealed bytes compaction left
-	at        time.Duration // monotonic time of it
+	sealedEnd  uint64        // one past the sealed segments compacted
+	bytes      int64         // sealed bytes compaction left
+	at         time.Duration // monotonic time of it
+	floor      uint64        // the groups' floor it used
+	tombstones bool          // it kept tombstones
 }
 
 type compactionCounters struct {
@@ -142,11 +144,27 @@ func (b *Broker) CompactStream(ctx context.Context, name string) ([]segment.Comp
 func (b *Broker) sealAndCompact(ctx context.Context, ref logRef) (segment.CompactResult, error) {
 	policy := b.compactPolicy(ref)
 	b.compaction.running.Lock()
-	defer b.compaction.running.Unlock()
-	if _, err := ref.log.SealActive(ctx); err != nil {
-		return segment.CompactResult{}, err
+	result, err := func() (segment.CompactResult, error) {
+		defer b.compaction.running.Unlock()
+		if _, err := ref.log.SealActive(ctx); err != nil {
+			return segment.CompactResult{}, err
+		}
+		return ref.log.Compact(ctx, policy)
+	}()
+	if err == nil {
+		r := &b.retention
+		r.passMu.Lock()
+		b.markCompacted(ref, policy.Floor, result, r.clock.Elapsed())
+		r.passMu.Unlock()
 	}
-	return ref.log.Compact(ctx, policy)
+	return result, err
+}
+
+// markCompacted remembers where a log stood after a compaction, for
+// compactionDue. REQUIRES: passMu held.
+func (b *Broker) markCompacted(ref logRef, floor uint64, result segment.CompactResult, now time.Duration) {
+	b.compaction.marks[ref.id()] = compactMark{sealedEnd: sealedEnd(ref.log.Segments()), bytes: result.BytesAfter, at: now,
+		floor: floor, tombstones: result.TombstonesPending}
 }
 
 // compactPolicy reads, under the pass lock, the floor of the log's groups
@@ -210,18 +228,21 @@ func (b *Broker) compactLogs(logs []logRef, floors map[segment.LogID]uint64, hig
 		}
 	}()
 	for _, ref := range logs {
-		if !ref.compact || !b.compactionDue(ref, now) {
+		if !ref.compact {
 			continue
 		}
 		floor := uint64(math.MaxUint64)
 		if pinned, ok := floors[ref.id()]; ok && !ref.pastGroups {
 			floor = pinned
 		}
+		if !b.compactionDue(ref, floor, now) {
+			continue
+		}
 		b.compaction.running.Lock()
 		result, err := ref.log.Compact(ctx, b.policyFor(ref, floor, highWater, now))
 		b.compaction.running.Unlock()
 		b.countCompaction(ref, result)
-		b.compaction.marks[ref.id()] = compactMark{sealedEnd: sealedEnd(ref.log.Segments()), bytes: result.BytesAfter, at: now}
+		b.markCompacted(ref, floor, result, now)
 		if err != nil && !errors.Is(err, segment.ErrClosed) && !errors.Is(err, context.Canceled) {
 			b.cfg.Logger.Warn("compaction failed", "stream", ref.stream, "partition", ref.partition, "error", err.Error())
 		}
@@ -229,9 +250,9 @@ func (b *Broker) compactLogs(logs []logRef, floors map[segment.LogID]uint64, hig
 }
 
 // compactionDue: new sealed bytes reached compactDirtyShare of what the
-// last compaction left, or compactRecheck passed since it.
-// REQUIRES: passMu held.
-func (b *Broker) compactionDue(ref logRef, now time.Duration) bool {
+// last compaction left, or compactRecheck passed since it and it kept
+// tombstones or the groups' floor moved. REQUIRES: passMu held.
+func (b *Broker) compactionDue(ref logRef, floor uint64, now time.Duration) bool {
 	segs := ref.log.Segments()
 	end := sealedEnd(segs)
 	mark, ok := b.compaction.marks[ref.id()]
@@ -244,7 +265,10 @@ func (b *Broker) compactionDue(ref logRef, now time.Duration) bool {
 			dirty += s.Bytes
 		}
 	}
-	return (dirty > 0 && float64(dirty) >= compactDirtyShare*float64(mark.bytes)) || now-mark.at >= compactRecheck
+	if dirty > 0 && float64(dirty) >= compactDirtyShare*float64(mark.bytes) {
+		return true
+	}
+	return now-mark.at >= compactRecheck && (mark.tombstones || floor != mark.floor)
 }
 
 // sealedEnd is one past the newest sealed segment (0: none).

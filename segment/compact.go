@@ -71,6 +71,10 @@ type CompactResult struct {
 	SegmentsRewritten int
 	RecordsRemoved    uint64 // tombstones included
 	TombstonesRemoved uint64
+	// TombstonesPending: a tombstone stays that its delete retention (or
+	// a group) kept, so a later compaction may remove it. A hint: it may
+	// be set when a later pass removed that tombstone after all.
+	TombstonesPending bool
 	// RecordsKept and the byte counts cover the sealed segments as they
 	// were before and are after.
 	RecordsKept uint64
@@ -191,6 +195,7 @@ func (l *Log) compactSegment(ctx context.Context, seg *segment, keys map[keyHash
 		return err
 	}
 	plan, err := l.planSegment(seg, keys, policy)
+	result.TombstonesPending = result.TombstonesPending || plan.tombstonesKept > 0
 	if err != nil || plan.removed == 0 {
 		return err
 	}
@@ -210,10 +215,11 @@ func (l *Log) compactSegment(ctx context.Context, seg *segment, keys map[keyHash
 
 // segmentPlan is which records of a segment go.
 type segmentPlan struct {
-	base       uint64
-	gone       []uint64 // bit per offset from base: removed
-	removed    uint64
-	tombstones uint64
+	base           uint64
+	gone           []uint64 // bit per offset from base: removed
+	removed        uint64
+	tombstones     uint64
+	tombstonesKept uint64 // its key's latest record, kept
 }
 
 func (p *segmentPlan) remove(offset uint64) {
@@ -256,15 +262,16 @@ func (l *Log) planSegment(seg *segment, keys map[keyHash]uint64, policy CompactP
 		if entry.Offset >= next {
 			return plan, nil
 		}
-		if entry.Offset >= policy.Floor {
-			continue
-		}
 		key, tombstone, ok := record.Key(entry.Body)
 		if !ok || len(key) == 0 {
 			continue
 		}
 		latest, known := keys[hashKey(key)]
 		switch {
+		case entry.Offset >= policy.Floor:
+			if tombstone && known && latest == entry.Offset {
+				plan.tombstonesKept++
+			}
 		case known && latest > entry.Offset:
 			plan.remove(entry.Offset)
 			if tombstone {
@@ -274,6 +281,8 @@ func (l *Log) planSegment(seg *segment, keys map[keyHash]uint64, policy CompactP
 			policy.TombstoneExpired(seg.base, entry.Timestamp):
 			plan.remove(entry.Offset)
 			plan.tombstones++
+		case known && latest == entry.Offset && tombstone:
+			plan.tombstonesKept++
 		}
 	}
 }

@@ -90,6 +90,24 @@ func expectedAfter(written map[uint64]compactRecord, sealedEnd, floor uint64, ex
 	return keep
 }
 
+// keptTombstones counts the tombstones below sealedEnd that are their
+// key's latest record and stay.
+func keptTombstones(written map[uint64]compactRecord, keep map[uint64]bool, sealedEnd uint64) uint64 {
+	latest := map[string]uint64{}
+	for offset, rec := range written {
+		if rec.key != "" && offset >= latest[rec.key] {
+			latest[rec.key] = offset
+		}
+	}
+	n := uint64(0)
+	for offset, rec := range written {
+		if rec.tombstone && offset < sealedEnd && keep[offset] && latest[rec.key] == offset {
+			n++
+		}
+	}
+	return n
+}
+
 // checkCompacted reads l and checks that exactly the kept offsets are
 // there, each with its original body, and that records and gaps account
 // for every offset once.
@@ -185,6 +203,9 @@ func compactPropertyOnce(t *testing.T, seed uint64) {
 	checkCompacted(t, l, written, keep, label)
 	if removed := uint64(len(written) - len(keep)); result.RecordsRemoved != removed {
 		t.Fatalf("%s: result says %d removed, model %d", label, result.RecordsRemoved, removed)
+	}
+	if kept := keptTombstones(written, keep, sealedEnd); kept > 0 && !result.TombstonesPending {
+		t.Fatalf("%s: %d tombstones kept, yet the result says none is pending", label, kept)
 	}
 	if again, err := l.Compact(context.Background(), policy); err != nil || again.RecordsRemoved != 0 {
 		t.Fatalf("%s: second compaction removed %d (%v)", label, again.RecordsRemoved, err)

@@ -123,8 +123,8 @@ func offlineCreate(opts *globalOptions, dataDir, name string, settings client.St
 	s, err := d.dir.CreateStream(want)
 	switch {
 	case errors.Is(err, datadir.ErrStreamExists):
-		return streamsOutput{}, exitErrorf(exitDamage, "stream %q exists with other settings (%d partitions, max bytes %d, max age %v, max records %d)",
-			name, s.Partitions, s.MaxBytes, s.MaxAge, s.MaxRecords)
+		return streamsOutput{}, exitErrorf(exitDamage, "stream %q exists with other settings (%d partitions, max bytes %d, max age %v, max records %d, compact %v)",
+			name, s.Partitions, s.MaxBytes, s.MaxAge, s.MaxRecords, s.Compact)
 	case errors.Is(err, datadir.ErrInvalid):
 		return streamsOutput{}, exitErrorf(exitUsage, "%w", cause(err))
 	case err != nil:

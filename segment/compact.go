@@ -75,8 +75,10 @@ type CompactResult struct {
 	// a group) kept, so a later compaction may remove it. A hint: it may
 	// be set when a later pass removed that tombstone after all.
 	TombstonesPending bool
-	// RecordsKept and the byte counts cover the sealed segments as they
-	// were before and are after.
+	// BytesBefore is the size of the sealed segments when the compaction
+	// started, BytesAfter that less what it reclaimed (segments sealed
+	// meanwhile are not counted); RecordsKept is the records of the
+	// sealed segments after.
 	RecordsKept uint64
 	BytesBefore int64
 	BytesAfter  int64
@@ -100,6 +102,7 @@ func (l *Log) Compact(ctx context.Context, policy CompactPolicy) (CompactResult,
 	defer l.compactMu.Unlock()
 	var result CompactResult
 	result.BytesBefore, _ = l.sealedTotals()
+	result.BytesAfter = result.BytesBefore
 	end := l.Committed()
 	if l.sealedEnd() == 0 {
 		return result, nil
@@ -122,7 +125,7 @@ func (l *Log) Compact(ctx context.Context, policy CompactPolicy) (CompactResult,
 		}
 		from = upTo
 	}
-	result.BytesAfter, result.RecordsKept = l.sealedTotals()
+	_, result.RecordsKept = l.sealedTotals()
 	return result, nil
 }
 
@@ -204,13 +207,13 @@ func (l *Log) compactSegment(ctx context.Context, seg *segment, keys map[keyHash
 		return err
 	}
 	swapped, err := l.replaceSegment(seg, replacement)
-	if err != nil || !swapped {
-		return err
+	if swapped {
+		result.SegmentsRewritten++
+		result.RecordsRemoved += plan.removed
+		result.TombstonesRemoved += plan.tombstones
+		result.BytesAfter -= seg.stats().Bytes - replacement.stats().Bytes
 	}
-	result.SegmentsRewritten++
-	result.RecordsRemoved += plan.removed
-	result.TombstonesRemoved += plan.tombstones
-	return nil
+	return err
 }
 
 // segmentPlan is which records of a segment go.

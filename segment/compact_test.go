@@ -204,6 +204,9 @@ func compactPropertyOnce(t *testing.T, seed uint64) {
 	if removed := uint64(len(written) - len(keep)); result.RecordsRemoved != removed {
 		t.Fatalf("%s: result says %d removed, model %d", label, result.RecordsRemoved, removed)
 	}
+	if after, _ := l.sealedTotals(); result.BytesAfter != after {
+		t.Fatalf("%s: bytes %d before, %d after; the sealed segments hold %d", label, result.BytesBefore, result.BytesAfter, after)
+	}
 	if kept := keptTombstones(written, keep, sealedEnd); kept > 0 && !result.TombstonesPending {
 		t.Fatalf("%s: %d tombstones kept, yet the result says none is pending", label, kept)
 	}

@@ -59,8 +59,9 @@ type Broker struct {
 	checkpointDue chan struct{}
 	closeOnce     sync.Once
 
-	retention retentionState // retention and the disk budget (retention_pass.go)
-	producers *producerState // the producer registry and table snapshots (producers.go)
+	retention  retentionState  // retention and the disk budget (retention_pass.go)
+	compaction compactionState // key compaction, run by the retention pass (compaction.go)
+	producers  *producerState  // the producer registry and table snapshots (producers.go)
 	// subjectIndexes is the flusher of the partitions' subject indexes
 	// (keyindex.go).
 	subjectIndexes subjectIndexState

@@ -62,6 +62,8 @@ func (c Config) RegisterMemory(budget *arena.Budget) error {
 	c.registerProducerMemory(budget)
 	budget.Register("subject indexes", "--max-streams × 170 KiB (keyindex.MemoryBound)",
 		int64(c.MaxStreams)*keyindex.MemoryBound(subjectIndexOptions()))
+	budget.Register("key compaction", "one log at a time: 32,768 keys × 64 B + 512 KiB + --segment-bytes / 512",
+		compactionMemory(c.Storage.SegmentSize))
 	return nil
 }
 

@@ -64,6 +64,7 @@ func newMetrics(b *Broker) *metrics {
 		Buckets: prometheus.ExponentialBuckets(1, 2, 17)})
 	m.registry.MustRegister(m.syncDuration, m.appendSeconds, m.syncRecords, snapshotCollector{b},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.registry.MustRegister(compactionMetrics(b)...)
 	return m
 }
 

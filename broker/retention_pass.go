@@ -71,6 +71,11 @@ type logRef struct {
 	// bounds are the stream's own retention bounds (catalog), zero for
 	// the broker's default.
 	bounds StreamRetention
+	// compact: the stream keeps the latest record per key (compaction.go),
+	// tombstones for deleteRetention (zero: the default).
+	compact         bool
+	deleteRetention time.Duration
+	pastGroups      bool // compaction ignores the groups' floor
 }
 
 func (ref *logRef) id() segment.LogID {
@@ -88,6 +93,7 @@ func (b *Broker) startRetention(rc RetentionConfig) {
 	r := &b.retention
 	r.config.Store(&rc)
 	r.sealedAt, r.expiryStage, r.pinnedWarned = map[segmentKey]time.Duration{}, map[groupKey]int{}, map[string]time.Duration{}
+	b.compaction.marks = map[segment.LogID]compactMark{}
 	r.done = make(chan struct{})
 	clock := b.cfg.Storage.Clock
 	if clock == nil {
@@ -159,7 +165,7 @@ func (b *Broker) retentionPass() {
 	highWater := b.observeWallClock(now)
 	logs := b.retainedLogs()
 	floors, grouped := map[segment.LogID]uint64{}, map[segment.LogID]bool{}
-	if rc.Stream.Bounded() || rc.GroupExpiry > 0 || rc.DiskBudget > 0 || anyBounded(logs) {
+	if rc.Stream.Bounded() || rc.GroupExpiry > 0 || rc.DiskBudget > 0 || anyBounded(logs) || anyCompacted(logs) {
 		floors, grouped = b.groupFloors(rc, logs, now)
 	}
 	seen := make(map[segmentKey]bool, len(r.sealedAt))
@@ -175,6 +181,7 @@ func (b *Broker) retentionPass() {
 		}
 		b.retainLog(ref, bounds, floor, highWater, now, seen)
 	}
+	b.compactLogs(logs, floors, highWater, now)
 	for key := range r.sealedAt {
 		if !seen[key] {
 			delete(r.sealedAt, key)
@@ -215,7 +222,8 @@ func (b *Broker) retainedLogs() []logRef {
 	for _, served := range b.streamList() {
 		for p, l := range served.logs {
 			if l != nil {
-				refs = append(refs, logRef{stream: served.settings.Name, partition: uint32(p), log: l, bounds: streamBounds(served.settings)})
+				refs = append(refs, logRef{stream: served.settings.Name, partition: uint32(p), log: l, bounds: streamBounds(served.settings),
+					compact: served.settings.Compact, deleteRetention: served.settings.DeleteRetention, pastGroups: served.settings.CompactPastGroups})
 			}
 		}
 	}

@@ -29,6 +29,14 @@ type StreamSettings struct {
 	// the default (2 minutes), a negative value turns dedup off; at most
 	// 24 hours.
 	DedupWindow time.Duration
+	// Compact keeps only the latest record per key in sealed segments;
+	// DeleteRetention keeps tombstones that long (zero: the default,
+	// DefaultDeleteRetention). Only a compacted stream takes one.
+	Compact         bool
+	DeleteRetention time.Duration
+	// CompactPastGroups lets compaction remove records a consumer group
+	// has not committed (they reach it as compacted gaps).
+	CompactPastGroups bool
 }
 
 // StreamInfo describes a stream: its settings and, per partition, the
@@ -43,6 +51,11 @@ type StreamInfo struct {
 	DedupWindow time.Duration
 	Groups      int // consumer groups over all partitions
 	Partitions  []PartitionInfo
+	// Compact and the delete retention in force (the default when the
+	// stream names none); zero for a stream that is not compacted.
+	Compact           bool
+	DeleteRetention   time.Duration
+	CompactPastGroups bool
 }
 
 // PartitionInfo is one partition of a StreamInfo.
@@ -83,7 +96,8 @@ func (b *Broker) DescribeStream(name string) (StreamInfo, []Binding, error) {
 // not an error; other settings are ErrConflict.
 func (b *Broker) CreateStream(settings StreamSettings) (StreamInfo, []Binding, error) {
 	entry := catalog.Stream{Name: settings.Name, Partitions: max(settings.Partitions, 1), MaxBytes: settings.MaxBytes,
-		MaxAge: settings.MaxAge, MaxRecords: settings.MaxRecords, Owner: settings.Owner, DedupWindow: max(settings.DedupWindow, catalog.DedupOff)}
+		MaxAge: settings.MaxAge, MaxRecords: settings.MaxRecords, Owner: settings.Owner, DedupWindow: max(settings.DedupWindow, catalog.DedupOff),
+		Compact: settings.Compact, DeleteRetention: settings.DeleteRetention, CompactPastGroups: settings.CompactPastGroups}
 	if _, err := b.createStream(entry, true); err != nil {
 		return StreamInfo{}, nil, err
 	}
@@ -103,6 +117,11 @@ func (b *Broker) streamState(served *Stream) StreamInfo {
 	s := served.settings
 	state := StreamInfo{Name: s.Name, Created: s.Created, MaxBytes: s.MaxBytes, MaxAge: s.MaxAge,
 		MaxRecords: s.MaxRecords, DedupWindow: s.Dedup(), Partitions: make([]PartitionInfo, len(served.logs))}
+	if s.Compact {
+		state.Compact = true
+		state.DeleteRetention = deleteRetention(logRef{deleteRetention: s.DeleteRetention})
+		state.CompactPastGroups = s.CompactPastGroups
+	}
 	groups := map[string]bool{}
 	for p, l := range served.logs {
 		if l == nil {

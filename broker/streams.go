@@ -247,7 +247,11 @@ func (b *Broker) wallNow() time.Time {
 }
 
 func describeSettings(s catalog.Stream) string {
-	return fmt.Sprintf("partitions %d, max bytes %d, max age %v, max records %d, dedup window %v", s.Partitions, s.MaxBytes, s.MaxAge, s.MaxRecords, s.Dedup())
+	text := fmt.Sprintf("partitions %d, max bytes %d, max age %v, max records %d, dedup window %v", s.Partitions, s.MaxBytes, s.MaxAge, s.MaxRecords, s.Dedup())
+	if s.Compact {
+		text += fmt.Sprintf(", compact (delete retention %v)", s.DeleteRetention)
+	}
+	return text
 }
 
 // streamList returns every served stream sorted by name.
@@ -266,6 +270,16 @@ func (b *Broker) streamList() []*Stream {
 // streamBounds are a stream's own retention bounds (zero: the default).
 func streamBounds(s catalog.Stream) StreamRetention {
 	return StreamRetention{MaxBytes: int64(min(s.MaxBytes, math.MaxInt64)), MaxAge: s.MaxAge, MaxRecords: s.MaxRecords}
+}
+
+// anyCompacted reports whether some log is compacted.
+func anyCompacted(logs []logRef) bool {
+	for i := range logs {
+		if logs[i].compact {
+			return true
+		}
+	}
+	return false
 }
 
 // anyBounded reports whether some log has bounds of its own.

@@ -237,6 +237,13 @@ func (c *Client) onAdmin(f wire.Frame) error {
 			return err
 		}
 		reply = info
+	case wire.TypeStreamCompacted:
+		compacted, err := wire.DecodeStreamCompacted(f.Body)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrProtocol, err)
+		}
+		compacted.Stream = append([]byte(nil), compacted.Stream...)
+		reply = &compacted
 	default:
 		state, err := wire.DecodeDeadLetterState(f.Body)
 		if err != nil {

@@ -67,14 +67,19 @@ type Message struct {
 	// Codec is how the payload was stored (and sent): CodecNone, CodecLZ4
 	// or CodecZstd. Informational: Payload is already decompressed.
 	Codec Codec
+	// Tombstone marks a record that deletes its Key from a compacted
+	// stream (it has no payload).
+	Tombstone bool
 }
 
 // Gap says that offsets [From, To) of a partition will never be
 // delivered to the group, and why: GapRetention (removed before the
 // group read them), GapLost (lost to damage, as reported by the broker's
-// recovery) or GapFiltered (no record there matches the consumer's
+// recovery), GapFiltered (no record there matches the consumer's
 // subject filter; such gaps are coalesced, and they are how a filtered
-// consumer's position advances past what it does not want).
+// consumer's position advances past what it does not want) or
+// GapCompacted (key compaction removed records a later record of the
+// same key superseded).
 type Gap struct {
 	Partition uint32
 	From, To  uint64
@@ -241,6 +246,7 @@ func (f *fetchState) deliver(d wire.Deliver) {
 		return
 	}
 	m.Key, m.Subject, m.Payload, m.Codec = view.Key, string(view.Subject), view.Payload, view.Codec
+	m.Tombstone = view.Tombstone
 	if view.Codec != record.CodecNone {
 		// Decompressed later, on the caller's goroutine (decompress), so
 		// a large payload never stalls the connection's reader.
@@ -306,6 +312,8 @@ func (f *fetchState) gap(g wire.Gap) {
 		reason = GapLost
 	case wire.GapFiltered:
 		reason = GapFiltered
+	case wire.GapCompacted:
+		reason = GapCompacted
 	default:
 		// Formatted only here: a sparse filter answers with thousands of
 		// gaps, each of a known reason.

@@ -26,6 +26,7 @@ const (
 	GapRetention = "retention" // removed by retention before the group read it
 	GapLost      = "lost"      // lost to damage, reported by the broker's recovery
 	GapFiltered  = "filtered"  // no record in the range matches the consumer's subject filter
+	GapCompacted = "compacted" // removed by key compaction: a later record of the same key superseded each
 )
 
 // Destination says where a producer's records go: a stream (the broker

@@ -41,6 +41,9 @@ type Record struct {
 	// ExpectLastSubjectOffset is the same for the last record with this
 	// record's Subject.
 	ExpectLastSubjectOffset Expectation
+	// Tombstone makes the record delete its Key from a compacted stream:
+	// it needs a Key and no Payload.
+	Tombstone bool
 }
 
 // MessageIDHeader is the header that carries Record.MessageID.
@@ -151,7 +154,7 @@ func (e *encoder) encode(c *Client, t target, partition uint32, r *Record, s sta
 		e.messageID = append(e.messageID[:0], r.MessageID...)
 		e.headers = append(e.headers, record.Header{Name: MessageIDHeader, Value: e.messageID})
 	}
-	b := record.Body{Key: r.Key, Subject: e.subject, Headers: e.headers, Payload: r.Payload,
+	b := record.Body{Key: r.Key, Subject: e.subject, Headers: e.headers, Payload: r.Payload, Tombstone: r.Tombstone,
 		HasProducer: s.idempotent, ProducerID: s.producerID, Sequence: s.sequence}
 	// Sizes are checked uncompressed: compression saves disk and network
 	// but never admits a record the server would refuse uncompressed, so
@@ -167,7 +170,7 @@ func (e *encoder) encode(c *Client, t target, partition uint32, r *Record, s sta
 	if frame > int(c.info.MaxFrame) {
 		return fmt.Errorf("%w: produce frame of %d bytes, the server accepts at most %d", ErrRecordTooLarge, frame, c.info.MaxFrame)
 	}
-	if e.compressor != nil {
+	if e.compressor != nil && !r.Tombstone {
 		b.Payload, b.Codec = e.compressor.Compress(r.Payload)
 		b.RawLength = uint32(len(r.Payload))
 	}

@@ -263,7 +263,7 @@ func (s *Stream) appendRecord(partition uint32) func(record.FrameHeader, []byte,
 			return &CorruptBatchError{Stream: s.stream, Partition: partition, Offset: h.Offset, Err: err}
 		}
 		m := Message{Stream: s.stream, Partition: partition, Offset: h.Offset, Attempt: 1,
-			Timestamp: time.Unix(0, h.Timestamp), Key: view.Key, Payload: view.Payload, Codec: view.Codec}
+			Timestamp: time.Unix(0, h.Timestamp), Key: view.Key, Payload: view.Payload, Codec: view.Codec, Tombstone: view.Tombstone}
 		if view.Codec != record.CodecNone {
 			if m.Payload, err = s.decompress(view, partition, h.Offset); err != nil {
 				return err

@@ -19,6 +19,20 @@ type StreamSettings struct {
 	MaxBytes   uint64        // retention bound per partition, bytes
 	MaxAge     time.Duration // retention bound by record age (millisecond resolution)
 	MaxRecords uint64        // retention bound per partition, records
+	// Compact keeps only the latest record per key in sealed segments;
+	// DeleteRetention is how long it keeps a tombstone (zero: the
+	// broker's default, 24 hours). Both need a broker with the producers
+	// capability.
+	Compact         bool
+	DeleteRetention time.Duration
+	// CompactPastGroups (with Compact) lets compaction remove records a
+	// consumer group has not committed; by default it never does.
+	CompactPastGroups bool
+	// DedupWindow is how long the stream remembers message ids
+	// (Record.MessageID): zero takes the broker's default (2 minutes), a
+	// negative value turns message-id dedup off; at most 24 hours. Needs
+	// a broker with the producers capability.
+	DedupWindow time.Duration
 }
 
 // StreamPartition is one partition of a stream.
@@ -38,6 +52,25 @@ type StreamState struct {
 	Groups     int // consumer groups over all partitions
 	Partitions []StreamPartition
 	Bindings   []Binding // the subject patterns routed to it
+	// Compact and the delete retention in force, from a broker with the
+	// producers capability.
+	Compact           bool
+	DeleteRetention   time.Duration
+	CompactPastGroups bool
+	// DedupWindow is how long the stream remembers message ids (0: off,
+	// or a broker without the producers capability).
+	DedupWindow time.Duration
+}
+
+// CompactedPartition is what compacting one partition did.
+type CompactedPartition struct {
+	RecordsRemoved    uint64 // tombstones included
+	TombstonesRemoved uint64
+	RecordsKept       uint64 // in the sealed segments, after
+	BytesBefore       uint64 // of the sealed segments
+	BytesAfter        uint64
+	Segments          int // sealed segments rewritten
+	Passes            int // key-map passes
 }
 
 // Binding routes subjects matching Pattern to Stream.
@@ -50,11 +83,57 @@ type Binding struct {
 // are not an error; other settings for an existing stream are a
 // *wire.Error of code conflict.
 func (c *Client) CreateStream(ctx context.Context, name string, settings StreamSettings) (StreamState, error) {
-	if settings.MaxAge < 0 {
-		return StreamState{}, fmt.Errorf("%w: negative max age %v", ErrInvalidArgument, settings.MaxAge)
+	if settings.MaxAge < 0 || settings.DeleteRetention < 0 {
+		return StreamState{}, fmt.Errorf("%w: negative max age %v or delete retention %v", ErrInvalidArgument, settings.MaxAge, settings.DeleteRetention)
 	}
-	return c.oneStream(ctx, &wire.StreamAdmin{Op: wire.StreamOpCreate, Stream: []byte(name), Partitions: settings.Partitions,
-		MaxBytes: settings.MaxBytes, MaxAgeMs: uint64(settings.MaxAge.Milliseconds()), MaxRecords: settings.MaxRecords})
+	m := &wire.StreamAdmin{Op: wire.StreamOpCreate, Stream: []byte(name), Partitions: settings.Partitions,
+		MaxBytes: settings.MaxBytes, MaxAgeMs: uint64(settings.MaxAge.Milliseconds()), MaxRecords: settings.MaxRecords}
+	if settings.Compact {
+		if c.info.Capabilities&wire.CapProducers == 0 {
+			return StreamState{}, fmt.Errorf("%w: the broker does not serve compacted streams (no producers capability)", ErrInvalidArgument)
+		}
+		m.Settings, m.DeleteRetentionMs = wire.StreamCompact, uint64(settings.DeleteRetention.Milliseconds())
+		if settings.CompactPastGroups {
+			m.Settings |= wire.StreamCompactPastGroups
+		}
+	} else if settings.DeleteRetention != 0 || settings.CompactPastGroups {
+		return StreamState{}, fmt.Errorf("%w: a delete retention or compacting past groups needs a compacted stream", ErrInvalidArgument)
+	}
+	if settings.DedupWindow != 0 {
+		if c.info.Capabilities&wire.CapProducers == 0 {
+			return StreamState{}, fmt.Errorf("%w: the broker does not keep message-id windows (no producers capability)", ErrInvalidArgument)
+		}
+		m.Settings |= wire.StreamDedupWindowSet
+		m.DedupWindowMs = uint64(max(settings.DedupWindow, 0).Milliseconds())
+	}
+	return c.oneStream(ctx, m)
+}
+
+// CompactStream seals the active segment of each partition of a
+// compacted stream and compacts it now; it returns what each partition's
+// compaction did. A stream that is not compacted is a *wire.Error of
+// code invalid_request.
+func (c *Client) CompactStream(ctx context.Context, name string) ([]CompactedPartition, error) {
+	if err := checkName("stream", name); err != nil {
+		return nil, err
+	}
+	if c.info.Capabilities&wire.CapStreams == 0 {
+		return nil, fmt.Errorf("%w: the broker does not serve stream admin requests (no streams capability)", ErrInvalidArgument)
+	}
+	reply, err := c.adminCall(ctx, &wire.StreamAdmin{Op: wire.StreamOpCompact, Stream: []byte(name)})
+	if err != nil {
+		return nil, err
+	}
+	compacted, ok := reply.(*wire.StreamCompacted)
+	if !ok {
+		return nil, fmt.Errorf("%w: a %s answered a compaction", ErrProtocol, reply.Type())
+	}
+	out := make([]CompactedPartition, 0, len(compacted.Partitions))
+	for _, p := range compacted.Partitions {
+		out = append(out, CompactedPartition{RecordsRemoved: p.RecordsRemoved, TombstonesRemoved: p.TombstonesRemoved,
+			RecordsKept: p.RecordsKept, BytesBefore: p.BytesBefore, BytesAfter: p.BytesAfter, Segments: int(p.Segments), Passes: int(p.Passes)})
+	}
+	return out, nil
 }
 
 // Streams lists every stream, sorted by name, each with its bindings.
@@ -172,6 +251,12 @@ func streamStates(list *wire.StreamList) []StreamState {
 			MaxRecords: s.MaxRecords, Groups: int(s.Groups), Partitions: make([]StreamPartition, 0, len(s.Partitions)), Bindings: []Binding{}}
 		if s.CreatedMs != 0 {
 			state.Created = time.UnixMilli(int64(min(s.CreatedMs, 1<<62))).UTC()
+		}
+		state.DedupWindow = time.Duration(min(s.DedupWindowMs, uint64(1<<62)/uint64(time.Millisecond))) * time.Millisecond
+		if s.Settings&wire.StreamCompact != 0 {
+			state.Compact = true
+			state.DeleteRetention = time.Duration(min(s.DeleteRetentionMs, uint64(1<<62)/uint64(time.Millisecond))) * time.Millisecond
+			state.CompactPastGroups = s.Settings&wire.StreamCompactPastGroups != 0
 		}
 		for _, p := range s.Partitions {
 			state.Partitions = append(state.Partitions, StreamPartition(p))

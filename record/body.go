@@ -19,6 +19,7 @@ const (
 	BodyProducerSize = 16
 
 	bodyFlagProducer   = 1 << 0
+	bodyFlagTombstone  = 1 << 1
 	maxHeaderNameBytes = math.MaxUint16
 )
 
@@ -45,6 +46,9 @@ type Body struct {
 	HasProducer bool
 	ProducerID  uint64
 	Sequence    uint64
+	// Tombstone marks a record that deletes its key from a compacted
+	// stream: it has a key and no payload.
+	Tombstone bool
 }
 
 // BodySize returns the encoded size of b.
@@ -79,6 +83,8 @@ func AppendBody(dst []byte, b Body) ([]byte, error) {
 		return dst, fmt.Errorf("%w: headers or payload beyond 4 GiB", ErrMalformed)
 	case b.Codec == CodecNone && b.RawLength != 0 && b.RawLength != uint32(len(b.Payload)):
 		return dst, fmt.Errorf("%w: raw length %d differs from an uncompressed payload of %d", ErrMalformed, b.RawLength, len(b.Payload))
+	case b.Tombstone && (len(b.Key) == 0 || len(b.Payload) != 0):
+		return dst, fmt.Errorf("%w: a tombstone needs a key and no payload", ErrMalformed)
 	}
 	for _, h := range b.Headers {
 		if len(h.Name) > maxHeaderNameBytes || uint64(len(h.Value)) > math.MaxUint32 {
@@ -92,6 +98,9 @@ func AppendBody(dst []byte, b Body) ([]byte, error) {
 	var flags uint16
 	if b.HasProducer {
 		flags |= bodyFlagProducer
+	}
+	if b.Tombstone {
+		flags |= bodyFlagTombstone
 	}
 	start := len(dst)
 	dst = slices.Grow(dst, BodyFixedSize)[:len(dst)+BodyFixedSize]
@@ -133,6 +142,7 @@ type View struct {
 	HasProducer bool
 	ProducerID  uint64
 	Sequence    uint64
+	Tombstone   bool
 }
 
 // Parse decodes and validates an encoded body. Every length is checked
@@ -161,6 +171,7 @@ func Parse(b []byte) (View, error) {
 	payloadLen := uint64(le.Uint32(b[12:16]))
 	v.RawLength = le.Uint32(b[16:20])
 	v.HasProducer = flags&bodyFlagProducer != 0
+	v.Tombstone = flags&bodyFlagTombstone != 0
 	at := uint64(BodyFixedSize)
 	if v.HasProducer {
 		at += BodyProducerSize
@@ -181,6 +192,9 @@ func Parse(b []byte) (View, error) {
 	v.Payload = b[at:len(b):len(b)]
 	if v.Codec == CodecNone && v.RawLength != uint32(len(v.Payload)) {
 		return v, fmt.Errorf("%w: raw length %d differs from an uncompressed payload of %d", ErrMalformed, v.RawLength, len(v.Payload))
+	}
+	if v.Tombstone && (len(v.Key) == 0 || len(v.Payload) != 0) {
+		return v, fmt.Errorf("%w: a tombstone needs a key and no payload", ErrMalformed)
 	}
 	if err := validateHeaders(v.HeaderBytes); err != nil {
 		return v, err

@@ -24,6 +24,7 @@ func bodyFromView(v record.View) record.Body {
 		HasProducer: v.HasProducer,
 		ProducerID:  v.ProducerID,
 		Sequence:    v.Sequence,
+		Tombstone:   v.Tombstone,
 	}
 	for name, value := range v.Headers() {
 		b.Headers = append(b.Headers, record.Header{Name: string(name), Value: value})
@@ -284,17 +285,17 @@ func TestBodyDecodeRejects(t *testing.T) {
 	}
 }
 
-// TestBodyUnknownFlagsIgnored pins today's behaviour: flag bits other
-// than the producer bit are ignored, so the encoding is canonical only up
-// to those bits.
+// TestBodyUnknownFlagsIgnored pins the rule that flag bits other than
+// the producer and tombstone bits are ignored, so the encoding is
+// canonical only up to those bits.
 func TestBodyUnknownFlagsIgnored(t *testing.T) {
 	encoded, err := record.AppendBody(nil, record.Body{Payload: []byte("p")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	littleEndian.PutUint16(encoded[bodyFlagsAt:], 0xfffe)
+	littleEndian.PutUint16(encoded[bodyFlagsAt:], 0xfffc)
 	view, err := record.Parse(encoded)
-	if err != nil || view.HasProducer {
+	if err != nil || view.HasProducer || view.Tombstone {
 		t.Fatalf("unknown body flags: %+v, %v", view, err)
 	}
 }

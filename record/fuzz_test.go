@@ -278,7 +278,7 @@ func FuzzParse(f *testing.F) {
 }
 
 func bodiesEqual(a, b record.Body) bool {
-	if a.Codec != b.Codec || a.RawLength != b.RawLength || a.HasProducer != b.HasProducer ||
+	if a.Codec != b.Codec || a.RawLength != b.RawLength || a.HasProducer != b.HasProducer || a.Tombstone != b.Tombstone ||
 		a.ProducerID != b.ProducerID || a.Sequence != b.Sequence || len(a.Headers) != len(b.Headers) ||
 		!bytes.Equal(a.Key, b.Key) || !bytes.Equal(a.Subject, b.Subject) || !bytes.Equal(a.Payload, b.Payload) {
 		return false

@@ -61,6 +61,7 @@ type Log struct {
 	setMu     sync.Mutex // serialises changes to the segment set
 	open      *openSealed
 	maintMu   sync.Mutex // serialises damage repair of sealed segments
+	compactMu sync.Mutex // one compaction of the log at a time (compact.go)
 
 	runtimeMu     sync.Mutex
 	runtimeEvents []LossEvent // damage found after open, by reads
@@ -742,7 +743,9 @@ func (l *Log) Close() error {
 		}
 	}
 	l.dir.forget(l)
+	l.setMu.Lock() // a compaction swapping a segment in finishes first
 	set := l.segments.Swap(&segmentSet{})
+	l.setMu.Unlock()
 	for _, seg := range set.segments {
 		seg.release()
 	}

@@ -27,6 +27,9 @@ const (
 	// checks; no record was lost, its reader resumes from the previous
 	// copy and sees some records again.
 	ReasonCorruptCheckpoint Reason = 10
+	// ReasonCompacted: compaction removed records a later record of the
+	// same key superseded (or an expired tombstone); not a loss.
+	ReasonCompacted Reason = 11
 )
 
 var reasonNames = map[Reason]string{
@@ -40,6 +43,7 @@ var reasonNames = map[Reason]string{
 	ReasonCorruptFrame:        "corrupt_frame",
 	ReasonCorruptFooter:       "corrupt_footer",
 	ReasonCorruptCheckpoint:   "corrupt_checkpoint",
+	ReasonCompacted:           GapCompacted,
 }
 
 func (r Reason) String() string {
@@ -52,7 +56,7 @@ func (r Reason) String() string {
 // IsDataLoss reports whether the reason means acknowledged data may be
 // gone. A torn tail was never acknowledged; a damaged footer loses nothing.
 func (r Reason) IsDataLoss() bool {
-	return r != ReasonTornTail && r != ReasonCorruptFooter && r != ReasonCorruptCheckpoint
+	return r != ReasonTornTail && r != ReasonCorruptFooter && r != ReasonCorruptCheckpoint && r != ReasonCompacted
 }
 
 // MarshalJSON writes the reason as its name.

@@ -27,6 +27,9 @@ func newOpenSealed(limit int) *openSealed {
 // touch records that seg was opened or read, and closes the least
 // recently used segments beyond the limit that no reader holds.
 func (o *openSealed) touch(seg *segment) {
+	if seg.replaced.Load() {
+		return
+	}
 	o.mu.Lock()
 	if e, ok := o.items[seg]; ok {
 		o.order.MoveToFront(e)
@@ -66,7 +69,7 @@ func (o *openSealed) forget(seg *segment) {
 func (s *segment) closeIdle() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.sealed.Load() || s.refs.Load() > 1 {
+	if !s.sealed.Load() || s.refs.Load() > 1 || s.replaced.Load() {
 		return
 	}
 	s.closeMappingsLocked()

@@ -35,6 +35,9 @@ type Gap struct {
 const (
 	GapRetention = "retention" // below the first retained offset
 	GapMissing   = "missing"   // no segment covers the range
+	// GapCompacted: compaction removed the records (a later record of the
+	// same key superseded each, or it was an expired tombstone).
+	GapCompacted = "compacted"
 )
 
 // ErrCorruptRead reports a record that failed its checksum when read,

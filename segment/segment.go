@@ -30,6 +30,10 @@ type segment struct {
 
 	refs   atomic.Int64
 	sealed atomic.Bool
+	// replaced: compaction renamed a new file over this segment's path
+	// and took it out of the set; its open descriptor is the only way to
+	// its bytes, so it is never closed idle (it would reopen the new file).
+	replaced atomic.Bool
 	// trustPending: the bytes before mu.trustedEnd were installed from a
 	// clean-stop marker, not scanned; the first read validates them.
 	trustPending atomic.Bool
@@ -375,7 +379,7 @@ func (s *segment) stats() segmentStats {
 	stats := segmentStats{Name: s.name, Base: s.base, Next: s.mu.next, Records: s.mu.records,
 		Sealed: s.sealed.Load(), Bytes: s.mu.size, MinTimestamp: s.mu.minTS, MaxTimestamp: s.mu.maxTS}
 	for _, h := range s.mu.holes {
-		if h.Known {
+		if h.Known && h.Reason != ReasonCompacted { // compaction is not damage
 			stats.KnownGaps += h.Count
 		}
 	}
@@ -383,7 +387,7 @@ func (s *segment) stats() segmentStats {
 }
 
 type segmentStats struct {
-	KnownGaps    uint64 // records in gaps found as skip frames
+	KnownGaps    uint64 // records in gaps found as skip frames (damage)
 	Name         string
 	Base, Next   uint64
 	Records      uint64

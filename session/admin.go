@@ -215,7 +215,13 @@ func (s *session) streamAdminRequest(frame wire.Frame) error {
 	s.consumers.Add(1)
 	go func() {
 		defer s.consumers.Done()
-		s.out.frame(wire.Append(nil, frame.RequestID, s.hideMessage(adminAnswer(s.withSettings(s.streamAdmin(s.ctx, m, identity))))))
+		var answer wire.Message
+		if m.Op == wire.StreamOpCompact {
+			answer = adminAnswer(s.compactStream(s.ctx, string(m.Stream)))
+		} else {
+			answer = adminAnswer(s.withSettings(s.streamAdmin(s.ctx, m, identity)))
+		}
+		s.out.frame(wire.Append(nil, frame.RequestID, s.hideMessage(answer)))
 	}()
 	return nil
 }
@@ -236,8 +242,9 @@ func (s *session) streamAdmin(ctx context.Context, m wire.StreamAdmin, identity 
 		}
 		defer unlock()
 		settings := broker.StreamSettings{Name: name, Partitions: m.Partitions, MaxBytes: m.MaxBytes, Owner: identityName(identity),
-			MaxAge: time.Duration(min(m.MaxAgeMs, uint64(1<<62)/uint64(time.Millisecond))) * time.Millisecond, MaxRecords: m.MaxRecords,
-			DedupWindow: dedupWindow(m)}
+			MaxAge: durationMs(m.MaxAgeMs), MaxRecords: m.MaxRecords, DedupWindow: dedupWindow(m),
+			Compact: m.Settings&wire.StreamCompact != 0, DeleteRetention: durationMs(m.DeleteRetentionMs),
+			CompactPastGroups: m.Settings&wire.StreamCompactPastGroups != 0}
 		return s.describedStream(s.engine.CreateStream(settings))
 	case wire.StreamOpPurge, wire.StreamOpRemove:
 		if !force {
@@ -257,7 +264,28 @@ func (s *session) streamAdmin(ctx context.Context, m wire.StreamAdmin, identity 
 		bindings, err := change.audited(s.engine.Unbind(string(m.Pattern), change.permit()))
 		return boundList(identity, s.ownBindings(bindings), err)
 	}
-	return nil, wire.NewError(wire.CodeInvalidRequest, "stream admin op %d: the ops are list (0), info (1), create (2), purge (3), remove (4), bind (5) and unbind (6)", m.Op)
+	return nil, wire.NewError(wire.CodeInvalidRequest, "stream admin op %d: the ops are list (0), info (1), create (2), purge (3), remove (4), bind (5), unbind (6) and compact (7)", m.Op)
+}
+
+// durationMs is a wire duration in milliseconds, capped where a
+// time.Duration ends.
+func durationMs(ms uint64) time.Duration {
+	return time.Duration(min(ms, uint64(1<<62)/uint64(time.Millisecond))) * time.Millisecond
+}
+
+// compactStream serves a StreamAdmin compact.
+func (s *session) compactStream(ctx context.Context, name string) (*wire.StreamCompacted, error) {
+	results, err := s.engine.CompactStream(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	answer := &wire.StreamCompacted{Stream: []byte(name), Partitions: make([]wire.CompactedPartition, len(results))}
+	for p, r := range results {
+		answer.Partitions[p] = wire.CompactedPartition{RecordsRemoved: r.RecordsRemoved, TombstonesRemoved: r.TombstonesRemoved,
+			RecordsKept: r.RecordsKept, BytesBefore: uint64(max(r.BytesBefore, 0)), BytesAfter: uint64(max(r.BytesAfter, 0)),
+			Segments: uint32(r.SegmentsRewritten), Passes: uint32(r.Passes)}
+	}
+	return answer, nil
 }
 
 // dedupWindow is the message-id window a create asks for, as the engine
@@ -338,6 +366,13 @@ func streamState(info broker.StreamInfo) wire.StreamState {
 	state := wire.StreamState{Name: []byte(info.Name), MaxBytes: info.MaxBytes, MaxAgeMs: uint64(info.MaxAge.Milliseconds()),
 		MaxRecords: info.MaxRecords, Groups: uint32(info.Groups), Partitions: make([]wire.StreamPartition, len(info.Partitions)),
 		DedupWindowMs: uint64(info.DedupWindow.Milliseconds())}
+	if info.Compact {
+		state.Settings |= wire.StreamCompact
+		state.DeleteRetentionMs = uint64(info.DeleteRetention.Milliseconds())
+	}
+	if info.CompactPastGroups {
+		state.Settings |= wire.StreamCompactPastGroups
+	}
 	if !info.Created.IsZero() {
 		state.CreatedMs = uint64(info.Created.UnixMilli())
 	}

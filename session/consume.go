@@ -464,11 +464,11 @@ func encodeConsume(r consumeRequest, fetched []partFetch, reason uint8) []byte {
 }
 
 // gapFrame is the Gap advisory for offsets [from, to) of partition. A
-// filtered gap carries no detail: its code says it all, and a sparse
-// filter sends one per match.
+// filtered or compacted gap carries no detail: its code says it all, and
+// a sparse filter or a compacted log sends one per record.
 func gapFrame(partition uint32, from, to uint64, reason string) *wire.Gap {
 	frame := &wire.Gap{Partition: partition, From: from, To: to, Reason: gapCode(reason), Detail: reason}
-	if frame.Reason == wire.GapFiltered {
+	if frame.Reason == wire.GapFiltered || frame.Reason == wire.GapCompacted {
 		frame.Detail = ""
 	}
 	return frame
@@ -481,6 +481,8 @@ func gapCode(reason string) uint8 {
 		return wire.GapRetention
 	case segment.GapFiltered:
 		return wire.GapFiltered
+	case segment.GapCompacted:
+		return wire.GapCompacted
 	}
 	return wire.GapLost
 }

@@ -255,6 +255,7 @@ func TestWireDocBodySizes(t *testing.T) {
 		wire.TypeDeadLetterState: &wire.DeadLetterState{}, wire.TypeStreamAdmin: &wire.StreamAdmin{}, wire.TypeStreamList: &wire.StreamList{},
 		wire.TypeProducerInit: &wire.ProducerInit{}, wire.TypeProducerInfo: &wire.ProducerInfo{},
 		wire.TypeTxnBegin: &wire.TxnBegin{}, wire.TypeTxnEnd: &wire.TxnEnd{}, wire.TypeTxnState: &wire.TxnState{},
+		wire.TypeStreamCompacted: &wire.StreamCompacted{},
 	}
 	bodySize := regexp.MustCompile(`(?m)^Body size: (\d+) bytes`)
 	for _, info := range wire.Types() {

@@ -58,6 +58,7 @@ func seedMessages() []wire.Message {
 			Partitions: []wire.StreamPartition{{First: 1, End: 2, Bytes: 3}}}}},
 		&wire.ProducerInfo{ID: 1, Epoch: 2, Positions: []wire.ProducerPosition{{Stream: []byte("orders"), Partition: 1, NextSequence: 99}}},
 		&wire.ProducerInfo{ID: math.MaxUint64, Epoch: 1},
+		&wire.StreamCompacted{Stream: []byte("latest"), Partitions: []wire.CompactedPartition{{RecordsRemoved: 9, TombstonesRemoved: 1, RecordsKept: 3, BytesBefore: 1 << 20, BytesAfter: 4096, Segments: 2, Passes: 1}}},
 		&wire.Error{Code: wire.CodeSequenceGap, Message: "gap", HasValue: true, Value: 17},
 		&wire.Consume{Stream: []byte("orders"), Partition: 1, Group: []byte("billing"), Mode: wire.ModeWork, Flags: wire.ConsumeNoWait, MaxRecords: 100, MaxBytes: 1 << 20, WaitMs: 0, LeaseMs: 30000},
 		&wire.Deliver{Partition: 1, Offset: 7, Lease: 99, Attempt: 1, Timestamp: time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC).UnixNano(), BodyCRC: 5, Body: []byte("payload")},
@@ -364,6 +365,9 @@ func decodeBody(t wire.Type, body []byte, entries []wire.AckEntry) (m wire.Messa
 		return &decoded, true, err
 	case wire.TypeTxnState:
 		decoded, err := wire.DecodeTxnState(body)
+		return &decoded, true, err
+	case wire.TypeStreamCompacted:
+		decoded, err := wire.DecodeStreamCompacted(body)
 		return &decoded, true, err
 	case wire.TypeGroupAdmin:
 		decoded, err := wire.DecodeGroupAdmin(body)

@@ -441,6 +441,7 @@ const (
 	GapRetention uint8 = 1 // removed by retention before the group read it
 	GapLost      uint8 = 2 // lost to damage or a missing segment, reported by recovery
 	GapFiltered  uint8 = 3 // skipped: no record in the range matches the consumer's subject filter
+	GapCompacted uint8 = 4 // removed by compaction: a later record of the same key superseded each
 )
 
 // Gap tells a consumer that offsets [From, To) will never be delivered

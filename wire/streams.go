@@ -41,6 +41,10 @@ const (
 	StreamOpRemove uint8 = 4 // delete a stream, its groups, bindings and dead letters (needs StreamForce)
 	StreamOpBind   uint8 = 5 // route subjects matching Pattern to Stream
 	StreamOpUnbind uint8 = 6 // remove the binding of Pattern
+	// StreamOpCompact seals each partition's active segment and compacts
+	// the stream now; answered by StreamCompacted. Only for a stream
+	// created with StreamCompact.
+	StreamOpCompact uint8 = 7
 )
 
 // StreamAdmin flag bits.
@@ -56,6 +60,9 @@ const (
 	// StreamDedupWindowSet: DedupWindowMs is given (0 turns message-id
 	// dedup off); without it a create takes the broker's default window.
 	StreamDedupWindowSet uint8 = 1 << 1
+	// StreamCompactPastGroups (with StreamCompact): compaction may remove
+	// records a consumer group has not committed.
+	StreamCompactPastGroups uint8 = 1 << 2
 )
 
 // StreamAdmin asks about, creates or changes streams and subject bindings

@@ -38,6 +38,8 @@ const (
 	TypeTxnBegin     Type = 25 // C→S: open a transaction
 	TypeTxnEnd       Type = 26 // C→S: commit or abort a transaction
 	TypeTxnState     Type = 27 // S→C: answers TxnBegin and TxnEnd
+	// TypeStreamCompacted answers a StreamAdmin compact (S→C, CapAdmin).
+	TypeStreamCompacted Type = 28
 )
 
 // TypeInfo describes a frame type for docs and tests.
@@ -75,13 +77,14 @@ var typeInfo = []TypeInfo{
 	{TypeTxnBegin, "TxnBegin", "C→S"},
 	{TypeTxnEnd, "TxnEnd", "C→S"},
 	{TypeTxnState, "TxnState", "S→C"},
+	{TypeStreamCompacted, "StreamCompacted", "S→C"},
 }
 
 // Types lists every frame type of this protocol version.
 func Types() []TypeInfo { return append([]TypeInfo(nil), typeInfo...) }
 
 // Known reports whether t is a frame type of this protocol version.
-func (t Type) Known() bool { return t >= TypeHello && t <= TypeTxnState }
+func (t Type) Known() bool { return t >= TypeHello && t <= TypeStreamCompacted }
 
 func (t Type) String() string {
 	if t.Known() {

@@ -41,6 +41,14 @@ type Stream struct {
 	// DedupWindow is how long the stream remembers message ids: zero is
 	// DefaultDedupWindow, DedupOff turns message-id dedup off.
 	DedupWindow time.Duration
+	// Compact keeps only the latest record per key in sealed segments;
+	// DeleteRetention is how long it keeps a tombstone (zero: the
+	// broker's default). A catalog without them reads as not compacted.
+	Compact         bool
+	DeleteRetention time.Duration
+	// CompactPastGroups lets compaction remove records a consumer group
+	// has not committed.
+	CompactPastGroups bool
 }
 
 // Message-id dedup windows.
@@ -67,7 +75,8 @@ func (s Stream) Dedup() time.Duration {
 // not an error.
 func (s Stream) SameSettings(other Stream) bool {
 	return s.Name == other.Name && s.Partitions == other.Partitions && s.MaxBytes == other.MaxBytes &&
-		s.MaxAge == other.MaxAge && s.MaxRecords == other.MaxRecords && s.Dedup() == other.Dedup()
+		s.MaxAge == other.MaxAge && s.MaxRecords == other.MaxRecords && s.Dedup() == other.Dedup() &&
+		s.Compact == other.Compact && s.DeleteRetention == other.DeleteRetention && s.CompactPastGroups == other.CompactPastGroups
 }
 
 // Binding routes subjects matching Pattern to Stream.
@@ -167,6 +176,9 @@ func ValidateStream(s Stream) error {
 	}
 	if s.DedupWindow < DedupOff || s.DedupWindow > MaxDedupWindow {
 		return fmt.Errorf("%w: stream %s: dedup window %v (want 0 for off, up to %v)", ErrInvalid, s.Name, s.DedupWindow, MaxDedupWindow)
+	}
+	if s.DeleteRetention < 0 || (!s.Compact && (s.DeleteRetention > 0 || s.CompactPastGroups)) {
+		return fmt.Errorf("%w: stream %s: delete retention %v and compacting past groups need a compacted stream and a positive duration", ErrInvalid, s.Name, s.DeleteRetention)
 	}
 	return nil
 }

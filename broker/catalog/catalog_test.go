@@ -18,6 +18,10 @@ func sample(n int) Catalog {
 			MaxAge: time.Duration(i) * time.Hour, Created: time.UnixMilli(1_700_000_000_000 + int64(i)).UTC(),
 			DedupWindow: []time.Duration{0, DedupOff, time.Duration(i) * time.Second}[i%3]})
 	}
+	if n > 2 {
+		c.Put(Stream{Name: "latest", Partitions: 1, Compact: true, DeleteRetention: 90 * time.Minute, CompactPastGroups: true})
+		c.Put(Stream{Name: "latest-default", Partitions: 2, Compact: true})
+	}
 	if n > 0 {
 		c.Bind(Binding{Pattern: "orders.>", Stream: "orders-0"})
 	}
@@ -219,5 +223,21 @@ func TestStoreCrashAtEveryStep(t *testing.T) {
 				t.Fatalf("cut %d: a crash left damage: %+v", cut, rec)
 			}
 		}
+	}
+}
+
+// TestOldCatalogReadsAsNotCompacted decodes a stream entry written before
+// compaction existed, and refuses a delete retention without compaction.
+func TestOldCatalogReadsAsNotCompacted(t *testing.T) {
+	image, err := Encode(Catalog{Streams: []Stream{{Name: "plain", Partitions: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(image)
+	if err != nil || got.Streams[0].Compact || got.Streams[0].DeleteRetention != 0 {
+		t.Fatalf("old entry: %+v %v", got, err)
+	}
+	if err := ValidateStream(Stream{Name: "x", Partitions: 1, DeleteRetention: time.Hour}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("delete retention without compaction: %v", err)
 	}
 }

@@ -49,6 +49,11 @@ type fileStream struct {
 	Owner         string `json:"owner,omitempty"`
 	// DedupWindowMs: absent is the default window, 0 is off.
 	DedupWindowMs *int64 `json:"dedup_window_ms,omitempty"`
+	Compact       bool   `json:"compact,omitempty"`
+	// DeleteRetentionMs keeps tombstones of a compacted stream; absent:
+	// the broker's default.
+	DeleteRetentionMs int64 `json:"delete_retention_ms,omitempty"`
+	CompactPastGroups bool  `json:"compact_past_groups,omitempty"`
 }
 
 type fileBinding struct {
@@ -64,6 +69,7 @@ func Encode(c Catalog) ([]byte, error) {
 	body := fileCatalog{Streams: make([]fileStream, 0, len(c.Streams)), Bindings: make([]fileBinding, 0, len(c.Bindings))}
 	for _, s := range c.Streams {
 		fs := fileStream{Name: s.Name, Partitions: s.Partitions, MaxBytes: s.MaxBytes, MaxAgeMs: s.MaxAge.Milliseconds(), MaxRecords: s.MaxRecords, Owner: s.Owner}
+		fs.Compact, fs.DeleteRetentionMs, fs.CompactPastGroups = s.Compact, s.DeleteRetention.Milliseconds(), s.CompactPastGroups
 		if !s.Created.IsZero() {
 			fs.CreatedUnixMs = s.Created.UnixMilli()
 		}
@@ -144,6 +150,11 @@ func Decode(image []byte) (Catalog, error) {
 				stream.DedupWindow = DedupOff
 			}
 		}
+		if s.DeleteRetentionMs < 0 || s.DeleteRetentionMs > int64(time.Duration(1<<62)/time.Millisecond) {
+			return Catalog{}, fmt.Errorf("%w: stream %q: delete retention %d ms out of range", ErrCorrupt, s.Name, s.DeleteRetentionMs)
+		}
+		stream.Compact, stream.DeleteRetention = s.Compact, time.Duration(s.DeleteRetentionMs)*time.Millisecond
+		stream.CompactPastGroups = s.CompactPastGroups
 		if s.CreatedUnixMs != 0 {
 			stream.Created = time.UnixMilli(s.CreatedUnixMs).UTC()
 		}

@@ -187,6 +187,9 @@ func envelopeStreams(run *envelopeRun, addr []string) {
 	run.expect("ironbus stream unbind", exitClean, "", nil, append([]string{"stream", "unbind", "shipments.>"}, addr...)...)
 	run.expect("ironbus stream purge", exitClean, "", nil, append([]string{"stream", "purge", "shipments", "--force"}, addr...)...)
 	run.expect("ironbus stream rm", exitClean, "", nil, append([]string{"stream", "rm", "shipments", "--force"}, addr...)...)
+	run.expect("ironbus stream create", exitClean, "", nil, append([]string{"stream", "create", "latest", "--compact"}, addr...)...)
+	run.expect("ironbus pub", exitClean, "", nil, append([]string{"pub", "--stream", "latest", "--key", "k", "--tombstone"}, addr...)...)
+	run.expect("ironbus stream compact", exitClean, "", nil, append([]string{"stream", "compact", "latest"}, addr...)...)
 }
 
 // envelopeOffline runs the commands that read a stopped data directory,

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -28,6 +29,7 @@ type pubOptions struct {
 	headers   []string
 	window    int
 	compress  string
+	tombstone bool // one tombstone for --key, no payload
 }
 
 func newPubCmd(opts *globalOptions) *cobra.Command {
@@ -66,13 +68,19 @@ cannot be reached, 6 when it refused the credentials, 3 when it refused a
 record (the message says why). A record larger than the broker takes (its
 max_frame setting, at most 16 MiB) is refused before it is sent, exit 3: a
 payload argument or a line of standard input, which is never read whole
-into memory once it passes the limit.`,
+into memory once it passes the limit.
+
+--tombstone publishes exactly one tombstone for --key: a record without a
+payload that deletes the key from a compacted stream (ironbus stream create
+--compact). It reads no payload and refuses a payload argument or data on
+standard input.`,
 		Example: `  ironbus pub "hello"
   ironbus pub --stream orders --key customer-42 --header source=cli '{"total":12}'
   ironbus pub --subject orders.eu.created --key customer-42 '{"total":12}'
   ironbus pub --stream orders --partition 3 "to partition 3"
   seq 1 100000 | ironbus pub --window 1024 > offsets.txt
-  ironbus pub --compress zstd --stream logs < app.log`,
+  ironbus pub --compress zstd --stream logs < app.log
+  ironbus pub --stream latest --key customer-42 --tombstone`,
 		Args: cobra.MaximumNArgs(1),
 	}
 	flags := cmd.Flags()
@@ -84,6 +92,7 @@ into memory once it passes the limit.`,
 	flags.StringArrayVar(&pub.headers, "header", nil, "record header name=value (repeatable)")
 	flags.IntVar(&pub.window, "window", 64, "records in flight at once (1 = one at a time)")
 	flags.StringVar(&pub.compress, "compress", "lz4", "payload compression: lz4, zstd or none (kept only when it saves an eighth)")
+	flags.BoolVar(&pub.tombstone, "tombstone", false, "publish one tombstone for --key (deletes the key from a compacted stream); reads no payload")
 	flags.BoolVar(&opts.json, "json", false, `print one JSON object per record ({"schema":"`+publishedSchema+`","stream":S,"partition":P,"offset":N}) instead of bare offsets`)
 	cmd.RunE = classified(func() error {
 		var payload *string
@@ -91,6 +100,9 @@ into memory once it passes the limit.`,
 			payload = &cmd.Flags().Args()[0]
 		}
 		pub.routed = pub.subject != "" && !cmd.Flags().Changed("stream")
+		if err := pub.checkTombstone(payload, opts.stdin); err != nil {
+			return err
+		}
 		return runPub(cmd.Context(), opts, pub, payload)
 	})
 	return cmd
@@ -135,7 +147,13 @@ func runPub(ctx context.Context, opts *globalOptions, pub *pubOptions, payload *
 	}
 	printed := make(chan error, 1)
 	go func() { printed <- printOffsets(opts.stdout, producer.Results(), opts.json, stream) }()
-	sendErr := sendRecords(ctx, producer, template, payload, opts.stdin, c.ServerInfo().LargestPayload())
+	var sendErr error
+	if pub.tombstone {
+		template.Tombstone = true
+		sendErr = producer.Send(ctx, template)
+	} else {
+		sendErr = sendRecords(ctx, producer, template, payload, opts.stdin, c.ServerInfo().LargestPayload())
+	}
 	if sendErr != nil {
 		sendErr = brokerError(sendErr, stream)
 	}
@@ -178,6 +196,49 @@ func (pub *pubOptions) record() (client.Record, error) {
 		record.Headers = append(record.Headers, client.Header{Name: name, Value: []byte(value)})
 	}
 	return record, nil
+}
+
+// checkTombstone refuses --tombstone without --key or with a payload.
+func (pub *pubOptions) checkTombstone(payload *string, stdin io.Reader) error {
+	switch {
+	case !pub.tombstone:
+		return nil
+	case pub.key == "":
+		return exitErrorf(exitUsage, "--tombstone needs --key: a tombstone deletes one key")
+	case payload != nil:
+		return exitErrorf(exitUsage, "--tombstone takes no payload argument: a tombstone has no payload")
+	case stdinHasData(stdin):
+		return exitErrorf(exitUsage, "--tombstone reads no payload, but standard input holds data; publish the tombstone without piping into it")
+	}
+	return nil
+}
+
+// stdinHasData reports whether standard input holds data, without waiting
+// on a terminal or on a pipe nobody writes to: a terminal or /dev/null
+// holds none, a file what its size says, and anything else what arrives
+// within a moment.
+func stdinHasData(in io.Reader) bool {
+	if file, ok := in.(*os.File); ok {
+		info, err := file.Stat()
+		switch {
+		case err != nil || info.Mode()&os.ModeCharDevice != 0:
+			return false
+		case info.Mode().IsRegular():
+			return info.Size() > 0
+		}
+	}
+	got := make(chan bool, 1)
+	go func() {
+		var one [1]byte
+		n, _ := in.Read(one[:])
+		got <- n > 0
+	}()
+	select {
+	case has := <-got:
+		return has
+	case <-time.After(100 * time.Millisecond):
+		return false
+	}
 }
 
 // sendRecords sends the payload argument, or one record per stdin line.

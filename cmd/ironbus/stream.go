@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/broker/catalog"
 	"github.com/ironbus/ironbus/client"
 	"github.com/ironbus/ironbus/internal/units"
@@ -46,6 +47,11 @@ type streamRow struct {
 	Records     uint64         `json:"records"`
 	Bytes       uint64         `json:"bytes"`
 	Offsets     []partitionRow `json:"partition_offsets"`
+	// Compact: the stream keeps the latest record per key; its tombstones
+	// stay for DeleteRetention (empty when it is not compacted).
+	Compact           bool   `json:"compact"`
+	DeleteRetention   string `json:"delete_retention,omitempty"`
+	CompactPastGroups bool   `json:"compact_past_groups,omitempty"`
 }
 
 type partitionRow struct {
@@ -64,7 +70,7 @@ const streamsSchema = "ironbus.cli.streams.v1"
 
 func newStreamCmd(opts *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "stream create|ls|info|purge|rm|bind|unbind",
+		Use:   "stream create|ls|info|purge|rm|bind|unbind|compact",
 		Short: "Create, list, purge and remove named streams; bind subjects to them",
 		Long: `A stream is a named, durable, ordered log split into partitions (1 to 1024).
 A record's key picks its partition by a stable hash (docs/STREAMS.md), so
@@ -87,11 +93,12 @@ capability). With --data-dir they change a stopped broker's directory
   ironbus stream info orders --json
   ironbus stream purge orders --force
   ironbus stream rm orders --force
-  ironbus stream ls --data-dir ./data`,
+  ironbus stream ls --data-dir ./data
+  ironbus stream create latest --compact --delete-retention 24h`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(newStreamCreateCmd(opts), newStreamListCmd(opts), newStreamInfoCmd(opts), newStreamPurgeCmd(opts),
-		newStreamRemoveCmd(opts), newStreamBindCmd(opts), newStreamUnbindCmd(opts))
+		newStreamRemoveCmd(opts), newStreamBindCmd(opts), newStreamUnbindCmd(opts), newStreamCompactCmd(opts))
 	return cmd
 }
 
@@ -113,12 +120,15 @@ type streamCreateOptions struct {
 	maxRecords uint64
 	// dedupWindow is --dedup-window as typed ("" when not given).
 	dedupWindow string
+	compact     bool
+	deleteAge   string // --delete-retention
+	pastGroups  bool   // --compact-past-groups
 }
 
 func newStreamCreateCmd(opts *globalOptions) *cobra.Command {
 	create := &streamCreateOptions{}
 	cmd := &cobra.Command{
-		Use:   "create NAME [--partitions N] [--max-bytes SIZE] [--max-age D] [--max-records N] [--dedup-window D]",
+		Use:   "create NAME [--partitions N] [--max-bytes SIZE] [--max-age D] [--max-records N] [--dedup-window D] [--compact [--delete-retention D]]",
 		Short: "Create a stream with its partitions and retention",
 		Long: `Create a stream. --partitions (1 to 1024, default 1) is fixed for the
 stream's life: the key hash maps keys to partitions by the count. The
@@ -128,12 +138,20 @@ stream remembers message ids (pub --msg-id): a second publish of an id
 inside it stores nothing and answers the first one's offset (default 2m,
 at most 24h, 0 turns it off).
 
+--compact makes a stream of latest state per key: sealed segments keep only
+the latest record of each key (records without a key all stay), and a
+tombstone (pub --key K --tombstone) stays for --delete-retention (default
+24h) before it goes too. Offsets never change. Records a consumer group has
+not committed are kept unless --compact-past-groups. See
+docs/PRODUCERS-compaction.md.
+
 Creating a stream that exists with the same settings is not an error (a
 script may run it every time); other settings are refused (exit 3).`,
 		Example: `  ironbus stream create orders --partitions 8
   ironbus stream create clicks --partitions 16 --max-bytes 10GiB --max-age 3d
   ironbus stream create audit --max-records 1000000 --json
   ironbus stream create payments --dedup-window 10m
+  ironbus stream create latest --compact --delete-retention 6h
   ironbus stream create orders --partitions 8 --data-dir ./data`,
 		Args: exactArgs(1, "NAME"),
 	}
@@ -144,6 +162,9 @@ script may run it every time); other settings are refused (exit 3).`,
 	cmd.Flags().StringVar(&create.maxAge, "max-age", "", "retention: age of records kept (90m, 72h, 7d); unset takes the broker's default")
 	cmd.Flags().Uint64Var(&create.maxRecords, "max-records", 0, "retention: records kept per partition; unset takes the broker's default")
 	cmd.Flags().StringVar(&create.dedupWindow, "dedup-window", "", "how long message ids are remembered (30s, 10m, 24h at most; 0 turns message-id dedup off); unset: 2m")
+	cmd.Flags().BoolVar(&create.compact, "compact", false, "keep only the latest record per key in sealed segments")
+	cmd.Flags().StringVar(&create.deleteAge, "delete-retention", "", "with --compact: how long tombstones stay (90m, 24h, 7d); unset: 24h")
+	cmd.Flags().BoolVar(&create.pastGroups, "compact-past-groups", false, "with --compact: compaction may remove records consumer groups have not committed")
 	cmd.RunE = classified(func() error { return runStreamCreate(cmd.Context(), opts, create, cmd.Flags().Arg(0)) })
 	return cmd
 }
@@ -170,16 +191,23 @@ func runStreamCreate(ctx context.Context, opts *globalOptions, create *streamCre
 	if err != nil {
 		return err
 	}
-	settings := client.StreamSettings{Partitions: create.partitions, MaxBytes: uint64(create.maxBytes), MaxAge: age, MaxRecords: create.maxRecords}
+	deleteAge, err := units.ParseAge(create.deleteAge)
+	switch {
+	case err != nil:
+		return exitErrorf(exitUsage, "--delete-retention %q: want a duration like 90m, 24h or 7d", create.deleteAge)
+	case (create.deleteAge != "" || create.pastGroups) && !create.compact:
+		return exitErrorf(exitUsage, "--delete-retention and --compact-past-groups need --compact")
+	}
+	settings := client.StreamSettings{Partitions: create.partitions, MaxBytes: uint64(create.maxBytes), MaxAge: age, MaxRecords: create.maxRecords,
+		Compact: create.compact, DeleteRetention: deleteAge, CompactPastGroups: create.pastGroups}
 	if err := validateStream(name); err != nil {
 		return err
 	}
 	var out streamsOutput
 	if create.dataDir != "" {
 		out, err = offlineCreate(opts, create.dataDir, name, settings, window)
-	} else if create.dedupWindow != "" {
-		return exitErrorf(exitUsage, "--dedup-window is set offline only (with --data-dir) by this build; a live create takes the broker's default window of 2m")
 	} else {
+		settings.DedupWindow = window
 		out, err = liveStream(ctx, opts, create.addr, name, func(c *client.Client) (client.StreamState, error) {
 			return c.CreateStream(ctx, name, settings)
 		})
@@ -466,6 +494,9 @@ func liveList(ctx context.Context, opts *globalOptions, addr string) (streamsOut
 func liveStreamRow(s client.StreamState) streamRow {
 	row := streamRow{Name: s.Name, Partitions: len(s.Partitions), MaxBytes: s.MaxBytes, MaxAge: ageText(s.MaxAge),
 		MaxRecords: s.MaxRecords, Groups: s.Groups, Offsets: make([]partitionRow, 0, len(s.Partitions))}
+	row.setCompact(s.Compact, s.DeleteRetention)
+	row.CompactPastGroups = s.CompactPastGroups
+	row.DedupWindow = dedupText(s.DedupWindow)
 	if !s.Created.IsZero() {
 		row.Created = s.Created.Format(time.RFC3339)
 	}
@@ -473,6 +504,19 @@ func liveStreamRow(s client.StreamState) streamRow {
 		row.addPartition(i, p.First, p.End, p.Bytes)
 	}
 	return row
+}
+
+// setCompact shows a compacted stream's delete retention (the broker's
+// default when it names none).
+func (row *streamRow) setCompact(compact bool, deleteRetention time.Duration) {
+	if !compact {
+		return
+	}
+	row.Compact = true
+	row.DeleteRetention = ageText(deleteRetention)
+	if deleteRetention == 0 {
+		row.DeleteRetention = ageText(broker.DefaultDeleteRetention)
+	}
 }
 
 func (row *streamRow) addPartition(index int, first, end, bytes uint64) {
@@ -547,7 +591,13 @@ func retentionText(s streamRow) string {
 		parts = append(parts, fmt.Sprint(s.MaxRecords, " records/partition"))
 	}
 	if len(parts) == 0 {
-		return "broker default"
+		parts = append(parts, "broker default")
+	}
+	switch {
+	case s.Compact && s.CompactPastGroups:
+		parts = append(parts, "compact past groups (tombstones "+s.DeleteRetention+")")
+	case s.Compact:
+		parts = append(parts, "compact (tombstones "+s.DeleteRetention+")")
 	}
 	return strings.Join(parts, ", ")
 }

@@ -69,6 +69,8 @@ func (d *offlineDir) stream(name string) (catalog.Stream, error) {
 func (d *offlineDir) row(s catalog.Stream) streamRow {
 	row := streamRow{Name: s.Name, Partitions: int(s.Partitions), MaxBytes: s.MaxBytes, MaxAge: ageText(s.MaxAge), MaxRecords: s.MaxRecords,
 		DedupWindow: dedupText(s.Dedup())}
+	row.setCompact(s.Compact, s.DeleteRetention)
+	row.CompactPastGroups = s.CompactPastGroups
 	if !s.Created.IsZero() {
 		row.Created = s.Created.Format(time.RFC3339)
 	}
@@ -116,12 +118,14 @@ func offlineCreate(opts *globalOptions, dataDir, name string, settings client.St
 	}
 	defer d.close()
 	want := catalog.Stream{Name: name, Partitions: max(settings.Partitions, 1), MaxBytes: settings.MaxBytes,
-		MaxAge: settings.MaxAge.Truncate(time.Millisecond), MaxRecords: settings.MaxRecords, Created: time.Now().UTC(), DedupWindow: dedupWindow}
+		MaxAge: settings.MaxAge.Truncate(time.Millisecond), MaxRecords: settings.MaxRecords, Created: time.Now().UTC(), DedupWindow: dedupWindow,
+		Compact: settings.Compact, DeleteRetention: settings.DeleteRetention.Truncate(time.Millisecond),
+		CompactPastGroups: settings.CompactPastGroups}
 	s, err := d.dir.CreateStream(want)
 	switch {
 	case errors.Is(err, datadir.ErrStreamExists):
-		return streamsOutput{}, exitErrorf(exitDamage, "stream %q exists with other settings (%d partitions, max bytes %d, max age %v, max records %d, dedup window %s)",
-			name, s.Partitions, s.MaxBytes, s.MaxAge, s.MaxRecords, dedupText(s.Dedup()))
+		return streamsOutput{}, exitErrorf(exitDamage, "stream %q exists with other settings (%d partitions, max bytes %d, max age %v, max records %d, dedup window %s, compact %v)",
+			name, s.Partitions, s.MaxBytes, s.MaxAge, s.MaxRecords, dedupText(s.Dedup()), s.Compact)
 	case errors.Is(err, datadir.ErrInvalid):
 		return streamsOutput{}, exitErrorf(exitUsage, "%w", cause(err))
 	case err != nil:

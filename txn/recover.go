@@ -1,0 +1,202 @@
+package txn
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+
+	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/segment/vfs"
+)
+
+// ended is the outcome of an ended transaction, kept to answer a repeated
+// end.
+type ended struct {
+	identity string
+	outcome  Outcome
+}
+
+// endedSet keeps the outcomes of the last limit transactions to end.
+type endedSet struct {
+	limit int
+	byID  map[uint64]ended
+	order []uint64 // a ring of ids, oldest at next once full
+	next  int
+}
+
+func newEndedSet(limit int) endedSet {
+	return endedSet{limit: limit, byID: map[uint64]ended{}}
+}
+
+func (s *endedSet) add(id uint64, identity string, outcome Outcome) {
+	if _, ok := s.byID[id]; ok {
+		s.byID[id] = ended{identity: identity, outcome: outcome}
+		return
+	}
+	if len(s.order) < s.limit {
+		s.order = append(s.order, id)
+	} else {
+		delete(s.byID, s.order[s.next])
+		s.order[s.next] = id
+		s.next = (s.next + 1) % s.limit
+	}
+	s.byID[id] = ended{identity: identity, outcome: outcome}
+}
+
+func (s *endedSet) get(id uint64) (ended, bool) {
+	e, ok := s.byID[id]
+	return e, ok
+}
+
+// scanLog calls fn with every coordinator record from offset from to the
+// durable end. A record that does not decode is skipped and logged: its
+// CRC held, so it is from a newer binary or a bug, and skipping it can
+// only abort a transaction, never invent one.
+func (c *Coordinator) scanLog(from uint64, fn func(offset uint64, e entry)) error {
+	r := c.log.NewReader(max(from, c.log.FirstOffset()))
+	defer r.Close()
+	end := c.log.Committed()
+	for {
+		item, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("txn: coordinator log: %w", err)
+		}
+		if item.Gap != nil {
+			continue
+		}
+		if item.Offset >= end {
+			return nil
+		}
+		e, err := decodeEntry(item.Body)
+		if err != nil {
+			c.cfg.Logger.Warn("coordinator record skipped", "offset", item.Offset, "error", err.Error())
+			continue
+		}
+		if e.kind == kindBegin {
+			e.id = item.Offset + 1
+		}
+		fn(item.Offset, e)
+	}
+}
+
+// replayed is a transaction as the log tells it.
+type replayed struct {
+	identity string
+	first    uint64
+	records  uint32
+	bytes    int64
+	intent   *entry
+}
+
+// replay reads the whole log: the transactions it leaves without an end,
+// and the ended ones into c.ended (the last MaxEnded of them).
+func (c *Coordinator) replay() (map[uint64]*replayed, error) {
+	pending := map[uint64]*replayed{}
+	err := c.scanLog(0, func(offset uint64, e entry) {
+		switch e.kind {
+		case kindBegin:
+			pending[e.id] = &replayed{identity: e.identity, first: offset}
+		case kindRecord:
+			if t := pending[e.id]; t != nil {
+				t.records++
+				t.bytes += int64(len(e.body))
+			}
+		case kindIntent:
+			if t := pending[e.id]; t != nil {
+				intent := e
+				t.intent = &intent
+			}
+		case kindCommitted, kindAborted:
+			identity := ""
+			if t := pending[e.id]; t != nil {
+				identity = t.identity
+			}
+			delete(pending, e.id)
+			c.ended.add(e.id, identity, Outcome{Committed: e.kind == kindCommitted, Ranges: e.ranges, Reason: e.reason})
+		}
+	})
+	return pending, err
+}
+
+// recover ends every transaction the log leaves open: rolled forward when
+// its commit intent is durable, aborted otherwise.
+func (c *Coordinator) recover() error {
+	pending, err := c.replay()
+	if err != nil {
+		return err
+	}
+	ids := make([]uint64, 0, len(pending))
+	for id := range pending {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	aborted := 0
+	for _, id := range ids {
+		t := pending[id]
+		if t.intent == nil {
+			if _, err := c.write(encodeAborted(id, ReasonRestart)); err != nil {
+				return err
+			}
+			c.ended.add(id, t.identity, Outcome{Reason: ReasonRestart})
+			aborted++
+			continue
+		}
+		records, err := c.readRecords(id, t.first)
+		if err != nil {
+			return err
+		}
+		ranges, err := c.rollForward(id, records, t.intent, true)
+		if err != nil {
+			return fmt.Errorf("txn: recovery of committed transaction %d: %w", id, err)
+		}
+		if err := c.writeSync(encodeCommitted(id, ranges)); err != nil {
+			return err
+		}
+		c.ended.add(id, t.identity, Outcome{Committed: true, Ranges: ranges})
+		c.cfg.Logger.Info("transaction rolled forward at recovery", "txn", id, "targets", len(ranges))
+	}
+	if aborted > 0 {
+		c.cfg.Logger.Info("transactions left open by the last run aborted", "count", aborted)
+	}
+	return nil
+}
+
+// Inspect lists the transactions a data directory's coordinator log
+// leaves open, reading it offline (read-only, under a shared lock: never
+// while a broker serves the directory). dir is <data-dir>/txn; a missing
+// directory has none. The next broker start ends them all: it rolls
+// forward those marked Committing and aborts the others.
+func Inspect(fsys vfs.FS, dir string, storage segment.Options) ([]Info, error) {
+	if fsys == nil {
+		fsys = vfs.OS{}
+	}
+	if _, err := fsys.Stat(dir); err != nil {
+		return nil, nil
+	}
+	storage.ReadOnly = true
+	d, err := segment.Open(fsys, dir, storage)
+	if err != nil {
+		return nil, fmt.Errorf("txn: coordinator directory: %w", err)
+	}
+	defer func() { _ = d.Close() }()
+	l, err := d.OpenLog(segment.LogID{Stream: coordinatorLogName})
+	if err != nil {
+		return nil, fmt.Errorf("txn: coordinator log: %w", err)
+	}
+	c := &Coordinator{cfg: Config{Logger: slog.New(slog.DiscardHandler), MaxEnded: 1}, log: l, ended: newEndedSet(1)}
+	pending, err := c.replay()
+	if err != nil {
+		return nil, err
+	}
+	infos := make([]Info, 0, len(pending))
+	for id, t := range pending {
+		infos = append(infos, Info{ID: id, Identity: t.identity, Records: t.records, Bytes: t.bytes, Committing: t.intent != nil})
+	}
+	sort.Slice(infos, func(i, j int) bool { return infos[i].ID < infos[j].ID })
+	return infos, nil
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/ironbus/ironbus/datadir"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/subject"
+	"github.com/ironbus/ironbus/txn"
 )
 
 // Broker is the engine: it owns the data directory, its streams and their
@@ -66,6 +67,9 @@ type Broker struct {
 	reactorBusy atomic.Pointer[func() []time.Duration]
 	metrics     *metrics
 	noAck       noAckCounters // fire-and-forget records dropped (noack.go)
+
+	// txns coordinates transactions across partitions (txn.go).
+	txns *txn.Coordinator
 }
 
 type groupKey struct {
@@ -112,6 +116,11 @@ func Open(cfg Config) (*Broker, error) {
 	}
 	b.retention.nudge, b.retention.clock = nudge, cfg.Clock
 	b.startRetention(retention)
+	if err := b.openTransactions(); err != nil {
+		b.stopRetention()
+		_ = dir.Close()
+		return nil, err
+	}
 	go b.flushCheckpoints()
 	return b, nil
 }
@@ -148,6 +157,9 @@ func (b *Broker) Close() error {
 		close(b.stop)
 		<-b.flushed
 		b.stopRetention()
+		if cerr := b.txns.Close(); cerr != nil {
+			err = cerr
+		}
 		b.groupsMu.Lock()
 		for _, served := range b.groups {
 			if cerr := served.group.Close(); cerr != nil && err == nil {

@@ -2,6 +2,7 @@ package txn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -353,18 +354,44 @@ func (c *Coordinator) End(owner uint64, identity string, id uint64, commit bool,
 	// durable (that one can only go forward).
 	t.committing = true
 	c.mu.Unlock()
+	return c.finish(t, commits)
+}
+
+// finish runs t's commit (t.committing set by the caller) and records
+// its outcome.
+func (c *Coordinator) finish(t *openTxn, commits []GroupCommit) (Outcome, error) {
 	ranges, err := c.commit(t, commits)
 	c.mu.Lock()
 	t.committing = false
 	if err == nil {
-		delete(c.open, id)
-		c.ended.add(id, t.identity, Outcome{Committed: true, Ranges: ranges})
+		delete(c.open, t.id)
+		c.ended.add(t.id, t.identity, Outcome{Committed: true, Ranges: ranges})
 	}
 	c.mu.Unlock()
 	if err != nil {
 		return Outcome{}, err
 	}
 	return Outcome{Committed: true, Ranges: ranges}, nil
+}
+
+// retryIntents rolls forward the transactions whose commit intent is
+// durable but whose commit failed (a target was frozen or full): they
+// can only go forward, and nobody may be waiting to ask.
+func (c *Coordinator) retryIntents() {
+	c.mu.Lock()
+	var due []*openTxn
+	for _, t := range c.open {
+		if t.intent != nil && !t.committing {
+			t.committing = true
+			due = append(due, t)
+		}
+	}
+	c.mu.Unlock()
+	for _, t := range due {
+		if _, err := c.finish(t, nil); err != nil {
+			c.cfg.Logger.Warn("committed transaction not rolled forward yet; retrying", "txn", t.id, "error", err.Error())
+		}
+	}
 }
 
 // commit runs a commit outside the lock: the records durable, the group
@@ -392,6 +419,9 @@ func (c *Coordinator) commit(t *openTxn, commits []GroupCommit) ([]Range, error)
 		intent := &entry{kind: kindIntent, id: t.id, commits: commits}
 		for _, target := range targetsOf(records) {
 			head, err := c.cfg.Sink.Head(target)
+			if errors.Is(err, ErrTargetGone) {
+				continue // removed with its stream: its records go with it
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -472,6 +502,10 @@ func (c *Coordinator) rollForward(id uint64, records []stored, intent *entry, sc
 					}
 				}
 			})
+			if errors.Is(err, ErrTargetGone) {
+				c.cfg.Logger.Warn("transaction target gone; its records there are dropped with it", "txn", id, "target", floor.Target.String())
+				continue
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -497,6 +531,10 @@ func (c *Coordinator) rollForward(id uint64, records []stored, intent *entry, sc
 		}
 		if len(bodies) > 0 {
 			at, err := c.cfg.Sink.Append(floor.Target, bodies, crcs)
+			if errors.Is(err, ErrTargetGone) {
+				c.cfg.Logger.Warn("transaction target gone; its records there are dropped with it", "txn", id, "target", floor.Target.String())
+				continue
+			}
 			if err != nil {
 				return nil, fmt.Errorf("txn: commit of transaction %d to %s: %w", id, floor.Target, err)
 			}
@@ -541,6 +579,7 @@ func (c *Coordinator) sweep(interval time.Duration) {
 			return
 		case <-ticker.C:
 			c.Expire()
+			c.retryIntents()
 		}
 	}
 }

@@ -24,6 +24,10 @@ var (
 	// ErrMalformed: a coordinator record or a transaction reference that
 	// does not decode.
 	ErrMalformed = errors.New("txn: malformed record")
+	// ErrTargetGone: a Sink's answer for a target partition that no longer
+	// exists (its stream was removed): a commit skips it, as the stream's
+	// records went with it.
+	ErrTargetGone = errors.New("txn: target partition gone")
 	// ErrClosed: the coordinator is closed.
 	ErrClosed = errors.New("txn: coordinator closed")
 )

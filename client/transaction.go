@@ -73,10 +73,10 @@ func (tx *Tx) ID() uint64 { return tx.id }
 // transaction; Commit says the offsets. An error that wraps ErrTxnAborted
 // means the whole transaction is gone.
 func (tx *Tx) Publish(ctx context.Context, d Destination, record Record) (Ack, error) {
-	c := tx.c
-	if err := ctx.Err(); err != nil {
+	if err := tx.check(ctx); err != nil {
 		return Ack{}, err
 	}
+	c := tx.c
 	enc := c.encoders.Get().(*encoder)
 	defer c.encoders.Put(enc)
 	t, err := c.resolve(d, enc.stream)
@@ -117,6 +117,9 @@ func (tx *Tx) CommitGroup(stream string, partition uint32, group string, offset 
 // but ErrTxnAborted (a broken connection, ctx), the commit may have
 // happened: ask TxOutcome.
 func (tx *Tx) Commit(ctx context.Context) ([]TxRange, error) {
+	if err := tx.check(ctx); err != nil {
+		return nil, err
+	}
 	tx.mu.Lock()
 	if len(tx.commits) > wire.MaxTxnGroupCommits {
 		tx.mu.Unlock()
@@ -130,8 +133,19 @@ func (tx *Tx) Commit(ctx context.Context) ([]TxRange, error) {
 // Abort aborts the transaction: none of its records will be seen.
 // Aborting an aborted transaction again is not an error.
 func (tx *Tx) Abort(ctx context.Context) error {
+	if err := tx.check(ctx); err != nil {
+		return err
+	}
 	_, err := tx.c.txnCall(ctx, &wire.TxnEnd{ID: tx.id, Op: wire.TxnAbort})
 	return err
+}
+
+// check refuses a Tx that BeginTx did not return, and an ended ctx.
+func (tx *Tx) check(ctx context.Context) error {
+	if tx == nil || tx.c == nil {
+		return fmt.Errorf("%w: a transaction not returned by BeginTx", ErrInvalidArgument)
+	}
+	return ctx.Err()
 }
 
 // TxOutcome asks for the outcome of transaction id, ended (or being

@@ -10,6 +10,7 @@ import (
 	"github.com/ironbus/ironbus/security"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/session"
+	"github.com/ironbus/ironbus/txn"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -136,6 +137,10 @@ type Config struct {
 	// holding their connections back [no_ack_shed_budget]: 0 (never) to
 	// 10,000,000.
 	NoAckShedBudget int
+	// MaxOpenTxns bounds the transactions open at once [max_open_txns]:
+	// 1 to 65,536 (about 100 bytes of RAM each; their records stay on
+	// disk). A TxnBegin over it is answered busy.
+	MaxOpenTxns int
 	// AutoCreateStreams creates a stream on its first publish
 	// [auto_create_streams]; consume and admin requests never create one.
 	AutoCreateStreams bool
@@ -279,6 +284,7 @@ func DefaultConfig() Config {
 		MaxDeliver:             consumer.DefaultMaxDeliver,
 		CheckpointInterval:     broker.DefaultCheckpointInterval,
 		NoAckShedBudget:        DefaultNoAckShedBudget,
+		MaxOpenTxns:            txn.DefaultMaxOpen,
 		AutoCreateStreams:      true,
 		RetentionPolicy:        broker.ConsumerSafe.String(),
 		DLQRetention:           broker.DefaultDeadLetterRetention,

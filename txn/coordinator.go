@@ -580,8 +580,32 @@ func (c *Coordinator) sweep(interval time.Duration) {
 		case <-ticker.C:
 			c.Expire()
 			c.retryIntents()
+			c.Reclaim()
 		}
 	}
+}
+
+// Reclaim deletes the coordinator log's sealed segments that hold nothing
+// an open transaction needs (every record below the oldest open BEGIN),
+// and returns how many. The outcomes of transactions ended in them are
+// forgotten at the next start; ids stay unique, as offsets are never
+// reused.
+func (c *Coordinator) Reclaim() int {
+	c.mu.Lock()
+	floor := c.log.Committed()
+	for _, t := range c.open {
+		floor = min(floor, t.first)
+	}
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return 0
+	}
+	removed, err := c.log.DeleteBefore(floor)
+	if err != nil {
+		c.cfg.Logger.Warn("coordinator log segments not reclaimed", "error", err.Error())
+	}
+	return removed
 }
 
 // Info describes an open transaction for the operator.

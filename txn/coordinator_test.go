@@ -205,3 +205,37 @@ func TestRollForwardAppendsOnlyTheMissingCopies(t *testing.T) {
 		t.Fatalf("group commit not applied at recovery")
 	}
 }
+
+func TestReclaimKeepsWhatOpenTransactionsNeed(t *testing.T) {
+	sink, clock, mem := newMemorySink(), &fakeClock{}, vfs.NewMemFS()
+	c := mustOpen(t, testConfig(mem, sink, clock))
+	old, _ := c.Begin(1, "", 0)
+	appendDurable(t, c, 1, old, targetA, "kept")
+	big := string(make([]byte, 4096))
+	for range 100 {
+		id, _ := c.Begin(1, "", 0)
+		appendDurable(t, c, 1, id, targetB, big)
+		if _, err := c.End(1, "", id, true, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := c.Reclaim(); n != 0 {
+		t.Fatalf("reclaimed %d segments below an open transaction's BEGIN", n)
+	}
+	if _, err := c.End(1, "", old, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := payloads(t, sink, targetA, old); !slices.Equal(got, []string{"kept"}) {
+		t.Fatalf("the old transaction committed %v", got)
+	}
+	if n := c.Reclaim(); n == 0 {
+		t.Fatalf("nothing reclaimed once no transaction was open")
+	}
+	c.Close()
+	c = mustOpen(t, testConfig(mem, sink, clock))
+	defer c.Close()
+	id, err := c.Begin(1, "", 0)
+	if err != nil || id <= old {
+		t.Fatalf("a new id %d after reclaiming, %v; ids must keep rising", id, err)
+	}
+}

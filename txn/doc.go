@@ -39,6 +39,8 @@
 //     transactions, each an index entry (the payload stays on disk,
 //     MaxRecords and MaxBytes bound it there), and MaxEnded outcomes.
 //   - Timeouts run on the injected monotonic clock, never the wall clock.
+//   - The log keeps every segment holding a record at or above the oldest
+//     open transaction's BEGIN (Reclaim deletes only below it).
 //   - Decoders run on hostile input: a bad record is an error wrapping
 //     ErrMalformed, never a panic.
 package txn

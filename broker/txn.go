@@ -9,6 +9,7 @@ import (
 
 	"github.com/ironbus/ironbus/consumer"
 	"github.com/ironbus/ironbus/record"
+	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/txn"
 )
 
@@ -72,15 +73,24 @@ func (b *Broker) openTransactions() error {
 // Too many open is ErrBusy (retryable).
 func (b *Broker) BeginTxn(owner uint64, identity string, timeout time.Duration) (uint64, error) {
 	id, err := b.txns.Begin(owner, identity, timeout)
+	if errors.Is(err, segment.ErrFull) {
+		return 0, &RetryableError{Err: fmt.Errorf("%w: the transaction log is busy: %w", ErrBusy, err), RetryAfter: txnBusyRetry}
+	}
 	return id, txnError(err)
 }
+
+// txnBusyRetry is the hint sent when the coordinator cannot take a
+// transaction now.
+const txnBusyRetry = 100 * time.Millisecond
 
 // AppendToTxn adds a record for partition to owner's open transaction id.
 // The ticket completes when the record is durable in the coordinator log
 // (it stays invisible until the commit); index is its place in the
 // transaction. Errors wrap txn.ErrUnknown (not open, or another
 // connection's) or txn.ErrAborted (its timeout passed, or this record
-// was over its limits and aborted it).
+// was over its limits and aborted it). It never blocks: ErrFull
+// (unwrapped) means the coordinator log's staging buffer is full and
+// nothing changed; wait on TxnRoomFor and try again.
 func (b *Broker) AppendToTxn(owner, id uint64, partition *Partition, body []byte, bodyCRC uint32) (Ticket, uint32, error) {
 	if len(body)+txn.ReframedGrowth > int(b.cfg.Storage.MaxRecordBytes) {
 		return Ticket{}, 0, fmt.Errorf("%w: a transactional record of %d bytes leaves no room for its reference header (maximum %d)",
@@ -104,6 +114,10 @@ func (b *Broker) EndTxn(owner uint64, identity string, id uint64, commit bool, g
 	return outcome, txnError(err)
 }
 
+// TxnRoomFor returns a channel closed once the coordinator log has room
+// for a record body of bodyBytes (when to retry after ErrFull).
+func (b *Broker) TxnRoomFor(bodyBytes int) <-chan struct{} { return b.txns.RoomFor(bodyBytes) }
+
 // OpenTxns lists the open transactions, for the operator.
 func (b *Broker) OpenTxns() []txn.Info { return b.txns.OpenTransactions() }
 
@@ -114,7 +128,7 @@ func txnError(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, txn.ErrTooManyOpen), errors.Is(err, txn.ErrCommitting):
-		return &RetryableError{Err: fmt.Errorf("%w: %w", ErrBusy, err), RetryAfter: 100 * time.Millisecond}
+		return &RetryableError{Err: fmt.Errorf("%w: %w", ErrBusy, err), RetryAfter: txnBusyRetry}
 	case errors.Is(err, txn.ErrClosed):
 		return fmt.Errorf("%w: %w", ErrShuttingDown, err)
 	case errors.Is(err, txn.ErrUnknown), errors.Is(err, txn.ErrAborted), hasKind(err):

@@ -109,6 +109,12 @@ func (s *session) produceTransactional(frame wire.Frame, p *wire.Produce, part *
 		return outcomePaused, nil
 	}
 	ticket, index, err := s.engine.AppendToTxn(s.client.ID(), p.Options.TransactionID, part, p.Body, p.BodyCRC)
+	if err == broker.ErrFull { // returned unwrapped: the backpressure path
+		s.out.credits.release(1)
+		s.conn.PauseReading()
+		go s.resumeWhen(s.engine.TxnRoomFor(len(p.Body)))
+		return outcomePaused, nil
+	}
 	if err != nil {
 		s.out.credits.release(1)
 		s.refuse(frame.RequestID, silent, txnWireError(err))

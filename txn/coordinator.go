@@ -216,7 +216,8 @@ func (c *Coordinator) Close() error {
 // Begin opens a transaction owned by connection owner (authenticated as
 // identity, "" for none) that aborts after timeout (0: the default; capped
 // at MaxTimeout). Its BEGIN record is staged, not awaited: the
-// transaction's first record is durable only after it.
+// transaction's first record is durable only after it. It never blocks: a
+// full staging buffer is an error wrapping segment.ErrFull.
 func (c *Coordinator) Begin(owner uint64, identity string, timeout time.Duration) (uint64, error) {
 	if timeout <= 0 {
 		timeout = c.cfg.DefaultTimeout
@@ -233,7 +234,7 @@ func (c *Coordinator) Begin(owner uint64, identity string, timeout time.Duration
 	// A BEGIN carries id 0: a transaction's id is its BEGIN's offset plus
 	// one, unique for the life of the data directory (offsets are never
 	// reused), so a reference in a target never names two transactions.
-	ticket, err := c.write(encodeBegin(0, identity, uint32(min(timeout.Milliseconds(), 1<<32-1))))
+	ticket, err := c.stage(encodeBegin(0, identity, uint32(min(timeout.Milliseconds(), 1<<32-1))))
 	if err != nil {
 		return 0, err
 	}
@@ -247,7 +248,8 @@ func (c *Coordinator) Begin(owner uint64, identity string, timeout time.Duration
 // returns the ticket of its append to the coordinator log (the record is
 // durable when it completes) and its index in the transaction. A record
 // over the transaction's limits aborts it (ErrAborted wrapping
-// ErrTooLarge).
+// ErrTooLarge). It never blocks: a full staging buffer is an error
+// wrapping segment.ErrFull that changes nothing (retry after RoomFor).
 func (c *Coordinator) Append(owner, id uint64, target Target, body []byte, bodyCRC uint32) (segment.Ticket, uint32, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -264,7 +266,7 @@ func (c *Coordinator) Append(owner, id uint64, target Target, body []byte, bodyC
 			ErrAborted, ErrTooLarge, c.cfg.MaxRecords, c.cfg.MaxBytes)
 	}
 	index := t.records
-	ticket, err := c.write(encodeRecord(id, index, target, bodyCRC, body))
+	ticket, err := c.stage(encodeRecord(id, index, target, bodyCRC, body))
 	if err != nil {
 		return segment.Ticket{}, 0, err
 	}
@@ -303,7 +305,7 @@ func (c *Coordinator) openLocked(owner, id uint64) (*openTxn, error) {
 func (c *Coordinator) abortLocked(t *openTxn, reason uint8) {
 	delete(c.open, t.id)
 	c.ended.add(t.id, t.identity, Outcome{Reason: reason})
-	if _, err := c.write(encodeAborted(t.id, reason)); err != nil {
+	if _, err := c.stage(encodeAborted(t.id, reason)); err != nil {
 		c.cfg.Logger.Warn("transaction abort record not written; recovery aborts it", "txn", t.id, "error", err.Error())
 	}
 }
@@ -338,7 +340,7 @@ func (c *Coordinator) End(owner uint64, identity string, id uint64, commit bool,
 	if !commit && t.intent == nil {
 		delete(c.open, id)
 		c.ended.add(id, t.identity, Outcome{Reason: ReasonRequested})
-		ticket, err := c.write(encodeAborted(id, ReasonRequested))
+		ticket, err := c.stage(encodeAborted(id, ReasonRequested))
 		c.mu.Unlock()
 		if err == nil {
 			err = ticket.Wait(c.ctx)
@@ -643,21 +645,30 @@ func cmpUint64(a, b uint64) int {
 	return 0
 }
 
-// write stages one coordinator record (waiting while the log's staging
-// buffer is full).
-func (c *Coordinator) write(body []byte) (segment.Ticket, error) {
-	ticket, err := c.log.Append(c.ctx, body, record.Checksum(body))
+// stage stages one coordinator record without blocking: it runs under
+// c.mu, and on an adapter's reader. A full staging buffer is an error
+// wrapping segment.ErrFull (RoomFor says when to retry).
+func (c *Coordinator) stage(body []byte) (segment.Ticket, error) {
+	ticket, err := c.log.TryAppend(body, record.Checksum(body))
 	if err != nil {
 		return segment.Ticket{}, fmt.Errorf("txn: coordinator log: %w", err)
 	}
 	return ticket, nil
 }
 
-// writeSync writes one coordinator record and waits until it is durable.
+// RoomFor returns a channel closed once the coordinator log's staging
+// buffer has room for a record of bodyBytes: when to retry after an
+// Append or Begin failed with segment.ErrFull.
+func (c *Coordinator) RoomFor(bodyBytes int) <-chan struct{} {
+	return c.log.RoomFor(record.FrameSize(bodyBytes + 64))
+}
+
+// writeSync writes one coordinator record, waiting while the staging
+// buffer is full, and waits until it is durable. Never under c.mu.
 func (c *Coordinator) writeSync(body []byte) error {
-	ticket, err := c.write(body)
+	ticket, err := c.log.Append(c.ctx, body, record.Checksum(body))
 	if err != nil {
-		return err
+		return fmt.Errorf("txn: coordinator log: %w", err)
 	}
 	if err := ticket.Wait(c.ctx); err != nil {
 		return fmt.Errorf("txn: coordinator log: %w", err)

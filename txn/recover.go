@@ -139,9 +139,9 @@ func (c *Coordinator) recover() error {
 	for _, id := range ids {
 		t := pending[id]
 		if t.intent == nil {
-			if _, err := c.write(encodeAborted(id, ReasonRestart)); err != nil {
-				return err
-			}
+			// Not written (a full staging buffer) is harmless: the next
+			// start aborts it again.
+			_, _ = c.stage(encodeAborted(id, ReasonRestart))
 			c.ended.add(id, t.identity, Outcome{Reason: ReasonRestart})
 			aborted++
 			continue

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ironbus/ironbus/arena"
 	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/txn"
 )
 
 // Per-item costs the budget counts that no pool holds. They are upper
@@ -53,6 +54,8 @@ func (c Config) RegisterMemory(budget *arena.Budget) error {
 		int64(c.MaxStreams)*indexBytes(c.Storage.SegmentSize, c.Storage.MaxOpenSegments))
 	budget.Register("segment subject summaries", "--max-streams × open segments × (--segment-bytes / 64 KiB × 84 B + 8 KiB)",
 		int64(c.MaxStreams)*summaryBytes(c.Storage.SegmentSize, c.Storage.MaxOpenSegments))
+	budget.Register("transactions", "--max-open-txns × (256 B + 4 outcomes kept × 96 B + 16 ranges kept × 200 B)",
+		txn.MemoryBytes(c.Transactions.MaxOpen))
 	budget.Register("consumer group leases", "--max-groups × --max-in-flight × 384 B",
 		int64(c.MaxGroups)*int64(c.MaxInFlight)*leaseCost)
 	return nil

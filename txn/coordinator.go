@@ -60,9 +60,11 @@ type Config struct {
 	// none; MaxTimeout caps what it may ask for.
 	DefaultTimeout time.Duration
 	MaxTimeout     time.Duration
-	// MaxEnded bounds the ended transactions whose outcome is kept to
-	// answer a repeated end (DefaultMaxEnded).
-	MaxEnded int
+	// MaxEnded and MaxEndedRanges bound the ended transactions whose
+	// outcome is kept to answer a repeated end, and the ranges they hold
+	// (EndedPerOpen and RangesPerOpen × MaxOpen).
+	MaxEnded       int
+	MaxEndedRanges int
 	// SweepInterval is how often timed-out transactions are aborted
 	// (1 s; negative: never, the caller calls Expire).
 	SweepInterval time.Duration
@@ -76,13 +78,32 @@ const (
 	DefaultMaxBytes       = 1 << 20
 	DefaultTimeout        = time.Minute
 	DefaultMaxTimeout     = 15 * time.Minute
-	DefaultMaxEnded       = 4096
+	EndedPerOpen          = 4
+	RangesPerOpen         = 16
 	MaxRecordsLimit       = 1 << 16
 	MaxSegmentSize        = 8 << 20
 	defaultSweepInterval  = time.Second
 	coordinatorLogName    = "coordinator"
 	coordinatorLogReading = 256
 )
+
+// Memory per entry, for MemoryBytes: an open transaction's index entry
+// (with an identity name of typical length) and a kept range (with its
+// stream name).
+const (
+	openEntryBytes  = 256
+	endedEntryBytes = 96
+	rangeBytes      = 200
+)
+
+// MemoryBytes bounds what a coordinator with maxOpen open transactions
+// (0: DefaultMaxOpen) and the default outcome bounds holds in RAM.
+func MemoryBytes(maxOpen int) int64 {
+	if maxOpen <= 0 {
+		maxOpen = DefaultMaxOpen
+	}
+	return int64(maxOpen) * (openEntryBytes + EndedPerOpen*endedEntryBytes + RangesPerOpen*rangeBytes)
+}
 
 func (c Config) withDefaults() (Config, error) {
 	if c.FS == nil {
@@ -108,7 +129,10 @@ func (c Config) withDefaults() (Config, error) {
 		c.MaxTimeout = DefaultMaxTimeout
 	}
 	if c.MaxEnded <= 0 {
-		c.MaxEnded = DefaultMaxEnded
+		c.MaxEnded = EndedPerOpen * c.MaxOpen
+	}
+	if c.MaxEndedRanges <= 0 {
+		c.MaxEndedRanges = RangesPerOpen * c.MaxOpen
 	}
 	if c.SweepInterval == 0 {
 		c.SweepInterval = defaultSweepInterval
@@ -184,7 +208,7 @@ func Open(cfg Config) (*Coordinator, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Coordinator{cfg: cfg, dir: dir, log: l, ctx: ctx, cancel: cancel, swept: make(chan struct{}),
-		open: map[uint64]*openTxn{}, ended: newEndedSet(cfg.MaxEnded)}
+		open: map[uint64]*openTxn{}, ended: newEndedSet(cfg.MaxEnded, cfg.MaxEndedRanges)}
 	if err := c.recover(); err != nil {
 		cancel()
 		_ = dir.Close()

@@ -239,3 +239,21 @@ func TestReclaimKeepsWhatOpenTransactionsNeed(t *testing.T) {
 		t.Fatalf("a new id %d after reclaiming, %v; ids must keep rising", id, err)
 	}
 }
+
+func TestEndedOutcomesAreBounded(t *testing.T) {
+	s := newEndedSet(3, 100)
+	many := make([]Range, 51)
+	for id := uint64(1); id <= 5; id++ {
+		s.add(id, "", Outcome{Committed: true, Ranges: many[:int(id%2)*len(many)]})
+	}
+	// 3 and 5 each hold more than half the range bound: only 5 and the
+	// empty 4 fit.
+	for id, want := range map[uint64]bool{1: false, 2: false, 3: false, 4: true, 5: true} {
+		if _, ok := s.get(id); ok != want {
+			t.Errorf("outcome %d kept %v, want %v", id, ok, want)
+		}
+	}
+	if s.ranges != len(many) || len(s.byID) != 2 {
+		t.Fatalf("%d ranges in %d outcomes", s.ranges, len(s.byID))
+	}
+}

@@ -18,31 +18,40 @@ type ended struct {
 	outcome  Outcome
 }
 
-// endedSet keeps the outcomes of the last limit transactions to end.
+// endedSet keeps the outcomes of the transactions that ended last: at
+// most limit of them and maxRanges ranges in all, the oldest going
+// first.
 type endedSet struct {
-	limit int
-	byID  map[uint64]ended
-	order []uint64 // a ring of ids, oldest at next once full
-	next  int
+	limit     int
+	maxRanges int
+	byID      map[uint64]ended
+	order     []uint64 // oldest first, from head on
+	head      int
+	ranges    int
 }
 
-func newEndedSet(limit int) endedSet {
-	return endedSet{limit: limit, byID: map[uint64]ended{}}
+func newEndedSet(limit, maxRanges int) endedSet {
+	return endedSet{limit: limit, maxRanges: maxRanges, byID: map[uint64]ended{}}
 }
 
 func (s *endedSet) add(id uint64, identity string, outcome Outcome) {
-	if _, ok := s.byID[id]; ok {
-		s.byID[id] = ended{identity: identity, outcome: outcome}
-		return
-	}
-	if len(s.order) < s.limit {
-		s.order = append(s.order, id)
+	if old, ok := s.byID[id]; ok {
+		s.ranges -= len(old.outcome.Ranges)
 	} else {
-		delete(s.byID, s.order[s.next])
-		s.order[s.next] = id
-		s.next = (s.next + 1) % s.limit
+		s.order = append(s.order, id)
 	}
 	s.byID[id] = ended{identity: identity, outcome: outcome}
+	s.ranges += len(outcome.Ranges)
+	for len(s.order)-s.head > s.limit || (s.ranges > s.maxRanges && len(s.order)-s.head > 1) {
+		oldest := s.order[s.head]
+		s.head++
+		s.ranges -= len(s.byID[oldest].outcome.Ranges)
+		delete(s.byID, oldest)
+	}
+	if s.head > len(s.order)/2 {
+		s.order = append(s.order[:0], s.order[s.head:]...)
+		s.head = 0
+	}
 }
 
 func (s *endedSet) get(id uint64) (ended, bool) {
@@ -184,7 +193,7 @@ func Inspect(fsys vfs.FS, dir string, storage segment.Options) ([]Info, error) {
 	if err != nil {
 		return nil, fmt.Errorf("txn: coordinator log: %w", err)
 	}
-	c := &Coordinator{cfg: Config{Logger: slog.New(slog.DiscardHandler), MaxEnded: 1}, log: l, ended: newEndedSet(1)}
+	c := &Coordinator{cfg: Config{Logger: slog.New(slog.DiscardHandler)}, log: l, ended: newEndedSet(1, 0)}
 	pending, err := c.replay()
 	if err != nil {
 		return nil, err

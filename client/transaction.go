@@ -21,6 +21,9 @@ var (
 	// this connection (never begun, begun on another connection, or ended
 	// and forgotten).
 	ErrTxnUnknown = errors.New("ironbus client: unknown transaction")
+	// ErrTxnCommitted: Abort found the transaction committed (its commit
+	// had begun, and a commit only goes forward); all of it is visible.
+	ErrTxnCommitted = errors.New("ironbus client: transaction committed")
 )
 
 // TxOptions configure a transaction.
@@ -131,12 +134,16 @@ func (tx *Tx) Commit(ctx context.Context) ([]TxRange, error) {
 }
 
 // Abort aborts the transaction: none of its records will be seen.
-// Aborting an aborted transaction again is not an error.
+// Aborting an aborted transaction again is not an error; aborting one
+// whose commit had begun is ErrTxnCommitted.
 func (tx *Tx) Abort(ctx context.Context) error {
 	if err := tx.check(ctx); err != nil {
 		return err
 	}
-	_, err := tx.c.txnCall(ctx, &wire.TxnEnd{ID: tx.id, Op: wire.TxnAbort})
+	state, err := tx.c.txnCall(ctx, &wire.TxnEnd{ID: tx.id, Op: wire.TxnAbort})
+	if err == nil && state.Outcome == wire.TxnCommitted {
+		return fmt.Errorf("%w: transaction %d", ErrTxnCommitted, tx.id)
+	}
 	return err
 }
 

@@ -82,6 +82,9 @@ func TestTxnOnTheWire(t *testing.T) {
 	if again, err := other.TxOutcome(ctx, tx.ID()); err != nil || !slices.Equal(again, want) {
 		t.Fatalf("outcome from another connection: %+v, %v", again, err)
 	}
+	if err := tx.Abort(ctx); !errors.Is(err, client.ErrTxnCommitted) {
+		t.Fatalf("abort after the commit: %v, want ErrTxnCommitted", err)
+	}
 	if got := payloadsOf(t, c, "a", "after"); !slices.Equal(got, []string{"plain", "t0", "t2"}) {
 		t.Fatalf("after the commit stream a shows %v", got)
 	}

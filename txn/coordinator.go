@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -513,67 +514,82 @@ func targetsOf(records []stored) []Target {
 
 // rollForward makes every record of the transaction present once in its
 // target and applies its group commits. With scan, the copies a target
-// already holds (found by their reference from the intent's floor) are
-// kept and only the missing ones appended: a crash or a failure between
-// the intent and COMMITTED never costs a second copy.
+// already holds (found from the intent's floor by their reference, and
+// byte for byte what the copy would be, so a record someone else
+// published with a forged reference never stands in for one) are kept
+// and only the missing ones appended: a crash or a failure between the
+// intent and COMMITTED never costs a second copy.
 func (c *Coordinator) rollForward(id uint64, records []stored, intent *entry, scan bool) ([]Range, error) {
 	var ranges []Range
 	for _, floor := range intent.floors {
-		found := map[uint32]uint64{}
-		if scan {
-			err := c.cfg.Sink.Scan(floor.Target, floor.Offset, func(offset uint64, body []byte) {
-				if ref, index, ok := Reference(body); ok && ref == id {
-					if _, seen := found[index]; !seen {
-						found[index] = offset
-					}
-				}
-			})
-			if errors.Is(err, ErrTargetGone) {
-				c.cfg.Logger.Warn("transaction target gone; its records there are dropped with it", "txn", id, "target", floor.Target.String())
-				continue
-			}
-			if err != nil {
-				return nil, err
-			}
+		r, err := c.rollForwardTarget(id, records, floor, scan)
+		if errors.Is(err, ErrTargetGone) {
+			c.cfg.Logger.Warn("transaction target gone; its records there are dropped with it", "txn", id, "target", floor.Target.String())
+			continue
 		}
-		var bodies [][]byte
-		var crcs []uint32
-		count := uint32(0)
-		first := ^uint64(0)
-		for _, r := range records {
-			if r.target != floor.Target {
-				continue
-			}
-			count++
-			if offset, ok := found[r.index]; ok {
-				first = min(first, offset)
-				continue
-			}
-			body, crc, err := Reframe(r.body, id, r.index)
-			if err != nil {
-				return nil, err
-			}
-			bodies, crcs = append(bodies, body), append(crcs, crc)
+		if err != nil {
+			return nil, err
 		}
-		if len(bodies) > 0 {
-			at, err := c.cfg.Sink.Append(floor.Target, bodies, crcs)
-			if errors.Is(err, ErrTargetGone) {
-				c.cfg.Logger.Warn("transaction target gone; its records there are dropped with it", "txn", id, "target", floor.Target.String())
-				continue
-			}
-			if err != nil {
-				return nil, fmt.Errorf("txn: commit of transaction %d to %s: %w", id, floor.Target, err)
-			}
-			first = min(first, at)
-		}
-		if count > 0 {
-			ranges = append(ranges, Range{Target: floor.Target, First: first, Count: count})
+		if r.Count > 0 {
+			ranges = append(ranges, r)
 		}
 	}
 	if err := c.cfg.Sink.ApplyGroups(intent.commits); err != nil {
 		return nil, fmt.Errorf("txn: group commits of transaction %d: %w", id, err)
 	}
 	return ranges, nil
+}
+
+// rollForwardTarget makes the transaction's records for one target
+// present there once and returns where they are.
+func (c *Coordinator) rollForwardTarget(id uint64, records []stored, floor Floor, scan bool) (Range, error) {
+	copies := map[uint32][]byte{}
+	var order []uint32
+	crcs := map[uint32]uint32{}
+	for _, r := range records {
+		if r.target != floor.Target {
+			continue
+		}
+		body, crc, err := Reframe(r.body, id, r.index)
+		if err != nil {
+			return Range{}, err
+		}
+		copies[r.index], crcs[r.index] = body, crc
+		order = append(order, r.index)
+	}
+	result := Range{Target: floor.Target, First: ^uint64(0), Count: uint32(len(order))}
+	found := map[uint32]uint64{}
+	if scan && len(order) > 0 {
+		err := c.cfg.Sink.Scan(floor.Target, floor.Offset, func(offset uint64, body []byte) {
+			ref, index, ok := Reference(body)
+			if !ok || ref != id {
+				return
+			}
+			if _, seen := found[index]; !seen && bytes.Equal(body, copies[index]) {
+				found[index] = offset
+			}
+		})
+		if err != nil {
+			return Range{}, err
+		}
+	}
+	var missing [][]byte
+	var missingCRCs []uint32
+	for _, index := range order {
+		if offset, ok := found[index]; ok {
+			result.First = min(result.First, offset)
+			continue
+		}
+		missing, missingCRCs = append(missing, copies[index]), append(missingCRCs, crcs[index])
+	}
+	if len(missing) > 0 {
+		at, err := c.cfg.Sink.Append(floor.Target, missing, missingCRCs)
+		if err != nil {
+			return Range{}, fmt.Errorf("txn: commit of transaction %d to %s: %w", id, floor.Target, err)
+		}
+		result.First = min(result.First, at)
+	}
+	return result, nil
 }
 
 // Expire aborts every open transaction whose timeout passed (not one

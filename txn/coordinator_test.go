@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
@@ -255,5 +256,32 @@ func TestEndedOutcomesAreBounded(t *testing.T) {
 	}
 	if s.ranges != len(many) || len(s.byID) != 2 {
 		t.Fatalf("%d ranges in %d outcomes", s.ranges, len(s.byID))
+	}
+}
+
+// TestForgedReferenceNeverStandsInForACopy: a record someone published
+// with a transaction's reference header but other content is not taken
+// for the transaction's copy when a commit is rolled forward.
+func TestForgedReferenceNeverStandsInForACopy(t *testing.T) {
+	sink, clock, mem := newMemorySink(), &fakeClock{}, vfs.NewMemFS()
+	c := mustOpen(t, testConfig(mem, sink, clock))
+	id, _ := c.Begin(1, "", 0)
+	appendDurable(t, c, 1, id, targetA, "real")
+	if err := c.writeSync(encodeIntent(id, []Floor{{Target: targetA}}, nil)); err != nil {
+		t.Fatal(err)
+	}
+	forged, err := record.AppendBody(nil, record.Body{Payload: []byte("forged"),
+		Headers: []record.Header{{Name: ReferenceHeader, Value: appendReference(nil, id, 0)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sink.Append(targetA, [][]byte{forged}, []uint32{record.Checksum(forged)}); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	c = mustOpen(t, testConfig(mem, sink, clock))
+	defer c.Close()
+	if got := payloads(t, sink, targetA, id); !slices.Equal(got, []string{"forged", "real"}) {
+		t.Fatalf("target a holds %v; the real copy must be appended beside the forgery", got)
 	}
 }

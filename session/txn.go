@@ -91,6 +91,9 @@ func (s *session) txnState(id uint64, outcome broker.TxnOutcome) *wire.TxnState 
 
 // produceTransactional adds a record published with the transaction
 // option to its open transaction, after placement and permission checks.
+// The producer option is accepted and not checked: a transaction, not the
+// producer table, makes its records exactly-once, and their copies carry
+// no producer id.
 // It is answered, in order with the connection's other acks, by a
 // ProduceAck flagged pending whose offset is the record's index in the
 // transaction, once the record is durable in the coordinator log; it
@@ -99,6 +102,14 @@ func (s *session) produceTransactional(frame wire.Frame, p *wire.Produce, part *
 	silent := p.Flags&wire.ProduceNoAck != 0
 	if !s.flushRun() {
 		return outcomePaused, nil
+	}
+	if o := &p.Options; o.HasExpectLastOffset || o.HasExpectLastSubjectOffset || o.Batch {
+		// Nothing could check an expectation against the partition now for
+		// a record that reaches it at the commit, and a transaction is
+		// already all or nothing.
+		s.refuse(frame.RequestID, silent, wire.NewError(wire.CodeInvalidRequest,
+			"a record of a transaction cannot carry an expectation or belong to an atomic batch; nothing was stored"))
+		return outcomeDone, nil
 	}
 	if !s.out.credits.tryAcquire(1) {
 		if s.out.credits.isBroken() {

@@ -12,6 +12,7 @@ import (
 	"github.com/ironbus/ironbus/client"
 	"github.com/ironbus/ironbus/internal/crashtest"
 	"github.com/ironbus/ironbus/segment/vfs"
+	"github.com/ironbus/ironbus/wire"
 )
 
 func dialTxn(t *testing.T, addr string) *client.Client {
@@ -195,4 +196,31 @@ func transformBatch(t *testing.T, c *client.Client, random *rand.Rand, crashing 
 	go func() { _, _ = tx.Commit(ctx) }() // the cut comes while it runs, or before it starts
 	time.Sleep(time.Duration(random.IntN(8000)) * time.Microsecond)
 	return false
+}
+
+func TestTxnRecordRefusesAnExpectation(t *testing.T) {
+	addr, stop := servePowercut(t, vfs.NewMemFS())
+	defer stop()
+	c := connect(t, addr)
+	c.send(1, &wire.TxnBegin{})
+	state, err := wire.DecodeTxnState(c.read().Body)
+	if err != nil || state.Outcome != wire.TxnOpen {
+		t.Fatalf("TxnBegin: %+v, %v", state, err)
+	}
+	body, crc := recordBody("x")
+	c.send(2, &wire.Produce{Stream: []byte("a"), BodyCRC: crc, Body: body,
+		Options: wire.ProduceOptions{Transaction: true, TransactionID: state.ID, HasExpectLastOffset: true}})
+	expectError(t, c.read(), 2, wire.CodeInvalidRequest)
+	c.send(3, &wire.Produce{Stream: []byte("a"), BodyCRC: crc, Body: body,
+		Options: wire.ProduceOptions{Transaction: true, TransactionID: state.ID + 1000}})
+	expectError(t, c.read(), 3, wire.CodeTxnUnknown)
+	c.send(4, &wire.Produce{Stream: []byte("a"), BodyCRC: crc, Body: body,
+		Options: wire.ProduceOptions{Transaction: true, TransactionID: state.ID}})
+	frame := c.read()
+	ack, err := wire.DecodeProduceAck(frame.Body)
+	if err != nil || frame.RequestID != 4 || ack.Flags != wire.AckPending || ack.Offset != 0 {
+		t.Fatalf("transactional produce answered %v %+v, %v; want a pending ack of index 0", frame.Type, ack, err)
+	}
+	c.send(5, &wire.TxnEnd{ID: state.ID, Op: 9})
+	expectError(t, c.read(), 5, wire.CodeInvalidRequest)
 }

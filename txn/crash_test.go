@@ -19,6 +19,7 @@ func TestCommitSurvivesACrashAtEveryWrite(t *testing.T) {
 	for k := int64(0); ; k++ {
 		cut := crashtest.CutAtWrite(vfs.NewMemFS(), k)
 		sink, clock := newMemorySink(), &fakeClock{}
+		sink.dead = cut.Cut
 		id, answered := crashWorkload(t, cut.FS(), sink, clock)
 		if !cut.Cut() {
 			if !answered {

@@ -20,7 +20,14 @@ type memorySink struct {
 	logs    map[Target][][]byte
 	groups  map[string]uint64
 	appends int
+	// dead, when set, says the power is gone: the sink refuses every
+	// write, as a dead process makes none (an operation that raced the
+	// cut may still complete on the file system after the crash image was
+	// taken, and the coordinator must not get further on its strength).
+	dead func() bool
 }
+
+var errPowerGone = fmt.Errorf("power cut")
 
 func newMemorySink() *memorySink {
 	return &memorySink{logs: map[Target][][]byte{}, groups: map[string]uint64{}}
@@ -35,6 +42,9 @@ func (s *memorySink) Head(t Target) (uint64, error) {
 func (s *memorySink) Append(t Target, bodies [][]byte, crcs []uint32) (uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.dead != nil && s.dead() {
+		return 0, errPowerGone
+	}
 	for i, body := range bodies {
 		if record.Checksum(body) != crcs[i] {
 			return 0, fmt.Errorf("append to %s: checksum mismatch", t)
@@ -69,6 +79,9 @@ func (s *memorySink) CheckGroups(commits []GroupCommit) error {
 func (s *memorySink) ApplyGroups(commits []GroupCommit) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.dead != nil && s.dead() {
+		return errPowerGone
+	}
 	for _, c := range commits {
 		key := fmt.Sprintf("%s/%d/%s", c.Stream, c.Partition, c.Group)
 		s.groups[key] = max(s.groups[key], c.Offset)

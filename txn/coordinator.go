@@ -353,11 +353,17 @@ func (c *Coordinator) End(owner uint64, identity string, id uint64, commit bool,
 		}
 		return ended.outcome, nil
 	}
-	t, err := c.openLocked(owner, id)
-	if err != nil {
-		c.mu.Unlock()
-		return Outcome{}, err
+	t := c.open[id]
+	if t.intent == nil || t.identity != identity {
+		var err error
+		if t, err = c.openLocked(owner, id); err != nil {
+			c.mu.Unlock()
+			return Outcome{}, err
+		}
 	}
+	// else its commit is decided (the intent is durable): any connection
+	// of its identity may finish it and learn the outcome, as for an
+	// ended one.
 	if t.committing {
 		c.mu.Unlock()
 		return Outcome{}, fmt.Errorf("%w: transaction %d", ErrCommitting, id)

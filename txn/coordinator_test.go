@@ -285,3 +285,31 @@ func TestForgedReferenceNeverStandsInForACopy(t *testing.T) {
 		t.Fatalf("target a holds %v; the real copy must be appended beside the forgery", got)
 	}
 }
+
+// TestADecidedCommitIsFinishedByAnyConnectionOfItsIdentity: a commit whose
+// intent is durable but whose copies failed (a target was full) is
+// finished by a repeated end from another connection of the identity,
+// which learns its ranges.
+func TestADecidedCommitIsFinishedByAnyConnectionOfItsIdentity(t *testing.T) {
+	sink, clock := newMemorySink(), &fakeClock{}
+	c := mustOpen(t, testConfig(vfs.NewMemFS(), sink, clock))
+	defer c.Close()
+	id, _ := c.Begin(1, "etl", 0)
+	appendDurable(t, c, 1, id, targetA, "x")
+	full := true
+	sink.dead = func() bool { return full }
+	if _, err := c.End(1, "etl", id, true, nil); err == nil {
+		t.Fatal("a commit whose target refused its copies succeeded")
+	}
+	full = false
+	if _, err := c.End(2, "mallory", id, true, nil); !errors.Is(err, ErrUnknown) {
+		t.Fatalf("another identity finishing the commit: %v, want ErrUnknown", err)
+	}
+	out, err := c.End(2, "etl", id, true, nil)
+	if err != nil || !slices.Equal(out.Ranges, []Range{{Target: targetA, First: 0, Count: 1}}) {
+		t.Fatalf("finishing the decided commit: %+v, %v", out, err)
+	}
+	if got := payloads(t, sink, targetA, id); !slices.Equal(got, []string{"x"}) {
+		t.Fatalf("target a holds %v", got)
+	}
+}

@@ -13,7 +13,6 @@ import (
 	"github.com/ironbus/ironbus/datadir"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/subject"
-	"github.com/ironbus/ironbus/txn"
 )
 
 // Broker is the engine: it owns the data directory, its streams and their
@@ -69,7 +68,7 @@ type Broker struct {
 	noAck       noAckCounters // fire-and-forget records dropped (noack.go)
 
 	// txns coordinates transactions across partitions (txn.go).
-	txns *txn.Coordinator
+	txns txnStore
 }
 
 type groupKey struct {
@@ -116,11 +115,7 @@ func Open(cfg Config) (*Broker, error) {
 	}
 	b.retention.nudge, b.retention.clock = nudge, cfg.Clock
 	b.startRetention(retention)
-	if err := b.openTransactions(); err != nil {
-		b.stopRetention()
-		_ = dir.Close()
-		return nil, err
-	}
+	b.openTransactions()
 	go b.flushCheckpoints()
 	return b, nil
 }
@@ -157,7 +152,7 @@ func (b *Broker) Close() error {
 		close(b.stop)
 		<-b.flushed
 		b.stopRetention()
-		if cerr := b.txns.Close(); cerr != nil {
+		if cerr := b.txns.close(); cerr != nil {
 			err = cerr
 		}
 		b.groupsMu.Lock()

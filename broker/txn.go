@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ironbus/ironbus/consumer"
@@ -49,10 +51,43 @@ type TxnGroupCommit = txn.GroupCommit
 // TxnOutcome is how a transaction ended.
 type TxnOutcome = txn.Outcome
 
-// openTransactions opens the coordinator and recovers its transactions;
-// every stream is open by then, so a commit cut short can be rolled
-// forward into its partitions.
-func (b *Broker) openTransactions() error {
+// txnStore opens the coordinator lazily, as the dead-letter store does
+// its logs: a broker that never ran a transaction has no txn directory.
+type txnStore struct {
+	mu          sync.Mutex
+	coordinator atomic.Pointer[txn.Coordinator]
+	closed      bool
+}
+
+// openTransactions recovers the transactions of an existing coordinator
+// log at boot; every stream is open by then, so a commit cut short is
+// rolled forward into its partitions before anyone is served.
+func (b *Broker) openTransactions() {
+	if _, err := b.cfg.FS.Stat(path.Join(b.cfg.DataDir, txnDirName)); err != nil {
+		return // none yet: the first BeginTxn creates it
+	}
+	if _, err := b.transactions(); err != nil {
+		// The broker starts anyway (I3): the streams serve, and every
+		// BeginTxn tries the coordinator again (and says why it fails).
+		b.cfg.Logger.Error("transaction log did not open; transactions are unavailable until it does", "error", err.Error())
+	}
+}
+
+// transactions returns the coordinator, opening (and recovering) it on
+// first use.
+func (b *Broker) transactions() (*txn.Coordinator, error) {
+	store := &b.txns
+	if coordinator := store.coordinator.Load(); coordinator != nil {
+		return coordinator, nil
+	}
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	if coordinator := store.coordinator.Load(); coordinator != nil {
+		return coordinator, nil
+	}
+	if store.closed {
+		return nil, fmt.Errorf("%w: transactions are closed", ErrShuttingDown)
+	}
 	clock := b.cfg.Clock
 	if clock == nil {
 		clock = systemMonotonic{origin: b.started}
@@ -62,9 +97,20 @@ func (b *Broker) openTransactions() error {
 		Sink: engineSink{b}, Clock: clock.Elapsed, MaxOpen: tc.MaxOpen, MaxRecords: tc.MaxRecords, MaxBytes: tc.MaxBytes,
 		DefaultTimeout: tc.DefaultTimeout, MaxTimeout: tc.MaxTimeout, Logger: b.cfg.Logger})
 	if err != nil {
-		return fmt.Errorf("broker: transactions: %w", err)
+		return nil, storageError(fmt.Errorf("broker: transactions: %w", err))
 	}
-	b.txns = coordinator
+	store.coordinator.Store(coordinator)
+	return coordinator, nil
+}
+
+// close closes the coordinator, if it was opened.
+func (s *txnStore) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if coordinator := s.coordinator.Load(); coordinator != nil {
+		return coordinator.Close()
+	}
 	return nil
 }
 
@@ -72,7 +118,11 @@ func (b *Broker) openTransactions() error {
 // as identity, "" for none) that aborts after timeout (0: the default).
 // Too many open is ErrBusy (retryable).
 func (b *Broker) BeginTxn(owner uint64, identity string, timeout time.Duration) (uint64, error) {
-	id, err := b.txns.Begin(owner, identity, timeout)
+	coordinator, err := b.transactions()
+	if err != nil {
+		return 0, err
+	}
+	id, err := coordinator.Begin(owner, identity, timeout)
 	if errors.Is(err, segment.ErrFull) {
 		return 0, &RetryableError{Err: fmt.Errorf("%w: the transaction log is busy: %w", ErrBusy, err), RetryAfter: txnBusyRetry}
 	}
@@ -96,8 +146,12 @@ func (b *Broker) AppendToTxn(owner, id uint64, partition *Partition, body []byte
 		return Ticket{}, 0, fmt.Errorf("%w: a transactional record of %d bytes leaves no room for its reference header (maximum %d)",
 			ErrRecordTooLarge, len(body), int(b.cfg.Storage.MaxRecordBytes)-txn.ReframedGrowth)
 	}
+	coordinator := b.txns.coordinator.Load()
+	if coordinator == nil {
+		return Ticket{}, 0, fmt.Errorf("%w: %d (no transaction was begun since the broker started)", txn.ErrUnknown, id)
+	}
 	target := txn.Target{Stream: partition.stream, Partition: partition.index}
-	ticket, index, err := b.txns.Append(owner, id, target, body, bodyCRC)
+	ticket, index, err := coordinator.Append(owner, id, target, body, bodyCRC)
 	if err != nil {
 		return Ticket{}, 0, txnError(err)
 	}
@@ -110,16 +164,34 @@ func (b *Broker) AppendToTxn(owner, id uint64, partition *Partition, body []byte
 // durable. Ending an ended transaction again from a connection of the
 // same identity returns its outcome and changes nothing.
 func (b *Broker) EndTxn(owner uint64, identity string, id uint64, commit bool, groupCommits []TxnGroupCommit) (TxnOutcome, error) {
-	outcome, err := b.txns.End(owner, identity, id, commit, groupCommits)
+	coordinator := b.txns.coordinator.Load()
+	if coordinator == nil {
+		return TxnOutcome{}, fmt.Errorf("%w: %d (no transaction was begun since the broker started)", txn.ErrUnknown, id)
+	}
+	outcome, err := coordinator.End(owner, identity, id, commit, groupCommits)
 	return outcome, txnError(err)
 }
 
 // TxnRoomFor returns a channel closed once the coordinator log has room
 // for a record body of bodyBytes (when to retry after ErrFull).
-func (b *Broker) TxnRoomFor(bodyBytes int) <-chan struct{} { return b.txns.RoomFor(bodyBytes) }
+func (b *Broker) TxnRoomFor(bodyBytes int) <-chan struct{} {
+	coordinator := b.txns.coordinator.Load()
+	if coordinator == nil {
+		ready := make(chan struct{})
+		close(ready)
+		return ready
+	}
+	return coordinator.RoomFor(bodyBytes)
+}
 
 // OpenTxns lists the open transactions, for the operator.
-func (b *Broker) OpenTxns() []txn.Info { return b.txns.OpenTransactions() }
+func (b *Broker) OpenTxns() []txn.Info {
+	coordinator := b.txns.coordinator.Load()
+	if coordinator == nil {
+		return nil
+	}
+	return coordinator.OpenTransactions()
+}
 
 // txnError gives the coordinator's errors an engine kind where one fits;
 // ErrUnknown and ErrAborted stay as they are (adapters map them).

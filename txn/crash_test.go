@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ironbus/ironbus/internal/crashtest"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
@@ -16,10 +17,10 @@ import (
 // nothing at all.
 func TestCommitSurvivesACrashAtEveryWrite(t *testing.T) {
 	for k := int64(0); ; k++ {
-		cut := cutAtWrite(vfs.NewMemFS(), k)
+		cut := crashtest.CutAtWrite(vfs.NewMemFS(), k)
 		sink, clock := newMemorySink(), &fakeClock{}
 		sink.dead = cut.Cut
-		id, answered := crashWorkload(t, cut.fs, sink, clock)
+		id, answered := crashWorkload(t, cut.FS(), sink, clock)
 		if !cut.Cut() {
 			if !answered {
 				t.Fatalf("the workload failed without a cut")

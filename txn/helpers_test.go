@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -102,48 +101,6 @@ func (s *memorySink) clone() *memorySink {
 	}
 	return c
 }
-
-// powerCut is a file system over a MemFS that loses power at its k-th
-// mutating operation: it is dead from before the crash image is taken, so
-// the sink (outside the file system) refuses everything that follows the
-// image, even the consequences of an operation that raced the cut.
-type powerCut struct {
-	mem   *vfs.MemFS
-	at    int64
-	fs    vfs.FS
-	ops   atomic.Int64
-	dead  atomic.Bool
-	mu    sync.Mutex
-	image *vfs.MemFS
-}
-
-func cutAtWrite(mem *vfs.MemFS, k int64) *powerCut {
-	p := &powerCut{mem: mem, at: k}
-	p.fs = vfs.Inject(mem, vfs.InjectorFunc(func(op vfs.Op) error {
-		if p.dead.Load() {
-			return errPowerGone
-		}
-		if !op.Kind.IsMutation() || p.ops.Add(1)-1 != p.at {
-			return nil
-		}
-		p.dead.Store(true)
-		p.mu.Lock()
-		p.image = p.mem.CrashClone(vfs.CrashOptions{})
-		p.mu.Unlock()
-		return errPowerGone
-	}))
-	return p
-}
-
-// Image is the crash image taken at the cut (nil before it).
-func (p *powerCut) Image() *vfs.MemFS {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.image
-}
-
-// Cut reports whether the power went.
-func (p *powerCut) Cut() bool { return p.dead.Load() }
 
 // fakeClock is a monotonic clock tests move by hand.
 type fakeClock struct {

@@ -73,6 +73,9 @@ type Broker struct {
 	reactorBusy atomic.Pointer[func() []time.Duration]
 	metrics     *metrics
 	noAck       noAckCounters // fire-and-forget records dropped (noack.go)
+
+	// txns coordinates transactions across partitions (txn.go).
+	txns txnStore
 }
 
 type groupKey struct {
@@ -134,6 +137,7 @@ func Open(cfg Config) (*Broker, error) {
 	b.retention.nudge, b.retention.clock = nudge, cfg.Clock
 	b.startRetention(retention)
 	b.startSubjectFlusher()
+	b.openTransactions()
 	go b.flushCheckpoints()
 	return b, nil
 }
@@ -172,6 +176,9 @@ func (b *Broker) Close() error {
 		<-b.flushed
 		b.stopSubjectIndexes()
 		b.stopRetention()
+		if cerr := b.txns.close(); cerr != nil {
+			err = cerr
+		}
 		b.groupsMu.Lock()
 		for _, served := range b.groups {
 			if cerr := served.group.Close(); cerr != nil && err == nil {

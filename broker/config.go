@@ -28,6 +28,8 @@ type Config struct {
 	FS vfs.FS
 	// Storage configures the log engine.
 	Storage segment.Options
+	// Transactions bounds transactions across partitions (txn.go).
+	Transactions TransactionConfig
 	// MaxConnections bounds the clients attached at once through every
 	// adapter (256; Connect).
 	MaxConnections int

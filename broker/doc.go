@@ -42,6 +42,12 @@
 //     position unless the policy is drop-oldest; ages use the
 //     monotonic-safe record timestamps rule against a persisted wall-clock
 //     high-water (I6).
+//   - Transactions (txn.go; package txn): BeginTxn, AppendToTxn and
+//     EndTxn over the coordinator log <data-dir>/txn, opened by the first
+//     transaction (and at boot when it exists, recovering before anyone
+//     is served). The engine is the coordinator's sink: a commit's copies
+//     go through the checked append path, its group commits move
+//     streaming groups and are checkpointed before COMMITTED.
 //   - Connections (connections.go): the clients attached through every
 //     adapter, counted against MaxConnections; a Connection's ID names it
 //     as a group member.

@@ -7,6 +7,7 @@ import (
 	"github.com/ironbus/ironbus/dedup"
 	"github.com/ironbus/ironbus/keyindex"
 	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/txn"
 )
 
 // Per-item costs the budget counts that no pool holds. They are upper
@@ -57,6 +58,8 @@ func (c Config) RegisterMemory(budget *arena.Budget) error {
 		int64(c.MaxStreams)*summaryBytes(c.Storage.SegmentSize, c.Storage.MaxOpenSegments))
 	budget.Register("message-id dedup windows", "--max-streams × (2 × 64 KiB tables + 96 KiB seal + (max ids + 6 Ki) × 10 bit filters)",
 		int64(c.MaxStreams)*dedup.MemoryBytes(c.DedupMaxIDs))
+	budget.Register("transactions", "--max-open-txns × (256 B + 4 outcomes kept × 96 B + 16 ranges kept × 200 B)",
+		txn.MemoryBytes(c.Transactions.MaxOpen))
 	budget.Register("consumer group leases", "--max-groups × --max-in-flight × 384 B",
 		int64(c.MaxGroups)*int64(c.MaxInFlight)*leaseCost)
 	c.registerProducerMemory(budget)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ironbus/ironbus/arena"
 	"github.com/ironbus/ironbus/segment"
+	"github.com/ironbus/ironbus/txn"
 )
 
 func budgetLines(t *testing.T, cfg Config) map[string]int64 {
@@ -31,7 +32,7 @@ func TestRegisterMemoryScalesWithItsKnobs(t *testing.T) {
 		Storage: segment.Options{StagingBytes: 1 << 20}}
 	before := budgetLines(t, base)
 	doubled := base
-	doubled.MaxStreams, doubled.MaxGroups = 8, 6
+	doubled.MaxStreams, doubled.MaxGroups, doubled.Transactions.MaxOpen = 8, 6, 2*txn.DefaultMaxOpen
 	after := budgetLines(t, doubled)
 	for name, bytes := range before {
 		if name == "producer registry" {

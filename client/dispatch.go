@@ -28,6 +28,8 @@ func (c *Client) dispatch(f wire.Frame) error {
 		return c.onGroupInfo(f)
 	case wire.TypeGroupList, wire.TypeDeadLetterState, wire.TypeStreamList, wire.TypeProducerInfo, wire.TypeStreamCompacted:
 		return c.onAdmin(f)
+	case wire.TypeTxnState:
+		return c.onTxnState(f)
 	case wire.TypePing:
 		payload, err := wire.DecodePing(f.Body)
 		if err != nil {

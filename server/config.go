@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/ironbus/ironbus/dedup"
 	"io"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/ironbus/ironbus/security"
 	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/session"
+	"github.com/ironbus/ironbus/txn"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -144,6 +146,16 @@ type Config struct {
 	// holding their connections back [no_ack_shed_budget]: 0 (never) to
 	// 10,000,000.
 	NoAckShedBudget int
+	// MaxOpenTxns bounds the transactions open at once [max_open_txns]:
+	// 1 to 65,536 (about 100 bytes of RAM each; their records stay on
+	// disk). A TxnBegin over it is answered busy.
+	MaxOpenTxns int
+	// DedupMaxIDs caps the message ids each partition remembers within
+	// its stream's dedup window [dedup_max_ids]: 1,024 to 10,000,000;
+	// beyond it the oldest are forgotten early, and counted. About 3.7
+	// bytes of RAM per id (its Bloom filter bits and index) per stream,
+	// plus fixed tables.
+	DedupMaxIDs int
 	// AutoCreateStreams creates a stream on its first publish
 	// [auto_create_streams]; consume and admin requests never create one.
 	AutoCreateStreams bool
@@ -288,6 +300,8 @@ func DefaultConfig() Config {
 		MaxDeliver:             consumer.DefaultMaxDeliver,
 		CheckpointInterval:     broker.DefaultCheckpointInterval,
 		NoAckShedBudget:        DefaultNoAckShedBudget,
+		MaxOpenTxns:            txn.DefaultMaxOpen,
+		DedupMaxIDs:            dedup.DefaultMaxIDs,
 		AutoCreateStreams:      true,
 		RetentionPolicy:        broker.ConsumerSafe.String(),
 		DLQRetention:           broker.DefaultDeadLetterRetention,

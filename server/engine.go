@@ -61,6 +61,8 @@ func mapConfig(cfg Config, logger *slog.Logger) (parts, error) {
 		DeadLetterRetention:      deadLetterRetention(cfg.DLQRetention),
 		CheckpointInterval:       cfg.CheckpointInterval,
 		NoAckShedPerSecond:       cfg.NoAckShedBudget,
+		Transactions:             broker.TransactionConfig{MaxOpen: cfg.MaxOpenTxns},
+		DedupMaxIDs:              cfg.DedupMaxIDs,
 		MaxStreams:               cfg.MaxStreams,
 		MaxGroups:                cfg.MaxGroups,
 		MaxInFlight:              cfg.MaxInFlight,

@@ -132,6 +132,8 @@ func set(t *testing.T, cfg *Config, b bound, value int64) {
 		"max_deliver":              func() { cfg.MaxDeliver = int(value) },
 		"checkpoint_interval":      func() { cfg.CheckpointInterval = time.Duration(value) },
 		"no_ack_shed_budget":       func() { cfg.NoAckShedBudget = int(value) },
+		"dedup_max_ids":            func() { cfg.DedupMaxIDs = int(value) },
+		"max_open_txns":            func() { cfg.MaxOpenTxns = int(value) },
 		"retention_bytes":          func() { cfg.RetentionBytes = value },
 		"retention_age":            func() { cfg.RetentionAge = time.Duration(value) },
 		"retention_records":        func() { cfg.RetentionRecords = uint64(value) },

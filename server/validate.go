@@ -86,6 +86,8 @@ func bounds() []bound {
 		countBound("max_deliver", 1, 10_000, func(c *Config) int { return c.MaxDeliver }),
 		durationBound("checkpoint_interval", 10*time.Millisecond, time.Minute, func(c *Config) time.Duration { return c.CheckpointInterval }),
 		countBound("no_ack_shed_budget", 0, 10_000_000, func(c *Config) int { return c.NoAckShedBudget }),
+		countBound("max_open_txns", 1, 65_536, func(c *Config) int { return c.MaxOpenTxns }),
+		countBound("dedup_max_ids", 1024, 10_000_000, func(c *Config) int { return c.DedupMaxIDs }),
 		sizeBound("retention_bytes", 0, pebibyte, func(c *Config) int64 { return c.RetentionBytes }),
 		durationBound("retention_age", 0, century, func(c *Config) time.Duration { return c.RetentionAge }),
 		{key: "retention_records", unit: unitCount, min: 0, max: 1 << 62,

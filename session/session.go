@@ -274,6 +274,10 @@ func (s *session) dispatch(frame wire.Frame) (outcome, error) {
 		err = s.streamAdminRequest(frame)
 	case wire.TypeProducerInit:
 		err = s.producerInit(frame)
+	case wire.TypeTxnBegin:
+		err = s.txnBegin(frame)
+	case wire.TypeTxnEnd:
+		err = s.txnEnd(frame)
 	case wire.TypePing:
 		err = s.ping(frame)
 	case wire.TypePong:
@@ -385,6 +389,9 @@ func (s *session) produce(frame wire.Frame) (outcome, error) {
 	}
 	if werr == nil {
 		werr = s.chargeQuota(len(p.Body), part)
+	}
+	if werr == nil && p.Options.Transaction {
+		return s.produceTransactional(frame, &p, part)
 	}
 	var check broker.Check
 	asks := false

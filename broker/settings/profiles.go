@@ -40,6 +40,11 @@ func Profiles() []Profile {
 				"max-groups":        "16",
 				"max-in-flight":     "1024",
 				"staging-bytes":     "256KiB",
+				// Producer features sized to the box: a few thousand
+				// message ids per partition and window, a few dozen
+				// open transactions.
+				"dedup-max-ids": "6144",
+				"max-open-txns": "64",
 				// Pre-auth limits scaled to 32 connections and one small
 				// CPU: a handshake flood holds at most half the slots
 				// (beyond that the oldest waiting connection is closed),

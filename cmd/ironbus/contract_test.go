@@ -198,6 +198,8 @@ func envelopeOffline(run *envelopeRun, liveDir string) {
 	at := []string{"--data-dir", liveDir}
 	run.expect("ironbus dlq peek", exitClean, "", nil, append([]string{"dlq", "peek", "--stream", "poison"}, at...)...)
 	run.expect("ironbus dlq redrive", exitClean, "", nil, append([]string{"dlq", "redrive", "--stream", "poison"}, at...)...)
+	run.expect("ironbus txn list", exitClean, "", nil, append([]string{"txn", "list"}, at...)...)
+	run.expect("ironbus txn show", exitNotFound, "", nil, append([]string{"txn", "show", "1"}, at...)...)
 
 	demo := copyTestdata(run.t, "demo")
 	run.expect("ironbus peek", exitClean, "", nil, "peek", "--data-dir", demo)

@@ -106,6 +106,7 @@ Exit codes: 0 clean, 1 usage, 2 not found, 3 damage found or refused,
 		newTopCmd(opts),
 		newUpgradeCmd(opts),
 		newRollbackCmd(opts),
+		newTxnCmd(opts),
 	)
 	root.AddCommand(newTokenCmd(opts), newPasswdCmd(opts), newAuthCmd(opts), newKeyCmd(opts))
 	addConnectFlags(root, &opts.connect)

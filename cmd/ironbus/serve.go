@@ -139,6 +139,10 @@ func newServeCommand(opts *globalOptions) (*cobra.Command, *serveOptions) {
 		"how often consumer group cursors are persisted; after a crash, what was acknowledged since the last one is delivered again")
 	flags.IntVar(&cfg.NoAckShedBudget, "no-ack-shed-budget", cfg.NoAckShedBudget,
 		"fire-and-forget (pub --no-ack) records per second the broker may drop, counted in ironbus_no_ack_dropped_total, rather than slow their producers when full (0: never)")
+	flags.IntVar(&cfg.DedupMaxIDs, "dedup-max-ids", cfg.DedupMaxIDs,
+		"message ids each partition remembers within its dedup window; beyond it the oldest are forgotten early (counted in ironbus_dedup_evicted_early_total)")
+	flags.IntVar(&cfg.MaxOpenTxns, "max-open-txns", cfg.MaxOpenTxns,
+		"transactions open at once across every connection; a BeginTx over it is answered busy (retryable)")
 	flags.BoolVar(&cfg.AutoCreateStreams, "auto-create-streams", cfg.AutoCreateStreams,
 		"create a stream on its first publish (consume and admin verbs never create one); false refuses publishes to unknown streams")
 	flags.StringVar(&cfg.Loop, "loop", cfg.Loop, "network backend: auto (fastest this system runs), uring, epoll or std; a named one that cannot run is an error")

@@ -49,12 +49,15 @@ func (p *PowerCut) inject(op vfs.Op) error {
 	if p.paused.Load() || !op.Kind.IsMutation() || p.ops.Add(1)-1 != p.at {
 		return nil
 	}
+	// Dead before the images: an operation of another goroutine that
+	// passed its check just before finishes after them (it is not in
+	// them), and nothing it leads to may pass as if the power were on.
+	p.dead.Store(true)
 	p.mu.Lock()
 	for _, options := range p.options {
 		p.images = append(p.images, p.mem.CrashClone(options))
 	}
 	p.mu.Unlock()
-	p.dead.Store(true)
 	return ErrPowerCut
 }
 

@@ -180,8 +180,9 @@ const noAckRequestID = math.MaxUint32
 // for writing, or an error when it was not sent (invalid, too large, the
 // connection finished). A queued record may still be lost with the
 // connection, or shed by an overloaded broker (which counts what it
-// sheds); AsyncSent counts what was queued. Records are unstamped. It
-// needs a broker with the producers capability.
+// sheds); AsyncSent counts what was queued. Close drops records still
+// queued: call Ping first to wait until the broker has read them. Records
+// are unstamped. It needs a broker with the producers capability.
 func (c *Client) PublishAsync(ctx context.Context, d Destination, record Record) error {
 	if err := ctx.Err(); err != nil {
 		return err

@@ -30,6 +30,7 @@ type pubOptions struct {
 	window    int
 	compress  string
 	tombstone bool // one tombstone for --key, no payload
+	checks    pubChecks
 }
 
 func newPubCmd(opts *globalOptions) *cobra.Command {
@@ -73,14 +74,38 @@ into memory once it passes the limit.
 --tombstone publishes exactly one tombstone for --key: a record without a
 payload that deletes the key from a compacted stream (ironbus stream create
 --compact). It reads no payload and refuses a payload argument or data on
-standard input.`,
+standard input.
+
+Publishing never stores a record twice on a resend: pub is an idempotent
+producer (a producer id and a sequence per record; a record the broker
+already stored is answered with its first offset), also across a
+reconnect. --msg-id adds the application's own key: a second publish with
+the same id inside the stream's dedup window (default 2m) stores nothing,
+prints the first copy's offset and says "duplicate" on standard error
+("duplicate":true with --json).
+
+--expect-last-offset N publishes only if the partition's last record is at
+N (none: the partition never had one); --expect-last-subject-offset N only
+if the last record of --subject is at N. When it does not hold, nothing is
+stored and pub exits 3 naming the actual last offset. Both need a partition
+(--partition, or a --key it follows from).
+
+--atomic publishes every line of standard input as one atomic batch: all
+of them are stored (one offset per line) or none is. --no-ack sends without
+waiting for acknowledgements, for telemetry that may be lost: nothing is
+printed per record, and an overloaded broker may drop such records (it
+counts them). See docs/PRODUCERS.md.`,
 		Example: `  ironbus pub "hello"
   ironbus pub --stream orders --key customer-42 --header source=cli '{"total":12}'
   ironbus pub --subject orders.eu.created --key customer-42 '{"total":12}'
   ironbus pub --stream orders --partition 3 "to partition 3"
   seq 1 100000 | ironbus pub --window 1024 > offsets.txt
   ironbus pub --compress zstd --stream logs < app.log
-  ironbus pub --stream latest --key customer-42 --tombstone`,
+  ironbus pub --stream latest --key customer-42 --tombstone
+  ironbus pub --stream orders --key o-17 --msg-id o-17-created '{"total":12}'
+  ironbus pub --stream ledger --partition 0 --expect-last-offset 41 'debit 5'
+  printf 'order\nline 1\nline 2\n' | ironbus pub --stream orders --key o-18 --atomic
+  ironbus pub --stream metrics --no-ack < readings.txt`,
 		Args: cobra.MaximumNArgs(1),
 	}
 	flags := cmd.Flags()
@@ -93,6 +118,11 @@ standard input.`,
 	flags.IntVar(&pub.window, "window", 64, "records in flight at once (1 = one at a time)")
 	flags.StringVar(&pub.compress, "compress", "lz4", "payload compression: lz4, zstd or none (kept only when it saves an eighth)")
 	flags.BoolVar(&pub.tombstone, "tombstone", false, "publish one tombstone for --key (deletes the key from a compacted stream); reads no payload")
+	flags.StringVar(&pub.checks.msgID, "msg-id", "", "message id of the one record: a second publish of it inside the stream's dedup window stores nothing and prints the first one's offset")
+	flags.StringVar(&pub.checks.expectLast, "expect-last-offset", "", "publish only if the partition's last offset is N (none: it never had a record); else exit 3 with the actual one")
+	flags.StringVar(&pub.checks.expectLastSubject, "expect-last-subject-offset", "", "publish only if the last record of --subject is at N (none: no record of it yet); else exit 3")
+	flags.BoolVar(&pub.checks.atomic, "atomic", false, "publish every line of standard input as one atomic batch: all stored, or none")
+	flags.BoolVar(&pub.checks.noAck, "no-ack", false, "fire and forget: send without waiting for acknowledgements (the broker may drop records under overload, counted)")
 	flags.BoolVar(&opts.json, "json", false, `print one JSON object per record ({"schema":"`+publishedSchema+`","stream":S,"partition":P,"offset":N}) instead of bare offsets`)
 	cmd.RunE = classified(func() error {
 		var payload *string
@@ -101,6 +131,9 @@ standard input.`,
 		}
 		pub.routed = pub.subject != "" && !cmd.Flags().Changed("stream")
 		if err := pub.checkTombstone(payload, opts.stdin); err != nil {
+			return err
+		}
+		if err := pub.checks.check(pub, payload); err != nil {
 			return err
 		}
 		return runPub(cmd.Context(), opts, pub, payload)
@@ -127,6 +160,9 @@ func runPub(ctx context.Context, opts *globalOptions, pub *pubOptions, payload *
 	if err != nil {
 		return err
 	}
+	if err := pub.checks.apply(&template); err != nil {
+		return err
+	}
 	destination, err := pub.destination()
 	if err != nil {
 		return err
@@ -140,13 +176,19 @@ func runPub(ctx context.Context, opts *globalOptions, pub *pubOptions, payload *
 		return err
 	}
 	defer c.Close()
-	producer := c.NewProducerTo(destination, client.ProducerOptions{Window: pub.window, Compression: compression})
 	stream := pub.stream
 	if pub.routed {
 		stream = routedStream(ctx, c, pub.subject)
 	}
+	switch {
+	case pub.checks.atomic:
+		return publishAtomic(ctx, opts, c, destination, template, stream, c.ServerInfo().LargestPayload())
+	case pub.checks.noAck:
+		return publishNoAck(ctx, opts, c, destination, template, payload, c.ServerInfo().LargestPayload())
+	}
+	producer := c.NewProducerTo(destination, client.ProducerOptions{Window: pub.window, Compression: compression})
 	printed := make(chan error, 1)
-	go func() { printed <- printOffsets(opts.stdout, producer.Results(), opts.json, stream) }()
+	go func() { printed <- printOffsets(opts.stdout, opts.stderr, producer.Results(), opts.json, stream) }()
 	var sendErr error
 	if pub.tombstone {
 		template.Tombstone = true
@@ -282,7 +324,7 @@ const publishedSchema = "ironbus.cli.published.v1"
 // record ends publishing with its error.
 // stream is the stream they go to, "" when it is not known (a routed
 // record whose binding could not be read).
-func printOffsets(w io.Writer, results <-chan client.Result, asJSON bool, stream string) error {
+func printOffsets(w, stderr io.Writer, results <-chan client.Result, asJSON bool, stream string) error {
 	out := bufio.NewWriter(w)
 	defer out.Flush()
 	var failure error
@@ -294,13 +336,7 @@ func printOffsets(w io.Writer, results <-chan client.Result, asJSON bool, stream
 			continue
 		}
 		if failure == nil {
-			if asJSON {
-				// Formatted by hand: a line per acknowledgement is the hot
-				// path of a bulk publish, and the shape is fixed.
-				fmt.Fprintf(out, "{\"schema\":%q,\"stream\":%q,\"partition\":%d,\"offset\":%d}\n", publishedSchema, stream, result.Ack.Partition, result.Ack.Offset)
-			} else {
-				fmt.Fprintln(out, result.Ack.Offset)
-			}
+			printAck(out, stderr, result.Ack, asJSON, stream)
 			if len(results) == 0 {
 				_ = out.Flush()
 			}
@@ -311,6 +347,9 @@ func printOffsets(w io.Writer, results <-chan client.Result, asJSON bool, stream
 
 // refusedError classifies the failure of one record (brokerError).
 func refusedError(sequence uint64, err error, stream string) error {
+	if refused := expectationRefused(err); refused != nil {
+		return refused
+	}
 	return brokerError(fmt.Errorf("record %d was not stored: %w", sequence+1, err), stream)
 }
 
@@ -349,7 +388,7 @@ func publishLines(ctx context.Context, addr, stream string, lines []string, wind
 	defer c.Close()
 	producer := c.NewProducer(stream, client.ProducerOptions{Window: window})
 	done := make(chan error, 1)
-	go func() { done <- printOffsets(io.Discard, producer.Results(), false, stream) }()
+	go func() { done <- printOffsets(io.Discard, io.Discard, producer.Results(), false, stream) }()
 	for _, line := range lines {
 		if err := producer.Send(ctx, client.Record{Payload: []byte(line)}); err != nil {
 			break

@@ -143,7 +143,7 @@ the latest record of each key (records without a key all stay), and a
 tombstone (pub --key K --tombstone) stays for --delete-retention (default
 24h) before it goes too. Offsets never change. Records a consumer group has
 not committed are kept unless --compact-past-groups. See
-docs/PRODUCERS-compaction.md.
+docs/PRODUCERS.md (Key compaction).
 
 Creating a stream that exists with the same settings is not an error (a
 script may run it every time); other settings are refused (exit 3).`,

@@ -47,7 +47,7 @@ each tombstone until its delete retention passed), drop the records a later
 record of their key superseded. Offsets never change; consumers see the
 removed ones as compacted gaps. Records a consumer group has not committed
 are kept (unless the stream was created with --compact-past-groups). The
-broker also compacts in the background; see docs/PRODUCERS-compaction.md.
+broker also compacts in the background; see docs/PRODUCERS.md (Key compaction).
 
 Prints the records kept and removed and the bytes of the sealed segments
 before and after. A stream that is not compacted exits 3.`,

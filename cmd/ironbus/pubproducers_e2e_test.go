@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestPubProducerFlags runs the real binary: a message id inside the
@@ -49,9 +50,17 @@ func TestPubProducerFlags(t *testing.T) {
 	if silent.stdout != "" || !strings.Contains(silent.stderr, "sent 3 records") {
 		t.Fatalf("--no-ack printed %q / %q", silent.stdout, silent.stderr)
 	}
-	info := streamsOf(t, runCLI(t, append([]string{"stream", "info", "metrics", "--json"}, addr...)...))
-	if records := info.Streams[0].Records; records != 3 {
-		t.Fatalf("the no-ack records: %d stored, want 3", records)
+	// No answer means no wait for the sync either: the records become
+	// durable shortly after pub exits.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		info := streamsOf(t, runCLI(t, append([]string{"stream", "info", "metrics", "--json"}, addr...)...))
+		records := info.Streams[0].Records
+		if records == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the no-ack records: %d stored, want 3", records)
+		}
 	}
 	expectCode(t, pub("--stream", "metrics", "--no-ack", "--atomic"), exitUsage)
 }

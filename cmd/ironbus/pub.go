@@ -108,6 +108,26 @@ counts them). See docs/PRODUCERS.md.`,
   ironbus pub --stream metrics --no-ack < readings.txt`,
 		Args: cobra.MaximumNArgs(1),
 	}
+	pub.addFlags(cmd, opts)
+	cmd.RunE = classified(func() error {
+		var payload *string
+		if len(cmd.Flags().Args()) == 1 {
+			payload = &cmd.Flags().Args()[0]
+		}
+		pub.routed = pub.subject != "" && !cmd.Flags().Changed("stream")
+		if err := pub.checkTombstone(payload, opts.stdin); err != nil {
+			return err
+		}
+		if err := pub.checks.check(pub, payload); err != nil {
+			return err
+		}
+		return runPub(cmd.Context(), opts, pub, payload)
+	})
+	return cmd
+}
+
+// addFlags registers pub's flags.
+func (pub *pubOptions) addFlags(cmd *cobra.Command, opts *globalOptions) {
 	flags := cmd.Flags()
 	addAddrFlag(cmd, &pub.addr)
 	flags.StringVar(&pub.stream, "stream", segment.DefaultStream, "stream to publish to")
@@ -124,21 +144,6 @@ counts them). See docs/PRODUCERS.md.`,
 	flags.BoolVar(&pub.checks.atomic, "atomic", false, "publish every line of standard input as one atomic batch: all stored, or none")
 	flags.BoolVar(&pub.checks.noAck, "no-ack", false, "fire and forget: send without waiting for acknowledgements (the broker may drop records under overload, counted)")
 	flags.BoolVar(&opts.json, "json", false, `print one JSON object per record ({"schema":"`+publishedSchema+`","stream":S,"partition":P,"offset":N}) instead of bare offsets`)
-	cmd.RunE = classified(func() error {
-		var payload *string
-		if len(cmd.Flags().Args()) == 1 {
-			payload = &cmd.Flags().Args()[0]
-		}
-		pub.routed = pub.subject != "" && !cmd.Flags().Changed("stream")
-		if err := pub.checkTombstone(payload, opts.stdin); err != nil {
-			return err
-		}
-		if err := pub.checks.check(pub, payload); err != nil {
-			return err
-		}
-		return runPub(cmd.Context(), opts, pub, payload)
-	})
-	return cmd
 }
 
 // addAddrFlag adds --addr with its IRONBUS_ADDR default.

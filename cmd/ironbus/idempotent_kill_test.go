@@ -336,7 +336,7 @@ func countStored(stored [][]storedRecord) int {
 
 // checkIdempotentLog is the oracle; it returns how many Sends were
 // acknowledged, how many of those as duplicates, and how many failed.
-func checkIdempotentLog(t *testing.T, writers []*idempotentWriter, stored [][]storedRecord, purgedBelow []uint64) (acked, duplicates, failed int) {
+func checkIdempotentLog(t testing.TB, writers []*idempotentWriter, stored [][]storedRecord, purgedBelow []uint64) (acked, duplicates, failed int) {
 	t.Helper()
 	type place struct {
 		partition uint32
@@ -415,4 +415,56 @@ func parseIdempotentPayload(payload string) (writer, n int, ok bool) {
 		return 0, 0, false
 	}
 	return writer, n, true
+}
+
+// oracleRecorder counts the failures checkIdempotentLog reports instead
+// of failing the test.
+type oracleRecorder struct {
+	testing.TB
+	failures []string
+}
+
+func (r *oracleRecorder) Helper() {}
+
+func (r *oracleRecorder) Errorf(format string, args ...any) {
+	r.failures = append(r.failures, fmt.Sprintf(format, args...))
+}
+
+func (r *oracleRecorder) Logf(string, ...any) {}
+
+// TestIdempotentOracleCatchesEachViolation feeds the harness's oracle
+// logs that break one property each: it must report every one.
+func TestIdempotentOracleCatchesEachViolation(t *testing.T) {
+	ack := func(offset uint64, duplicate bool) client.Result {
+		return client.Result{Ack: client.Ack{Partition: 0, Offset: offset, Duplicate: duplicate}}
+	}
+	writer := func(results ...client.Result) []*idempotentWriter {
+		return []*idempotentWriter{{index: 0, sent: len(results), results: results}}
+	}
+	log := func(records ...storedRecord) [][]storedRecord { return [][]storedRecord{records, nil} }
+	none := []uint64{0, 0}
+	cases := []struct {
+		name    string
+		writers []*idempotentWriter
+		stored  [][]storedRecord
+	}{
+		{"stored twice", writer(ack(0, false), ack(1, false)), log(storedRecord{0, "p0-0"}, storedRecord{1, "p0-1"}, storedRecord{2, "p0-1"})},
+		{"acknowledged, missing", writer(ack(0, false), ack(1, false)), log(storedRecord{0, "p0-0"})},
+		{"out of send order", writer(ack(1, false), ack(0, false)), log(storedRecord{0, "p0-1"}, storedRecord{1, "p0-0"})},
+		{"never sent", writer(ack(0, false)), log(storedRecord{0, "p0-0"}, storedRecord{1, "p0-7"})},
+		{"duplicate pointing elsewhere", writer(ack(0, false), ack(0, true)), log(storedRecord{0, "p0-0"}, storedRecord{1, "p0-1"})},
+		{"failed Send", writer(ack(0, false), client.Result{Err: client.ErrConnectionLost}), log(storedRecord{0, "p0-0"})},
+	}
+	for _, c := range cases {
+		recorder := &oracleRecorder{TB: t}
+		checkIdempotentLog(recorder, c.writers, c.stored, none)
+		if len(recorder.failures) == 0 {
+			t.Errorf("%s: the oracle reported nothing", c.name)
+		}
+	}
+	valid := &oracleRecorder{TB: t}
+	checkIdempotentLog(valid, writer(ack(0, false), ack(1, true)), log(storedRecord{0, "p0-0"}, storedRecord{1, "p0-1"}), none)
+	if len(valid.failures) > 0 {
+		t.Errorf("a valid log was reported: %v", valid.failures)
+	}
 }

@@ -206,7 +206,7 @@ func readCASChain(t *testing.T, ctx context.Context, c *client.Client, stream st
 
 // checkCAS checks the properties of the package comment; false when one
 // fails.
-func checkCAS(t *testing.T, attempts []casAttempt, chain []casLink) bool {
+func checkCAS(t testing.TB, attempts []casAttempt, chain []casLink) bool {
 	t.Helper()
 	ok := true
 	fail := func(format string, args ...any) {
@@ -262,4 +262,44 @@ func checkCAS(t *testing.T, attempts []casAttempt, chain []casLink) bool {
 		}
 	}
 	return ok
+}
+
+// casRecorder collects what checkCAS reports instead of failing the test.
+type casRecorder struct {
+	testing.TB
+	failures int
+}
+
+func (r *casRecorder) Helper()               {}
+func (r *casRecorder) Logf(string, ...any)   {}
+func (r *casRecorder) Errorf(string, ...any) { r.failures++ }
+
+// TestConditionalOracleCatchesEachViolation feeds checkCAS races that
+// break one property each.
+func TestConditionalOracleCatchesEachViolation(t *testing.T) {
+	chain := []casLink{{offset: 0, expected: casNone}, {offset: 1, expected: 0}, {offset: 2, expected: 1}}
+	wins := []casAttempt{{won: true, expected: casNone, offset: 0}, {won: true, expected: 0, offset: 1}, {won: true, expected: 1, offset: 2}}
+	cases := []struct {
+		name     string
+		attempts []casAttempt
+		chain    []casLink
+	}{
+		{"two winners on one value", append(wins[:3:3], casAttempt{won: true, expected: 1, offset: 3}),
+			append(chain[:3:3], casLink{offset: 3, expected: 1})},
+		{"a broken link", wins, []casLink{chain[0], chain[1], {offset: 2, expected: 0}}},
+		{"a loser told of no record", append(wins[:3:3], casAttempt{expected: 0, actual: casNone}), chain},
+		{"a loser told of a record not in the chain", append(wins[:3:3], casAttempt{expected: 0, actual: 9}), chain},
+		{"a loser told of an earlier record", append(wins[:3:3], casAttempt{expected: 1, actual: 0}), chain},
+		{"a win the chain lacks", wins[:2], chain},
+	}
+	for _, c := range cases {
+		recorder := &casRecorder{TB: t}
+		if checkCAS(recorder, c.attempts, c.chain) || recorder.failures == 0 {
+			t.Errorf("%s: checkCAS reported nothing", c.name)
+		}
+	}
+	valid := &casRecorder{TB: t}
+	if !checkCAS(valid, append(wins[:3:3], casAttempt{expected: 0, actual: 2}), chain) {
+		t.Errorf("a valid race was reported (%d failures)", valid.failures)
+	}
 }

@@ -5,6 +5,8 @@ GO        ?= go
 FUZZTIME  ?= 30s
 BENCH_DIR ?= /var/tmp
 SOAK_SEEDS ?= 5000
+SOAK_IDEMPOTENT_CYCLES ?= 200
+SOAK_CAS_ROUNDS ?= 200
 
 .PHONY: all build test backends rig lint unit fuzz-smoke fuzz fuzz-soak soak bench bench-consume testdata clean docs size boundaries
 
@@ -118,10 +120,13 @@ fuzz-soak:
 	done; rm -f $$log; \
 	! grep -q FINDING bench-results/fuzz-soak.txt
 
-# soak: many more seeded power cuts and crash sweeps than `make test`.
+# soak: many more seeded power cuts and crash sweeps than `make test`, then
+# many more kills under idempotent producers and conditional-append races.
 soak:
 	IRONBUS_POWERCUT_SEEDS=$(SOAK_SEEDS) $(GO) test -count=1 -timeout 2h \
 	  -run 'TestPowerCutSeeded|TestCrash' ./segment/
+	IRONBUS_IDEMPOTENT_CYCLES=$(SOAK_IDEMPOTENT_CYCLES) IRONBUS_CAS_ROUNDS=$(SOAK_CAS_ROUNDS) \
+	  $(GO) test -count=1 -timeout 1h -run 'TestIdempotentProducersKill9|TestConditional.*UnderConcurrentWriters' ./cmd/ironbus/ ./client/
 
 # bench: durable appends through the committer, then the broker over
 # loopback, each against the raw device in the same run (see

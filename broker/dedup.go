@@ -17,7 +17,9 @@ import (
 // dedup window is on keeps one in dedup/ beside its segments. It opens
 // with the stream, replays the log tail its files do not cover, and
 // closes with the stream or the broker. A purge deletes segments only, so
-// the window, and every id in it, outlives it.
+// the window, and every id in it, outlives it: the purge seals the ids
+// the window holds in RAM first, since a crash after it finds no tail to
+// replay them from.
 
 // dedupDirName is the window's directory in a log directory.
 const dedupDirName = "dedup"
@@ -125,6 +127,16 @@ func (b *Broker) closeWindows(s *Stream) {
 		if err := w.Close(); err != nil {
 			b.cfg.Logger.Warn("closing a message-id window", "stream", s.settings.Name, "partition", i, "error", err.Error())
 		}
+	}
+}
+
+// sealWindow writes the ids a partition's message-id window holds only
+// in RAM to its files (dedup.Window.Seal), under the append lock.
+func sealWindow(ctx context.Context, p *Partition) {
+	p.checkMu.Lock()
+	defer p.checkMu.Unlock()
+	if p.dedup != nil {
+		p.dedup.Seal(ctx)
 	}
 }
 

@@ -147,6 +147,31 @@ func TestDedupSurvivesPurgeAndRestart(t *testing.T) {
 	expectDuplicate(t, p, "order-7", offsets["order-7"])
 }
 
+// TestDedupSurvivesPurgeAndCrash: a purge deletes the log tail a crash
+// replays the window's RAM ids from, so the ids must be in the window's
+// files before it: after a power cut that keeps nothing unsynced, every
+// id published before the purge is still a duplicate.
+func TestDedupSurvivesPurgeAndCrash(t *testing.T) {
+	mem := vfs.NewMemFS()
+	clocks := newDedupClocks()
+	b := openDedupBroker(t, Config{DataDir: "/data", FS: mem}, clocks)
+	p := partitionOf(t, b, "orders", 0)
+	offsets := map[string]uint64{}
+	for i := range 50 {
+		id := fmt.Sprintf("order-%d", i)
+		offsets[id] = expectStored(t, p, id)
+	}
+	if _, _, err := b.PurgeStream(context.Background(), "orders"); err != nil {
+		t.Fatal(err)
+	}
+	crashed := mem.CrashClone(vfs.CrashOptions{Seed: 1, KeepUnsynced: 0})
+	after := openDedupBroker(t, Config{DataDir: "/data", FS: crashed}, clocks)
+	p = partitionOf(t, after, "orders", 0)
+	for id, offset := range offsets {
+		expectDuplicate(t, p, id, offset)
+	}
+}
+
 // TestDedupRebuildsFromTheLogAfterACrash: a power cut keeps only what was
 // synced; the window's files cover little of it, and the replay of the
 // log tail gives back every id of a durable record: the oracle.

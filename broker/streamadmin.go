@@ -177,6 +177,10 @@ func (b *Broker) PurgeStream(ctx context.Context, name string) (StreamInfo, []Bi
 			// The subject index keeps the purged records' offsets (see
 			// keyindex.go): it covers them before they go.
 			b.flushSubjectIndexOf(&served.partitions[p])
+			// The message-id window outlives the records too, but ids
+			// not yet in its files live only in the log's tail, which a
+			// crash replays: seal them before the tail goes.
+			sealWindow(ctx, &served.partitions[p])
 			_, err = l.DeleteBefore(end)
 		}
 		if err != nil {

@@ -43,8 +43,14 @@ type sequenceState struct {
 }
 
 // maxGapRetries bounds how often one Produce is renumbered after gaps
-// that concurrent callers' refusals caused.
-const maxGapRetries = 8
+// that concurrent callers' refusals caused. Each such gap follows a
+// verdict on another caller's record (a refused conditional append), so
+// the callers as a whole make progress; one record may still be
+// renumbered once per caller ahead of it, round after round, when many
+// conditional writers share the Client and most of them lose. The bound
+// is far above that and stops only a broker that keeps refusing a
+// correctly renumbered record.
+const maxGapRetries = 256
 
 // awaitedStamp decides whether a record to t is sent idempotently and to
 // which partition; it initialises the Client's identity on first use. A

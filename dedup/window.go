@@ -287,6 +287,26 @@ func (w *Window) Replay(id []byte, offset uint64) {
 	w.Insert(id, offset)
 }
 
+// Seal writes the active generation now and waits until it, and any
+// generation still being written, is on disk (each once its records are
+// durable, or ctx ends): every id inserted so far then lives in the
+// files, not in the log's tail a crash would replay. Call it, with the
+// append lock held, before deleting records whose ids the window keeps
+// (a purge).
+func (w *Window) Seal(ctx context.Context) {
+	if w.active != nil && w.active.count > 0 {
+		w.sealActive(ctx)
+	}
+	w.mu.Lock()
+	for w.sealing != nil {
+		done := w.sealed
+		w.mu.Unlock()
+		<-done
+		w.mu.Lock()
+	}
+	w.mu.Unlock()
+}
+
 // takeTable returns an empty table: the spare one the writer gave back,
 // or a new one.
 func (w *Window) takeTable() *table {

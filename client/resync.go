@@ -164,33 +164,54 @@ func (p *Producer) prepare(ctx context.Context) error {
 	if p.prepared.Load() {
 		return nil
 	}
-	c := p.origin
-	on := p.opts.Idempotence == IdempotenceOn && c.producersServed() && !p.target.bySubject
-	var count uint32
-	if on && p.target.partition == AnyPartition {
-		var err error
-		if count, err = c.partitionCount(ctx, p.stream); err != nil {
+	var dial dialState
+	for {
+		on, count, info, err := p.announce(ctx, p.conn.Load())
+		if err != nil && errors.Is(err, ErrConnectionLost) && p.opts.Idempotence == IdempotenceOn && p.opts.ReconnectTimeout > 0 && ctx.Err() == nil {
+			// The connection broke before the producer was announced: it
+			// has nothing in flight, so a new connection simply starts it.
+			fresh, dialErr := p.redial(&dial)
+			if dialErr != nil {
+				return dialErr
+			}
+			if old := p.conn.Swap(fresh); old != p.origin {
+				old.Close()
+			}
+			continue
+		}
+		if err != nil {
 			return err
+		}
+		p.mu.Lock()
+		if on {
+			p.idem.partitions = count
+			p.applyIdentityLocked(info)
+		}
+		p.idem.on.Store(on)
+		p.mu.Unlock()
+		p.prepared.Store(true)
+		return nil
+	}
+}
+
+// announce decides whether the producer is idempotent on c and, if so,
+// learns the stream's partition count (for a keyed destination) and sends
+// ProducerInit.
+func (p *Producer) announce(ctx context.Context, c *Client) (on bool, count uint32, info *wire.ProducerInfo, err error) {
+	on = p.opts.Idempotence == IdempotenceOn && c.producersServed() && !p.target.bySubject
+	if on && p.target.partition == AnyPartition {
+		if count, err = c.partitionCount(ctx, p.stream); err != nil {
+			return false, 0, nil, err
 		}
 		on = count > 0
 	}
-	var info *wire.ProducerInfo
 	if on {
-		var err error
 		info, err = c.producerInit(ctx, p.opts.Name)
 		if on = !notServed(err); on && err != nil {
-			return err
+			return false, 0, nil, err
 		}
 	}
-	p.mu.Lock()
-	if on {
-		p.idem.partitions = count
-		p.applyIdentityLocked(info)
-	}
-	p.idem.on.Store(on)
-	p.mu.Unlock()
-	p.prepared.Store(true)
-	return nil
+	return on, count, info, nil
 }
 
 // applyIdentityLocked takes a ProducerInfo and reports whether the id

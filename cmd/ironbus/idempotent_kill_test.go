@@ -215,13 +215,6 @@ func (w *idempotentWriter) incarnation(ctx context.Context, t *testing.T) bool {
 		w.mu.Unlock()
 		err := producer.Send(ctx, client.Record{Payload: []byte(fmt.Sprintf("p%d-%d", w.index, n))})
 		if err != nil {
-			if sends == 0 && errors.Is(err, client.ErrConnectionLost) {
-				// The first Send announces the producer on the Client's
-				// own connection and does not redial when that breaks:
-				// the record was not sent, and the process starts over,
-				// as a restarting one does.
-				break
-			}
 			if ctx.Err() == nil {
 				t.Errorf("producer %s: Send %d: %v", w.name(), n, err)
 				healthy = false

@@ -111,8 +111,11 @@ type ProducerPosition struct {
 
 // ProducerStats sums the producer tables of every partition.
 type ProducerStats struct {
-	Names  int // in the registry
-	States int // producer states held, over all partitions
+	Names int // in the registry
+	// NamesEvicted counts names dropped from the full registry to make
+	// room for new ones (their ids are refused as unknown from then on).
+	NamesEvicted uint64
+	States       int // producer states held, over all partitions
 	// Evicted and Expired count states dropped (a full table, idle
 	// expiry); ExpiredAnswers, appends answered ErrExpired. Since open.
 	Evicted, Expired, ExpiredAnswers uint64
@@ -440,8 +443,6 @@ func (b *Broker) InitProducer(name string) (producer.Identity, []ProducerPositio
 	switch {
 	case errors.Is(err, producer.ErrInvalidName):
 		return producer.Identity{}, nil, withKind(ErrInvalidName, err)
-	case errors.Is(err, producer.ErrRegistryFull):
-		return producer.Identity{}, nil, withKind(ErrBusy, err)
 	case errors.Is(err, producer.ErrEpochsExhausted):
 		return producer.Identity{}, nil, withKind(ErrInvalidArgument, err)
 	case err != nil:
@@ -503,6 +504,7 @@ func (b *Broker) ProducerStats() ProducerStats {
 		return stats
 	}
 	stats.Names = b.producers.registry.Names()
+	stats.NamesEvicted = b.producers.registry.Evicted()
 	for _, s := range b.streamList() {
 		for i := range s.partitions {
 			if table := s.partitions[i].producers; table != nil {

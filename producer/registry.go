@@ -46,9 +46,6 @@ const MaxNameBytes = 512
 // it zero.
 const DefaultMaxNames = 1024
 
-// ErrRegistryFull refuses a new name once the registry holds MaxNames.
-var ErrRegistryFull = errors.New("producer: registry full")
-
 // ErrRegistryFormat reports a registry file this binary cannot read: a
 // foreign file, or a newer format version.
 var ErrRegistryFormat = errors.New("producer: registry file format")
@@ -60,10 +57,10 @@ var ErrEpochsExhausted = errors.New("producer: epochs exhausted")
 // RegistryOptions bound a Registry.
 type RegistryOptions struct {
 	// MaxNames caps the names the registry holds (DefaultMaxNames when
-	// zero). Names are kept for the life of the data directory, so the
-	// cap bounds both the registry's memory (at most about 720 B per name,
-	// with a full-length name) and its file (at most twice the live
-	// entries).
+	// zero): a new name beyond it evicts the name initialised longest ago
+	// (never the holder of the newest id). The cap bounds both the
+	// registry's memory (at most about 720 B per name, with a full-length
+	// name) and its file (at most twice the live entries).
 	MaxNames int
 }
 
@@ -83,6 +80,7 @@ type Registry struct {
 	lastID  uint64
 	last    uint64 // generation of the latest Init
 	entries int    // entries in the file, live and dead
+	evicted uint64 // names dropped to make room for new ones
 	failed  error  // a write or sync failed: no more Inits (sticky)
 	closed  bool
 }
@@ -203,16 +201,22 @@ func (r *Registry) follows(entry registration) bool {
 	if known, ok := r.names[entry.name]; ok {
 		return known.id == entry.id && entry.epoch > known.epoch
 	}
-	// The cap is not checked here: it refuses new names, never drops
-	// names a larger cap let in (their ids would be issued again).
+	// A new name never takes an id issued before: ids only rise, also
+	// past names evicted since.
 	_, taken := r.ids[entry.id]
 	return !taken
 }
 
+// apply adds an entry. A new name beyond the cap first evicts the name
+// initialised longest ago, the same way when the file is read back as
+// when Init ran, so the two always agree.
 func (r *Registry) apply(entry registration) {
 	if known, ok := r.names[entry.name]; ok {
 		known.epoch, known.generation = entry.epoch, entry.generation
 	} else {
+		if len(r.names) >= r.max {
+			r.evictOldest()
+		}
 		reg := entry
 		r.names[reg.name] = &reg
 		r.ids[reg.id] = &reg
@@ -250,7 +254,7 @@ func validateName(name []byte) error {
 
 // Init returns the id of name and a new epoch, on disk before it returns.
 // A name seen for the first time gets the next id. ErrInvalidName,
-// ErrRegistryFull, ErrEpochsExhausted, or the storage error that made the
+// ErrEpochsExhausted, or the storage error that made the
 // registry refuse every later Init (a failed sync is never retried).
 func (r *Registry) Init(name string) (Identity, error) {
 	if err := validateName([]byte(name)); err != nil {
@@ -277,9 +281,6 @@ func (r *Registry) Init(name string) (Identity, error) {
 		}
 		entry.id, entry.epoch = known.id, known.epoch+1
 	} else {
-		if len(r.names) >= r.max {
-			return Identity{}, fmt.Errorf("%w: %d names (the registry's cap); producer %q was not registered", ErrRegistryFull, r.max, name)
-		}
 		entry.id, entry.epoch = r.lastID+1, 1
 	}
 	image := appendEntry(nil, entry)
@@ -303,6 +304,38 @@ func (r *Registry) Init(name string) (Identity, error) {
 		}
 	}
 	return identity, nil
+}
+
+// evictOldest drops the name whose latest Init is the oldest (but not
+// the newest id's): its id is
+// forgotten (Epoch answers false, so its records are refused as an
+// unknown producer, a typed error, never taken for another producer's),
+// and it is never issued again. REQUIRES: r.mu held.
+func (r *Registry) evictOldest() {
+	var oldest *registration
+	for _, reg := range r.names {
+		// The holder of the highest id stays: a rewrite keeps only live
+		// names, and the next id is one past the highest it lists.
+		if reg.id == r.lastID {
+			continue
+		}
+		if oldest == nil || reg.generation < oldest.generation {
+			oldest = reg
+		}
+	}
+	if oldest != nil {
+		delete(r.names, oldest.name)
+		delete(r.ids, oldest.id)
+		r.evicted++
+	}
+}
+
+// Evicted returns how many names were dropped to make room for new ones
+// since the registry opened (or was read back).
+func (r *Registry) Evicted() uint64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.evicted
 }
 
 // compactionDue reports whether dead entries (superseded Inits) exceed

@@ -71,15 +71,36 @@ func TestRegistryRefusals(t *testing.T) {
 		}
 	}
 	// Names are opaque: an account, a NUL and a client's bytes.
-	if _, err := r.Init("account\x00\xffname"); err != nil {
+	first, err := r.Init("account\x00\xffname")
+	if err != nil {
 		t.Fatal(err)
 	}
 	_, _ = r.Init("b")
-	if _, err := r.Init("c"); !errors.Is(err, ErrRegistryFull) {
-		t.Fatalf("third name: %v", err)
+	// A third name at the cap evicts the name initialised longest ago:
+	// its id is forgotten (its records are refused as unknown), never
+	// issued again.
+	third, err := r.Init("c")
+	if err != nil || third.ID != 3 {
+		t.Fatalf("third name: %+v %v", third, err)
+	}
+	if _, known := r.Epoch(first.ID); known || r.Evicted() != 1 || r.Names() != 2 {
+		t.Fatalf("after the eviction: id %d known %v, %d evicted, %d names", first.ID, known, r.Evicted(), r.Names())
 	}
 	if _, err := r.Init("b"); err != nil {
 		t.Fatalf("a known name at the cap: %v", err)
+	}
+	// The newest id is never the one evicted (a rewrite lists only live
+	// names, and the next id follows the highest listed); the file read
+	// back evicts the same way.
+	again, err := r.Init("account\x00\xffname")
+	if err != nil || again.ID != 4 {
+		t.Fatalf("an evicted name comes back with a new id: %+v %v", again, err)
+	}
+	if _, known := r.Epoch(2); known {
+		t.Fatalf("b (initialised longest ago but for c, whose id is the newest) should have gone")
+	}
+	if _, known := r.Epoch(third.ID); !known {
+		t.Fatalf("c holds the newest id and stays")
 	}
 }
 

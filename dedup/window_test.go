@@ -223,7 +223,7 @@ func TestConcurrentAppendersAndReaders(t *testing.T) {
 	w := h.open()
 	var lock sync.Mutex
 	var next uint64
-	var last [4]uint64 // each appender's last offset
+	var lastID []byte // the id inserted last, by whichever appender
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Add(1)
@@ -238,7 +238,7 @@ func TestConcurrentAppendersAndReaders(t *testing.T) {
 					return
 				}
 				w.Insert(id, next)
-				last[g] = next
+				lastID = id
 				next++
 				if i%100 == 0 {
 					w.Maintain()
@@ -258,7 +258,10 @@ func TestConcurrentAppendersAndReaders(t *testing.T) {
 	}()
 	wg.Wait()
 	<-done
-	expectFound(t, w, []byte("g3-999"), last[3])
+	// Only the newest ids are sure to be remembered: past the cap the
+	// oldest generations go, and which appender finished last (and so
+	// owns the newest offsets) is up to the scheduler.
+	expectFound(t, w, lastID, next-1)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}

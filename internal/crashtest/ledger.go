@@ -110,7 +110,13 @@ func Produce(ctx context.Context, t testing.TB, addr string, l *Ledger, prefix s
 		return
 	}
 	defer c.Close()
-	producer := c.NewProducer(Stream, client.ProducerOptions{Window: producerWindow})
+	// The harness kills the broker under its producers and restarts it
+	// only once they have stopped: a producer that kept reconnecting (the
+	// SDK's default) would hold every cycle for its reconnect timeout.
+	// Each producer is one broker lifetime here (its records stamped and
+	// checked all the same); the idempotent kill -9 harness tests
+	// producers that live across kills.
+	producer := c.NewProducer(Stream, client.ProducerOptions{Window: producerWindow, ReconnectTimeout: -1})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/ironbus/ironbus/producer"
 	"github.com/ironbus/ironbus/segment"
@@ -367,11 +368,19 @@ func (r *CheckedRun) lastStored(match func(*Check) bool) int {
 
 // remember records the stored records' offsets in the partition's state.
 // REQUIRES: p.checkMu held.
+// The run is staged in one instant, so one clock read serves all its
+// records: read per record, the clock costs more than the table's own
+// bookkeeping.
 func (p *Partition) remember(run *CheckedRun, first uint64) {
+	var now time.Duration
+	clocked := false
 	for k, i := range run.storedAt {
 		c, offset := &run.Checks[i], first+uint64(k)
 		if c.Producer && p.producers != nil {
-			p.producers.Record(c.ProducerID, c.Sequence, offset)
+			if !clocked {
+				now, clocked = p.broker.clock.Now(), true
+			}
+			p.producers.RecordAt(c.ProducerID, c.Sequence, offset, now)
 		}
 		if c.MessageID != nil && p.dedup != nil {
 			p.dedup.Insert(c.MessageID, offset)

@@ -191,8 +191,11 @@ func (s *state) find(seq uint64) (uint64, bool) {
 // sequence other than the next one expected can only be stored by a
 // fresh start (Check accepted a producer whose state was dropped), so it
 // starts the producer's state over there, as the live table did.
-func (t *Table) Record(id, seq, offset uint64) {
-	now := t.opts.Clock()
+func (t *Table) Record(id, seq, offset uint64) { t.RecordAt(id, seq, offset, t.opts.Clock()) }
+
+// RecordAt is Record at broker time now, for a caller that stores many
+// records in one instant and reads the clock once for all of them.
+func (t *Table) RecordAt(id, seq, offset uint64, now time.Duration) {
 	t.expireIdle(now)
 	t.through = max(t.through, offset+1)
 	s := t.states[id]

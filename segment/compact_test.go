@@ -388,6 +388,7 @@ func BenchmarkCompact(b *testing.B) {
 		}
 		b.StopTimer()
 		_ = d.Close()
+		b.StartTimer() // b.Loop must be called with the timer running
 	}
 }
 

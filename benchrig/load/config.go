@@ -70,6 +70,12 @@ type Config struct {
 	Stream   string
 	Subjects Subjects
 	Payloads Payloads
+	// Idempotence is what every producer does (client.ProducerOptions);
+	// the zero value, on, is the SDK's default.
+	Idempotence client.Idempotence
+	// MessageIDs gives every record a message id of its own, unique in
+	// the run, so the stream's dedup window checks and remembers each.
+	MessageIDs bool
 	// Connect holds the TLS and credentials of every connection.
 	Connect client.Options
 

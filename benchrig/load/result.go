@@ -5,6 +5,7 @@ import (
 
 	"github.com/ironbus/ironbus/benchrig/brokerproc"
 	"github.com/ironbus/ironbus/benchrig/floor"
+	"github.com/ironbus/ironbus/client"
 )
 
 // Schema names Result's JSON object; a field is never renamed or
@@ -27,6 +28,8 @@ type Result struct {
 	Compression     string  `json:"compression"`
 	PayloadFile     string  `json:"payload_file,omitempty"`
 	ConsumeTier     string  `json:"consume_tier,omitempty"`
+	Idempotence     string  `json:"idempotence"` // "on" or "off": what the producers asked for
+	MessageIDs      bool    `json:"msg_id"`      // every record carried a unique message id
 	Records         uint64  `json:"records"`
 	Seconds         float64 `json:"seconds"`
 	MsgsPerSec      float64 `json:"msgs_per_sec"`
@@ -93,6 +96,10 @@ func (r *Result) describe(config *Config) {
 		r.Consumers, r.ConsumeTier = config.Consumers, string(config.Tier)
 	}
 	r.Subjects, r.FilterSparse = config.Subjects.Count, config.Subjects.Sparse
+	r.Idempotence, r.MessageIDs = "on", config.MessageIDs
+	if config.Idempotence == client.IdempotenceOff {
+		r.Idempotence = "off"
+	}
 	r.Filter = config.Subjects.ConsumerFilter()
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,6 +78,7 @@ func publish(ctx context.Context, config *Config, addr string, result *Result) e
 				share.count++
 			}
 		}
+		share.index = i
 		wait.Go(func() {
 			n, err := runProducer(ctx, config, addr, share, histograms[i])
 			records.Add(n)
@@ -102,6 +104,28 @@ type producerShape struct {
 	began, deadline time.Time
 	count           int           // 0: until deadline
 	interval        time.Duration // open loop: one record due every interval; 0: closed loop
+	index           int           // which producer: part of its message ids
+}
+
+// messageIDs makes a producer's message ids: the run's start, the
+// producer and the sequence, so no two records of a run share one and a
+// run against a live broker does not collide with an earlier run inside
+// the dedup window.
+type messageIDs struct {
+	prefix []byte
+	buffer []byte
+}
+
+func newMessageIDs(shape producerShape) *messageIDs {
+	prefix := strconv.AppendInt([]byte("bench-"), shape.began.UnixNano(), 36)
+	prefix = append(prefix, '-')
+	prefix = strconv.AppendInt(prefix, int64(shape.index), 10)
+	return &messageIDs{prefix: append(prefix, '-')}
+}
+
+func (m *messageIDs) next(sequence int) string {
+	m.buffer = strconv.AppendInt(append(m.buffer[:0], m.prefix...), int64(sequence), 10)
+	return string(m.buffer)
 }
 
 // runProducer publishes one connection's share, recording each ack's
@@ -113,7 +137,11 @@ func runProducer(ctx context.Context, config *Config, addr string, shape produce
 	}
 	defer c.Close()
 	producer := c.NewProducerTo(config.Subjects.destination(config.Stream),
-		client.ProducerOptions{Window: config.Window, Compression: config.Payloads.Compression})
+		client.ProducerOptions{Window: config.Window, Compression: config.Payloads.Compression, Idempotence: config.Idempotence})
+	var ids *messageIDs
+	if config.MessageIDs {
+		ids = newMessageIDs(shape)
+	}
 	subjects := config.Subjects.list()
 	// When each sequence was due, by sequence: a sequence's result is read
 	// at most two windows after it was sent (one in flight, one in the
@@ -155,6 +183,9 @@ func runProducer(ctx context.Context, config *Config, addr string, shape produce
 		position = config.Payloads.fill(payload, position)
 		binary.LittleEndian.PutUint64(payload, uint64(at.UnixNano()))
 		record := client.Record{Payload: payload}
+		if ids != nil {
+			record.MessageID = ids.next(sequence)
+		}
 		if subjects != nil {
 			// Sequences are per producer: every producer spreads its share
 			// over all the subjects.

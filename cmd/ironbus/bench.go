@@ -48,6 +48,8 @@ type benchOptions struct {
 	subjects     int
 	filter       string
 	filterSparse int
+	idempotence  string
+	messageIDs   bool
 }
 
 func newBenchCmd(opts *globalOptions) *cobra.Command {
@@ -92,6 +94,8 @@ func newBenchCmd(opts *globalOptions) *cobra.Command {
 	flags.IntVar(&bench.subjects, "subjects", 0, "publish over this many distinct subjects, routed by subject through a binding bench makes ("+load.BindingPattern+" → the stream)")
 	flags.StringVar(&bench.filter, "filter", "", "subscribe: consumers read through this subject filter (the subjects are "+load.SubjectPrefix+"0 …)")
 	flags.IntVar(&bench.filterSparse, "filter-sparse", 0, "subscribe: publish 1 record in K with subject "+load.SparseMatch+" (the rest "+load.SparseOther+") and filter for it")
+	flags.StringVar(&bench.idempotence, "idempotence", "on", "producers stamp records with a producer id and sequence (on, the SDK's default) or not (off)")
+	flags.BoolVar(&bench.messageIDs, "msg-id", false, "give every record a unique message id, checked against the stream's dedup window")
 	cmd.RunE = classified(func() error {
 		plan, err := bench.plan(cmd.Flags().Changed)
 		if err != nil {
@@ -122,7 +126,11 @@ func (bench *benchOptions) plan(changed func(string) bool) (*benchPlan, error) {
 		PayloadBytes: bench.payloadBytes, Count: bench.count, Rate: bench.rate, Tier: load.Tier(bench.consumeTier),
 		Stream: bench.stream, Subjects: load.Subjects{Count: bench.subjects, Filter: bench.filter, Sparse: bench.filterSparse},
 		Broker: "started", BrokerProfile: bench.profile, Durability: bench.durability, CommitLinger: bench.commitLinger,
+		MessageIDs: bench.messageIDs,
 	}}
+	if bench.idempotence == "off" {
+		plan.load.Idempotence = client.IdempotenceOff
+	}
 	if bench.addr != "" {
 		plan.load.Broker = "live"
 	}
@@ -167,6 +175,8 @@ func (bench *benchOptions) check(changed func(string) bool) error {
 		return exitErrorf(exitUsage, "--duration and --count exclude each other: give one")
 	case bench.count < 0 || bench.rate < 0:
 		return exitErrorf(exitUsage, "--count and --rate must not be negative")
+	case bench.idempotence != "on" && bench.idempotence != "off":
+		return exitErrorf(exitUsage, "--idempotence %q: want on or off", bench.idempotence)
 	case bench.consumeTier != "work" && bench.consumeTier != "streaming":
 		return exitErrorf(exitUsage, "--consume-tier %q: want work or streaming", bench.consumeTier)
 	case bench.addr != "" && !bench.live:
@@ -326,6 +336,7 @@ func printBenchResult(opts *globalOptions, plan *benchPlan, r *load.Result) {
 	fmt.Fprintf(out, "%s: %d producers × window %d, %d B payloads, durability %s, broker %s\n",
 		r.Mode, r.Producers, r.PubWindow, r.PayloadBytes, r.Durability, broker)
 	fmt.Fprintf(out, "  payloads    %s\n", plan.load.Payloads.Describe())
+	fmt.Fprintf(out, "  producers   idempotence %s, %s\n", r.Idempotence, describeMessageIDs(r.MessageIDs))
 	fmt.Fprintf(out, "  published   %d records in %.2f s: %.0f msg/s, %.1f MB/s\n", r.Records, r.Seconds, r.MsgsPerSec, r.MBPerSec)
 	fmt.Fprintf(out, "  ack latency p50 %.0f µs  p99 %.0f µs  p99.9 %.0f µs  max %.0f µs\n", r.AckP50, r.AckP99, r.AckP999, r.AckMax)
 	if r.Subjects > 0 {
@@ -359,6 +370,13 @@ func printBenchResult(opts *globalOptions, plan *benchPlan, r *load.Result) {
 	if r.Durability != "sync" {
 		fmt.Fprintf(out, "  NOTE: --durability %s acknowledges before the fdatasync; a power cut loses acknowledged records\n", r.Durability)
 	}
+}
+
+func describeMessageIDs(on bool) string {
+	if on {
+		return "a unique message id on every record (dedup window checked)"
+	}
+	return "no message ids"
 }
 
 // progress rewrites one status line on a terminal once a second; it is
@@ -439,6 +457,11 @@ skipped by the filter).
 latency counts from when a record was due, not when it could be sent, so a
 stall is not hidden (no coordinated omission).
 
+--idempotence off sends records without a producer id and sequence (the
+SDK's default, and bench's, is on), and --msg-id gives every record a unique
+message id, which the broker checks against the stream's dedup window:
+compare the three to see what each guarantee costs.
+
 Beside the rates it reports what the broker did for them: fdatasyncs/s and
 records per fdatasync, its peak anonymous RSS, and the bytes it wrote to disk
 per payload byte, the write amplification (all read from the broker
@@ -465,6 +488,8 @@ that needs --i-understand-this-is-live.`
   ironbus bench --mode subscribe --count 1000000 --consume-tier streaming --filter-sparse 100
   ironbus bench --producers 1 --pubwindow 1 --floor
   ironbus bench --producers 8 --pubwindow 1 --commit-linger 2ms
+  ironbus bench --producers 8 --pubwindow 512 --idempotence off
+  ironbus bench --producers 8 --pubwindow 512 --msg-id
   ironbus bench --tls --duration 5s
   ironbus bench --compress lz4 --payload-file sample.jsonl --payload-bytes 1024`
 )

@@ -54,6 +54,19 @@ func TestBenchModes(t *testing.T) {
 		lingered.FloorTCPP50 <= 0 || lingered.RatioToTCPFloor <= 0 || lingered.RatioToRawDisk <= 0 {
 		t.Fatalf("publish with a commit linger, beside the floors: %+v", lingered)
 	}
+	if publish.Idempotence != "on" || publish.MessageIDs {
+		t.Fatalf("publish by default: idempotence %q, message ids %v; want on, none", publish.Idempotence, publish.MessageIDs)
+	}
+	plain := runBenchJSON(t, "--count", "2000", "--idempotence", "off")
+	if plain.Records != 2000 || plain.Idempotence != "off" {
+		t.Fatalf("publish with idempotence off: %+v", plain)
+	}
+	// Every record's id is its own: a duplicate would be acknowledged
+	// without being stored, and the stream would hold fewer records.
+	identified := runBenchJSON(t, "--mode", "subscribe", "--count", "3000", "--producers", "3", "--msg-id")
+	if identified.Records != 3000 || !identified.MessageIDs || identified.ConsumedRecords != 3000 {
+		t.Fatalf("subscribe to records with message ids: %+v", identified)
+	}
 	edge := runBenchJSON(t, "--count", "1000", "--profile", "edge-tiny")
 	if edge.Records != 1000 || edge.BrokerProfile != "edge-tiny" {
 		t.Fatalf("publish to an edge-tiny broker: %+v", edge)
@@ -80,6 +93,7 @@ func TestBenchUsage(t *testing.T) {
 		{"--commit-linger", "1s"},
 		{"--commit-linger", "-1ms"},
 		{"--commit-linger", "2ms", "--durability", "none"},
+		{"--idempotence", "maybe"},
 	} {
 		result := runCLI(t, append([]string{"bench"}, args...)...)
 		expectCode(t, result, exitUsage)

@@ -44,6 +44,9 @@ func (b *Broker) Readiness() health.Readiness {
 			return health.Readiness{Reason: fmt.Sprintf("frozen: %s %s", l.ID().String(), err.Error())}
 		}
 	}
+	if err := b.producerRegistryErr(); err != nil {
+		return health.Readiness{Reason: fmt.Sprintf("frozen: the producer registry: %s", err.Error())}
+	}
 	return health.Readiness{Ready: true}
 }
 

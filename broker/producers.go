@@ -446,7 +446,9 @@ func (b *Broker) InitProducer(name string) (producer.Identity, []ProducerPositio
 	case errors.Is(err, producer.ErrEpochsExhausted):
 		return producer.Identity{}, nil, withKind(ErrInvalidArgument, err)
 	case err != nil:
-		return producer.Identity{}, nil, storageError(err)
+		// A failed write or sync of the registry is final, as a log's is:
+		// the broker answers as for a frozen log (I2).
+		return producer.Identity{}, nil, fmt.Errorf("%w: the producer registry is read-only after a storage failure: %w", ErrFrozen, err)
 	}
 	return identity, b.producerPositions(identity.ID), nil
 }
@@ -517,4 +519,13 @@ func (b *Broker) ProducerStats() ProducerStats {
 		}
 	}
 	return stats
+}
+
+// producerRegistryErr is the registry's sticky storage failure, or nil:
+// readiness reports it as a frozen log is reported.
+func (b *Broker) producerRegistryErr() error {
+	if b.producers == nil || b.producers.registry == nil {
+		return nil
+	}
+	return b.producers.registry.Err()
 }

@@ -69,7 +69,10 @@ type Clock struct {
 // Open reads the floor kept in dir, persists the time this run starts
 // at, and starts rewriting the floor every PersistEvery. A missing floor
 // starts broker time at zero; a damaged one too, reported to the logger.
-// Only a failure to persist the starting floor is an error.
+// A floor that cannot be written (a full disk) is reported and retried
+// every PersistEvery: the broker always starts, and a clock that then
+// restarts from an older floor only counts durations longer, never
+// shorter (a window remembers longer, nothing expires early).
 func Open(fsys vfs.FS, dir string, opts Options) (*Clock, error) {
 	if opts.Source == nil {
 		opts.Source = SystemSource()
@@ -101,7 +104,7 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Clock, error) {
 		return c, nil
 	}
 	if err := c.Persist(); err != nil {
-		return nil, err
+		c.logger.Error("the broker clock's floor could not be written; retrying every interval", "file", c.file, "error", err.Error())
 	}
 	go c.persistLoop()
 	return c, nil

@@ -434,3 +434,11 @@ func (r *Registry) Close() error {
 	}
 	return r.file.Close()
 }
+
+// Err returns the storage failure that made the registry refuse every
+// Init from then on, or nil.
+func (r *Registry) Err() error {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.failed
+}

@@ -45,10 +45,12 @@ const (
 	subjectIndexCapacity    = 95
 	subjectIndexMaxCapacity = 1 << 20
 	// subjectIndexOverlay and subjectIndexDroppedBits bound each
-	// partition's in-memory updates (keyindex.MemoryBound): 2 × 512 ×
-	// 110 B + 512 × 32 B + 1 KiB + 40 KiB ≈ 170 KiB per log at most,
-	// counted in the RAM budget (memory.go).
-	subjectIndexOverlay     = 512
+	// partition's in-memory updates (keyindex.MemoryBound): 2 × 256 ×
+	// 110 B + 256 × 32 B + 1 KiB + 40 KiB ≈ 105 KiB per log at most,
+	// counted in the RAM budget (memory.go). A full overlay is flushed
+	// (or answers a retryable busy), so a smaller one costs flushes, not
+	// answers.
+	subjectIndexOverlay     = 256
 	subjectIndexDroppedBits = 8 << 10
 )
 

@@ -63,9 +63,9 @@ func (c Config) RegisterMemory(budget *arena.Budget) error {
 	budget.Register("consumer group leases", "--max-groups × --max-in-flight × 384 B",
 		int64(c.MaxGroups)*int64(c.MaxInFlight)*leaseCost)
 	c.registerProducerMemory(budget)
-	budget.Register("subject indexes", "--max-streams × 170 KiB (keyindex.MemoryBound)",
+	budget.Register("subject indexes", "--max-streams × 105 KiB (keyindex.MemoryBound)",
 		int64(c.MaxStreams)*keyindex.MemoryBound(subjectIndexOptions()))
-	budget.Register("key compaction", "one log at a time: 32,768 keys × 64 B + 512 KiB + --segment-bytes / 512",
+	budget.Register("key compaction", "one log at a time: 16,384 keys × 64 B + 512 KiB + --segment-bytes / 512",
 		compactionMemory(c.Storage.SegmentSize))
 	return nil
 }

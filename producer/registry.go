@@ -44,7 +44,7 @@ const MaxNameBytes = 512
 
 // DefaultMaxNames is the registry's name cap when RegistryOptions leaves
 // it zero.
-const DefaultMaxNames = 1024
+const DefaultMaxNames = 512
 
 // ErrRegistryFormat reports a registry file this binary cannot read: a
 // foreign file, or a newer format version.

@@ -41,9 +41,9 @@ import (
 // there. A key is known by the 128-bit xxh3 of its bytes.
 
 // DefaultCompactKeys bounds the key map of one compaction pass (about
-// 64 bytes of memory a key, so 2 MiB): small enough for an edge device's
+// 64 bytes of memory a key, so 1 MiB): small enough for an edge device's
 // RAM budget; a partition with more keys takes more passes.
-const DefaultCompactKeys = 1 << 15
+const DefaultCompactKeys = 1 << 14
 
 // compactSuffix names a compacted segment before it replaces the old one.
 const compactSuffix = ".compact" + prepareSuffix

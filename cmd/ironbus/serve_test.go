@@ -29,7 +29,9 @@ func produceUntil(t *testing.T, addr string, n, window int, stopAfter int, onSto
 		t.Fatal(err)
 	}
 	defer c.Close()
-	producer := c.NewProducer("orders", client.ProducerOptions{Window: window})
+	// Callers stop or kill the broker under it and count what was acked:
+	// a producer that kept reconnecting would only wait out its timeout.
+	producer := c.NewProducer("orders", client.ProducerOptions{Window: window, ReconnectTimeout: -1})
 	acked := map[uint64]string{}
 	done := make(chan struct{})
 	go func() {

@@ -43,7 +43,7 @@ func Profiles() []Profile {
 				// Producer features sized to the box: a few thousand
 				// message ids per partition and window, a few dozen
 				// open transactions.
-				"dedup-max-ids": "4096",
+				"dedup-max-ids": "3072",
 				"max-open-txns": "64",
 				// Pre-auth limits scaled to 32 connections and one small
 				// CPU: a handshake flood holds at most half the slots

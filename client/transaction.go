@@ -184,21 +184,7 @@ func (c *Client) endTx(ctx context.Context, end *wire.TxnEnd) ([]TxRange, error)
 
 // txnCall sends a TxnBegin or TxnEnd and waits for its TxnState.
 func (c *Client) txnCall(ctx context.Context, m wire.Message) (*wire.TxnState, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	cl := getCall()
-	id, err := c.register(entry{kind: kindAdmin, call: cl})
-	if err != nil {
-		putCall(cl)
-		return nil, err
-	}
-	c.enqueue(id, m)
-	if err := c.await(ctx, id, cl); err != nil {
-		return nil, err
-	}
-	reply, err := cl.admin, cl.err
-	putCall(cl)
+	reply, err := c.request(ctx, m)
 	if err != nil {
 		return nil, txnError(err)
 	}

@@ -5,6 +5,7 @@ go 1.26.7
 require (
 	charm.land/bubbletea/v2 v2.1.1
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/charmbracelet/x/ansi v0.11.9
 	github.com/charmbracelet/x/term v0.2.2
 	github.com/hanwen/go-fuse/v2 v2.12.1

@@ -1,7 +1,15 @@
 package replica
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ironbus/ironbus/record"
 )
 
 // Config builds a Replica. Every field but the tunables is required.
@@ -17,6 +25,11 @@ type Config struct {
 	// process lifetime from Config's restart point on. It runs on the
 	// goroutine that calls Process.
 	Apply func(entries []Entry) error
+	// Restore, when set, receives a snapshot this replica installed in
+	// place of its log (it fell below the leader's retention): the
+	// application resets its state to the snapshot's. It runs before the
+	// entries that follow the snapshot are applied.
+	Restore func(Snapshot) error
 	// Logger; nil logs nothing.
 	Logger *slog.Logger
 
@@ -29,7 +42,32 @@ type Config struct {
 // Replica drives one group's RawNode. Its methods must be called from one
 // goroutine at a time (the node's loop, or the simulator's).
 type Replica struct {
-	config Config
+	config  Config
+	raw     *raft.RawNode
+	storage *storage
+	// state is what was last handed to Journal.SaveState; durable is the
+	// part of it the last Sync covered (term and vote decide whether a
+	// leader may send before its own sync).
+	state   State
+	durable State
+
+	role   Role
+	leader ReplicaID
+	term   uint64
+
+	// The leader's counters, valid for counterTerm: the index and data
+	// offset its next proposal gets.
+	counterTerm uint64
+	nextIndex   uint64
+	nextOffset  uint64
+	pending     []*Proposal // in index order
+
+	applied   uint64
+	watermark uint64
+
+	latched error
+	damaged error
+	closed  bool
 }
 
 // Proposal is a data or control entry the leader proposed. It completes
@@ -103,39 +141,290 @@ type Record struct {
 }
 
 // New opens a replica on its journal. A journal with no state belongs to
-// a replica that is not yet a member: it waits to be told its
-// configuration by a leader (a learner added by a conf change), unless
-// Bootstrap gives it one.
-func New(config Config) (*Replica, error) { panic("replica: not built") }
+// a replica that is not yet a member: it waits for a leader to send it
+// its configuration (a learner added by a membership change), unless
+// Bootstrap gives it one. A replica whose journal holds a damaged entry
+// opens damaged (Status().Damaged): it reports and never votes or serves.
+func New(config Config) (*Replica, error) {
+	if config.ID == 0 || config.Journal == nil || config.Send == nil || config.Apply == nil {
+		return nil, errors.New("replica: Config needs ID, Journal, Send and Apply")
+	}
+	withDefaults(&config)
+	state, snapshot, err := config.Journal.Load()
+	if err != nil {
+		return nil, fmt.Errorf("replica: load journal: %w", err)
+	}
+	state = reconcile(state, snapshot)
+	if state.Commit > config.Journal.LastIndex() {
+		return nil, fmt.Errorf("%w: state commits %d but the journal ends at %d",
+			ErrDamaged, state.Commit, config.Journal.LastIndex())
+	}
+	r := &Replica{config: config, state: state, durable: state,
+		storage: &storage{journal: config.Journal, state: state, snapshot: snapshot}}
+	r.applied = max(state.ConfigIndex, snapshot.Index)
+	raw, err := newRawNode(config, r.storage, r.applied)
+	if err != nil {
+		return nil, err
+	}
+	r.raw = raw
+	if r.watermark, err = r.dataEndAtOrBefore(r.applied); err != nil {
+		if !errors.Is(err, ErrDamaged) {
+			return nil, err
+		}
+		// Still a replica: it reports the damage and waits to be rebuilt,
+		// but never votes or serves.
+		_ = r.markDamaged(err)
+	}
+	r.term = state.Term
+	return r, nil
+}
 
-// Bootstrap gives a new group its first configuration. Only every
-// founding member calls it, once, on an empty journal, with the same list.
-func (r *Replica) Bootstrap(voters []ReplicaID) error { panic("replica: not built") }
+func newRawNode(config Config, storage *storage, applied uint64) (*raft.RawNode, error) {
+	raw, err := raft.NewRawNode(&raft.Config{
+		ID:                        uint64(config.ID),
+		ElectionTick:              config.ElectionTicks,
+		HeartbeatTick:             config.HeartbeatTicks,
+		Storage:                   storage,
+		Applied:                   applied,
+		MaxSizePerMsg:             config.MaxMessageBytes,
+		MaxInflightMsgs:           config.MaxInflight,
+		MaxUncommittedEntriesSize: 1 << 30,
+		CheckQuorum:               true,
+		PreVote:                   true,
+		DisableProposalForwarding: true,
+		StepDownOnRemoval:         true,
+		Logger:                    raftLogger{config.Logger},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("replica: start raft: %w", err)
+	}
+	return raw, nil
+}
+
+func withDefaults(config *Config) {
+	if config.ElectionTicks <= 0 {
+		config.ElectionTicks = 10
+	}
+	if config.HeartbeatTicks <= 0 {
+		config.HeartbeatTicks = 1
+	}
+	if config.MaxMessageBytes == 0 {
+		config.MaxMessageBytes = 1 << 20
+	}
+	if config.MaxInflight <= 0 {
+		config.MaxInflight = 256
+	}
+	if config.Logger == nil {
+		config.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// reconcile brings a state that a crash left behind its journal's snapshot
+// point up to it: a snapshot is committed, and its configuration is the
+// one in force at its index.
+func reconcile(state State, snapshot Snapshot) State {
+	if snapshot.Index == 0 {
+		return state
+	}
+	if snapshot.Term > state.Term {
+		state.Term, state.Vote = snapshot.Term, 0
+	}
+	state.Commit = max(state.Commit, snapshot.Index)
+	if state.ConfigIndex < snapshot.Index {
+		state.Config, state.ConfigIndex = cloneMembership(snapshot.Config), snapshot.Index
+	}
+	return state
+}
+
+// Bootstrap gives a new group its first configuration: committed
+// configuration entries at indexes 1..n, one per voter, so that a learner
+// added later learns the founding members from the log. Every founding
+// member calls it once, on an empty journal, with the same list. A journal
+// that already holds entries or state is left as it is (a restart). A
+// replica of an existing group must never bootstrap: an empty journal
+// there means a new incarnation, which joins as a learner.
+func (r *Replica) Bootstrap(voters []ReplicaID) error {
+	if err := r.stopped(); err != nil {
+		return err
+	}
+	journal := r.config.Journal
+	if journal.LastIndex() > 0 || r.state.Term > 0 {
+		return nil
+	}
+	if len(voters) == 0 {
+		return errors.New("replica: bootstrap needs at least one voter")
+	}
+	entries := make([]Entry, len(voters))
+	for i, v := range voters {
+		cc := &pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{{
+			Type: pb.ConfChangeType_ConfChangeAddNode.Enum(), NodeId: proto.Uint64(uint64(v))}}}
+		data, err := proto.Marshal(cc)
+		if err != nil {
+			return fmt.Errorf("replica: bootstrap: %w", err)
+		}
+		entries[i] = Entry{Index: uint64(i + 1), Term: 1, Type: EntryConfChange, Data: data}
+	}
+	state := State{Term: 1, Commit: uint64(len(entries))}
+	if err := journal.Append(entries); err != nil {
+		return r.latch(err)
+	}
+	if err := journal.SaveState(state); err != nil {
+		return r.latch(err)
+	}
+	if err := journal.Sync(); err != nil {
+		return r.latch(err)
+	}
+	r.state, r.durable, r.storage.state, r.term = state, state, state, state.Term
+	raw, err := newRawNode(r.config, r.storage, r.applied)
+	if err != nil {
+		return err
+	}
+	r.raw = raw
+	return nil
+}
 
 // Tick advances the replica's logical clock by one tick.
-func (r *Replica) Tick() { panic("replica: not built") }
+func (r *Replica) Tick() {
+	if r.stopped() == nil {
+		r.raw.Tick()
+	}
+}
 
 // Step feeds one message received from a peer. ErrBadMessage for bytes
-// that are not a Raft message for this group; messages to a latched or
-// damaged replica are dropped (votes in particular).
-func (r *Replica) Step(message []byte) error { panic("replica: not built") }
+// that are not a Raft message for this replica. Messages to a latched,
+// damaged or closed replica are dropped: it neither votes nor answers.
+func (r *Replica) Step(message []byte) error {
+	if r.stopped() != nil {
+		return nil
+	}
+	var m pb.Message
+	if err := proto.Unmarshal(message, &m); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadMessage, err)
+	}
+	if m.GetTo() != uint64(r.config.ID) {
+		return fmt.Errorf("%w: addressed to %d, this replica is %d", ErrBadMessage, m.GetTo(), r.config.ID)
+	}
+	if m.GetType() == pb.MessageType_MsgProp || m.GetFrom() == 0 {
+		return fmt.Errorf("%w: %s from %d is not a peer message", ErrBadMessage, m.GetType(), m.GetFrom())
+	}
+	err := r.guard(func() error { return r.raw.Step(&m) })
+	switch {
+	case err == nil, errors.Is(err, raft.ErrStepPeerNotFound), errors.Is(err, raft.ErrStepLocalMsg):
+		return nil
+	default:
+		return err
+	}
+}
 
 // ProposeRecords frames records at the next offsets and proposes them as
 // one data entry. *NotLeaderError when not the leader.
 func (r *Replica) ProposeRecords(records []Record) (*Proposal, error) {
-	panic("replica: not built")
+	if len(records) == 0 {
+		return nil, fmt.Errorf("%w: a data entry needs at least one record", ErrBadPayload)
+	}
+	if err := r.prepareLeader(); err != nil {
+		return nil, err
+	}
+	base := r.nextOffset
+	size := DataHeaderSize
+	for _, rec := range records {
+		size += record.FrameSize(len(rec.Body))
+	}
+	data := AppendDataHeader(make([]byte, 0, size), DataHeader{Count: uint32(len(records)), BaseOffset: base})
+	for i, rec := range records {
+		var hash uint64
+		if len(rec.Body) >= record.BodyHashThreshold {
+			hash = record.BodyHash(rec.Body)
+		}
+		data = record.AppendFrame(data, base+uint64(i), rec.Timestamp, rec.Body, rec.BodyCRC, hash)
+	}
+	p, err := r.propose(func() error { return r.raw.Propose(data) })
+	if err != nil {
+		return nil, err
+	}
+	p.BaseOffset, p.Count = base, uint32(len(records))
+	r.nextOffset = base + uint64(len(records))
+	return p, nil
 }
 
 // ProposeControl proposes a control entry (consumer state and the like).
 func (r *Replica) ProposeControl(kind uint16, body []byte) (*Proposal, error) {
-	panic("replica: not built")
+	if err := r.prepareLeader(); err != nil {
+		return nil, err
+	}
+	data := AppendControl(make([]byte, 0, ControlHeaderSize+len(body)), kind, body)
+	return r.propose(func() error { return r.raw.Propose(data) })
 }
 
 // ChangeMembership proposes a configuration change: add learners, promote
 // learners to voters, remove members. More than one change at once runs as
 // a joint change, left automatically.
 func (r *Replica) ChangeMembership(change MembershipChange) (*Proposal, error) {
-	panic("replica: not built")
+	var changes []*pb.ConfChangeSingle
+	add := func(kind pb.ConfChangeType, members []ReplicaID) {
+		for _, m := range members {
+			changes = append(changes, &pb.ConfChangeSingle{Type: kind.Enum(), NodeId: proto.Uint64(uint64(m))})
+		}
+	}
+	add(pb.ConfChangeType_ConfChangeAddLearnerNode, change.AddLearners)
+	add(pb.ConfChangeType_ConfChangeAddNode, change.Promote)
+	add(pb.ConfChangeType_ConfChangeRemoveNode, change.Remove)
+	if len(changes) == 0 {
+		return nil, errors.New("replica: an empty membership change")
+	}
+	if err := r.prepareLeader(); err != nil {
+		return nil, err
+	}
+	cc := &pb.ConfChangeV2{Changes: changes}
+	return r.propose(func() error { return r.raw.ProposeConfChange(cc) })
+}
+
+// TransferLeadership asks the leader to hand over to the replica named.
+func (r *Replica) TransferLeadership(to ReplicaID) {
+	if r.stopped() == nil {
+		r.raw.TransferLeader(uint64(to))
+	}
+}
+
+// Campaign starts an election at once (tests and planned failover).
+func (r *Replica) Campaign() error {
+	if err := r.stopped(); err != nil {
+		return err
+	}
+	return r.guard(r.raw.Campaign)
+}
+
+// ReportUnreachable tells Raft a peer could not be reached.
+func (r *Replica) ReportUnreachable(to ReplicaID) {
+	if r.stopped() == nil {
+		r.raw.ReportUnreachable(uint64(to))
+	}
+}
+
+// HasReady says whether Process has work.
+func (r *Replica) HasReady() bool {
+	return r.stopped() == nil && r.raw.HasReady()
+}
+
+// Close fails pending proposals with ErrClosed. It does not close the
+// journal.
+func (r *Replica) Close() {
+	if !r.closed {
+		r.closed = true
+		r.failPending(ErrClosed)
+	}
+}
+
+func (r *Replica) stopped() error {
+	switch {
+	case r.closed:
+		return ErrClosed
+	case r.latched != nil:
+		return r.latched
+	case r.damaged != nil:
+		return r.damaged
+	}
+	return nil
 }
 
 // MembershipChange lists what to change.
@@ -144,28 +433,3 @@ type MembershipChange struct {
 	Promote     []ReplicaID // learners to voters
 	Remove      []ReplicaID
 }
-
-// TransferLeadership asks the leader to hand over to the replica named.
-func (r *Replica) TransferLeadership(to ReplicaID) { panic("replica: not built") }
-
-// Campaign starts an election at once (tests and planned failover).
-func (r *Replica) Campaign() error { panic("replica: not built") }
-
-// ReportUnreachable tells Raft a peer could not be reached.
-func (r *Replica) ReportUnreachable(to ReplicaID) { panic("replica: not built") }
-
-// HasReady says whether Process has work.
-func (r *Replica) HasReady() bool { panic("replica: not built") }
-
-// Process handles one Ready: persists entries and state (syncing when
-// Raft asks), sends messages in the order invariant 1 allows, applies
-// committed entries and completes proposals. It returns ErrLatched after a
-// storage failure and ErrDamaged when a committed entry is damaged.
-func (r *Replica) Process() error { panic("replica: not built") }
-
-// Status reports the replica's state.
-func (r *Replica) Status() Status { panic("replica: not built") }
-
-// Close fails pending proposals with ErrClosed. It does not close the
-// journal.
-func (r *Replica) Close() { panic("replica: not built") }

@@ -112,8 +112,11 @@ type Membership struct {
 
 // Journal is the storage a replica runs on: its entries and its State.
 // Writes become durable only at Sync; a crash may lose any unsynced write
-// (torn at any byte) but never a synced one. A Journal is used by one
-// goroutine at a time.
+// but never a synced one. What survives a crash is a prefix of the
+// unsynced entries and the state as of the last Sync or of a later
+// SaveState whose earlier Appends all survived: a state never gets ahead
+// of the entries it describes. A Journal is used by one goroutine at a
+// time.
 type Journal interface {
 	// Load returns the durable state and the snapshot point: the index and
 	// term just before FirstIndex (zero for a journal that never dropped

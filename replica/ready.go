@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,12 +27,15 @@ func (r *Replica) Process() error {
 	if err := r.guard(func() error { rd = r.raw.Ready(); return nil }); err != nil {
 		return err
 	}
+	// Every proposal made so far is in this Ready's entries, unless Raft
+	// replaced it.
+	proposed := len(r.pending)
 	r.noteSoftState(rd.SoftState)
 	early := r.role == RoleLeader && r.termAndVoteDurable(rd.HardState)
 	if early {
 		r.send(rd.Messages, leaderMessage)
 	}
-	if err := r.persist(rd); err != nil {
+	if err := r.persist(rd, proposed); err != nil {
 		return r.latch(err)
 	}
 	r.send(rd.Messages, func(m *pb.Message) bool { return !early || !leaderMessage(m) })
@@ -86,22 +90,25 @@ func roleOf(state raft.StateType) Role {
 
 // persist writes a Ready's snapshot, entries and hard state, and syncs
 // them when Raft needs them durable before anything else happens.
-func (r *Replica) persist(rd raft.Ready) error {
+func (r *Replica) persist(rd raft.Ready, proposed int) error {
 	journal := r.config.Journal
+	var entries []Entry
 	if !raft.IsEmptySnap(rd.Snapshot) {
 		if err := r.installSnapshot(rd.Snapshot); err != nil {
 			return err
 		}
 	}
 	if len(rd.Entries) > 0 {
-		entries := make([]Entry, len(rd.Entries))
+		entries = make([]Entry, len(rd.Entries))
 		for i, e := range rd.Entries {
 			entries[i] = journalEntry(e)
 		}
 		if err := journal.Append(entries); err != nil {
 			return err
 		}
-		r.checkPending(entries)
+	}
+	if r.role == RoleLeader || len(r.pending) > 0 {
+		r.matchPending(entries, proposed)
 	}
 	if rd.HardState != nil {
 		r.state.Term = rd.HardState.GetTerm()
@@ -145,23 +152,37 @@ func (r *Replica) installSnapshot(s *pb.Snapshot) error {
 	return r.config.Journal.SaveState(r.state)
 }
 
-// checkPending makes sure the entries the leader persists are the ones
-// its proposals were told they would be: a mismatch is a bug in the
-// index bookkeeping, and the proposals it concerns get no false answer.
-func (r *Replica) checkPending(entries []Entry) {
-	first, last := entries[0].Index, entries[len(entries)-1].Index
-	for _, p := range r.pending {
-		if p.Index < first || p.Index > last || p.err != nil {
+// matchPending gives the proposals written in this Ready their indexes.
+// Raft copies a proposal's entry and appends entries of its own (a new
+// leader's empty entry, leaving a joint configuration), so an entry is
+// recognised by its Data, in proposal order: every proposal carries
+// Data, and two data proposals never carry the same bytes (their offsets
+// differ). A proposal made before this Ready that is not among its
+// entries was replaced by Raft (a refused configuration change): it is
+// not in the log.
+func (r *Replica) matchPending(entries []Entry, proposed int) {
+	next := 0
+	for _, e := range entries {
+		if len(e.Data) == 0 {
 			continue
 		}
-		if e := entries[p.Index-first]; e.Term != p.Term {
-			r.config.Logger.Error("replica: proposal index bookkeeping is wrong",
-				"index", p.Index, "term", p.Term, "stored term", e.Term)
-			r.failPending(ErrIndeterminate)
-			r.counterTerm = 0
-			return
+		for k := next; k < proposed && k < len(r.pending); k++ {
+			if p := r.pending[k]; p.Index == 0 && bytes.Equal(p.data, e.Data) {
+				p.Index, p.data, next = e.Index, nil, k+1
+				break
+			}
 		}
 	}
+	kept := r.pending[:0]
+	for k, p := range r.pending {
+		if p.Index == 0 && k < proposed {
+			p.finish(ErrRefused)
+			continue
+		}
+		kept = append(kept, p)
+	}
+	clear(r.pending[len(kept):])
+	r.pending = kept
 }
 
 func (r *Replica) send(messages []*pb.Message, which func(*pb.Message) bool) {
@@ -237,8 +258,9 @@ func (r *Replica) applyOne(e Entry) error {
 }
 
 func (r *Replica) complete(e Entry) {
-	for len(r.pending) > 0 && r.pending[0].Index <= e.Index {
+	for len(r.pending) > 0 && r.pending[0].Index != 0 && r.pending[0].Index <= e.Index {
 		p := r.pending[0]
+		r.pending[0] = nil
 		r.pending = r.pending[1:]
 		switch {
 		case p.Index < e.Index:
@@ -295,19 +317,20 @@ func (r *Replica) prepareLeader() error {
 	if err != nil {
 		return r.markDamaged(err)
 	}
-	r.counterTerm, r.nextIndex, r.nextOffset = status.GetTerm(), last+1, next
+	r.counterTerm, r.nextOffset = status.GetTerm(), next
 	return nil
 }
 
-func (r *Replica) propose(step func() error) (*Proposal, error) {
-	if err := r.guard(step); err != nil {
+func (r *Replica) propose(kind pb.EntryType, data []byte) (*Proposal, error) {
+	m := &pb.Message{Type: pb.MessageType_MsgProp.Enum(), From: proto.Uint64(uint64(r.config.ID)),
+		Entries: []*pb.Entry{{Type: kind.Enum(), Data: data}}}
+	if err := r.guard(func() error { return r.raw.Step(m) }); err != nil {
 		if errors.Is(err, raft.ErrProposalDropped) {
 			return nil, &NotLeaderError{Leader: r.leader, Term: r.term}
 		}
 		return nil, err
 	}
-	p := &Proposal{Index: r.nextIndex, Term: r.counterTerm, done: make(chan struct{})}
-	r.nextIndex++
+	p := &Proposal{Term: r.counterTerm, data: data, done: make(chan struct{})}
 	r.pending = append(r.pending, p)
 	return p, nil
 }

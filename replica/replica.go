@@ -55,12 +55,14 @@ type Replica struct {
 	leader ReplicaID
 	term   uint64
 
-	// The leader's counters, valid for counterTerm: the index and data
-	// offset its next proposal gets.
+	// The leader's offset counter, valid for counterTerm: the data offset
+	// its next data proposal gets.
 	counterTerm uint64
-	nextIndex   uint64
 	nextOffset  uint64
-	pending     []*Proposal // in index order
+	// pending are the proposals not yet decided, in proposal order (which
+	// is log order); a proposal learns its index when its entry is
+	// written.
+	pending []*Proposal
 
 	applied   uint64
 	watermark uint64
@@ -74,11 +76,12 @@ type Replica struct {
 // when the entry is committed in the proposing term (Err nil) or when the
 // outcome is decided otherwise (ErrIndeterminate, ErrRefused, ErrLatched).
 type Proposal struct {
-	Index      uint64
+	Index      uint64 // known once the entry is written, before Done
 	Term       uint64
 	BaseOffset uint64 // data proposals: the first record's offset
 	Count      uint32 // data proposals: records in the entry
 
+	data []byte // the entry's Data, as handed to Raft: how its entry is recognised
 	done chan struct{}
 	err  error
 }
@@ -286,7 +289,7 @@ func (r *Replica) Bootstrap(voters []ReplicaID) error {
 // Tick advances the replica's logical clock by one tick.
 func (r *Replica) Tick() {
 	if r.stopped() == nil {
-		r.raw.Tick()
+		_ = r.guard(func() error { r.raw.Tick(); return nil })
 	}
 }
 
@@ -338,7 +341,7 @@ func (r *Replica) ProposeRecords(records []Record) (*Proposal, error) {
 		}
 		data = record.AppendFrame(data, base+uint64(i), rec.Timestamp, rec.Body, rec.BodyCRC, hash)
 	}
-	p, err := r.propose(func() error { return r.raw.Propose(data) })
+	p, err := r.propose(pb.EntryType_EntryNormal, data)
 	if err != nil {
 		return nil, err
 	}
@@ -353,7 +356,7 @@ func (r *Replica) ProposeControl(kind uint16, body []byte) (*Proposal, error) {
 		return nil, err
 	}
 	data := AppendControl(make([]byte, 0, ControlHeaderSize+len(body)), kind, body)
-	return r.propose(func() error { return r.raw.Propose(data) })
+	return r.propose(pb.EntryType_EntryNormal, data)
 }
 
 // ChangeMembership proposes a configuration change: add learners, promote
@@ -375,14 +378,17 @@ func (r *Replica) ChangeMembership(change MembershipChange) (*Proposal, error) {
 	if err := r.prepareLeader(); err != nil {
 		return nil, err
 	}
-	cc := &pb.ConfChangeV2{Changes: changes}
-	return r.propose(func() error { return r.raw.ProposeConfChange(cc) })
+	data, err := proto.Marshal(&pb.ConfChangeV2{Changes: changes})
+	if err != nil {
+		return nil, fmt.Errorf("replica: membership change: %w", err)
+	}
+	return r.propose(pb.EntryType_EntryConfChangeV2, data)
 }
 
 // TransferLeadership asks the leader to hand over to the replica named.
 func (r *Replica) TransferLeadership(to ReplicaID) {
 	if r.stopped() == nil {
-		r.raw.TransferLeader(uint64(to))
+		_ = r.guard(func() error { r.raw.TransferLeader(uint64(to)); return nil })
 	}
 }
 
@@ -397,7 +403,7 @@ func (r *Replica) Campaign() error {
 // ReportUnreachable tells Raft a peer could not be reached.
 func (r *Replica) ReportUnreachable(to ReplicaID) {
 	if r.stopped() == nil {
-		r.raw.ReportUnreachable(uint64(to))
+		_ = r.guard(func() error { r.raw.ReportUnreachable(uint64(to)); return nil })
 	}
 }
 

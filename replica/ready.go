@@ -196,6 +196,13 @@ func (r *Replica) send(messages []*pb.Message, which func(*pb.Message) bool) {
 			continue
 		}
 		r.config.Send(ReplicaID(m.GetTo()), bytes)
+		if m.GetType() == pb.MessageType_MsgSnap {
+			// A snapshot here is a few bytes of metadata, sent whole in its
+			// message: reporting it finished lets Raft probe the follower
+			// again (and send it anew if the message was lost) instead of
+			// waiting in snapshot state for an answer that may never come.
+			r.raw.ReportSnapshot(m.GetTo(), raft.SnapshotFinish)
+		}
 	}
 }
 

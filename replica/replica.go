@@ -165,6 +165,7 @@ func New(config Config) (*Replica, error) {
 	r := &Replica{config: config, state: state, durable: state,
 		storage: &storage{journal: config.Journal, state: state, snapshot: snapshot}}
 	r.applied = max(state.ConfigIndex, snapshot.Index)
+	r.storage.sendable = r.sendableSnapshot
 	raw, err := newRawNode(config, r.storage, r.applied)
 	if err != nil {
 		return nil, err
@@ -383,6 +384,61 @@ func (r *Replica) ChangeMembership(change MembershipChange) (*Proposal, error) {
 		return nil, fmt.Errorf("replica: membership change: %w", err)
 	}
 	return r.propose(pb.EntryType_EntryConfChangeV2, data)
+}
+
+// Compact lets the journal drop entries at or below index (retention).
+// Only applied entries go, and never the latest configuration change: the
+// snapshot a lagging follower then gets names the configuration in force
+// at its index, which is the current one only from that change on. It
+// returns the index the journal now starts after.
+func (r *Replica) Compact(index uint64) (uint64, error) {
+	if err := r.stopped(); err != nil {
+		return 0, err
+	}
+	index = min(index, r.applied)
+	if index < r.state.ConfigIndex || index <= r.storage.snapshot.Index {
+		return r.storage.snapshot.Index, nil
+	}
+	term, err := r.config.Journal.Term(index)
+	if err != nil {
+		return 0, fmt.Errorf("replica: compact: %w", err)
+	}
+	next, err := r.dataEndAtOrBefore(index)
+	if err != nil {
+		return 0, fmt.Errorf("replica: compact: %w", err)
+	}
+	if err := r.config.Journal.Compact(index); err != nil {
+		return 0, r.latch(err)
+	}
+	r.storage.snapshot = Snapshot{Index: index, Term: term, Config: cloneMembership(r.state.Config),
+		NextOffset: next, Data: r.storage.snapshot.Data}
+	return index, nil
+}
+
+// sendableSnapshot is the snapshot a follower gets when it needs entries
+// below the journal's start. Raft refuses a snapshot whose configuration
+// does not name its recipient, so a member added after the journal's
+// start point gets one at the latest configuration change instead: it is
+// committed and applied, and the entries after it are all in the journal.
+// Records between the two points are not in the snapshot (snapshots carry
+// no records): such a member starts its log at the later point.
+func (r *Replica) sendableSnapshot() (Snapshot, error) {
+	start := r.storage.snapshot
+	if r.state.ConfigIndex <= start.Index {
+		return start, nil
+	}
+	index := r.state.ConfigIndex
+	term, err := r.config.Journal.Term(index)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	next, err := r.dataEndAtOrBefore(index)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	// Data is the application's state at the journal's start, which does
+	// not describe this later point: it stays empty.
+	return Snapshot{Index: index, Term: term, Config: cloneMembership(r.state.Config), NextOffset: next}, nil
 }
 
 // TransferLeadership asks the leader to hand over to the replica named.

@@ -345,3 +345,47 @@ func TestJointChangeThenProposals(t *testing.T) {
 		t.Fatalf("configuration after the joint change: %+v", config)
 	}
 }
+
+func TestLearnerBelowRetentionStartsFromSnapshot(t *testing.T) {
+	g := newTestGroup(t, 3)
+	leader := g.leader()
+	for i := range 5 {
+		if _, err := leader.ProposeRecords(testRecords(fmt.Sprint(i), fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+		g.settle()
+	}
+	g.tick(2)
+	for _, id := range g.ids {
+		if _, err := g.replicas[id].Compact(g.replicas[id].Status().Applied); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if first := g.journals[leader.config.ID].FirstIndex(); first <= 4 {
+		t.Fatalf("leader journal still starts at %d", first)
+	}
+	learner := NewReplicaID(4, 1)
+	g.ids = append(g.ids, learner)
+	g.journals[learner] = NewMemoryJournal()
+	g.start(learner)
+	if _, err := leader.ChangeMembership(MembershipChange{AddLearners: []ReplicaID{learner}}); err != nil {
+		t.Fatal(err)
+	}
+	g.settle()
+	g.tick(3)
+	if w := g.replicas[learner].Status().Watermark; w != 10 {
+		t.Fatalf("learner watermark after the snapshot %d, want 10", w)
+	}
+	p, err := leader.ProposeRecords(testRecords("after"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.settle()
+	g.tick(2)
+	if p.Err() != nil || p.BaseOffset != 10 {
+		t.Fatalf("proposal after the snapshot: %+v err %v", p, p.Err())
+	}
+	if w := g.replicas[learner].Status().Watermark; w != 11 {
+		t.Fatalf("learner watermark %d, want 11", w)
+	}
+}

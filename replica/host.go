@@ -227,12 +227,51 @@ func (h *Host) drain() {
 	}
 }
 
+// processAll handles every replica's Readys in rounds: each round writes
+// every ready replica's entries, syncs their journals in parallel (one
+// fdatasync per journal, all in flight together), then finishes them. A
+// round's messages can make more Readys; rounds repeat until none is left
+// or the bound is reached (the next loop turn picks up the rest).
 func (h *Host) processAll() {
-	for group, r := range h.replicas {
-		for r.HasReady() {
-			if err := r.Process(); err != nil {
+	for range 16 {
+		type started struct {
+			group   GroupID
+			replica *Replica
+			work    *readyWork
+			err     error
+		}
+		var round []started
+		for group, r := range h.replicas {
+			if !r.HasReady() {
+				continue
+			}
+			work, err := r.begin()
+			if err != nil {
 				h.config.Logger.Error("replica: stopped", "group", group, "error", err)
-				break
+				continue
+			}
+			if work != nil {
+				round = append(round, started{group: group, replica: r, work: work})
+			}
+		}
+		if len(round) == 0 {
+			return
+		}
+		var wg sync.WaitGroup
+		for i := range round {
+			if !round[i].work.sync {
+				continue
+			}
+			if len(round) == 1 {
+				round[i].err = round[i].replica.config.Journal.Sync()
+				continue
+			}
+			wg.Go(func() { round[i].err = round[i].replica.config.Journal.Sync() })
+		}
+		wg.Wait()
+		for _, s := range round {
+			if err := s.replica.end(s.work, s.err); err != nil {
+				h.config.Logger.Error("replica: stopped", "group", s.group, "error", err)
 			}
 		}
 	}

@@ -17,28 +17,73 @@ import (
 // committed entries and completes proposals. It returns ErrLatched after a
 // storage failure and ErrDamaged when a committed entry is damaged.
 func (r *Replica) Process() error {
-	if err := r.stopped(); err != nil {
+	work, err := r.begin()
+	if err != nil || work == nil {
 		return err
+	}
+	var syncErr error
+	if work.sync {
+		syncErr = r.config.Journal.Sync()
+	}
+	return r.end(work, syncErr)
+}
+
+// readyWork is a Ready between begin, which writes it, and end, which
+// runs once its journal is synced: a host syncs many replicas' journals
+// at once between the two.
+type readyWork struct {
+	rd    raft.Ready
+	early bool // the leader's appends already left
+	sync  bool // the journal must be synced before end
+}
+
+// begin takes a Ready, sends what a leader may send before its sync, and
+// writes the Ready's snapshot, entries and state to the journal. nil when
+// there is nothing to do.
+func (r *Replica) begin() (*readyWork, error) {
+	if err := r.stopped(); err != nil {
+		return nil, err
 	}
 	if !r.raw.HasReady() {
-		return nil
+		return nil, nil
 	}
-	var rd raft.Ready
-	if err := r.guard(func() error { rd = r.raw.Ready(); return nil }); err != nil {
-		return err
+	work := &readyWork{}
+	if err := r.guard(func() error { work.rd = r.raw.Ready(); return nil }); err != nil {
+		return nil, err
 	}
+	rd := work.rd
 	// Every proposal made so far is in this Ready's entries, unless Raft
 	// replaced it.
 	proposed := len(r.pending)
 	r.noteSoftState(rd.SoftState)
-	early := r.role == RoleLeader && r.termAndVoteDurable(rd.HardState)
-	if early {
+	work.early = r.role == RoleLeader && r.termAndVoteDurable(rd.HardState)
+	if work.early {
 		r.send(rd.Messages, leaderMessage)
 	}
 	if err := r.persist(rd, proposed); err != nil {
-		return r.latch(err)
+		return nil, r.latch(err)
 	}
-	r.send(rd.Messages, func(m *pb.Message) bool { return !early || !leaderMessage(m) })
+	work.sync = rd.MustSync || !raft.IsEmptySnap(rd.Snapshot) || len(rd.Entries) > 0
+	return work, nil
+}
+
+// end finishes a Ready once its journal sync returned (syncErr): a failed
+// sync latches the replica; otherwise the remaining messages leave,
+// committed entries are applied and Raft is told the Ready is done.
+func (r *Replica) end(work *readyWork, syncErr error) error {
+	if syncErr != nil {
+		return r.latch(syncErr)
+	}
+	if work.sync {
+		r.durable = cloneState(r.state)
+	}
+	rd := work.rd
+	if !raft.IsEmptySnap(rd.Snapshot) && r.config.Restore != nil {
+		if err := r.config.Restore(cloneSnapshot(r.storage.snapshot)); err != nil {
+			return r.latch(fmt.Errorf("replica: restore snapshot: %w", err))
+		}
+	}
+	r.send(rd.Messages, func(m *pb.Message) bool { return !work.early || !leaderMessage(m) })
 	if err := r.apply(rd.CommittedEntries); err != nil {
 		return err
 	}
@@ -88,8 +133,8 @@ func roleOf(state raft.StateType) Role {
 	return RoleFollower
 }
 
-// persist writes a Ready's snapshot, entries and hard state, and syncs
-// them when Raft needs them durable before anything else happens.
+// persist writes a Ready's snapshot, entries and hard state; they are
+// durable after the journal's next sync.
 func (r *Replica) persist(rd raft.Ready, proposed int) error {
 	journal := r.config.Journal
 	var entries []Entry
@@ -121,12 +166,6 @@ func (r *Replica) persist(rd raft.Ready, proposed int) error {
 			return err
 		}
 	}
-	if rd.MustSync || !raft.IsEmptySnap(rd.Snapshot) || len(rd.Entries) > 0 {
-		if err := journal.Sync(); err != nil {
-			return err
-		}
-		r.durable = cloneState(r.state)
-	}
 	return nil
 }
 
@@ -144,11 +183,6 @@ func (r *Replica) installSnapshot(s *pb.Snapshot) error {
 	r.storage.snapshot = snapshot
 	r.state.Config, r.state.ConfigIndex = cloneMembership(snapshot.Config), snapshot.Index
 	r.applied, r.watermark = snapshot.Index, snapshot.NextOffset
-	if r.config.Restore != nil {
-		if err := r.config.Restore(cloneSnapshot(snapshot)); err != nil {
-			return fmt.Errorf("replica: restore snapshot: %w", err)
-		}
-	}
 	return r.config.Journal.SaveState(r.state)
 }
 

@@ -73,6 +73,9 @@ func (c *hostCluster) propose(ctx context.Context, group GroupID, value string) 
 				time.Sleep(5 * time.Millisecond)
 			}
 			continue
+		case errors.Is(err, ErrLeaderNotReady):
+			time.Sleep(time.Millisecond)
+			continue
 		case err != nil:
 			return nil, err
 		}

@@ -266,7 +266,8 @@ func (r *Replica) apply(committed []*pb.Entry) error {
 	for _, e := range entries {
 		r.complete(e)
 	}
-	r.applied = entries[len(entries)-1].Index
+	last := entries[len(entries)-1]
+	r.applied, r.appliedTerm = last.Index, last.Term
 	return nil
 }
 
@@ -330,9 +331,9 @@ func (r *Replica) failPending(err error) {
 	r.pending = nil
 }
 
-// prepareLeader makes sure this replica leads and that its counters
-// describe its whole log: entries received before it won are written
-// first, then the last data entry gives the next offset.
+// prepareLeader makes sure this replica leads, has applied its log up to
+// its own term (ErrLeaderNotReady until then) and that its counters
+// describe its whole log: the last data entry gives the next offset.
 func (r *Replica) prepareLeader() error {
 	if err := r.stopped(); err != nil {
 		return err
@@ -352,6 +353,11 @@ func (r *Replica) prepareLeader() error {
 	status = r.raw.BasicStatus()
 	if status.RaftState != raft.StateLeader {
 		return &NotLeaderError{Leader: ReplicaID(status.Lead), Term: status.GetTerm()}
+	}
+	if r.appliedTerm != status.GetTerm() {
+		// Serving before the first entry of this term is applied would
+		// check producers against state that misses committed records.
+		return ErrLeaderNotReady
 	}
 	last := r.config.Journal.LastIndex()
 	next, err := r.dataEndAtOrBefore(last)

@@ -64,8 +64,9 @@ type Replica struct {
 	// written.
 	pending []*Proposal
 
-	applied   uint64
-	watermark uint64
+	applied     uint64
+	appliedTerm uint64 // the term of the last applied entry
+	watermark   uint64
 
 	latched error
 	damaged error

@@ -29,12 +29,16 @@
 //     a data entry's base offset from the end of the last data entry in its
 //     log, so the committed log's data offsets are dense and increasing
 //     across terms. A refused proposal gives its offsets back.
-//  4. A failed journal write or sync latches the replica (ErrLatched): it
+//  4. A new leader takes proposals only once it has applied its own
+//     term's first entry (ErrLeaderNotReady before): everything committed
+//     by earlier leaders is applied by then, so the state its checks use
+//     (producer sequences) misses nothing that was acknowledged.
+//  5. A failed journal write or sync latches the replica (ErrLatched): it
 //     stops stepping, ticking and sending, and is never retried.
-//  5. A replica that reads a damaged committed entry marks itself damaged:
+//  6. A replica that reads a damaged committed entry marks itself damaged:
 //     it no longer campaigns, votes or grants pre-votes, and it reports the
 //     damage; it is rebuilt as a learner from the leader.
-//  6. Configuration changes are applied in log order and persisted with the
+//  7. Configuration changes are applied in log order and persisted with the
 //     index they were applied at, so a restart neither repeats nor skips
 //     one.
 package replica

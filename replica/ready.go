@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,25 +17,73 @@ import (
 // committed entries and completes proposals. It returns ErrLatched after a
 // storage failure and ErrDamaged when a committed entry is damaged.
 func (r *Replica) Process() error {
-	if err := r.stopped(); err != nil {
+	work, err := r.begin()
+	if err != nil || work == nil {
 		return err
+	}
+	var syncErr error
+	if work.sync {
+		syncErr = r.config.Journal.Sync()
+	}
+	return r.end(work, syncErr)
+}
+
+// readyWork is a Ready between begin, which writes it, and end, which
+// runs once its journal is synced: a host syncs many replicas' journals
+// at once between the two.
+type readyWork struct {
+	rd    raft.Ready
+	early bool // the leader's appends already left
+	sync  bool // the journal must be synced before end
+}
+
+// begin takes a Ready, sends what a leader may send before its sync, and
+// writes the Ready's snapshot, entries and state to the journal. nil when
+// there is nothing to do.
+func (r *Replica) begin() (*readyWork, error) {
+	if err := r.stopped(); err != nil {
+		return nil, err
 	}
 	if !r.raw.HasReady() {
-		return nil
+		return nil, nil
 	}
-	var rd raft.Ready
-	if err := r.guard(func() error { rd = r.raw.Ready(); return nil }); err != nil {
-		return err
+	work := &readyWork{}
+	if err := r.guard(func() error { work.rd = r.raw.Ready(); return nil }); err != nil {
+		return nil, err
 	}
+	rd := work.rd
+	// Every proposal made so far is in this Ready's entries, unless Raft
+	// replaced it.
+	proposed := len(r.pending)
 	r.noteSoftState(rd.SoftState)
-	early := r.role == RoleLeader && r.termAndVoteDurable(rd.HardState)
-	if early {
+	work.early = r.role == RoleLeader && r.termAndVoteDurable(rd.HardState)
+	if work.early {
 		r.send(rd.Messages, leaderMessage)
 	}
-	if err := r.persist(rd); err != nil {
-		return r.latch(err)
+	if err := r.persist(rd, proposed); err != nil {
+		return nil, r.latch(err)
 	}
-	r.send(rd.Messages, func(m *pb.Message) bool { return !early || !leaderMessage(m) })
+	work.sync = rd.MustSync || !raft.IsEmptySnap(rd.Snapshot) || len(rd.Entries) > 0
+	return work, nil
+}
+
+// end finishes a Ready once its journal sync returned (syncErr): a failed
+// sync latches the replica; otherwise the remaining messages leave,
+// committed entries are applied and Raft is told the Ready is done.
+func (r *Replica) end(work *readyWork, syncErr error) error {
+	if syncErr != nil {
+		return r.latch(syncErr)
+	}
+	if work.sync {
+		r.durable = cloneState(r.state)
+	}
+	rd := work.rd
+	if !raft.IsEmptySnap(rd.Snapshot) && r.config.Restore != nil {
+		if err := r.config.Restore(cloneSnapshot(r.storage.snapshot)); err != nil {
+			return r.latch(fmt.Errorf("replica: restore snapshot: %w", err))
+		}
+	}
+	r.send(rd.Messages, func(m *pb.Message) bool { return !work.early || !leaderMessage(m) })
 	if err := r.apply(rd.CommittedEntries); err != nil {
 		return err
 	}
@@ -84,24 +133,27 @@ func roleOf(state raft.StateType) Role {
 	return RoleFollower
 }
 
-// persist writes a Ready's snapshot, entries and hard state, and syncs
-// them when Raft needs them durable before anything else happens.
-func (r *Replica) persist(rd raft.Ready) error {
+// persist writes a Ready's snapshot, entries and hard state; they are
+// durable after the journal's next sync.
+func (r *Replica) persist(rd raft.Ready, proposed int) error {
 	journal := r.config.Journal
+	var entries []Entry
 	if !raft.IsEmptySnap(rd.Snapshot) {
 		if err := r.installSnapshot(rd.Snapshot); err != nil {
 			return err
 		}
 	}
 	if len(rd.Entries) > 0 {
-		entries := make([]Entry, len(rd.Entries))
+		entries = make([]Entry, len(rd.Entries))
 		for i, e := range rd.Entries {
 			entries[i] = journalEntry(e)
 		}
 		if err := journal.Append(entries); err != nil {
 			return err
 		}
-		r.checkPending(entries)
+	}
+	if r.role == RoleLeader || len(r.pending) > 0 {
+		r.matchPending(entries, proposed)
 	}
 	if rd.HardState != nil {
 		r.state.Term = rd.HardState.GetTerm()
@@ -113,12 +165,6 @@ func (r *Replica) persist(rd raft.Ready) error {
 		if err := journal.SaveState(r.state); err != nil {
 			return err
 		}
-	}
-	if rd.MustSync || !raft.IsEmptySnap(rd.Snapshot) || len(rd.Entries) > 0 {
-		if err := journal.Sync(); err != nil {
-			return err
-		}
-		r.durable = cloneState(r.state)
 	}
 	return nil
 }
@@ -137,31 +183,40 @@ func (r *Replica) installSnapshot(s *pb.Snapshot) error {
 	r.storage.snapshot = snapshot
 	r.state.Config, r.state.ConfigIndex = cloneMembership(snapshot.Config), snapshot.Index
 	r.applied, r.watermark = snapshot.Index, snapshot.NextOffset
-	if r.config.Restore != nil {
-		if err := r.config.Restore(cloneSnapshot(snapshot)); err != nil {
-			return fmt.Errorf("replica: restore snapshot: %w", err)
-		}
-	}
 	return r.config.Journal.SaveState(r.state)
 }
 
-// checkPending makes sure the entries the leader persists are the ones
-// its proposals were told they would be: a mismatch is a bug in the
-// index bookkeeping, and the proposals it concerns get no false answer.
-func (r *Replica) checkPending(entries []Entry) {
-	first, last := entries[0].Index, entries[len(entries)-1].Index
-	for _, p := range r.pending {
-		if p.Index < first || p.Index > last || p.err != nil {
+// matchPending gives the proposals written in this Ready their indexes.
+// Raft copies a proposal's entry and appends entries of its own (a new
+// leader's empty entry, leaving a joint configuration), so an entry is
+// recognised by its Data, in proposal order: every proposal carries
+// Data, and two data proposals never carry the same bytes (their offsets
+// differ). A proposal made before this Ready that is not among its
+// entries was replaced by Raft (a refused configuration change): it is
+// not in the log.
+func (r *Replica) matchPending(entries []Entry, proposed int) {
+	next := 0
+	for _, e := range entries {
+		if len(e.Data) == 0 {
 			continue
 		}
-		if e := entries[p.Index-first]; e.Term != p.Term {
-			r.config.Logger.Error("replica: proposal index bookkeeping is wrong",
-				"index", p.Index, "term", p.Term, "stored term", e.Term)
-			r.failPending(ErrIndeterminate)
-			r.counterTerm = 0
-			return
+		for k := next; k < proposed && k < len(r.pending); k++ {
+			if p := r.pending[k]; p.Index == 0 && bytes.Equal(p.data, e.Data) {
+				p.Index, p.data, next = e.Index, nil, k+1
+				break
+			}
 		}
 	}
+	kept := r.pending[:0]
+	for k, p := range r.pending {
+		if p.Index == 0 && k < proposed {
+			p.finish(ErrRefused)
+			continue
+		}
+		kept = append(kept, p)
+	}
+	clear(r.pending[len(kept):])
+	r.pending = kept
 }
 
 func (r *Replica) send(messages []*pb.Message, which func(*pb.Message) bool) {
@@ -175,6 +230,13 @@ func (r *Replica) send(messages []*pb.Message, which func(*pb.Message) bool) {
 			continue
 		}
 		r.config.Send(ReplicaID(m.GetTo()), bytes)
+		if m.GetType() == pb.MessageType_MsgSnap {
+			// A snapshot here is a few bytes of metadata, sent whole in its
+			// message: reporting it finished lets Raft probe the follower
+			// again (and send it anew if the message was lost) instead of
+			// waiting in snapshot state for an answer that may never come.
+			r.raw.ReportSnapshot(m.GetTo(), raft.SnapshotFinish)
+		}
 	}
 }
 
@@ -204,7 +266,8 @@ func (r *Replica) apply(committed []*pb.Entry) error {
 	for _, e := range entries {
 		r.complete(e)
 	}
-	r.applied = entries[len(entries)-1].Index
+	last := entries[len(entries)-1]
+	r.applied, r.appliedTerm = last.Index, last.Term
 	return nil
 }
 
@@ -237,8 +300,9 @@ func (r *Replica) applyOne(e Entry) error {
 }
 
 func (r *Replica) complete(e Entry) {
-	for len(r.pending) > 0 && r.pending[0].Index <= e.Index {
+	for len(r.pending) > 0 && r.pending[0].Index != 0 && r.pending[0].Index <= e.Index {
 		p := r.pending[0]
+		r.pending[0] = nil
 		r.pending = r.pending[1:]
 		switch {
 		case p.Index < e.Index:
@@ -267,9 +331,9 @@ func (r *Replica) failPending(err error) {
 	r.pending = nil
 }
 
-// prepareLeader makes sure this replica leads and that its counters
-// describe its whole log: entries received before it won are written
-// first, then the last data entry gives the next offset.
+// prepareLeader makes sure this replica leads, has applied its log up to
+// its own term (ErrLeaderNotReady until then) and that its counters
+// describe its whole log: the last data entry gives the next offset.
 func (r *Replica) prepareLeader() error {
 	if err := r.stopped(); err != nil {
 		return err
@@ -290,24 +354,30 @@ func (r *Replica) prepareLeader() error {
 	if status.RaftState != raft.StateLeader {
 		return &NotLeaderError{Leader: ReplicaID(status.Lead), Term: status.GetTerm()}
 	}
+	if r.appliedTerm != status.GetTerm() {
+		// Serving before the first entry of this term is applied would
+		// check producers against state that misses committed records.
+		return ErrLeaderNotReady
+	}
 	last := r.config.Journal.LastIndex()
 	next, err := r.dataEndAtOrBefore(last)
 	if err != nil {
 		return r.markDamaged(err)
 	}
-	r.counterTerm, r.nextIndex, r.nextOffset = status.GetTerm(), last+1, next
+	r.counterTerm, r.nextOffset = status.GetTerm(), next
 	return nil
 }
 
-func (r *Replica) propose(step func() error) (*Proposal, error) {
-	if err := r.guard(step); err != nil {
+func (r *Replica) propose(kind pb.EntryType, data []byte) (*Proposal, error) {
+	m := &pb.Message{Type: pb.MessageType_MsgProp.Enum(), From: proto.Uint64(uint64(r.config.ID)),
+		Entries: []*pb.Entry{{Type: kind.Enum(), Data: data}}}
+	if err := r.guard(func() error { return r.raw.Step(m) }); err != nil {
 		if errors.Is(err, raft.ErrProposalDropped) {
 			return nil, &NotLeaderError{Leader: r.leader, Term: r.term}
 		}
 		return nil, err
 	}
-	p := &Proposal{Index: r.nextIndex, Term: r.counterTerm, done: make(chan struct{})}
-	r.nextIndex++
+	p := &Proposal{Term: r.counterTerm, data: data, done: make(chan struct{})}
 	r.pending = append(r.pending, p)
 	return p, nil
 }

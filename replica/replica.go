@@ -55,15 +55,18 @@ type Replica struct {
 	leader ReplicaID
 	term   uint64
 
-	// The leader's counters, valid for counterTerm: the index and data
-	// offset its next proposal gets.
+	// The leader's offset counter, valid for counterTerm: the data offset
+	// its next data proposal gets.
 	counterTerm uint64
-	nextIndex   uint64
 	nextOffset  uint64
-	pending     []*Proposal // in index order
+	// pending are the proposals not yet decided, in proposal order (which
+	// is log order); a proposal learns its index when its entry is
+	// written.
+	pending []*Proposal
 
-	applied   uint64
-	watermark uint64
+	applied     uint64
+	appliedTerm uint64 // the term of the last applied entry
+	watermark   uint64
 
 	latched error
 	damaged error
@@ -74,11 +77,12 @@ type Replica struct {
 // when the entry is committed in the proposing term (Err nil) or when the
 // outcome is decided otherwise (ErrIndeterminate, ErrRefused, ErrLatched).
 type Proposal struct {
-	Index      uint64
+	Index      uint64 // known once the entry is written, before Done
 	Term       uint64
 	BaseOffset uint64 // data proposals: the first record's offset
 	Count      uint32 // data proposals: records in the entry
 
+	data []byte // the entry's Data, as handed to Raft: how its entry is recognised
 	done chan struct{}
 	err  error
 }
@@ -162,6 +166,7 @@ func New(config Config) (*Replica, error) {
 	r := &Replica{config: config, state: state, durable: state,
 		storage: &storage{journal: config.Journal, state: state, snapshot: snapshot}}
 	r.applied = max(state.ConfigIndex, snapshot.Index)
+	r.storage.sendable = r.sendableSnapshot
 	raw, err := newRawNode(config, r.storage, r.applied)
 	if err != nil {
 		return nil, err
@@ -286,7 +291,7 @@ func (r *Replica) Bootstrap(voters []ReplicaID) error {
 // Tick advances the replica's logical clock by one tick.
 func (r *Replica) Tick() {
 	if r.stopped() == nil {
-		r.raw.Tick()
+		_ = r.guard(func() error { r.raw.Tick(); return nil })
 	}
 }
 
@@ -338,7 +343,7 @@ func (r *Replica) ProposeRecords(records []Record) (*Proposal, error) {
 		}
 		data = record.AppendFrame(data, base+uint64(i), rec.Timestamp, rec.Body, rec.BodyCRC, hash)
 	}
-	p, err := r.propose(func() error { return r.raw.Propose(data) })
+	p, err := r.propose(pb.EntryType_EntryNormal, data)
 	if err != nil {
 		return nil, err
 	}
@@ -353,7 +358,7 @@ func (r *Replica) ProposeControl(kind uint16, body []byte) (*Proposal, error) {
 		return nil, err
 	}
 	data := AppendControl(make([]byte, 0, ControlHeaderSize+len(body)), kind, body)
-	return r.propose(func() error { return r.raw.Propose(data) })
+	return r.propose(pb.EntryType_EntryNormal, data)
 }
 
 // ChangeMembership proposes a configuration change: add learners, promote
@@ -375,14 +380,72 @@ func (r *Replica) ChangeMembership(change MembershipChange) (*Proposal, error) {
 	if err := r.prepareLeader(); err != nil {
 		return nil, err
 	}
-	cc := &pb.ConfChangeV2{Changes: changes}
-	return r.propose(func() error { return r.raw.ProposeConfChange(cc) })
+	data, err := proto.Marshal(&pb.ConfChangeV2{Changes: changes})
+	if err != nil {
+		return nil, fmt.Errorf("replica: membership change: %w", err)
+	}
+	return r.propose(pb.EntryType_EntryConfChangeV2, data)
+}
+
+// Compact lets the journal drop entries at or below index (retention).
+// Only applied entries go, and never the latest configuration change: the
+// snapshot a lagging follower then gets names the configuration in force
+// at its index, which is the current one only from that change on. It
+// returns the index the journal now starts after.
+func (r *Replica) Compact(index uint64) (uint64, error) {
+	if err := r.stopped(); err != nil {
+		return 0, err
+	}
+	index = min(index, r.applied)
+	if index < r.state.ConfigIndex || index <= r.storage.snapshot.Index {
+		return r.storage.snapshot.Index, nil
+	}
+	term, err := r.config.Journal.Term(index)
+	if err != nil {
+		return 0, fmt.Errorf("replica: compact: %w", err)
+	}
+	next, err := r.dataEndAtOrBefore(index)
+	if err != nil {
+		return 0, fmt.Errorf("replica: compact: %w", err)
+	}
+	if err := r.config.Journal.Compact(index); err != nil {
+		return 0, r.latch(err)
+	}
+	r.storage.snapshot = Snapshot{Index: index, Term: term, Config: cloneMembership(r.state.Config),
+		NextOffset: next, Data: r.storage.snapshot.Data}
+	return index, nil
+}
+
+// sendableSnapshot is the snapshot a follower gets when it needs entries
+// below the journal's start. Raft refuses a snapshot whose configuration
+// does not name its recipient, so a member added after the journal's
+// start point gets one at the latest configuration change instead: it is
+// committed and applied, and the entries after it are all in the journal.
+// Records between the two points are not in the snapshot (snapshots carry
+// no records): such a member starts its log at the later point.
+func (r *Replica) sendableSnapshot() (Snapshot, error) {
+	start := r.storage.snapshot
+	if r.state.ConfigIndex <= start.Index {
+		return start, nil
+	}
+	index := r.state.ConfigIndex
+	term, err := r.config.Journal.Term(index)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	next, err := r.dataEndAtOrBefore(index)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	// Data is the application's state at the journal's start, which does
+	// not describe this later point: it stays empty.
+	return Snapshot{Index: index, Term: term, Config: cloneMembership(r.state.Config), NextOffset: next}, nil
 }
 
 // TransferLeadership asks the leader to hand over to the replica named.
 func (r *Replica) TransferLeadership(to ReplicaID) {
 	if r.stopped() == nil {
-		r.raw.TransferLeader(uint64(to))
+		_ = r.guard(func() error { r.raw.TransferLeader(uint64(to)); return nil })
 	}
 }
 
@@ -397,7 +460,7 @@ func (r *Replica) Campaign() error {
 // ReportUnreachable tells Raft a peer could not be reached.
 func (r *Replica) ReportUnreachable(to ReplicaID) {
 	if r.stopped() == nil {
-		r.raw.ReportUnreachable(uint64(to))
+		_ = r.guard(func() error { r.raw.ReportUnreachable(uint64(to)); return nil })
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/ironbus/ironbus/record"
@@ -281,5 +282,110 @@ func TestDamagedReplicaStopsVoting(t *testing.T) {
 	}
 	if g.replicas[victim].Status().Term != before.Term {
 		t.Fatal("a damaged replica took part in an election")
+	}
+}
+
+func TestJointChangeThenProposals(t *testing.T) {
+	g := newTestGroup(t, 3)
+	leader := g.leader()
+	learner := NewReplicaID(4, 9)
+	g.ids = append(g.ids, learner)
+	g.journals[learner] = NewMemoryJournal()
+	g.start(learner)
+	p, err := leader.ChangeMembership(MembershipChange{AddLearners: []ReplicaID{learner}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.settle()
+	if p.Err() != nil {
+		t.Fatalf("add learner: %v", p.Err())
+	}
+	if _, err := leader.ProposeRecords(testRecords("a")); err != nil {
+		t.Fatal(err)
+	}
+	g.settle()
+	g.tick(3)
+	if w := g.replicas[learner].Status().Watermark; w != 1 {
+		t.Fatalf("learner watermark %d, want 1", w)
+	}
+	// Promote the learner and remove a follower in one joint change, left
+	// automatically: Raft appends the leaving entry itself, between the
+	// proposals below.
+	var removed ReplicaID
+	for _, id := range g.ids[:3] {
+		if id != leader.config.ID {
+			removed = id
+			break
+		}
+	}
+	joint, err := leader.ChangeMembership(MembershipChange{Promote: []ReplicaID{learner}, Remove: []ReplicaID{removed}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var proposals []*Proposal
+	for i := range 3 {
+		p, err := leader.ProposeRecords(testRecords(fmt.Sprint("b", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		proposals = append(proposals, p)
+		g.settle()
+	}
+	g.tick(3)
+	if joint.Err() != nil {
+		t.Fatalf("joint change: %v", joint.Err())
+	}
+	for i, p := range proposals {
+		if p.Err() != nil || p.BaseOffset != uint64(1+i) {
+			t.Fatalf("proposal %d: %+v err %v", i, p, p.Err())
+		}
+	}
+	config := leader.Status().Config
+	if len(config.VotersOutgoing) != 0 || !slices.Contains(config.Voters, learner) || slices.Contains(config.Voters, removed) {
+		t.Fatalf("configuration after the joint change: %+v", config)
+	}
+}
+
+func TestLearnerBelowRetentionStartsFromSnapshot(t *testing.T) {
+	g := newTestGroup(t, 3)
+	leader := g.leader()
+	for i := range 5 {
+		if _, err := leader.ProposeRecords(testRecords(fmt.Sprint(i), fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+		g.settle()
+	}
+	g.tick(2)
+	for _, id := range g.ids {
+		if _, err := g.replicas[id].Compact(g.replicas[id].Status().Applied); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if first := g.journals[leader.config.ID].FirstIndex(); first <= 4 {
+		t.Fatalf("leader journal still starts at %d", first)
+	}
+	learner := NewReplicaID(4, 1)
+	g.ids = append(g.ids, learner)
+	g.journals[learner] = NewMemoryJournal()
+	g.start(learner)
+	if _, err := leader.ChangeMembership(MembershipChange{AddLearners: []ReplicaID{learner}}); err != nil {
+		t.Fatal(err)
+	}
+	g.settle()
+	g.tick(3)
+	if w := g.replicas[learner].Status().Watermark; w != 10 {
+		t.Fatalf("learner watermark after the snapshot %d, want 10", w)
+	}
+	p, err := leader.ProposeRecords(testRecords("after"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.settle()
+	g.tick(2)
+	if p.Err() != nil || p.BaseOffset != 10 {
+		t.Fatalf("proposal after the snapshot: %+v err %v", p, p.Err())
+	}
+	if w := g.replicas[learner].Status().Watermark; w != 11 {
+		t.Fatalf("learner watermark %d, want 11", w)
 	}
 }

@@ -17,8 +17,11 @@ import (
 type storage struct {
 	journal  Journal
 	state    State
-	snapshot Snapshot
+	snapshot Snapshot // where the journal starts
 	damage   error
+	// sendable returns the snapshot to send a follower that needs entries
+	// the journal no longer has (see Replica.sendableSnapshot).
+	sendable func() (Snapshot, error)
 }
 
 func (s *storage) InitialState() (*pb.HardState, *pb.ConfState, error) {
@@ -58,7 +61,14 @@ func (s *storage) Snapshot() (*pb.Snapshot, error) {
 	if s.damage != nil {
 		return nil, raft.ErrSnapshotTemporarilyUnavailable
 	}
-	return raftSnapshot(s.snapshot), nil
+	snapshot, err := s.sendable()
+	if err != nil {
+		if s.damage == nil && errors.Is(err, ErrDamaged) {
+			s.damage = err
+		}
+		return nil, raft.ErrSnapshotTemporarilyUnavailable
+	}
+	return raftSnapshot(snapshot), nil
 }
 
 func (s *storage) mapError(err error) error {

@@ -9,6 +9,11 @@ var (
 	// ErrNotLeader: the replica is not its group's leader. The error is a
 	// *NotLeaderError naming the leader, if one is known.
 	ErrNotLeader = errors.New("replica: not the leader")
+	// ErrLeaderNotReady: this replica just became leader and has not yet
+	// applied its log up to its own term's first entry, so its view of
+	// the log (producer state above all) may miss committed entries.
+	// Retry shortly.
+	ErrLeaderNotReady = errors.New("replica: the new leader is still applying its log")
 	// ErrIndeterminate: leadership changed while a proposal was pending;
 	// it may or may not be committed. Retry idempotently.
 	ErrIndeterminate = errors.New("replica: outcome unknown after a leadership change")

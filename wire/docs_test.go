@@ -256,6 +256,7 @@ func TestWireDocBodySizes(t *testing.T) {
 		wire.TypeProducerInit: &wire.ProducerInit{}, wire.TypeProducerInfo: &wire.ProducerInfo{},
 		wire.TypeTxnBegin: &wire.TxnBegin{}, wire.TypeTxnEnd: &wire.TxnEnd{}, wire.TypeTxnState: &wire.TxnState{},
 		wire.TypeStreamCompacted: &wire.StreamCompacted{},
+		wire.TypeClusterInfo:     &wire.ClusterInfo{}, wire.TypeClusterState: &wire.ClusterState{},
 	}
 	bodySize := regexp.MustCompile(`(?m)^Body size: (\d+) bytes`)
 	for _, info := range wire.Types() {

@@ -46,6 +46,8 @@ const (
 	CodeUnsupportedOption Code = 32 // a critical publish option this broker does not know; nothing was stored
 	CodeTxnUnknown        Code = 33 // no open transaction has this id (never begun, or already ended)
 	CodeTxnAborted        Code = 34 // the transaction was aborted (its timeout passed, or a record of it was refused); none of it is visible
+	CodeNotLeader         Code = 35 // this node does not lead the partition; Value is the leader's node id, Leader its client address, when known
+	CodeNoLeader          Code = 36 // the partition has no leader now (an election, or no majority of its replicas reachable)
 )
 
 // CodeInfo describes an error code for docs and tests.
@@ -91,6 +93,8 @@ var codeInfo = []CodeInfo{
 	{CodeUnsupportedOption, "unsupported_option", false, false},
 	{CodeTxnUnknown, "txn_unknown", false, false},
 	{CodeTxnAborted, "txn_aborted", false, false},
+	{CodeNotLeader, "not_leader", true, false},
+	{CodeNoLeader, "no_leader", true, false},
 }
 
 // Codes lists every error code of this protocol version.
@@ -112,6 +116,8 @@ const (
 	errorFlagRetryable = 1 << 0
 	errorFlagCloses    = 1 << 1
 	errorFlagValue     = 1 << 2 // a u64 Value follows the message
+	errorFlagLeader    = 1 << 3 // a u16-length leader address follows (the value, if any, comes first)
+	errorFlagsKnown    = errorFlagRetryable | errorFlagCloses | errorFlagValue | errorFlagLeader
 )
 
 // Error is the body of an Error frame, and a Go error.
@@ -126,6 +132,9 @@ type Error struct {
 	// offset), so a client need not parse Message.
 	HasValue bool
 	Value    uint64
+	// Leader, with CodeNotLeader on a connection with CapCluster, is the
+	// client address of the node that leads (empty when unknown).
+	Leader string
 	// otherFlags keeps flag bits this version does not know, so a newer
 	// peer's flags survive a decode and re-encode.
 	otherFlags uint8
@@ -160,7 +169,10 @@ func (*Error) Type() Type { return TypeError }
 
 // AppendBody implements Message.
 func (e *Error) AppendBody(dst []byte) []byte {
-	flags := e.otherFlags &^ (errorFlagRetryable | errorFlagCloses | errorFlagValue)
+	flags := e.otherFlags &^ errorFlagsKnown
+	if e.Leader != "" {
+		flags |= errorFlagLeader
+	}
 	if e.HasValue {
 		flags |= errorFlagValue
 	}
@@ -178,6 +190,9 @@ func (e *Error) AppendBody(dst []byte) []byte {
 	if e.HasValue {
 		dst = le.AppendUint64(dst, e.Value)
 	}
+	if e.Leader != "" {
+		dst = appendString16(dst, e.Leader)
+	}
 	return dst
 }
 
@@ -191,7 +206,10 @@ func DecodeError(body []byte) (*Error, error) {
 	if flags&errorFlagValue != 0 {
 		e.HasValue, e.Value = true, r.u64("value")
 	}
+	if flags&errorFlagLeader != 0 {
+		e.Leader = string(r.bytes16("leader"))
+	}
 	e.Retryable, e.Closes = flags&errorFlagRetryable != 0, flags&errorFlagCloses != 0
-	e.otherFlags = flags &^ (errorFlagRetryable | errorFlagCloses | errorFlagValue)
+	e.otherFlags = flags &^ errorFlagsKnown
 	return e, r.done()
 }

@@ -60,6 +60,14 @@ func seedMessages() []wire.Message {
 		&wire.ProducerInfo{ID: math.MaxUint64, Epoch: 1},
 		&wire.StreamCompacted{Stream: []byte("latest"), Partitions: []wire.CompactedPartition{{RecordsRemoved: 9, TombstonesRemoved: 1, RecordsKept: 3, BytesBefore: 1 << 20, BytesAfter: 4096, Segments: 2, Passes: 1}}},
 		&wire.Error{Code: wire.CodeSequenceGap, Message: "gap", HasValue: true, Value: 17},
+		&wire.Error{Code: wire.CodeNotLeader, Retryable: true, Message: "not the leader", HasValue: true, Value: 2, Leader: "127.0.0.1:7002"},
+		&wire.Error{Code: wire.CodeNotLeader, Retryable: true, Message: "leader unknown address", Leader: "[::1]:7003"},
+		&wire.ClusterInfo{Flags: wire.ClusterInfoPartitions, Stream: []byte("orders")},
+		&wire.ClusterState{ClusterID: []byte("edge"), Node: 1, MetaLeader: 2,
+			Nodes: []wire.ClusterNode{{ID: 1, Incarnation: 7, ClientAddr: []byte("127.0.0.1:7001"), ClusterAddr: []byte("127.0.0.1:8001"), State: wire.NodeUp},
+				{ID: 2, Incarnation: 9, ClientAddr: []byte{}, ClusterAddr: []byte("h:8002"), State: wire.NodeUnknown, LastSeenMs: wire.NeverSeen}},
+			Partitions: []wire.ClusterPartition{{Stream: []byte("orders"), Partition: 3, Group: 1 << 40, Leader: 2, Term: 5, Commit: 100, Watermark: 4000,
+				Replicas: []wire.ClusterReplica{{Node: 1, Incarnation: 7, Role: wire.RoleVoter, Match: 99}, {Node: 3, Incarnation: 1, Role: wire.RoleLearner, Flags: wire.ReplicaDamaged}}}}},
 		&wire.Consume{Stream: []byte("orders"), Partition: 1, Group: []byte("billing"), Mode: wire.ModeWork, Flags: wire.ConsumeNoWait, MaxRecords: 100, MaxBytes: 1 << 20, WaitMs: 0, LeaseMs: 30000},
 		&wire.Deliver{Partition: 1, Offset: 7, Lease: 99, Attempt: 1, Timestamp: time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC).UnixNano(), BodyCRC: 5, Body: []byte("payload")},
 		&wire.Deliver{Partition: 0, Offset: math.MaxUint64, Lease: 1, Attempt: 9, Flags: wire.DeliverRedelivered, Timestamp: -1, Body: []byte{}},
@@ -368,6 +376,12 @@ func decodeBody(t wire.Type, body []byte, entries []wire.AckEntry) (m wire.Messa
 		return &decoded, true, err
 	case wire.TypeStreamCompacted:
 		decoded, err := wire.DecodeStreamCompacted(body)
+		return &decoded, true, err
+	case wire.TypeClusterInfo:
+		decoded, err := wire.DecodeClusterInfo(body)
+		return &decoded, true, err
+	case wire.TypeClusterState:
+		decoded, err := wire.DecodeClusterState(body)
 		return &decoded, true, err
 	case wire.TypeGroupAdmin:
 		decoded, err := wire.DecodeGroupAdmin(body)

@@ -40,6 +40,8 @@ const (
 	TypeTxnState     Type = 27 // S→C: answers TxnBegin and TxnEnd
 	// TypeStreamCompacted answers a StreamAdmin compact (S→C, CapAdmin).
 	TypeStreamCompacted Type = 28
+	TypeClusterInfo     Type = 29 // C→S: the cluster's nodes and, optionally, its partitions' leaders and replicas
+	TypeClusterState    Type = 30 // S→C: answers ClusterInfo
 )
 
 // TypeInfo describes a frame type for docs and tests.
@@ -78,13 +80,15 @@ var typeInfo = []TypeInfo{
 	{TypeTxnEnd, "TxnEnd", "C→S"},
 	{TypeTxnState, "TxnState", "S→C"},
 	{TypeStreamCompacted, "StreamCompacted", "S→C"},
+	{TypeClusterInfo, "ClusterInfo", "C→S"},
+	{TypeClusterState, "ClusterState", "S→C"},
 }
 
 // Types lists every frame type of this protocol version.
 func Types() []TypeInfo { return append([]TypeInfo(nil), typeInfo...) }
 
 // Known reports whether t is a frame type of this protocol version.
-func (t Type) Known() bool { return t >= TypeHello && t <= TypeStreamCompacted }
+func (t Type) Known() bool { return t >= TypeHello && t <= TypeClusterState }
 
 func (t Type) String() string {
 	if t.Known() {
@@ -120,6 +124,10 @@ const (
 	// flags (a duplicate); Error may carry a value (the expected sequence,
 	// the actual last offset).
 	CapProducers uint64 = 1 << 6
+	// CapCluster: the server is a member of a cluster. ClusterInfo is
+	// served; an Error not_leader carries the leader's client address
+	// (flag leader); a client with it follows a partition's leader.
+	CapCluster uint64 = 1 << 7
 )
 
 // Capabilities this implementation supports.

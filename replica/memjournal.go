@@ -177,14 +177,17 @@ func (j *MemoryJournal) Compact(index uint64) error {
 func (j *MemoryJournal) Crash(rng *rand.Rand) {
 	image := j.durable.clone()
 	keep := rng.IntN(len(j.pending) + 1)
+	whole := keep
 	for i, w := range j.pending[:keep] {
 		if i == keep-1 && len(w.entries) > 1 {
-			w.entries = w.entries[:1+rng.IntN(len(w.entries))]
+			if torn := 1 + rng.IntN(len(w.entries)); torn < len(w.entries) {
+				w.entries, whole = w.entries[:torn], keep-1
+			}
 		}
 		image.apply(w)
 	}
 	eligible := 0
-	for eligible < len(j.states) && j.states[eligible].writes <= keep {
+	for eligible < len(j.states) && j.states[eligible].writes <= whole {
 		eligible++
 	}
 	if n := rng.IntN(eligible + 1); n > 0 {

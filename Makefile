@@ -7,6 +7,7 @@ BENCH_DIR ?= /var/tmp
 SOAK_SEEDS ?= 5000
 SOAK_IDEMPOTENT_CYCLES ?= 200
 SOAK_CAS_ROUNDS ?= 200
+SOAK_SIM_SEEDS ?= 10000
 
 .PHONY: all build test backends rig lint unit fuzz-smoke fuzz fuzz-soak soak bench bench-consume testdata clean docs size boundaries
 
@@ -127,6 +128,7 @@ soak:
 	  -run 'TestPowerCutSeeded|TestCrash' ./segment/
 	IRONBUS_IDEMPOTENT_CYCLES=$(SOAK_IDEMPOTENT_CYCLES) IRONBUS_CAS_ROUNDS=$(SOAK_CAS_ROUNDS) \
 	  $(GO) test -count=1 -timeout 1h -run 'TestIdempotentProducersKill9|TestConditional.*UnderConcurrentWriters' ./cmd/ironbus/ ./client/
+	IRONBUS_SIM_SEEDS=$(SOAK_SIM_SEEDS) $(GO) test -count=1 -timeout 2h -run TestSeeds ./replica/sim/
 
 # bench: durable appends through the committer, then the broker over
 # loopback, each against the raw device in the same run (see

@@ -1,0 +1,177 @@
+package sim
+
+import (
+	"errors"
+)
+
+// errInjectedSync is the fsync failure the nemesis plants.
+var errInjectedSync = errors.New("sim: injected fsync failure (EIO)")
+
+// chooseNetwork draws the run's message faults.
+func (c *cluster) chooseNetwork() {
+	n := &c.net
+	n.minDelay, n.maxDelay = 1, 1+c.rng.Int64N(5)
+	if c.config.Faults&FaultMessages == 0 {
+		return
+	}
+	n.dropPerMille = c.rng.IntN(60)
+	n.duplicatePerMille = c.rng.IntN(30)
+	n.slowPerMille = c.rng.IntN(50)
+	n.slowDelay = 20 + c.rng.Int64N(100)
+	c.event("network: latency %d-%d steps, drop %d‰, duplicate %d‰, slow %d‰ (+%d steps)",
+		n.minDelay, n.maxDelay, n.dropPerMille, n.duplicatePerMille, n.slowPerMille, n.slowDelay)
+}
+
+// nemesis plants one fault of the kinds the run enables.
+func (c *cluster) nemesis() {
+	var kinds []Faults
+	for f := FaultPartition; f <= FaultWipe; f <<= 1 {
+		if c.config.Faults&f != 0 {
+			kinds = append(kinds, f)
+		}
+	}
+	if len(kinds) == 0 {
+		return
+	}
+	switch kinds[c.rng.IntN(len(kinds))] {
+	case FaultPartition:
+		c.partition()
+	case FaultCrash:
+		if n := c.pickNode(func(n *node) bool { return n.replica != nil }); n != nil {
+			c.crash(n, 20+c.rng.Int64N(300))
+			c.event("crash node %d (%s), down until %d", n.number, n.disk, n.restartAt)
+		}
+	case FaultCrashAll:
+		for _, n := range c.nodes {
+			if n.replica != nil {
+				c.crash(n, 20+c.rng.Int64N(200))
+			}
+		}
+		c.event("power cut of every node")
+	case FaultSyncFailure:
+		c.failSync()
+	case FaultCorruption:
+		c.corrupt()
+	case FaultWipe:
+		if c.diskFaults() < (len(c.nodes)-1)/2 {
+			n := c.pickNode(func(n *node) bool { return !n.joining })
+			if n != nil {
+				c.wipe(n, 20+c.rng.Int64N(300))
+				c.event("wipe node %d: back as %d.%d at %d", n.number, n.number, n.incarnation, n.restartAt)
+			}
+		}
+	}
+}
+
+// pickNode picks a random node that satisfies ok, or nil.
+func (c *cluster) pickNode(ok func(*node) bool) *node {
+	var candidates []*node
+	for _, n := range c.nodes {
+		if ok(n) {
+			candidates = append(candidates, n)
+		}
+	}
+	if len(candidates) == 0 {
+		return nil
+	}
+	return candidates[c.rng.IntN(len(candidates))]
+}
+
+// partition cuts links until a random step: the leader isolated, a
+// symmetric split into a minority and a majority, or one node deaf or
+// mute (an asymmetric cut).
+func (c *cluster) partition() {
+	if c.net.healAt != 0 {
+		return
+	}
+	nodes := len(c.nodes)
+	cut := func(from, to int) { c.net.cut[from][to] = true }
+	switch c.rng.IntN(4) {
+	case 0:
+		leader := c.leader()
+		if leader == nil {
+			return
+		}
+		for other := 1; other <= nodes; other++ {
+			if other != int(leader.number) {
+				cut(int(leader.number), other)
+				cut(other, int(leader.number))
+			}
+		}
+		c.event("isolate leader node %d", leader.number)
+	case 1:
+		side := make([]bool, nodes+1)
+		for _, i := range c.rng.Perm(nodes)[:1+c.rng.IntN((nodes-1)/2)] {
+			side[i+1] = true
+		}
+		for a := 1; a <= nodes; a++ {
+			for b := 1; b <= nodes; b++ {
+				if side[a] != side[b] {
+					cut(a, b)
+				}
+			}
+		}
+		c.event("split %v from the rest", side)
+	default:
+		victim, inbound := 1+c.rng.IntN(nodes), c.rng.IntN(2) == 0
+		for other := 1; other <= nodes; other++ {
+			switch {
+			case other == victim:
+			case inbound:
+				cut(other, victim)
+			default:
+				cut(victim, other)
+			}
+		}
+		c.event("one-way cut of node %d (it hears nothing: %v)", victim, inbound)
+	}
+	c.net.healAt = c.now + 50 + c.rng.Int64N(400)
+}
+
+// failSync makes one running node's fsync fail from now on; it must latch
+// at its next sync.
+func (c *cluster) failSync() {
+	for _, n := range c.nodes {
+		if n.syncFailing || (n.stop != nil && errors.Is(n.stop, errInjectedSync)) {
+			return // one at a time
+		}
+	}
+	n := c.pickNode(func(n *node) bool { return n.replica != nil && n.stop == nil })
+	if n == nil {
+		return
+	}
+	n.disk.FailSync(errInjectedSync)
+	n.syncFailing = true
+	c.event("fsync fails on node %d from now on", n.number)
+}
+
+// corrupt flips a bit in a committed entry of a minority node's journal.
+func (c *cluster) corrupt() {
+	if c.diskFaults() >= (len(c.nodes)-1)/2 {
+		return
+	}
+	n := c.pickNode(func(n *node) bool { return n.replica != nil && n.stop == nil && !n.joining })
+	if n == nil {
+		return
+	}
+	commit := min(n.replica.Status().Commit, n.disk.LastIndex())
+	first := n.disk.FirstIndex()
+	if commit < first {
+		return
+	}
+	index := first + c.rng.Uint64N(commit-first+1)
+	n.disk.corrupt(index)
+	c.event("corrupt committed entry %d on node %d (commit %d)", index, n.number, commit)
+}
+
+// diskFaults counts the nodes whose disk lost or damaged committed data
+// and that are not yet rebuilt: the group survives (nodes-1)/2 of them.
+func (c *cluster) diskFaults() int {
+	faults := 0
+	for _, n := range c.nodes {
+		if n.joining || len(n.disk.corrupted) > 0 {
+			faults++
+		}
+	}
+	return faults
+}

@@ -68,7 +68,16 @@ func (c *cluster) produce(cl *client) {
 		c.refused(cl, ids, 0) // connection refused: nothing was sent
 		return
 	}
-	p, err := n.replica.ProposeRecords(records)
+	var p *replica.Proposal
+	var err error
+	if c.call(n, func() { p, err = n.replica.ProposeRecords(records) }) {
+		for _, id := range ids {
+			c.history.Indeterminate(id, c.now) // the connection broke
+		}
+		c.indeterminate += len(ids)
+		cl.hint, cl.nextAt = 0, c.now+1+c.rng.Int64N(20)
+		return
+	}
 	var notLeader *replica.NotLeaderError
 	switch {
 	case errors.As(err, &notLeader):

@@ -30,7 +30,17 @@ type disk struct {
 	violation func(format string, args ...any)
 	// corrupted lists the entries this disk was told to damage.
 	corrupted map[uint64]bool
+	// cutAt, when positive, counts down the writes (Append, SaveState,
+	// Sync) until the power is cut in the middle of the one it reaches
+	// zero at: that write does not happen, and the call panics with
+	// powerCut, which the simulator turns into a crash of the node.
+	cutAt int
 }
+
+// powerCut is the panic a disk raises when the nemesis cuts the power in
+// the middle of a write; the simulator recovers it around the replica
+// call that was writing.
+type powerCut struct{}
 
 type indexTerm struct{ index, term uint64 }
 
@@ -42,6 +52,12 @@ func newDisk(violation func(string, ...any)) *disk {
 func (d *disk) write(what string) {
 	if d.stopped {
 		d.violation("a stopped replica wrote to its journal (%s)", what)
+	}
+	if d.cutAt > 0 {
+		d.cutAt--
+		if d.cutAt == 0 {
+			panic(powerCut{})
+		}
 	}
 }
 
@@ -122,7 +138,7 @@ func (d *disk) crash(rng *rand.Rand) {
 	for _, e := range entries {
 		d.durableTerms = append(d.durableTerms, e.Term)
 	}
-	d.unsynced, d.savedState, d.stopped = nil, nil, false
+	d.unsynced, d.savedState, d.stopped, d.cutAt = nil, nil, false, 0
 	for index := range d.corrupted {
 		if index < d.first || index >= d.first+uint64(len(d.durableTerms)) {
 			delete(d.corrupted, index)

@@ -37,9 +37,15 @@ func (c *cluster) nemesis() {
 	case FaultPartition:
 		c.partition()
 	case FaultCrash:
-		if n := c.pickNode(func(n *node) bool { return n.replica != nil }); n != nil {
+		n := c.pickNode(func(n *node) bool { return n.replica != nil })
+		switch {
+		case n == nil:
+		case c.rng.IntN(2) == 0:
+			n.disk.cutAt = 1 + c.rng.IntN(6)
+			c.event("power cut node %d at its %d-th journal write from now", n.number, n.disk.cutAt)
+		default:
 			c.crash(n, 20+c.rng.Int64N(300))
-			c.event("crash node %d (%s), down until %d", n.number, n.disk, n.restartAt)
+			c.fault("crash", "crash node %d (%s), down until %d", n.number, n.disk, n.restartAt)
 		}
 	case FaultCrashAll:
 		for _, n := range c.nodes {
@@ -47,7 +53,7 @@ func (c *cluster) nemesis() {
 				c.crash(n, 20+c.rng.Int64N(200))
 			}
 		}
-		c.event("power cut of every node")
+		c.fault("power cut of every node", "power cut of every node")
 	case FaultSyncFailure:
 		c.failSync()
 	case FaultCorruption:
@@ -57,7 +63,7 @@ func (c *cluster) nemesis() {
 			n := c.pickNode(func(n *node) bool { return !n.joining })
 			if n != nil {
 				c.wipe(n, 20+c.rng.Int64N(300))
-				c.event("wipe node %d: back as %d.%d at %d", n.number, n.number, n.incarnation, n.restartAt)
+				c.fault("wipe", "wipe node %d: back as %d.%d at %d", n.number, n.number, n.incarnation, n.restartAt)
 			}
 		}
 	}
@@ -98,7 +104,7 @@ func (c *cluster) partition() {
 				cut(other, int(leader.number))
 			}
 		}
-		c.event("isolate leader node %d", leader.number)
+		c.fault("leader isolated", "isolate leader node %d", leader.number)
 	case 1:
 		side := make([]bool, nodes+1)
 		for _, i := range c.rng.Perm(nodes)[:1+c.rng.IntN((nodes-1)/2)] {
@@ -111,7 +117,7 @@ func (c *cluster) partition() {
 				}
 			}
 		}
-		c.event("split %v from the rest", side)
+		c.fault("split", "split %v from the rest", side)
 	default:
 		victim, inbound := 1+c.rng.IntN(nodes), c.rng.IntN(2) == 0
 		for other := 1; other <= nodes; other++ {
@@ -123,7 +129,7 @@ func (c *cluster) partition() {
 				cut(victim, other)
 			}
 		}
-		c.event("one-way cut of node %d (it hears nothing: %v)", victim, inbound)
+		c.fault("one-way cut", "one-way cut of node %d (it hears nothing: %v)", victim, inbound)
 	}
 	c.net.healAt = c.now + 50 + c.rng.Int64N(400)
 }
@@ -142,7 +148,7 @@ func (c *cluster) failSync() {
 	}
 	n.disk.FailSync(errInjectedSync)
 	n.syncFailing = true
-	c.event("fsync fails on node %d from now on", n.number)
+	c.fault("fsync failure", "fsync fails on node %d from now on", n.number)
 }
 
 // corrupt flips a bit in a committed entry of a minority node's journal.
@@ -161,7 +167,7 @@ func (c *cluster) corrupt() {
 	}
 	index := first + c.rng.Uint64N(commit-first+1)
 	n.disk.corrupt(index)
-	c.event("corrupt committed entry %d on node %d (commit %d)", index, n.number, commit)
+	c.fault("corruption", "corrupt committed entry %d on node %d (commit %d)", index, n.number, commit)
 }
 
 // diskFaults counts the nodes whose disk lost or damaged committed data

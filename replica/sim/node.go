@@ -104,6 +104,24 @@ func (c *cluster) crash(n *node, downFor int64) {
 	n.restartAt = c.now + downFor
 }
 
+// call runs a replica call that may write the node's journal; a power cut
+// in the middle of one of its writes crashes the node there (what the
+// call sent before the cut is on the network already).
+func (c *cluster) call(n *node, f func()) (cut bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			if _, ok := p.(powerCut); !ok {
+				panic(p)
+			}
+			c.crash(n, 20+c.rng.Int64N(300))
+			c.fault("power cut mid-write", "power cut node %d in the middle of a write, down until %d", n.number, n.restartAt)
+			cut = true
+		}
+	}()
+	f()
+	return false
+}
+
 // wipe brings the node back with an empty disk: a new incarnation, which
 // the operator adds as a learner and promotes in place of the old one.
 func (c *cluster) wipe(n *node, downFor int64) {
@@ -140,7 +158,11 @@ func (c *cluster) stopped(n *node, err error) {
 	if c.healed > 0 {
 		n.recoverAt = c.now + 1
 	}
-	c.event("node %d.%d stopped: %v", n.number, n.incarnation, err)
+	kind := "latched"
+	if errors.Is(err, replica.ErrDamaged) {
+		kind = "damage found"
+	}
+	c.fault(kind, "node %d.%d stopped: %v", n.number, n.incarnation, err)
 }
 
 // recover restarts the nodes that are due, heals a partition that is
@@ -161,7 +183,7 @@ func (c *cluster) recover() {
 			c.event("operator restarts latched node %d", n.number)
 		case n.stop != nil && c.now >= n.recoverAt:
 			c.wipe(n, 1)
-			c.event("operator rebuilds damaged node %d as %d.%d", n.number, n.number, n.incarnation)
+			c.fault("rebuild", "operator rebuilds damaged node %d as %d.%d", n.number, n.number, n.incarnation)
 		}
 	}
 }
@@ -249,12 +271,16 @@ func (c *cluster) operate() {
 		default:
 			continue // a learner catching up
 		}
-		p, err := leader.replica.ChangeMembership(change)
+		var p *replica.Proposal
+		var err error
+		if c.call(leader, func() { p, err = leader.replica.ChangeMembership(change) }) {
+			return
+		}
 		c.process(leader)
 		if err != nil {
 			return
 		}
-		c.event("operator proposes %+v for node %d", change, n.number)
+		c.fault("membership change", "operator proposes %+v for node %d", change, n.number)
 		c.change, c.changeDeadline = p, c.now+clientTimeout
 		return
 	}

@@ -100,6 +100,9 @@ type Result struct {
 	Terms                              uint64 // the last leader's term
 	RecoveredAfter                     int64  // steps from the heal to the first ack
 	Events                             []string
+	// Faults counts what happened, by kind: crashes, power cuts in the
+	// middle of a write, partitions, latches, damage found, rebuilds.
+	Faults map[string]int
 }
 
 // ErrViolation: a run broke an invariant. The error names the seed.
@@ -179,6 +182,7 @@ type cluster struct {
 
 	trace    hash.Hash64
 	events   []string
+	faults   map[string]int
 	failure  string
 	faultGap int // a nemesis acts on one step in faultGap on average
 }
@@ -187,7 +191,7 @@ func newCluster(config Config) *cluster {
 	c := &cluster{config: config, rng: rand.New(rand.NewPCG(config.Seed, 0x1e0b05)),
 		net: newNetwork(config.Nodes), leaders: map[uint64]replica.ReplicaID{},
 		retired: map[replica.ReplicaID]*disk{}, trace: fnv.New64a(),
-		faultGap: 100}
+		faultGap: 100, faults: map[string]int{}}
 	for i := range config.Nodes {
 		n := &node{number: uint32(i + 1), incarnation: 1}
 		n.id = replica.NewReplicaID(n.number, n.incarnation)
@@ -202,7 +206,8 @@ func newCluster(config Config) *cluster {
 
 func (c *cluster) result() Result {
 	r := Result{Trace: c.trace.Sum64(), Steps: c.now, Acked: c.acked, Failed: c.failed,
-		Indeterminate: c.indeterminate, Read: c.reads, Records: len(c.records), Events: c.events}
+		Indeterminate: c.indeterminate, Read: c.reads, Records: len(c.records), Events: c.events,
+		Faults: c.faults}
 	if c.firstAckHealed > 0 {
 		r.RecoveredAfter = c.firstAckHealed - c.healed
 	}
@@ -227,6 +232,12 @@ func (c *cluster) event(format string, args ...any) {
 	if c.config.Log != nil {
 		c.config.Log(e)
 	}
+}
+
+// fault records a fault of kind and describes it as an event.
+func (c *cluster) fault(kind, format string, args ...any) {
+	c.faults[kind]++
+	c.event(format, args...)
 }
 
 func (c *cluster) lastEvents() string {
@@ -364,7 +375,10 @@ func (c *cluster) process(n *node) {
 			c.violation("node %d always has a Ready", n.number)
 			return
 		}
-		err := n.replica.Process()
+		var err error
+		if c.call(n, func() { err = n.replica.Process() }) {
+			return
+		}
 		c.pollClients(n)
 		if err != nil {
 			c.stopped(n, err)

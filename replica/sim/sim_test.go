@@ -76,6 +76,7 @@ func TestSeeds(t *testing.T) {
 	var failures []uint64
 	var acked, records, steps int64
 	var slowest time.Duration
+	faults := map[string]int{}
 	for seed := uint64(1); seed <= seeds; seed++ {
 		began := time.Now()
 		config := seedConfig(seed)
@@ -92,11 +93,15 @@ func TestSeeds(t *testing.T) {
 		acked += int64(result.Acked)
 		records += int64(result.Records)
 		steps += result.Steps
+		for kind, count := range result.Faults {
+			faults[kind] += count
+		}
 	}
 	wall := time.Since(start)
 	t.Logf("%d seeds in %v (%v per seed, slowest %v): %d acknowledged records, %d in final logs, %d virtual seconds; failing seeds %v",
 		seeds, wall.Round(time.Millisecond), (wall / time.Duration(seeds)).Round(time.Microsecond),
 		slowest.Round(time.Millisecond), acked, records, steps*StepMillis/1000, failures)
+	t.Logf("faults: %v", faults)
 }
 
 type resultSummary struct {

@@ -35,6 +35,10 @@ type disk struct {
 	// zero at: that write does not happen, and the call panics with
 	// powerCut, which the simulator turns into a crash of the node.
 	cutAt int
+	// cutAfterVote arms a crash once this disk saves a vote: voted says
+	// one was saved, and the simulator crashes the node when the call
+	// that saved it returns (its answer has left).
+	cutAfterVote, voted bool
 }
 
 // powerCut is the panic a disk raises when the nemesis cuts the power in
@@ -82,8 +86,18 @@ func (d *disk) SaveState(state replica.State) error {
 	if err := d.MemoryJournal.SaveState(state); err != nil {
 		return err
 	}
+	if d.cutAfterVote && state.Vote != 0 && (state.Vote != d.lastState().Vote || state.Term != d.lastState().Term) {
+		d.voted = true
+	}
 	d.savedState = &state
 	return nil
+}
+
+func (d *disk) lastState() replica.State {
+	if d.savedState != nil {
+		return *d.savedState
+	}
+	return d.durableState
 }
 
 // Sync implements replica.Journal.
@@ -139,11 +153,21 @@ func (d *disk) crash(rng *rand.Rand) {
 		d.durableTerms = append(d.durableTerms, e.Term)
 	}
 	d.unsynced, d.savedState, d.stopped, d.cutAt = nil, nil, false, 0
+	d.cutAfterVote, d.voted = false, false
 	for index := range d.corrupted {
 		if index < d.first || index >= d.first+uint64(len(d.durableTerms)) {
 			delete(d.corrupted, index)
 		}
 	}
+}
+
+// durableLast is the last synced index.
+func (d *disk) durableLast() uint64 {
+	if !d.exact {
+		_, snapshot, entries := d.MemoryJournal.Durable()
+		return snapshot.Index + uint64(len(entries))
+	}
+	return d.first + uint64(len(d.durableTerms)) - 1
 }
 
 // durableAt says whether the entry at index with term is synced.

@@ -40,17 +40,20 @@ func (c *cluster) nemesis() {
 		n := c.pickNode(func(n *node) bool { return n.replica != nil })
 		switch {
 		case n == nil:
+		case c.rng.IntN(3) == 0:
+			n.disk.cutAfterVote = true
+			c.event("node %d will crash after its next vote", n.number)
 		case c.rng.IntN(2) == 0:
 			n.disk.cutAt = 1 + c.rng.IntN(6)
 			c.event("power cut node %d at its %d-th journal write from now", n.number, n.disk.cutAt)
 		default:
-			c.crash(n, 20+c.rng.Int64N(300))
+			c.crash(n, c.downtime())
 			c.fault("crash", "crash node %d (%s), down until %d", n.number, n.disk, n.restartAt)
 		}
 	case FaultCrashAll:
 		for _, n := range c.nodes {
 			if n.replica != nil {
-				c.crash(n, 20+c.rng.Int64N(200))
+				c.crash(n, c.downtime())
 			}
 		}
 		c.fault("power cut of every node", "power cut of every node")
@@ -67,6 +70,16 @@ func (c *cluster) nemesis() {
 			}
 		}
 	}
+}
+
+// downtime draws how long a crashed node stays down: half the time a
+// quick restart (within an election, while votes of the term it forgot
+// may still be in flight), otherwise up to a few seconds.
+func (c *cluster) downtime() int64 {
+	if c.rng.IntN(2) == 0 {
+		return 1 + c.rng.Int64N(20)
+	}
+	return 20 + c.rng.Int64N(300)
 }
 
 // pickNode picks a random node that satisfies ok, or nil.

@@ -62,6 +62,9 @@ func newNetwork(nodes int) network {
 // send queues a copy of message, or drops it, from the cluster's random
 // source.
 func (c *cluster) send(from, to replica.ReplicaID, message []byte) {
+	if sender := c.nodes[from.Node()-1]; sender.id == from {
+		c.checkPersisted(sender, message)
+	}
 	n := &c.net
 	n.sent++
 	c.traceEvent(traceSend, uint64(from), uint64(to), hashBytes(message))

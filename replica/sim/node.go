@@ -113,7 +113,7 @@ func (c *cluster) call(n *node, f func()) (cut bool) {
 			if _, ok := p.(powerCut); !ok {
 				panic(p)
 			}
-			c.crash(n, 20+c.rng.Int64N(300))
+			c.crash(n, c.downtime())
 			c.fault("power cut mid-write", "power cut node %d in the middle of a write, down until %d", n.number, n.restartAt)
 			cut = true
 		}

@@ -380,6 +380,11 @@ func (c *cluster) process(n *node) {
 			return
 		}
 		c.pollClients(n)
+		if n.disk.voted {
+			c.crash(n, 1+c.rng.Int64N(10))
+			c.fault("crash after a vote", "node %d crashed after it voted, down until %d", n.number, n.restartAt)
+			return
+		}
 		if err != nil {
 			c.stopped(n, err)
 			return

@@ -18,15 +18,25 @@
 // identity). Then everything heals, and the group must acknowledge again
 // and converge within bounded steps.
 //
+// Power cuts fall between steps, in the middle of a journal write (the
+// disk panics at its k-th write and the node crashes inside Process, after
+// a leader's early appends left and before its own sync), or right after a
+// node voted, with a quick restart while the election is still on.
+//
 // Invariants checked while it runs and at the end (Run fails with
 // ErrViolation naming the seed):
+//   - persist before answer, on every message as it leaves: a granted vote
+//     is synced, an accepted append is synced to the index it reports, a
+//     leader's appends and heartbeats follow a synced term, and a stopped
+//     replica sends nothing;
 //   - every entry any replica applies, and every journal entry at or below
 //     its replica's commit index, is byte for byte the group's committed
 //     entry at that index;
 //   - the committed log's data offsets are dense and increasing, each frame
 //     where its entry's header says;
-//   - an acknowledgement is made only when its entry (index and term) is
-//     synced on a majority of the voters at that moment;
+//   - an acknowledgement is made only when the committed entry at its index
+//     holds the client's records at the offsets it reports, and that entry
+//     (index and term) is synced on a majority of the voters at that moment;
 //   - a replica's term never goes back within a process lifetime, nor below
 //     its durable term across a restart; one leader per term;
 //   - a latch happens only after a failed fsync and damage only where one

@@ -77,6 +77,9 @@ func (c *cluster) checkPersisted(n *node, message []byte) {
 		c.violation("node %d sent %d bytes that do not decode: %v", n.number, len(message), err)
 		return
 	}
+	if n.stop != nil {
+		c.violation("node %d.%d sent a message of type %d after it stopped (%v)", n.number, n.incarnation, m.kind, n.stop)
+	}
 	d := n.disk
 	switch {
 	case m.kind == messageVoteResp && !m.reject:

@@ -37,6 +37,9 @@ const (
 	// readBufferBytes is each connection's read buffer; frames that fit
 	// are handed to the handler without a copy.
 	readBufferBytes = 64 << 10
+	// maxPayloadLimit bounds MaxPayloadBytes so a frame length fits its
+	// u32 field and an int on 32-bit platforms.
+	maxPayloadLimit = 1 << 30
 	// maxPendingHandshakes bounds inbound connections that have not
 	// finished their handshake; more are closed at once.
 	maxPendingHandshakes = 64
@@ -154,7 +157,7 @@ func (config *Config) validate() error {
 		return fmt.Errorf("%w: no listener", ErrConfig)
 	case config.Handler == nil:
 		return fmt.Errorf("%w: no handler", ErrConfig)
-	case config.QueueBytes < 0 || config.MaxPayloadBytes < 0 || config.MaxPayloadBytes > 1<<31:
+	case config.QueueBytes < 0 || config.MaxPayloadBytes < 0 || config.MaxPayloadBytes > maxPayloadLimit:
 		return fmt.Errorf("%w: queue %d and payload %d bytes", ErrConfig, config.QueueBytes, config.MaxPayloadBytes)
 	}
 	if config.TLS != nil {

@@ -93,6 +93,11 @@ func (c *connection) writeLoop() {
 	defer heartbeat.Stop()
 	var batch []byte
 	for {
+		select {
+		case <-c.done: // a replaced connection must not take from the queue
+			return
+		default:
+		}
 		var messages int
 		batch, messages = p.takePending(batch)
 		if len(batch) == 0 {

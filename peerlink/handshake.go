@@ -141,11 +141,14 @@ func (l *Link) accept(raw net.Conn) {
 	}
 	if err != nil {
 		raw.Close()
+		if l.ctx.Err() != nil {
+			return
+		}
 		l.inboundRefused.Add(1)
 		if p != nil {
 			p.counters.handshakeFailures.Add(1)
 			p.noteFailure("peer link: refused a connection", fmt.Errorf("from %s: %w", raw.RemoteAddr(), err))
-		} else if l.ctx.Err() == nil {
+		} else {
 			l.logger.Warn("peer link: refused a connection", "remote", raw.RemoteAddr(), "error", err)
 		}
 		return

@@ -119,13 +119,13 @@ type Link struct {
 // New validates config, starts accepting on its listener and starts
 // dialing the peers with a higher id.
 func New(config Config) (*Link, error) {
+	config.applyDefaults()
 	if err := config.validate(); err != nil {
 		if config.Listener != nil {
 			config.Listener.Close()
 		}
 		return nil, err
 	}
-	config.applyDefaults()
 	l := &Link{config: config, logger: config.Logger, handshakes: make(chan struct{}, maxPendingHandshakes)}
 	if l.logger == nil {
 		l.logger = slog.New(slog.DiscardHandler)
@@ -159,6 +159,11 @@ func (config *Config) validate() error {
 		return fmt.Errorf("%w: no handler", ErrConfig)
 	case config.QueueBytes < 0 || config.MaxPayloadBytes < 0 || config.MaxPayloadBytes > maxPayloadLimit:
 		return fmt.Errorf("%w: queue %d and payload %d bytes", ErrConfig, config.QueueBytes, config.MaxPayloadBytes)
+	case config.IdleTimeout < 2*config.HeartbeatInterval:
+		// An idle connection must see at least two heartbeats before it
+		// is judged silent, or a quiet link flaps.
+		return fmt.Errorf("%w: idle timeout %v is less than two heartbeat intervals of %v",
+			ErrConfig, config.IdleTimeout, config.HeartbeatInterval)
 	}
 	if config.TLS != nil {
 		if err := config.validateTLS(); err != nil {
@@ -342,18 +347,21 @@ func (l *Link) spawn(f func()) bool {
 // false when the link or the peer is gone (c is then closed).
 func (l *Link) start(c *connection) bool {
 	l.mu.Lock()
-	started, replaced := false, (*connection)(nil)
+	started := false
 	if !l.mu.closed {
+		var replaced *connection
 		replaced, started = c.peer.install(c)
+		if replaced != nil {
+			// Before the new writer starts, so the old one stops taking
+			// from the queue. No callback runs: it is no longer active.
+			replaced.close(ErrReplaced)
+		}
 		if started {
 			l.wg.Go(c.readLoop)
 			l.wg.Go(c.writeLoop)
 		}
 	}
 	l.mu.Unlock()
-	if replaced != nil {
-		replaced.close(ErrReplaced)
-	}
 	if !started {
 		c.close(ErrClosed)
 	}

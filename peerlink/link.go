@@ -66,8 +66,10 @@ type Config struct {
 	InsecurePlaintext bool
 	// Handler receives every message, in order per connection, on that
 	// connection's reader goroutine. payload is valid only until Handler
-	// returns: copy what is kept. A blocked Handler stops reading from
-	// that peer (TCP backpressure) and delays Close.
+	// returns: copy what is kept. Handler should hand messages off
+	// quickly: while it blocks, nothing more is read from that peer, the
+	// peer's writes block, and after IdleTimeout the peer closes the
+	// connection; a Handler in progress also delays Close.
 	Handler func(from NodeID, channel uint64, payload []byte)
 	// Unreachable, when set, is told that a peer could not be reached: a
 	// dial or handshake failed, or an established connection broke. It

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -47,6 +49,24 @@ func (r *recorder) total() int {
 		n += len(sequence)
 	}
 	return n
+}
+
+// syncBuffer is a log destination safe for the link's goroutines.
+type syncBuffer struct {
+	mu     sync.Mutex
+	buffer bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buffer.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buffer.String()
 }
 
 // unreachables records Unreachable calls.
@@ -268,13 +288,20 @@ func TestHandshakeRefusesAnotherClusterAndAnotherNode(t *testing.T) {
 	eventually(t, "every pair is connected", allConnected(nodes))
 
 	t.Run("another cluster", func(t *testing.T) {
-		stranger := startNode(t, testConfig("other", 1, listen(t, "127.0.0.1:0"), map[NodeID]string{2: nodes[1].link.Addr().String()}))
+		var logged syncBuffer
+		config := testConfig("other", 1, listen(t, "127.0.0.1:0"), map[NodeID]string{2: nodes[1].link.Addr().String()})
+		config.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+		stranger := startNode(t, config)
 		eventually(t, "the stranger is refused", func() bool {
 			err := peerStatus(stranger.link, 2).LastError
 			return errors.Is(err, ErrRefused) && errors.Is(err, ErrWrongCluster)
 		})
-		if !stranger.unreachable.saw(2) || nodes[1].link.Status().InboundRefused == 0 {
-			t.Fatalf("refusal not reported on both sides")
+		if !stranger.unreachable.saw(2) || nodes[1].link.Status().InboundRefused == 0 ||
+			peerStatus(stranger.link, 2).HandshakeFailures == 0 {
+			t.Fatalf("refusal not counted on both sides")
+		}
+		if text := logged.String(); !strings.Contains(text, "another cluster") || !strings.Contains(text, "level=WARN") {
+			t.Fatalf("refusal not logged: %s", text)
 		}
 	})
 	t.Run("an address that now belongs to another node", func(t *testing.T) {

@@ -70,7 +70,8 @@
 // nothing is ordered across connections.
 //
 // One reader goroutine per connection calls Handler for each frame, in
-// order. The payload is a view of the read buffer, valid only until the
+// order; calls for different peers are concurrent, and for one peer they
+// may overlap briefly while a new connection replaces the old. The payload is a view of the read buffer, valid only until the
 // Handler returns: copying is left to the Handler, which usually decodes
 // (and so copies) anyway. A blocked Handler stops reading from that peer.
 //

@@ -65,7 +65,9 @@ type Config struct {
 	// InsecurePlaintext allows plaintext on non-loopback addresses.
 	InsecurePlaintext bool
 	// Handler receives every message, in order per connection, on that
-	// connection's reader goroutine. payload is valid only until Handler
+	// connection's reader goroutine: calls for different peers run
+	// concurrently, and so, briefly, do calls for one peer while a new
+	// connection replaces its old one. payload is valid only until Handler
 	// returns: copy what is kept. Handler should hand messages off
 	// quickly: while it blocks, nothing more is read from that peer, the
 	// peer's writes block, and after IdleTimeout the peer closes the

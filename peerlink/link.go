@@ -26,13 +26,13 @@ const (
 	// largest record (16 MiB) plus room for the batch and Raft envelopes.
 	// It must be at least the largest message any sender produces, on
 	// every node alike: a receiver closes the connection on a larger frame.
-	DefaultMaxPayloadBytes = 17 << 20
-	DefaultDialTimeout     = 2 * time.Second
-	DefaultHandshake       = 2 * time.Second
-	DefaultHeartbeat       = 500 * time.Millisecond
-	DefaultIdleTimeout     = 3 * time.Second
-	DefaultBackoffMin      = 50 * time.Millisecond
-	DefaultBackoffMax      = time.Second
+	DefaultMaxPayloadBytes   = 17 << 20
+	DefaultDialTimeout       = 2 * time.Second
+	DefaultHandshakeTimeout  = 2 * time.Second
+	DefaultHeartbeatInterval = 500 * time.Millisecond
+	DefaultIdleTimeout       = 3 * time.Second
+	DefaultBackoffMin        = 50 * time.Millisecond
+	DefaultBackoffMax        = time.Second
 
 	// readBufferBytes is each connection's read buffer; frames that fit
 	// are handed to the handler without a copy.
@@ -84,8 +84,8 @@ type Config struct {
 	QueueBytes        int           // bytes of frames queued per peer (DefaultQueueBytes)
 	MaxPayloadBytes   int           // largest message sent or accepted (DefaultMaxPayloadBytes)
 	DialTimeout       time.Duration // TCP connect (DefaultDialTimeout)
-	HandshakeTimeout  time.Duration // TLS and greeting (DefaultHandshake)
-	HeartbeatInterval time.Duration // an idle connection sends a heartbeat this often (DefaultHeartbeat)
+	HandshakeTimeout  time.Duration // TLS and greeting (DefaultHandshakeTimeout)
+	HeartbeatInterval time.Duration // an idle connection sends a heartbeat this often (DefaultHeartbeatInterval)
 	IdleTimeout       time.Duration // a connection silent this long, or a write blocked this long, is closed (DefaultIdleTimeout)
 	BackoffMin        time.Duration // first redial delay (DefaultBackoffMin)
 	BackoffMax        time.Duration // redial delay cap (DefaultBackoffMax)
@@ -227,8 +227,8 @@ func (config *Config) applyDefaults() {
 		value    *time.Duration
 		fallback time.Duration
 	}{
-		{&config.DialTimeout, DefaultDialTimeout}, {&config.HandshakeTimeout, DefaultHandshake},
-		{&config.HeartbeatInterval, DefaultHeartbeat}, {&config.IdleTimeout, DefaultIdleTimeout},
+		{&config.DialTimeout, DefaultDialTimeout}, {&config.HandshakeTimeout, DefaultHandshakeTimeout},
+		{&config.HeartbeatInterval, DefaultHeartbeatInterval}, {&config.IdleTimeout, DefaultIdleTimeout},
 		{&config.BackoffMin, DefaultBackoffMin}, {&config.BackoffMax, DefaultBackoffMax},
 	}
 	for _, d := range defaults {

@@ -1,0 +1,114 @@
+package raftmeta
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+)
+
+// latch stops the node's stores for good at the first failed write or
+// sync. hashicorp/raft itself never latches: a leader whose write fails
+// steps down and keeps running, a follower retries on the next append.
+// After a failed fsync the file's state is unknown (the kernel may have
+// dropped the dirty pages and cleared the error), so every later call
+// fails with ErrLatched and the node serves nothing until restarted on a
+// checked disk.
+type latch struct {
+	err atomic.Pointer[error]
+	// fault, when set (tests), is asked before each write; an error it
+	// returns stands for a failed write or sync.
+	fault func(op string) error
+}
+
+func (l *latch) latched() error {
+	if p := l.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (l *latch) trip(op string, err error) error {
+	wrapped := fmt.Errorf("%w: %s: %w", ErrLatched, op, err)
+	l.err.CompareAndSwap(nil, &wrapped)
+	return l.latched()
+}
+
+// write runs a store write under the latch.
+func (l *latch) write(op string, do func() error) error {
+	if err := l.latched(); err != nil {
+		return err
+	}
+	if l.fault != nil {
+		if err := l.fault(op); err != nil {
+			return l.trip(op, err)
+		}
+	}
+	if err := do(); err != nil {
+		return l.trip(op, err)
+	}
+	return nil
+}
+
+// read runs a store read unless latched; its errors ("not found") are
+// ordinary answers and do not latch.
+func (l *latch) read(do func() error) error {
+	if err := l.latched(); err != nil {
+		return err
+	}
+	return do()
+}
+
+type latchedLogStore struct {
+	inner raft.LogStore
+	latch *latch
+}
+
+func (s latchedLogStore) FirstIndex() (index uint64, err error) {
+	err = s.latch.read(func() (e error) { index, e = s.inner.FirstIndex(); return })
+	return
+}
+
+func (s latchedLogStore) LastIndex() (index uint64, err error) {
+	err = s.latch.read(func() (e error) { index, e = s.inner.LastIndex(); return })
+	return
+}
+
+func (s latchedLogStore) GetLog(index uint64, entry *raft.Log) error {
+	return s.latch.read(func() error { return s.inner.GetLog(index, entry) })
+}
+
+func (s latchedLogStore) StoreLog(entry *raft.Log) error {
+	return s.latch.write("store log", func() error { return s.inner.StoreLog(entry) })
+}
+
+func (s latchedLogStore) StoreLogs(entries []*raft.Log) error {
+	return s.latch.write("store logs", func() error { return s.inner.StoreLogs(entries) })
+}
+
+func (s latchedLogStore) DeleteRange(low, high uint64) error {
+	return s.latch.write("delete range", func() error { return s.inner.DeleteRange(low, high) })
+}
+
+type latchedStableStore struct {
+	inner raft.StableStore
+	latch *latch
+}
+
+func (s latchedStableStore) Set(key, value []byte) error {
+	return s.latch.write("set", func() error { return s.inner.Set(key, value) })
+}
+
+func (s latchedStableStore) Get(key []byte) (value []byte, err error) {
+	err = s.latch.read(func() (e error) { value, e = s.inner.Get(key); return })
+	return
+}
+
+func (s latchedStableStore) SetUint64(key []byte, value uint64) error {
+	return s.latch.write("set", func() error { return s.inner.SetUint64(key, value) })
+}
+
+func (s latchedStableStore) GetUint64(key []byte) (value uint64, err error) {
+	err = s.latch.read(func() (e error) { value, e = s.inner.GetUint64(key); return })
+	return
+}

@@ -130,7 +130,10 @@ type Meta struct {
 	latch     *latch
 	raft      *raft.Raft
 	transport *raft.NetworkTransport
+	layer     *identityLayer
 	store     *raftboltdb.BoltStore
+	// started is closed once raft is set (or Open failed).
+	started chan struct{}
 
 	mu struct {
 		sync.Mutex
@@ -172,7 +175,7 @@ func Open(cfg Config) (*Meta, error) {
 	}
 	logger = logger.With("component", "raftmeta", "node", cfg.NodeID)
 	m := &Meta{cfg: cfg, logger: logger, timeouts: cfg.Timeouts.withDefaults(), latch: &latch{fault: cfg.storeFault},
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), started: make(chan struct{})}
 	m.mu.seen = map[uint32]Identity{}
 	m.mu.refused = map[uint32]Identity{}
 	m.fsm = newFSM(logger)
@@ -205,19 +208,36 @@ func Open(cfg Config) (*Meta, error) {
 		advertise = layer.Addr().String()
 	}
 	m.self = Identity{Node: cfg.NodeID, Incarnation: cfg.Incarnation, ClusterAddr: advertise, ClientAddr: cfg.ClientAddr}
-	identity := &identityLayer{inner: layer, advertise: advertise, self: m.identity, admit: m.admit, timeout: m.timeouts.Dial}
+	identity := newIdentityLayer(layer, advertise, m.identity, m.admit, m.timeouts.Dial)
+	m.layer = identity
+	m.latch.onTrip = m.onLatch
 	m.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: identity, MaxPool: 3, Timeout: m.timeouts.Dial, Logger: hclogger})
 
 	m.raft, err = raft.NewRaft(m.raftConfig(hclogger), m.fsm,
 		latchedLogStore{inner: store, latch: m.latch}, latchedStableStore{inner: store, latch: m.latch}, snapshots, m.transport)
 	if err != nil {
+		close(m.started)
 		_ = m.transport.Close()
 		_ = store.Close()
 		return nil, fmt.Errorf("raftmeta: starting: %w", err)
 	}
+	close(m.started)
 	go m.reconcile()
 	return m, nil
+}
+
+// onLatch cuts the member off at its first storage failure and stops its
+// Raft instance (store.go says why).
+func (m *Meta) onLatch() {
+	m.logger.Error("metadata store failed; this member stops for good", "error", m.latch.latched())
+	m.layer.sever()
+	go func() {
+		<-m.started
+		if m.raft != nil {
+			_ = m.raft.Shutdown().Error()
+		}
+	}()
 }
 
 func (m *Meta) raftConfig(logger hclog.Logger) *raft.Config {

@@ -7,15 +7,31 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// latch stops the node's stores for good at the first failed write or
+// latch stops the member for good at the first failed store write or
 // sync. hashicorp/raft itself never latches: a leader whose write fails
 // steps down and keeps running, a follower retries on the next append.
 // After a failed fsync the file's state is unknown (the kernel may have
-// dropped the dirty pages and cleared the error), so every later call
-// fails with ErrLatched and the node serves nothing until restarted on a
-// checked disk.
+// dropped the dirty pages and cleared the error), so nothing that member
+// believes may reach a peer again:
+//
+//   - at the first failure, before the failing call returns, the member
+//     is cut off the network (onTrip: its stream layer closes every
+//     connection and dials nothing more) and its Raft instance is shut
+//     down;
+//   - every later write fails with ErrLatched, except the current-term
+//     write, which the library cannot take failing (it panics): that one
+//     is dropped, harmless with the member already cut off;
+//   - reads pass, since the library panics on a failed read of a log it
+//     is applying; what it applies can only be an entry the group
+//     committed.
+//
+// The member serves nothing more (Status reports it) until restarted on
+// a checked disk.
 type latch struct {
 	err atomic.Pointer[error]
+	// onTrip runs once, at the first failure, before the failing call
+	// returns.
+	onTrip func()
 	// fault, when set (tests), is asked before each write; an error it
 	// returns stands for a failed write or sync.
 	fault func(op string) error
@@ -30,7 +46,9 @@ func (l *latch) latched() error {
 
 func (l *latch) trip(op string, err error) error {
 	wrapped := fmt.Errorf("%w: %s: %w", ErrLatched, op, err)
-	l.err.CompareAndSwap(nil, &wrapped)
+	if l.err.CompareAndSwap(nil, &wrapped) && l.onTrip != nil {
+		l.onTrip()
+	}
 	return l.latched()
 }
 
@@ -50,14 +68,9 @@ func (l *latch) write(op string, do func() error) error {
 	return nil
 }
 
-// read runs a store read unless latched; its errors ("not found") are
-// ordinary answers and do not latch.
-func (l *latch) read(do func() error) error {
-	if err := l.latched(); err != nil {
-		return err
-	}
-	return do()
-}
+// read runs a store read; its errors ("not found") are ordinary answers
+// and do not latch.
+func (l *latch) read(do func() error) error { return do() }
 
 type latchedLogStore struct {
 	inner raft.LogStore
@@ -104,8 +117,16 @@ func (s latchedStableStore) Get(key []byte) (value []byte, err error) {
 	return
 }
 
+// currentTermKey is the key under which hashicorp/raft keeps its term;
+// it panics when writing it fails.
+const currentTermKey = "CurrentTerm"
+
 func (s latchedStableStore) SetUint64(key []byte, value uint64) error {
-	return s.latch.write("set", func() error { return s.inner.SetUint64(key, value) })
+	err := s.latch.write("set", func() error { return s.inner.SetUint64(key, value) })
+	if err != nil && string(key) == currentTermKey {
+		return nil
+	}
+	return err
 }
 
 func (s latchedStableStore) GetUint64(key []byte) (value uint64, err error) {

@@ -120,6 +120,52 @@ type identityLayer struct {
 	// admit judges the peer; dialed says this end opened the connection.
 	admit   func(peer Identity, dialed bool) error
 	timeout time.Duration
+
+	mu struct {
+		sync.Mutex
+		conns   map[net.Conn]struct{}
+		severed bool
+		closed  bool
+	}
+}
+
+func newIdentityLayer(inner StreamLayer, advertise string, self func() Identity, admit func(Identity, bool) error, timeout time.Duration) *identityLayer {
+	l := &identityLayer{inner: inner, advertise: advertise, self: self, admit: admit, timeout: timeout}
+	l.mu.conns = map[net.Conn]struct{}{}
+	return l
+}
+
+// track remembers an open connection, or closes it at once when the
+// layer is severed.
+func (l *identityLayer) track(conn net.Conn) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.severed {
+		_ = conn.Close()
+		return ErrLatched
+	}
+	l.mu.conns[conn] = struct{}{}
+	return nil
+}
+
+func (l *identityLayer) forget(conn net.Conn) {
+	l.mu.Lock()
+	delete(l.mu.conns, conn)
+	l.mu.Unlock()
+}
+
+// sever cuts the member off: every connection closes, the listener too,
+// and nothing is dialed or accepted again.
+func (l *identityLayer) sever() {
+	l.mu.Lock()
+	l.mu.severed = true
+	conns := l.mu.conns
+	l.mu.conns = map[net.Conn]struct{}{}
+	l.mu.Unlock()
+	for conn := range conns {
+		_ = conn.Close()
+	}
+	_ = l.Close()
 }
 
 func (l *identityLayer) Accept() (net.Conn, error) {
@@ -127,10 +173,23 @@ func (l *identityLayer) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &acceptedConn{Conn: conn, layer: l}, nil
+	if err := l.track(conn); err != nil {
+		return nil, err
+	}
+	return &acceptedConn{trackedConn: trackedConn{Conn: conn, layer: l}}, nil
 }
 
-func (l *identityLayer) Close() error   { return l.inner.Close() }
+// Close closes the listener once (the transport and a sever may both).
+func (l *identityLayer) Close() error {
+	l.mu.Lock()
+	closed := l.mu.closed
+	l.mu.closed = true
+	l.mu.Unlock()
+	if closed {
+		return nil
+	}
+	return l.inner.Close()
+}
 func (l *identityLayer) Addr() net.Addr { return advertisedAddr(l.advertise) }
 
 type advertisedAddr string
@@ -139,15 +198,30 @@ func (advertisedAddr) Network() string  { return "tcp" }
 func (a advertisedAddr) String() string { return string(a) }
 
 func (l *identityLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	conn, err := l.inner.Dial(string(address), timeout)
+	inner, err := l.inner.Dial(string(address), timeout)
 	if err != nil {
 		return nil, err
 	}
+	if err := l.track(inner); err != nil {
+		return nil, err
+	}
+	conn := &trackedConn{Conn: inner, layer: l}
 	if err := l.dialHandshake(conn, timeout); err != nil {
 		_ = conn.Close()
 		return nil, fmt.Errorf("raftmeta: handshake with %s: %w", address, err)
 	}
 	return conn, nil
+}
+
+// trackedConn leaves the layer's set when closed.
+type trackedConn struct {
+	net.Conn
+	layer *identityLayer
+}
+
+func (c *trackedConn) Close() error {
+	c.layer.forget(c.Conn)
+	return c.Conn.Close()
 }
 
 func (l *identityLayer) dialHandshake(conn net.Conn, timeout time.Duration) error {
@@ -175,17 +249,16 @@ func (l *identityLayer) dialHandshake(conn net.Conn, timeout time.Duration) erro
 // read or write, on the transport's goroutine for the connection, so a
 // slow dialer holds up nobody else.
 type acceptedConn struct {
-	net.Conn
-	layer *identityLayer
-	once  sync.Once
-	err   error
+	trackedConn
+	once sync.Once
+	err  error
 }
 
 func (c *acceptedConn) handshake() error {
 	c.once.Do(func() {
 		c.err = c.acceptHandshake()
 		if c.err != nil {
-			_ = c.Conn.Close()
+			_ = c.Close()
 		}
 	})
 	return c.err

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -267,7 +266,7 @@ func (m *Meta) usable() error {
 
 func (m *Meta) notLeader() error {
 	id, addr := m.Leader()
-	return &NotLeaderError{Leader: id, LeaderAddr: addr}
+	return &NotLeaderError{Leader: id, LeaderAddr: addr, LeaderClientAddr: m.fsm.current.Load().Nodes[id].ClientAddr}
 }
 
 // mapError turns the library's errors into the package's.
@@ -374,19 +373,10 @@ func (m *Meta) reconcileOnce() {
 		}
 		if ok && known.Incarnation != id.Incarnation {
 			m.logger.Warn("node is back with another data directory; registering it as a new replica identity",
-				"peer", id.Node, "old_incarnation", fmt.Sprintf("%08x", known.Incarnation), "incarnation", fmt.Sprintf("%08x", id.Incarnation))
+				"peer", id.Node, "old_incarnation", hex8(known.Incarnation), "incarnation", hex8(id.Incarnation))
 		}
 		if _, err := m.Apply(ctx, &RegisterNode{Node: node}); err != nil {
 			m.logger.Warn("could not register node", "peer", id.Node, "error", err)
 		}
 	}
-}
-
-// itoa8 formats an incarnation as its 8 hex digits.
-func itoa8(v uint32) string {
-	s := strconv.FormatUint(uint64(v), 16)
-	for len(s) < 8 {
-		s = "0" + s
-	}
-	return s
 }

@@ -48,15 +48,15 @@ func claimDir(dir string, node, incarnation uint32, logger *slog.Logger) error {
 	if len(entries) == 0 || (len(entries) == 1 && entries[0].Name() == identityFileName+".tmp") {
 		return writeIdentity(dir, want)
 	}
-	aside := dir + ".foreign-" + itoa8(found.Incarnation)
+	aside := dir + ".foreign-" + hex8(found.Incarnation)
 	for n := 1; ; n++ {
 		if _, err := os.Stat(aside); errors.Is(err, fs.ErrNotExist) {
 			break
 		}
-		aside = dir + ".foreign-" + itoa8(found.Incarnation) + "-" + strconv.Itoa(n)
+		aside = dir + ".foreign-" + hex8(found.Incarnation) + "-" + strconv.Itoa(n)
 	}
 	logger.Warn("the metadata store belongs to another node or incarnation; moved aside, starting empty",
-		"store_node", found.Node, "store_incarnation", itoa8(found.Incarnation), "incarnation", itoa8(incarnation), "aside", aside)
+		"store_node", found.Node, "store_incarnation", hex8(found.Incarnation), "incarnation", hex8(incarnation), "aside", aside)
 	if err := os.Rename(dir, aside); err != nil {
 		return fmt.Errorf("raftmeta: moving %s aside: %w", dir, err)
 	}
@@ -93,3 +93,6 @@ func syncDir(dir string) error {
 	}
 	return nil
 }
+
+// hex8 formats an incarnation as its 8 hex digits.
+func hex8(v uint32) string { return fmt.Sprintf("%08x", v) }

@@ -225,8 +225,8 @@ func TestClusterBootstrapCreateAndPlace(t *testing.T) {
 		var notLeader *NotLeaderError
 		if _, err := m.meta.CreateStream(ctx, CreateStream{Name: "x", Partitions: 1, ReplicationFactor: 1}); !errors.As(err, &notLeader) {
 			t.Fatalf("change on a follower: %v", err)
-		} else if notLeader.Leader != 0 && notLeader.Leader != lead.cfg.NodeID {
-			t.Fatalf("follower names leader %d, not %d", notLeader.Leader, lead.cfg.NodeID)
+		} else if notLeader.Leader != 0 && (notLeader.Leader != lead.cfg.NodeID || notLeader.LeaderClientAddr != lead.cfg.ClientAddr) {
+			t.Fatalf("follower names leader %d at %s, not %d at %s", notLeader.Leader, notLeader.LeaderClientAddr, lead.cfg.NodeID, lead.cfg.ClientAddr)
 		}
 		if _, err := m.meta.ReadState(ctx); !errors.Is(err, ErrNotLeader) {
 			t.Fatalf("linearizable read on a follower: %v", err)
@@ -356,7 +356,7 @@ func TestNewIncarnationIsNewIdentity(t *testing.T) {
 	back.cfg.Incarnation = 0x7777
 	newID := replica.NewReplicaID(back.cfg.NodeID, back.cfg.Incarnation)
 	back.open(t)
-	if _, err := os.Stat(back.cfg.DataDir + "/meta.foreign-" + itoa8(oldID.Incarnation())); err != nil {
+	if _, err := os.Stat(back.cfg.DataDir + "/meta.foreign-" + hex8(oldID.Incarnation())); err != nil {
 		t.Fatalf("old store not moved aside: %v", err)
 	}
 	for _, m := range members {

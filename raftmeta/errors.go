@@ -63,10 +63,13 @@ var (
 	ErrRefused = errors.New("raftmeta: peer refused")
 )
 
-// NotLeaderError names the leader when one is known (Leader 0 when none).
+// NotLeaderError names the leader when one is known (Leader 0 when
+// none): its cluster address and, once registered, its client address,
+// where a client verb can go instead.
 type NotLeaderError struct {
-	Leader     uint32
-	LeaderAddr string
+	Leader           uint32
+	LeaderAddr       string
+	LeaderClientAddr string
 }
 
 func (e *NotLeaderError) Error() string {

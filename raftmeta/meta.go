@@ -321,8 +321,8 @@ func (m *Meta) admit(peer Identity, dialed bool) error {
 // idempotent: a member that already has state (bootstrapped before, or
 // joined) is left as it is.
 func (m *Meta) Bootstrap() error {
-	if len(m.cfg.Peers) == 0 {
-		return fmt.Errorf("%w: no peers to bootstrap with", ErrInvalid)
+	if _, ok := m.cfg.Peers[m.cfg.NodeID]; !ok {
+		return fmt.Errorf("%w: the peers to bootstrap with do not name this node (%d)", ErrInvalid, m.cfg.NodeID)
 	}
 	var conf raft.Configuration
 	for _, id := range slices.Sorted(maps.Keys(m.cfg.Peers)) {

@@ -167,6 +167,9 @@ func nodeOf(id raft.ServerID) uint32 {
 // identity): the store is moved aside and this member starts empty.
 func Open(cfg Config) (*Meta, error) {
 	if err := cfg.validate(); err != nil {
+		if cfg.Layer != nil {
+			_ = cfg.Layer.Close()
+		}
 		return nil, err
 	}
 	logger := cfg.Logger
@@ -180,27 +183,50 @@ func Open(cfg Config) (*Meta, error) {
 	m.mu.refused = map[uint32]Identity{}
 	m.fsm = newFSM(logger)
 
-	dir := filepath.Join(cfg.DataDir, MetaDirName)
-	if err := claimDir(dir, cfg.NodeID, cfg.Incarnation, logger); err != nil {
+	if err := m.start(); err != nil {
+		close(m.started)
 		return nil, err
+	}
+	close(m.started)
+	go m.reconcile()
+	return m, nil
+}
+
+// start opens the store, the transport and the Raft instance; on failure
+// it closes what it opened, the configured layer included.
+func (m *Meta) start() (err error) {
+	cfg := m.cfg
+	layer := cfg.Layer
+	var closers []func() error
+	defer func() {
+		if err != nil {
+			if m.transport == nil && layer != nil {
+				closers = append(closers, layer.Close)
+			}
+			for i := len(closers) - 1; i >= 0; i-- {
+				_ = closers[i]()
+			}
+		}
+	}()
+	dir := filepath.Join(cfg.DataDir, MetaDirName)
+	if err := claimDir(dir, cfg.NodeID, cfg.Incarnation, m.logger); err != nil {
+		return err
 	}
 	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db"),
 		BoltOptions: &bbolt.Options{Timeout: time.Second}})
 	if err != nil {
-		return nil, fmt.Errorf("raftmeta: opening the store in %s: %w", dir, err)
+		return fmt.Errorf("raftmeta: opening the store in %s: %w", dir, err)
 	}
 	m.store = store
-	hclogger := newHCLogger(logger)
+	closers = append(closers, store.Close)
+	hclogger := newHCLogger(m.logger)
 	snapshots, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hclogger)
 	if err != nil {
-		_ = store.Close()
-		return nil, fmt.Errorf("raftmeta: opening the snapshots in %s: %w", dir, err)
+		return fmt.Errorf("raftmeta: opening the snapshots in %s: %w", dir, err)
 	}
-	layer := cfg.Layer
 	if layer == nil {
 		if layer, err = ListenTCP(cfg.ClusterAddr); err != nil {
-			_ = store.Close()
-			return nil, err
+			return err
 		}
 	}
 	advertise := cfg.ClusterAddr
@@ -208,23 +234,17 @@ func Open(cfg Config) (*Meta, error) {
 		advertise = layer.Addr().String()
 	}
 	m.self = Identity{Node: cfg.NodeID, Incarnation: cfg.Incarnation, ClusterAddr: advertise, ClientAddr: cfg.ClientAddr}
-	identity := newIdentityLayer(layer, advertise, m.identity, m.admit, m.timeouts.Dial)
-	m.layer = identity
+	m.layer = newIdentityLayer(layer, advertise, m.identity, m.admit, m.timeouts.Dial)
 	m.latch.onTrip = m.onLatch
 	m.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: identity, MaxPool: 3, Timeout: m.timeouts.Dial, Logger: hclogger})
-
+		Stream: m.layer, MaxPool: 3, Timeout: m.timeouts.Dial, Logger: hclogger})
+	closers = append(closers, m.transport.Close)
 	m.raft, err = raft.NewRaft(m.raftConfig(hclogger), m.fsm,
 		latchedLogStore{inner: store, latch: m.latch}, latchedStableStore{inner: store, latch: m.latch}, snapshots, m.transport)
 	if err != nil {
-		close(m.started)
-		_ = m.transport.Close()
-		_ = store.Close()
-		return nil, fmt.Errorf("raftmeta: starting: %w", err)
+		return fmt.Errorf("raftmeta: starting: %w", err)
 	}
-	close(m.started)
-	go m.reconcile()
-	return m, nil
+	return nil
 }
 
 // onLatch cuts the member off at its first storage failure and stops its

@@ -190,6 +190,7 @@ func (l *identityLayer) Close() error {
 	}
 	return l.inner.Close()
 }
+
 func (l *identityLayer) Addr() net.Addr { return advertisedAddr(l.advertise) }
 
 type advertisedAddr string

@@ -57,7 +57,7 @@ func (m *Meta) Status() Status {
 	}
 	m.mu.Lock()
 	for _, id := range slices.Sorted(maps.Keys(m.mu.refused)) {
-		st.Refused = append(st.Refused, m.mu.refused[id])
+		st.Refused = append(st.Refused, m.mu.refused[id].peer)
 	}
 	m.mu.Unlock()
 	return st
@@ -346,37 +346,64 @@ func (m *Meta) reconcileOnce() {
 			return
 		}
 	}
-	want := []Identity{m.identity()}
+	for _, node := range m.registrations() {
+		if _, err := m.Apply(ctx, &RegisterNode{Node: node}); err != nil {
+			m.logger.Warn("could not register node", "peer", node.ID, "error", err)
+		}
+	}
+}
+
+// registrations are the RegisterNode changes the leader owes: itself and
+// each member of the group whose handshake shows it unregistered or at
+// other addresses. A member at another incarnation than registered is
+// taken only from a recent refusal, the sign of a live process claiming
+// that identity now; an identity remembered from an older handshake may
+// be of a process long gone, and registering it back would undo the
+// newer registration.
+func (m *Meta) registrations() []Node {
+	state := m.fsm.current.Load()
 	members := map[uint32]bool{}
 	if future := m.raft.GetConfiguration(); future.Error() == nil {
 		for _, server := range future.Configuration().Servers {
 			members[nodeOf(server.ID)] = true
 		}
 	}
+	self := m.identity()
+	candidates := []Identity{self}
+	fresh := 2 * m.timeouts.Heartbeat
 	m.mu.Lock()
 	for _, id := range slices.Sorted(maps.Keys(m.mu.seen)) {
+		peer := m.mu.seen[id]
+		known, ok := state.Nodes[id]
+		if r, refused := m.mu.refused[id]; refused && time.Since(r.at) < fresh {
+			peer = r.peer
+		} else if ok && known.Incarnation != peer.Incarnation {
+			continue
+		}
 		if members[id] {
-			want = append(want, m.mu.seen[id])
+			candidates = append(candidates, peer)
 		}
 	}
 	m.mu.Unlock()
-	state = m.fsm.current.Load()
-	for _, id := range want {
+	var out []Node
+	for _, id := range candidates {
 		known, ok := state.Nodes[id.Node]
-		if ok && known.Incarnation == id.Incarnation && known.ClusterAddr == id.ClusterAddr && known.ClientAddr == id.ClientAddr &&
-			(id.Node != m.cfg.NodeID || maps.Equal(known.Tags, m.cfg.Tags)) {
+		if ok && known.State != NodeActive {
 			continue
 		}
-		node := Node{ID: id.Node, Incarnation: id.Incarnation, ClusterAddr: id.ClusterAddr, ClientAddr: id.ClientAddr, Tags: known.Tags}
-		if id.Node == m.cfg.NodeID {
-			node.Tags = m.cfg.Tags
+		tags := known.Tags
+		if id.Node == self.Node {
+			tags = m.cfg.Tags
+		}
+		if ok && known.Incarnation == id.Incarnation && known.ClusterAddr == id.ClusterAddr &&
+			known.ClientAddr == id.ClientAddr && maps.Equal(known.Tags, tags) {
+			continue
 		}
 		if ok && known.Incarnation != id.Incarnation {
 			m.logger.Warn("node is back with another data directory; registering it as a new replica identity",
 				"peer", id.Node, "old_incarnation", hex8(known.Incarnation), "incarnation", hex8(id.Incarnation))
 		}
-		if _, err := m.Apply(ctx, &RegisterNode{Node: node}); err != nil {
-			m.logger.Warn("could not register node", "peer", id.Node, "error", err)
-		}
+		out = append(out, Node{ID: id.Node, Incarnation: id.Incarnation, ClusterAddr: id.ClusterAddr, ClientAddr: id.ClientAddr, Tags: tags})
 	}
+	return out
 }

@@ -434,3 +434,28 @@ func TestStoreFailureLatches(t *testing.T) {
 		t.Fatal("a latched member applied a later change")
 	}
 }
+
+// An identity remembered from an old handshake (a process long gone) is
+// never registered back over a newer registration; only a recent refusal,
+// a live process claiming the node now, is.
+func TestStaleIdentityIsNotRegistered(t *testing.T) {
+	members := startCluster(t, 3)
+	lead := leader(t, members)
+	stale := Identity{Node: 2, Incarnation: 0x0bad, ClusterAddr: members[1].cfg.ClusterAddr}
+	if lead.cfg.NodeID == 2 {
+		stale = Identity{Node: 3, Incarnation: 0x0bad, ClusterAddr: members[2].cfg.ClusterAddr}
+	}
+	lead.meta.mu.Lock()
+	lead.meta.mu.seen[stale.Node] = stale
+	lead.meta.mu.refused[stale.Node] = refusal{peer: stale, at: time.Now().Add(-time.Hour)}
+	lead.meta.mu.Unlock()
+	for _, node := range lead.meta.registrations() {
+		if node.ID == stale.Node {
+			t.Fatalf("stale identity up for registration: %+v", node)
+		}
+	}
+	time.Sleep(4 * testTimeouts.Heartbeat)
+	if got := lead.meta.State().Nodes[stale.Node].Incarnation; got != 0x1000+stale.Node {
+		t.Fatalf("node %d registered at %08x", stale.Node, got)
+	}
+}

@@ -139,8 +139,9 @@ type Meta struct {
 		sync.Mutex
 		// seen is the last identity each peer node showed in a handshake.
 		seen map[uint32]Identity
-		// refused are the identities turned away, until registered.
-		refused map[uint32]Identity
+		// refused are the identities turned away, until registered, with
+		// when they last showed up.
+		refused map[uint32]refusal
 	}
 	wake   chan struct{}
 	stop   chan struct{}
@@ -180,7 +181,7 @@ func Open(cfg Config) (*Meta, error) {
 	m := &Meta{cfg: cfg, logger: logger, timeouts: cfg.Timeouts.withDefaults(), latch: &latch{fault: cfg.storeFault},
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), started: make(chan struct{})}
 	m.mu.seen = map[uint32]Identity{}
-	m.mu.refused = map[uint32]Identity{}
+	m.mu.refused = map[uint32]refusal{}
 	m.fsm = newFSM(logger)
 
 	if err := m.start(); err != nil {
@@ -312,20 +313,20 @@ func (m *Meta) admit(peer Identity, dialed bool) error {
 	if peer.Node == m.cfg.NodeID {
 		return fmt.Errorf("%w: node %d (incarnation %08x) claims this node's id", ErrRefused, peer.Node, peer.Incarnation)
 	}
-	var refusal error
+	var refused error
 	if n, ok := state.Nodes[peer.Node]; ok && n.Incarnation != peer.Incarnation {
-		refusal = fmt.Errorf("%w: node %d has incarnation %08x, registered %08x", ErrRefused, peer.Node, peer.Incarnation, n.Incarnation)
+		refused = fmt.Errorf("%w: node %d has incarnation %08x, registered %08x", ErrRefused, peer.Node, peer.Incarnation, n.Incarnation)
 	}
 	m.mu.Lock()
 	changed := m.mu.seen[peer.Node] != peer
 	m.mu.seen[peer.Node] = peer
-	if refusal != nil {
-		m.mu.refused[peer.Node] = peer
+	if refused != nil {
+		m.mu.refused[peer.Node] = refusal{peer: peer, at: time.Now()}
 	} else {
 		delete(m.mu.refused, peer.Node)
 	}
 	m.mu.Unlock()
-	if changed || refusal != nil {
+	if changed || refused != nil {
 		select {
 		case m.wake <- struct{}{}:
 		default:
@@ -334,7 +335,14 @@ func (m *Meta) admit(peer Identity, dialed bool) error {
 	if !dialed {
 		return nil
 	}
-	return refusal
+	return refused
+}
+
+// refusal is a peer turned away for its incarnation: a live process that
+// claims the node id with another data directory.
+type refusal struct {
+	peer Identity
+	at   time.Time
 }
 
 // Bootstrap starts the group with the static Peers as its voters. It is

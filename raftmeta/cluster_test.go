@@ -459,3 +459,37 @@ func TestStaleIdentityIsNotRegistered(t *testing.T) {
 		t.Fatalf("node %d registered at %08x", stale.Node, got)
 	}
 }
+
+// A follower whose store fails stops for good without taking the process
+// down (hashicorp/raft panics on a failed term write), and the two others
+// go on.
+func TestFollowerStoreFailureLatches(t *testing.T) {
+	members := startCluster(t, 3)
+	ctx := context.Background()
+	lead := leader(t, members)
+	var follower *member
+	for _, m := range members {
+		if m != lead {
+			follower = m
+		}
+	}
+	follower.fail.Store(true)
+	for i := range 3 {
+		if err := change(t, members, func(meta *Meta) error {
+			_, err := meta.CreateStream(ctx, CreateStream{Name: fmt.Sprintf("s%d", i), Partitions: 1, ReplicationFactor: 1})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "the follower to latch", func() bool { return follower.meta.Status().Latched != nil })
+	// Long enough for an election timeout: a latched member must not
+	// campaign (and so must not panic writing its term).
+	time.Sleep(3 * testTimeouts.Heartbeat)
+	if st := follower.meta.Status(); st.Role != "Shutdown" || !errors.Is(st.Latched, ErrLatched) {
+		t.Fatalf("latched follower: %+v", st)
+	}
+	if _, err := follower.meta.CreateStream(ctx, CreateStream{Name: "x", Partitions: 1, ReplicationFactor: 1}); !errors.Is(err, ErrLatched) {
+		t.Fatalf("change on a latched follower: %v", err)
+	}
+}

@@ -74,7 +74,8 @@ type Group struct {
 // State is the replicated metadata. A State handed out by the API is a
 // copy owned by the caller.
 type State struct {
-	// Index is the Raft index of the last command applied.
+	// Index is the Raft index of the last change applied (a refused
+	// command changes nothing, the index included).
 	Index     uint64            `json:"index"`
 	ClusterID uint64            `json:"cluster_id"`
 	Nodes     map[uint32]Node   `json:"nodes"`

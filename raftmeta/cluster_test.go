@@ -36,8 +36,9 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// startCluster opens and bootstraps n members with static peers.
-func startCluster(t *testing.T, n int) []*member {
+// startCluster opens and bootstraps n members with static peers; tune,
+// when given, adjusts each member's configuration.
+func startCluster(t *testing.T, n int, tune ...func(*Config)) []*member {
 	t.Helper()
 	peers := map[uint32]string{}
 	layers := map[uint32]StreamLayer{}
@@ -57,6 +58,9 @@ func startCluster(t *testing.T, n int) []*member {
 			ClientAddr: fmt.Sprintf("127.0.0.1:%d", 7000+id), Peers: peers, Logger: testLogger(), Timeouts: testTimeouts,
 			storeFault: m.storeFault}
 		m.cfg.Layer = layers[id]
+		for _, f := range tune {
+			f(&m.cfg)
+		}
 		members[i] = m
 		m.open(t)
 	}
@@ -492,4 +496,37 @@ func TestFollowerStoreFailureLatches(t *testing.T) {
 	if _, err := follower.meta.CreateStream(ctx, CreateStream{Name: "x", Partitions: 1, ReplicationFactor: 1}); !errors.Is(err, ErrLatched) {
 		t.Fatalf("change on a latched follower: %v", err)
 	}
+}
+
+// A member that missed more than the leader keeps in its log catches up
+// from the leader's snapshot (InstallSnapshot), the least travelled path.
+func TestFarBehindFollowerInstallsSnapshot(t *testing.T) {
+	members := startCluster(t, 3, func(c *Config) { c.TrailingLogs = 2 })
+	ctx := context.Background()
+	lead := leader(t, members)
+	var behind *member
+	for _, m := range members {
+		if m != lead {
+			behind = m
+		}
+	}
+	behind.close(t)
+	for i := range 8 {
+		if err := change(t, members, func(meta *Meta) error {
+			_, err := meta.CreateStream(ctx, CreateStream{Name: fmt.Sprintf("s%d", i), Partitions: 1, ReplicationFactor: 2})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lead = leader(t, members)
+	if err := lead.meta.raft.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	behind.open(t)
+	eventually(t, "the far-behind member to catch up", func() bool { return len(behind.meta.State().Streams) == 8 })
+	if got := behind.meta.raft.Stats()["last_snapshot_index"]; got == "0" {
+		t.Fatal("caught up without a snapshot: the test no longer reaches InstallSnapshot")
+	}
+	eventually(t, "the members to converge", func() bool { return converged(members) })
 }

@@ -52,4 +52,13 @@
 // directory as the /admin document of package broker/health, read under
 // the shared lock or, beside a running broker, without it as backup.Scrub
 // reads. None of them creates a directory.
+//
+// The directory's identity is its incarnation (incarnation.go): a random
+// nonzero uint32 in <data-dir>/INCARNATION, made at the first writable
+// OpenIncarnation with the same crash-safe replace, and never made again
+// for that directory. A directory that holds streams (logs or a catalog)
+// but no readable id was restored, copied or damaged: it gets a new id
+// (logged, with the reason), because a cluster must never take it for the
+// replicas it may once have held. Backups do not carry the file, so a
+// restored directory is always a new incarnation.
 package datadir

@@ -134,6 +134,25 @@ func (h *Host) Propose(ctx context.Context, group GroupID, records []Record) (*P
 	return p, err
 }
 
+// NodeUnreachable tells every replica that its peers on node could not be
+// reached (a failed dial, a lost connection), so Raft stops pipelining to
+// them until they answer again. It never blocks; when the inbox is full
+// the report is dropped (the next failure reports again).
+func (h *Host) NodeUnreachable(node uint32) {
+	select {
+	case h.inbox <- func() {
+		for _, r := range h.replicas {
+			for _, member := range r.members() {
+				if member.Node() == node {
+					r.ReportUnreachable(member)
+				}
+			}
+		}
+	}:
+	default:
+	}
+}
+
 // Do runs f on the loop with the group's replica, for the calls Host does
 // not wrap (membership, transfer, control entries).
 func (h *Host) Do(ctx context.Context, group GroupID, f func(*Replica) error) error {

@@ -478,6 +478,15 @@ func (r *Replica) Close() {
 	}
 }
 
+// members lists every replica in the current configuration.
+func (r *Replica) members() []ReplicaID {
+	c := r.state.Config
+	out := make([]ReplicaID, 0, len(c.Voters)+len(c.Learners)+len(c.VotersOutgoing))
+	out = append(out, c.Voters...)
+	out = append(out, c.Learners...)
+	return append(out, c.VotersOutgoing...)
+}
+
 func (r *Replica) stopped() error {
 	switch {
 	case r.closed:

@@ -280,6 +280,8 @@ func (c *cluster) readStep() {
 	switch {
 	case err != nil && errors.Is(err, replica.ErrDamaged) && len(n.disk.corrupted) > 0:
 		return // the planted damage; the replica finds it when it reads
+	case err != nil && errors.Is(err, replica.ErrCompacted):
+		return // removed by retention
 	case err != nil:
 		c.violation("node %d cannot read offset %d below its watermark %d: %v", n.number, offset,
 			status.Watermark, err)
@@ -292,6 +294,11 @@ func (c *cluster) readStep() {
 // readAt reads the record at offset from the node's journal, as a
 // follower serving a consumer would.
 func (c *cluster) readAt(n *node, offset, applied uint64) (string, error) {
+	if first := n.disk.FirstIndex(); n.scannedTo+1 < first {
+		// Retention removed entries not yet indexed: the index starts
+		// again at the journal's start, and reads below it are refused.
+		n.scannedTo, n.dataEntries = first-1, nil
+	}
 	if n.scannedTo < applied {
 		entries, err := n.disk.Entries(n.scannedTo+1, applied+1, ^uint64(0))
 		if err != nil {
@@ -321,6 +328,9 @@ func (c *cluster) readAt(n *node, offset, applied uint64) (string, error) {
 		}
 		return 0
 	})
+	if !found && n.disk.FirstIndex() > 1 && (len(n.dataEntries) == 0 || offset < n.dataEntries[0].base) {
+		return "", fmt.Errorf("%w: offset %d", replica.ErrCompacted, offset)
+	}
 	if !found {
 		return "", fmt.Errorf("no data entry holds offset %d", offset)
 	}

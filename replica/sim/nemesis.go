@@ -2,6 +2,8 @@ package sim
 
 import (
 	"errors"
+
+	"github.com/ironbus/ironbus/replica"
 )
 
 // errInjectedSync is the fsync failure the nemesis plants.
@@ -25,7 +27,7 @@ func (c *cluster) chooseNetwork() {
 // nemesis plants one fault of the kinds the run enables.
 func (c *cluster) nemesis() {
 	var kinds []Faults
-	for f := FaultPartition; f <= FaultWipe; f <<= 1 {
+	for f := FaultPartition; f <= FaultRetention; f <<= 1 {
 		if c.config.Faults&f != 0 {
 			kinds = append(kinds, f)
 		}
@@ -61,6 +63,8 @@ func (c *cluster) nemesis() {
 		c.failSync()
 	case FaultCorruption:
 		c.corrupt()
+	case FaultRetention:
+		c.retain()
 	case FaultWipe:
 		if c.diskFaults() < (len(c.nodes)-1)/2 {
 			n := c.pickNode(func(n *node) bool { return !n.joining })
@@ -181,6 +185,35 @@ func (c *cluster) corrupt() {
 	index := first + c.rng.Uint64N(commit-first+1)
 	n.disk.corrupt(index)
 	c.fault("corruption", "corrupt committed entry %d on node %d (commit %d)", index, n.number, commit)
+}
+
+// retain compacts one running node's journal, or every one's, to a random
+// distance below its applied index.
+func (c *cluster) retain() {
+	every := c.rng.IntN(2) == 0
+	for _, n := range c.nodes {
+		if n.replica == nil || n.stop != nil || (!every && c.rng.IntN(len(c.nodes)) != 0) {
+			continue
+		}
+		applied, keep := n.replica.Status().Applied, c.rng.Uint64N(40)
+		if applied <= keep {
+			continue
+		}
+		var start uint64
+		var err error
+		if c.call(n, func() { start, err = n.replica.Compact(applied - keep) }) {
+			continue
+		}
+		switch {
+		case err != nil && errors.Is(err, replica.ErrDamaged) && n.replica.Status().Damaged == nil:
+			c.violation("node %d read a damaged entry to compact and did not mark itself damaged: %v", n.number, err)
+			return
+		case err != nil:
+			c.stopped(n, err)
+			continue
+		}
+		c.fault("retention", "node %d compacts to %d: its journal starts after %d", n.number, applied-keep, start)
+	}
 }
 
 // diskFaults counts the nodes whose disk lost or damaged committed data

@@ -37,12 +37,16 @@ const (
 	// FaultWipe brings a node back with an empty disk: a new incarnation,
 	// added as a learner and promoted, its old identity removed.
 	FaultWipe
+	// FaultRetention compacts journals below their applied index, one
+	// node's or every node's, so a lagging or new member needs a snapshot.
+	FaultRetention
 
 	FaultAll = FaultMessages | FaultPartition | FaultCrash | FaultCrashAll | FaultSyncFailure |
-		FaultCorruption | FaultWipe
+		FaultCorruption | FaultWipe | FaultRetention
 )
 
-var faultNames = []string{"messages", "partition", "crash", "crash-all", "sync-failure", "corruption", "wipe"}
+var faultNames = []string{"messages", "partition", "crash", "crash-all", "sync-failure", "corruption", "wipe",
+	"retention"}
 
 func (f Faults) String() string {
 	var names []string

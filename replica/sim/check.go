@@ -105,6 +105,11 @@ func (c *cluster) checkNodes() {
 				c.violation("two leaders in term %d: node %d.%d and node %d.%d", s.Term, other.Node(),
 					other.Incarnation(), n.number, n.incarnation)
 			}
+			if _, seen := c.leaders[s.Term]; !seen && len(n.disk.corrupted) > 0 {
+				// Damage is found when the entry is read; until then the
+				// replica may lead, and must stop when it reads it.
+				c.faults["led with undetected damage"]++
+			}
 			c.leaders[s.Term] = n.id
 			c.noteConfig(s.Config)
 		}

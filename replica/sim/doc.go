@@ -12,8 +12,8 @@
 // messages, cut links (splits, one-way cuts, the leader isolated), cut one
 // node's or every node's power (MemoryJournal.Crash: unsynced writes
 // lost, a torn tail may survive), fail one node's fsync, flip a bit in a
-// committed entry on a minority node, and bring a node back with an empty
-// disk. An operator restarts latched nodes and rebuilds damaged or wiped
+// committed entry on a minority node, bring a node back with an empty
+// disk, compact journals (retention), and transfer leadership. An operator restarts latched nodes and rebuilds damaged or wiped
 // ones as new incarnations (a learner, then a voter in place of the old
 // identity). Then everything heals, and the group must acknowledge again
 // and converge within bounded steps.

@@ -27,7 +27,7 @@ func (c *cluster) chooseNetwork() {
 // nemesis plants one fault of the kinds the run enables.
 func (c *cluster) nemesis() {
 	var kinds []Faults
-	for f := FaultPartition; f <= FaultRetention; f <<= 1 {
+	for f := FaultPartition; f <= FaultTransfer; f <<= 1 {
 		if c.config.Faults&f != 0 {
 			kinds = append(kinds, f)
 		}
@@ -65,6 +65,8 @@ func (c *cluster) nemesis() {
 		c.corrupt()
 	case FaultRetention:
 		c.retain()
+	case FaultTransfer:
+		c.transfer()
 	case FaultWipe:
 		if c.diskFaults() < (len(c.nodes)-1)/2 {
 			n := c.pickNode(func(n *node) bool { return !n.joining })
@@ -214,6 +216,22 @@ func (c *cluster) retain() {
 		}
 		c.fault("retention", "node %d compacts to %d: its journal starts after %d", n.number, applied-keep, start)
 	}
+}
+
+// transfer asks the leader to hand over to another member.
+func (c *cluster) transfer() {
+	leader := c.leader()
+	if leader == nil {
+		return
+	}
+	voters := leader.replica.Status().Config.Voters
+	to := voters[c.rng.IntN(len(voters))]
+	if to == leader.id {
+		return
+	}
+	leader.replica.TransferLeadership(to)
+	c.process(leader)
+	c.fault("transfer", "leader node %d hands over to %d.%d", leader.number, to.Node(), to.Incarnation())
 }
 
 // diskFaults counts the nodes whose disk lost or damaged committed data

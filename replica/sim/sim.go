@@ -40,13 +40,17 @@ const (
 	// FaultRetention compacts journals below their applied index, one
 	// node's or every node's, so a lagging or new member needs a snapshot.
 	FaultRetention
+	// FaultTransfer has the leader hand over to a random member, as a
+	// planned stop does; the new leader campaigns at once, without a
+	// pre-vote.
+	FaultTransfer
 
 	FaultAll = FaultMessages | FaultPartition | FaultCrash | FaultCrashAll | FaultSyncFailure |
-		FaultCorruption | FaultWipe | FaultRetention
+		FaultCorruption | FaultWipe | FaultRetention | FaultTransfer
 )
 
 var faultNames = []string{"messages", "partition", "crash", "crash-all", "sync-failure", "corruption", "wipe",
-	"retention"}
+	"retention", "transfer"}
 
 func (f Faults) String() string {
 	var names []string

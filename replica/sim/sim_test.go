@@ -27,6 +27,7 @@ var profiles = []Faults{
 	FaultMessages | FaultSyncFailure | FaultCrash,
 	FaultMessages | FaultCorruption | FaultPartition | FaultCrash,
 	FaultMessages | FaultWipe | FaultCrash,
+	FaultMessages | FaultTransfer | FaultPartition | FaultCrash,
 	// Retention runs in TestRetention until a restart after a compaction
 	// keeps its configuration.
 	FaultAll &^ FaultRetention,
@@ -79,12 +80,15 @@ func TestSeeds(t *testing.T) {
 	var failures []uint64
 	var acked, records, steps int64
 	var slowest time.Duration
+	var slowestSeed uint64
 	faults := map[string]int{}
 	for seed := uint64(1); seed <= seeds; seed++ {
 		began := time.Now()
 		config := seedConfig(seed)
 		result, err := runSeed(t, config)
-		slowest = max(slowest, time.Since(began))
+		if took := time.Since(began); took > slowest {
+			slowest, slowestSeed = took, seed
+		}
 		if err != nil {
 			failures = append(failures, seed)
 			t.Errorf("%v\nreplay: %s=%d go test ./replica/sim -run TestSeeds -v", err, seedEnv, seed)
@@ -101,9 +105,9 @@ func TestSeeds(t *testing.T) {
 		}
 	}
 	wall := time.Since(start)
-	t.Logf("%d seeds in %v (%v per seed, slowest %v): %d acknowledged records, %d in final logs, %d virtual seconds; failing seeds %v",
+	t.Logf("%d seeds in %v (%v per seed, slowest %v, seed %d): %d acknowledged records, %d in final logs, %d virtual seconds; failing seeds %v",
 		seeds, wall.Round(time.Millisecond), (wall / time.Duration(seeds)).Round(time.Microsecond),
-		slowest.Round(time.Millisecond), acked, records, steps*StepMillis/1000, failures)
+		slowest.Round(time.Millisecond), slowestSeed, acked, records, steps*StepMillis/1000, failures)
 	t.Logf("faults: %v", faults)
 }
 

@@ -70,7 +70,8 @@ func parseMessage(b []byte) (wireMessage, error) {
 // it leaves (invariant 1, persist before answer): a granted vote must be
 // synced, an accepted append synced up to the index it reports, and a
 // leader's appends and heartbeats may leave before its entries are synced
-// but never before its term is.
+// but never before its term is. A message of an older term than the
+// synced one is a late message, which Raft tolerates.
 func (c *cluster) checkPersisted(n *node, message []byte) {
 	m, err := parseMessage(message)
 	if err != nil {
@@ -83,7 +84,9 @@ func (c *cluster) checkPersisted(n *node, message []byte) {
 	d := n.disk
 	switch {
 	case m.kind == messageVoteResp && !m.reject:
-		if d.durableState.Term != m.term || uint64(d.durableState.Vote) != m.to {
+		// A grant left in the Ready that moved on to a later term is
+		// older than the synced state, which no longer shows it.
+		if d.durableState.Term < m.term || (d.durableState.Term == m.term && uint64(d.durableState.Vote) != m.to) {
 			c.violation("node %d.%d granted its vote in term %d to %d.%d before syncing it (durable term %d, vote %d.%d)",
 				n.number, n.incarnation, m.term, m.to>>32, uint32(m.to), d.durableState.Term,
 				d.durableState.Vote.Node(), d.durableState.Vote.Incarnation())
@@ -94,7 +97,9 @@ func (c *cluster) checkPersisted(n *node, message []byte) {
 				n.number, n.incarnation, m.index, last)
 		}
 	case m.kind == messageApp || m.kind == messageSnapshot || m.kind == messageHeartbeat:
-		if d.durableState.Term != m.term {
+		// A deposed leader's last appends may leave after the term that
+		// deposed it is synced, as a delayed message would arrive.
+		if d.durableState.Term < m.term {
 			c.violation("node %d.%d sent term %d appends or heartbeats before syncing that term (durable term %d)",
 				n.number, n.incarnation, m.term, d.durableState.Term)
 		}

@@ -244,6 +244,26 @@ type Config struct {
 	// authentication [auth_failure_delay]: 1 ms to 10 s.
 	AuthFailureDelay time.Duration
 
+	// ---- Cluster (docs/CLUSTER.md)
+
+	// NodeID makes this broker a member of a cluster [node_id]: 0 (a
+	// single node) or the node's id, unique in the cluster.
+	NodeID uint32
+	// ClusterAddr is where the other nodes reach this one [cluster_addr]:
+	// the peer link and the metadata group share it. Required with NodeID.
+	ClusterAddr string
+	// Peers are the cluster's founding members, node id to cluster address
+	// [peers], this node included (`--peer 1=127.0.0.1:8001`, one per
+	// node). Every node is started with the same list.
+	Peers map[uint32]string
+	// ClusterName names the cluster [cluster_name] ("ironbus"): a node
+	// refuses peers of another cluster.
+	ClusterName string
+	// InsecurePlaintextCluster consents to non-loopback cluster addresses
+	// without TLS [insecure_plaintext_cluster]: peers then trust the
+	// network with every record.
+	InsecurePlaintextCluster bool
+
 	// ---- Logging and identity
 
 	// LogLevel is debug, info, warn or error [log_level]; Reload changes
@@ -270,6 +290,8 @@ const (
 	// DefaultNoAckShedBudget lets an overloaded broker drop up to 10,000
 	// fire-and-forget records a second rather than slow their producers.
 	DefaultNoAckShedBudget = 10_000
+	// DefaultClusterName is the cluster's name when none is given.
+	DefaultClusterName = "ironbus"
 	// HealthOff turns the health endpoints off.
 	HealthOff = "off"
 )
@@ -300,6 +322,7 @@ func DefaultConfig() Config {
 		MaxDeliver:             consumer.DefaultMaxDeliver,
 		CheckpointInterval:     broker.DefaultCheckpointInterval,
 		NoAckShedBudget:        DefaultNoAckShedBudget,
+		ClusterName:            DefaultClusterName,
 		MaxOpenTxns:            txn.DefaultMaxOpen,
 		DedupMaxIDs:            dedup.DefaultMaxIDs,
 		AutoCreateStreams:      true,

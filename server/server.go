@@ -41,6 +41,7 @@ type Server struct {
 	secured          *securityRuntime
 	engine           *broker.Broker
 	wire             *wireListener
+	cluster          *clusterListener // nil for a single node
 	listeners        []listener
 	failed           chan error
 
@@ -113,6 +114,11 @@ func (s *Server) acquire(cfg Config) error {
 	if s.engine, err = broker.Open(mapped.engine); err != nil {
 		return openError(cfg.DataDir, err)
 	}
+	var view *clusterView
+	if cfg.NodeID != 0 {
+		view = &clusterView{}
+		mapped.session.Cluster = view
+	}
 	handler, err := session.NewHandler(s.engine, mapped.session)
 	if err != nil {
 		return invalid("%w", err)
@@ -121,6 +127,15 @@ func (s *Server) acquire(cfg Config) error {
 		return err
 	}
 	s.listeners = []listener{s.wire}
+	if cfg.NodeID != 0 {
+		cluster, err := listenCluster(cfg, s.engine, s.wire.addr().String(), s.logger)
+		if err != nil {
+			return err
+		}
+		s.cluster = cluster
+		view.listener.Store(cluster)
+		s.listeners = append(s.listeners, cluster)
+	}
 	return nil
 }
 

@@ -169,7 +169,7 @@ func (cfg Config) Validate() error {
 		return errors.Join(problems...)
 	}
 	for _, check := range []func() error{cfg.checkChoices, cfg.checkConsents, cfg.checkStorage, cfg.checkMemory,
-		cfg.checkRetention, cfg.checkHealthAddr} {
+		cfg.checkRetention, cfg.checkHealthAddr, cfg.checkCluster} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -303,6 +303,47 @@ func (cfg Config) checkHealthAddr() error {
 				ErrUnprotectedAddress, cfg.HealthAddr)
 		}
 		return invalid("--health-addr: %w", err)
+	}
+	return nil
+}
+
+// checkCluster checks the cluster settings: a node id needs a cluster
+// address that is its own entry in the peer list, disk storage, and
+// loopback addresses unless the plaintext consent is given (the peer
+// link has no TLS yet).
+func (cfg Config) checkCluster() error {
+	if cfg.NodeID == 0 {
+		if cfg.ClusterAddr != "" || len(cfg.Peers) > 0 {
+			return invalid("--cluster-addr and --peer need --node-id: give this node its id in the cluster")
+		}
+		return nil
+	}
+	if cfg.Storage != StorageDisk {
+		return invalid("--node-id needs --storage disk: a cluster member keeps its replicas and its vote on disk")
+	}
+	if cfg.ClusterAddr == "" {
+		return invalid("--node-id %d needs --cluster-addr host:port: where the other nodes reach this one", cfg.NodeID)
+	}
+	if cfg.ClusterName == "" {
+		return invalid("--cluster-name must not be empty")
+	}
+	own, ok := cfg.Peers[cfg.NodeID]
+	if !ok {
+		return invalid("--peer must list every founding node, this one included: add --peer %d=%s", cfg.NodeID, cfg.ClusterAddr)
+	}
+	if own != cfg.ClusterAddr {
+		return invalid("--peer %d=%s names this node at another address than --cluster-addr %s", cfg.NodeID, own, cfg.ClusterAddr)
+	}
+	for id, address := range cfg.Peers {
+		host, _, err := net.SplitHostPort(address)
+		if id == 0 || err != nil {
+			return invalid("--peer %d=%q: want id=host:port with a nonzero id", id, address)
+		}
+		if !isLoopback(host) && !cfg.InsecurePlaintextCluster {
+			return fmt.Errorf("%w: --peer %d=%s is not a loopback address and the peer link has no TLS yet: "+
+				"every record would cross the network in plaintext; keep the cluster on loopback, or (trusted network only) pass --insecure-plaintext-cluster",
+				ErrUnprotectedAddress, id, address)
+		}
 	}
 	return nil
 }

@@ -50,6 +50,10 @@ type Config struct {
 	Gate *security.Gate
 	// Audit receives auth outcomes and admin actions.
 	Audit *security.AuditLog
+
+	// Cluster answers ClusterInfo; nil when the broker is a single node
+	// (the cluster capability is then not announced).
+	Cluster ClusterView
 }
 
 // Defaults.

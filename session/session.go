@@ -278,6 +278,8 @@ func (s *session) dispatch(frame wire.Frame) (outcome, error) {
 		err = s.txnBegin(frame)
 	case wire.TypeTxnEnd:
 		err = s.txnEnd(frame)
+	case wire.TypeClusterInfo:
+		err = s.clusterInfo(frame)
 	case wire.TypePing:
 		err = s.ping(frame)
 	case wire.TypePong:
@@ -320,11 +322,15 @@ func (s *session) hello(frame wire.Frame) (outcome, error) {
 		cfg := s.cfg
 		s.handshook = true
 		s.releaseGate()
-		s.capabilities = hello.Capabilities & wire.Capabilities
+		served := wire.Capabilities
+		if cfg.Cluster != nil {
+			served |= wire.CapCluster
+		}
+		s.capabilities = hello.Capabilities & served
 		s.clientFrame = hello.MaxFrame
 		s.conn.SetReadTimeout(cfg.IdleTimeout)
 		s.send(wire.Append(nil, frame.RequestID, &wire.Welcome{Version: wire.ProtocolVersion,
-			Capabilities: hello.Capabilities & wire.Capabilities, MaxFrame: cfg.MaxFrame, Window: cfg.Window,
+			Capabilities: s.capabilities, MaxFrame: cfg.MaxFrame, Window: cfg.Window,
 			MaxRecordBytes: s.engine.MaxRecordBytes(), IdleTimeoutMs: uint32(cfg.IdleTimeout.Milliseconds()),
 			ServerVersion: s.engine.Version()}))
 	}

@@ -155,6 +155,7 @@ func newServeCommand(opts *globalOptions) (*cobra.Command, *serveOptions) {
 	addRetentionFlags(cmd, cfg)
 	addHealthFlags(cmd, cfg)
 	addSecurityFlags(cmd, cfg)
+	addClusterFlags(cmd, cfg)
 	cmd.RunE = classified(func() error {
 		resolved, err := resolveConfig(cmd.Flags(), &serve.config, os.LookupEnv)
 		if err != nil {

@@ -126,6 +126,10 @@ func (c *cluster) call(n *node, f func()) (cut bool) {
 // the operator adds as a learner and promotes in place of the old one.
 func (c *cluster) wipe(n *node, downFor int64) {
 	c.crash(n, downFor)
+	if c.config.reuseIdentity {
+		n.disk = newDisk(c.violation)
+		return
+	}
 	c.retired[n.id] = n.disk
 	n.incarnation++
 	n.id = replica.NewReplicaID(n.number, n.incarnation)

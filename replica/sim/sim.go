@@ -95,6 +95,11 @@ type Config struct {
 	// joint change (promote the new, remove the old) instead of two
 	// simple ones.
 	JointMembership bool
+
+	// reuseIdentity breaks the incarnation rule on purpose: a wiped node
+	// comes back under its old identity. Its tests show what the checks
+	// then find.
+	reuseIdentity bool
 	// Log, when set, receives the nemesis events as they happen.
 	Log func(string)
 }

@@ -207,3 +207,22 @@ func firstLine(s string) string {
 	}
 	return s
 }
+
+// TestReusedIdentityIsCaught breaks the rule that an empty disk comes back
+// as a new incarnation: a wiped node returns as its old voter, without its
+// log or its vote. Raft may then elect a leader that lacks committed
+// entries, and the checks must see it.
+func TestReusedIdentityIsCaught(t *testing.T) {
+	caught := 0
+	for seed := uint64(1); seed <= 40 && caught == 0; seed++ {
+		config := Config{Seed: 30_000 + seed, Faults: FaultMessages | FaultWipe | FaultCrash | FaultPartition,
+			reuseIdentity: true}
+		if _, err := runSeed(t, config); err != nil {
+			caught++
+			t.Logf("seed %d: %s", config.Seed, firstLine(err.Error()))
+		}
+	}
+	if caught == 0 {
+		t.Fatal("40 seeds of wiped voters returning under their old identity, and no check noticed")
+	}
+}

@@ -13,8 +13,10 @@ import (
 const (
 	// seedEnv replays one seed: IRONBUS_SIM_SEED=<n> go test ./replica/sim
 	seedEnv = "IRONBUS_SIM_SEED"
-	// seedsEnv sets how many seeds TestSeeds runs (make soak).
+	// seedsEnv sets how many seeds TestSeeds runs (make soak), and
+	// firstSeedEnv the first of them (1 by default).
 	seedsEnv     = "IRONBUS_SIM_SEEDS"
+	firstSeedEnv = "IRONBUS_SIM_FIRST_SEED"
 	defaultSeeds = 200
 )
 
@@ -76,13 +78,17 @@ func TestSeeds(t *testing.T) {
 	if !ok {
 		seeds = defaultSeeds
 	}
+	first, ok := envNumber(t, firstSeedEnv)
+	if !ok {
+		first = 1
+	}
 	start := time.Now()
 	var failures []uint64
 	var acked, records, steps int64
 	var slowest time.Duration
 	var slowestSeed uint64
 	faults := map[string]int{}
-	for seed := uint64(1); seed <= seeds; seed++ {
+	for seed := first; seed < first+seeds; seed++ {
 		began := time.Now()
 		config := seedConfig(seed)
 		result, err := runSeed(t, config)

@@ -25,8 +25,13 @@ type inflight struct {
 	proposal *replica.Proposal
 	ids      []int
 	values   []string
+	control  []byte // a control proposal's body (no records)
 	deadline int64
 }
+
+// controlKind is the kind of the control entries clients propose: consumer
+// state in a broker, opaque here; they own no offsets.
+const controlKind = 7
 
 // readerClient numbers the reads in the history.
 const readerClient = 1000
@@ -46,13 +51,18 @@ func (c *cluster) clientsStep() {
 	}
 }
 
-// produce sends 1-3 records, each with a value no other record carries.
+// produce sends 1-3 records, each with a value no other record carries,
+// or now and then a control entry.
 func (c *cluster) produce(cl *client) {
 	target := cl.hint
 	if target == 0 {
 		target = uint32(1 + c.rng.IntN(len(c.nodes)))
 	}
 	n := c.nodes[target-1]
+	if c.rng.IntN(8) == 0 {
+		c.proposeControl(cl, n)
+		return
+	}
 	count := 1 + c.rng.IntN(3)
 	ids := make([]int, count)
 	values := make([]string, count)
@@ -95,6 +105,33 @@ func (c *cluster) produce(cl *client) {
 	c.process(n)
 }
 
+// proposeControl proposes a control entry with a unique body.
+func (c *cluster) proposeControl(cl *client, n *node) {
+	c.values++
+	body := fmt.Appendf(nil, "s%d-c%d-control%d", c.config.Seed, cl.number, c.values)
+	if n.replica == nil {
+		c.refused(cl, nil, 0)
+		return
+	}
+	var p *replica.Proposal
+	var err error
+	if c.call(n, func() { p, err = n.replica.ProposeControl(controlKind, body) }) {
+		cl.hint, cl.nextAt = 0, c.now+1+c.rng.Int64N(20)
+		return
+	}
+	var notLeader *replica.NotLeaderError
+	switch {
+	case errors.As(err, &notLeader):
+		c.refused(cl, nil, notLeader.Leader.Node())
+	case err != nil:
+		c.refused(cl, nil, 0)
+	default:
+		cl.waiting = &inflight{node: n, replica: n.replica, proposal: p, control: body,
+			deadline: c.now + clientTimeout}
+	}
+	c.process(n)
+}
+
 // refused records produces that were definitely not written.
 func (c *cluster) refused(cl *client, ids []int, leader uint32) {
 	for _, id := range ids {
@@ -129,6 +166,9 @@ func (c *cluster) finish(cl *client, err error) {
 	cl.nextAt = c.now + 1 + c.rng.Int64N(20)
 	c.traceEvent(traceOutcome, uint64(cl.number), w.proposal.Index, outcomeCode(err))
 	switch {
+	case err == nil && w.control != nil:
+		c.checkAckedControl(w)
+		c.checkAckDurable(w)
 	case err == nil:
 		c.checkAckedEntry(w)
 		c.checkAckDurable(w)
@@ -184,6 +224,23 @@ func (c *cluster) checkAckedEntry(w *inflight) {
 	if err != nil || e.Term != p.Term || !slices.Equal(got, want) {
 		c.violation("acknowledged proposal (index %d, term %d) of %v, the committed entry there (term %d, type %d, %d bytes) holds %v",
 			p.Index, p.Term, want, e.Term, e.Type, len(e.Data), got)
+	}
+}
+
+// checkAckedControl checks that the committed entry at a completed
+// control proposal's index is that control entry.
+func (c *cluster) checkAckedControl(w *inflight) {
+	p := w.proposal
+	if p.Index == 0 || p.Index > uint64(len(c.committed)) {
+		c.violation("completed control proposal at index %d, the committed log ends at %d", p.Index, len(c.committed))
+		return
+	}
+	e := c.committed[p.Index-1]
+	payload, err := replica.DecodePayload(e.Data)
+	if err != nil || e.Term != p.Term || payload.Kind != replica.PayloadControl || payload.Control != controlKind ||
+		string(payload.Body) != string(w.control) {
+		c.violation("completed control proposal %q (index %d, term %d), the committed entry there (term %d, type %d) holds %q",
+			w.control, p.Index, p.Term, e.Term, e.Type, e.Data)
 	}
 }
 

@@ -43,6 +43,9 @@ func seedConfig(seed uint64) Config {
 	if seed%5 == 4 {
 		config.Nodes = 5
 	}
+	if raceDetector {
+		config.FaultSteps = 1000
+	}
 	return config
 }
 

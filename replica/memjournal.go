@@ -40,7 +40,7 @@ type savedState struct {
 type memoryWrite struct {
 	entries  []Entry   // an append
 	snapshot *Snapshot // or an installed snapshot
-	compact  uint64    // or a compaction point
+	compact  *Snapshot // or a compaction: the new start point
 }
 
 // NewMemoryJournal returns an empty journal.
@@ -154,14 +154,15 @@ func (j *MemoryJournal) InstallSnapshot(snapshot Snapshot) error {
 }
 
 // Compact implements Journal.
-func (j *MemoryJournal) Compact(index uint64) error {
-	if index < j.FirstIndex() {
+func (j *MemoryJournal) Compact(start Snapshot) error {
+	if start.Index < j.FirstIndex() {
 		return nil
 	}
-	if index > j.LastIndex() {
-		return fmt.Errorf("%w: compact to %d past %d", ErrUnavailable, index, j.LastIndex())
+	if start.Index > j.LastIndex() {
+		return fmt.Errorf("%w: compact to %d past %d", ErrUnavailable, start.Index, j.LastIndex())
 	}
-	w := memoryWrite{compact: index}
+	start = cloneSnapshot(start)
+	w := memoryWrite{compact: &start}
 	j.current.apply(w)
 	j.pending = append(j.pending, w)
 	return nil
@@ -234,25 +235,13 @@ func (m *memoryImage) apply(w memoryWrite) {
 	case w.snapshot != nil:
 		m.snapshot = cloneSnapshot(*w.snapshot)
 		m.entries = nil
-	case w.compact != 0:
-		if w.compact <= m.snapshot.Index {
+	case w.compact != nil:
+		if w.compact.Index <= m.snapshot.Index {
 			return
 		}
-		cut := w.compact - m.snapshot.Index
-		if cut > uint64(len(m.entries)) {
-			cut = uint64(len(m.entries))
-		}
-		term := m.entries[cut-1].Term
-		next := m.snapshot.NextOffset
-		for i := int(cut) - 1; i >= 0; i-- {
-			if p, err := DecodePayload(m.entries[i].Data); err == nil && p.Kind == PayloadData {
-				next = p.Data.BaseOffset + uint64(p.Data.Count)
-				break
-			}
-		}
+		cut := min(w.compact.Index-m.snapshot.Index, uint64(len(m.entries)))
 		m.entries = slices.Clone(m.entries[cut:])
-		m.snapshot = Snapshot{Index: w.compact, Term: term, Config: m.snapshot.Config,
-			NextOffset: next, Data: m.snapshot.Data}
+		m.snapshot = cloneSnapshot(*w.compact)
 	default:
 		// A write the model accepted once; the image it lands on is a
 		// prefix of the one that accepted it, so it always fits.

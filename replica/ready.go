@@ -458,7 +458,8 @@ func (r *Replica) Status() Status {
 		Applied: r.applied, LastIndex: r.config.Journal.LastIndex(), Watermark: r.watermark,
 		Config: cloneMembership(r.state.Config), Latched: r.latched, Damaged: r.damaged}
 	if r.stopped() != nil {
-		s.Commit = r.state.Commit
+		// A stopped replica leads nothing, whatever role it had.
+		s.Commit, s.Role, s.Leader = r.state.Commit, RoleFollower, 0
 		return s
 	}
 	raw := r.raw.Status()

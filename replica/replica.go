@@ -296,7 +296,8 @@ func (r *Replica) Tick() {
 }
 
 // Step feeds one message received from a peer. ErrBadMessage for bytes
-// that are not a Raft message for this replica. Messages to a latched,
+// that are not a Raft message for this replica; ErrDamaged when handling
+// it read a damaged entry (the replica stops). Messages to a latched,
 // damaged or closed replica are dropped: it neither votes nor answers.
 func (r *Replica) Step(message []byte) error {
 	if r.stopped() != nil {
@@ -402,18 +403,29 @@ func (r *Replica) Compact(index uint64) (uint64, error) {
 	}
 	term, err := r.config.Journal.Term(index)
 	if err != nil {
-		return 0, fmt.Errorf("replica: compact: %w", err)
+		return 0, r.compactFailed(err)
 	}
 	next, err := r.dataEndAtOrBefore(index)
 	if err != nil {
-		return 0, fmt.Errorf("replica: compact: %w", err)
+		return 0, r.compactFailed(err)
 	}
-	if err := r.config.Journal.Compact(index); err != nil {
+	start := Snapshot{Index: index, Term: term, Config: cloneMembership(r.state.Config), NextOffset: next,
+		Data: r.storage.snapshot.Data}
+	if err := r.config.Journal.Compact(start); err != nil {
 		return 0, r.latch(err)
 	}
-	r.storage.snapshot = Snapshot{Index: index, Term: term, Config: cloneMembership(r.state.Config),
-		NextOffset: next, Data: r.storage.snapshot.Data}
+	r.storage.snapshot = start
 	return index, nil
+}
+
+// compactFailed reports a failed read of the entries a compaction needs:
+// a damaged one stops the replica (invariant 6), anything else is the
+// caller's to retry.
+func (r *Replica) compactFailed(err error) error {
+	if errors.Is(err, ErrDamaged) {
+		return r.markDamaged(err)
+	}
+	return fmt.Errorf("replica: compact: %w", err)
 }
 
 // sendableSnapshot is the snapshot a follower gets when it needs entries

@@ -151,9 +151,12 @@ type Journal interface {
 	// InstallSnapshot drops every entry and starts the journal after the
 	// snapshot point; durable after the next Sync.
 	InstallSnapshot(Snapshot) error
-	// Compact drops entries at or below index (retention); they must be
-	// committed and applied.
-	Compact(index uint64) error
+	// Compact drops the entries at or below start.Index (retention); they
+	// are committed and applied. start becomes the point the journal
+	// starts after (Load returns it): its term, the configuration in force
+	// at its index and the data offset that follows it. Durable after the
+	// next Sync.
+	Compact(start Snapshot) error
 }
 
 // Snapshot is a point a journal starts after: Raft's snapshot metadata and

@@ -30,9 +30,7 @@ var profiles = []Faults{
 	FaultMessages | FaultCorruption | FaultPartition | FaultCrash,
 	FaultMessages | FaultWipe | FaultCrash,
 	FaultMessages | FaultTransfer | FaultPartition | FaultCrash,
-	// Retention runs in TestRetention until a restart after a compaction
-	// keeps its configuration.
-	FaultAll &^ FaultRetention,
+	FaultAll,
 }
 
 // seedConfig is the run a seed stands for: its nemeses, five nodes for
@@ -185,14 +183,8 @@ func TestJointMembershipChange(t *testing.T) {
 
 // TestRetention compacts journals under crashes, wipes and partitions, so
 // restarted members reopen on a compacted journal and new ones join from a
-// snapshot. It runs when IRONBUS_SIM_RETENTION is set, until a member
-// restarted after a compaction keeps its configuration (MemoryJournal's
-// compaction keeps the old snapshot's Config, which New's reconcile takes
-// over the state's).
+// snapshot.
 func TestRetention(t *testing.T) {
-	if _, ok := os.LookupEnv("IRONBUS_SIM_RETENTION"); !ok {
-		t.Skip("a restart after a compaction loses the configuration; IRONBUS_SIM_RETENTION=1 runs it")
-	}
 	var failures []uint64
 	for seed := uint64(1); seed <= 100; seed++ {
 		config := Config{Seed: seed, Faults: FaultMessages | FaultRetention | FaultWipe | FaultCrash | FaultPartition,

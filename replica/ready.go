@@ -316,11 +316,18 @@ func (r *Replica) complete(e Entry) {
 }
 
 func (p *Proposal) finish(err error) {
-	select {
-	case <-p.done:
-	default:
-		p.err = err
-		close(p.done)
+	p.mu.Lock()
+	if p.finished {
+		p.mu.Unlock()
+		return
+	}
+	p.err, p.finished = err, true
+	notify := p.notify
+	p.notify = nil
+	close(p.done)
+	p.mu.Unlock()
+	for _, fn := range notify {
+		fn()
 	}
 }
 

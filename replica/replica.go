@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -85,6 +86,25 @@ type Proposal struct {
 	data []byte // the entry's Data, as handed to Raft: how its entry is recognised
 	done chan struct{}
 	err  error
+	// mu guards notify and finished: OnDone may be called from any
+	// goroutine, the outcome is decided on the replica's.
+	mu       sync.Mutex
+	notify   []func()
+	finished bool
+}
+
+// OnDone arranges for fn to run once the outcome is known: on the
+// replica's goroutine when it is decided (fn must be quick and must not
+// call the replica), or at once on the caller's when it already is.
+func (p *Proposal) OnDone(fn func()) {
+	p.mu.Lock()
+	if !p.finished {
+		p.notify = append(p.notify, fn)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	fn()
 }
 
 // Done is closed when the proposal's outcome is known.

@@ -1,6 +1,9 @@
 package segment
 
-import "fmt"
+import (
+	"fmt"
+	"sync"
+)
 
 // NextOffset is the offset the next appended record gets: every record
 // below it has been assigned, committed or not. A caller that serialises
@@ -50,3 +53,28 @@ func doneBatch(err error) *batch {
 // CompletedTicket is a ticket of no records, complete without error: for
 // an answer that waits on nothing.
 func CompletedTicket() Ticket { return Ticket{b: doneBatch(nil)} }
+
+// ExternalTicket is a ticket for records whose fate another component
+// decides (a replicated partition: committed on a majority, or not):
+// complete settles it, once, with nil (committed) or the error every
+// record failed with; later calls do nothing. OnDone callbacks run on
+// the goroutine that calls complete.
+func ExternalTicket(first, count uint64) (Ticket, func(error)) {
+	b := &batch{first: first, count: count, failFrom: first, done: make(chan struct{}), external: &sync.Mutex{}}
+	complete := func(err error) {
+		b.external.Lock()
+		if b.completed {
+			b.external.Unlock()
+			return
+		}
+		b.err, b.completed = err, true
+		notify := b.notify
+		b.notify = nil
+		close(b.done)
+		b.external.Unlock()
+		for _, fn := range notify {
+			fn()
+		}
+	}
+	return Ticket{First: first, Count: count, b: b}, complete
+}

@@ -150,7 +150,10 @@ type batch struct {
 
 	// log guards completed and notify with its mu. Once completed is set
 	// no callback is added: those in notify run after done closes.
+	// external guards them instead for a batch of no log that completes
+	// later (ExternalTicket).
 	log       *Log
+	external  *sync.Mutex
 	completed bool
 	notify    []func()
 }
@@ -197,6 +200,17 @@ func (t Ticket) Done() <-chan struct{} { return t.b.done }
 // Done.
 func (t Ticket) OnDone(fn func()) {
 	b := t.b
+	if b.external != nil {
+		b.external.Lock()
+		if !b.completed {
+			b.notify = append(b.notify, fn)
+			b.external.Unlock()
+			return
+		}
+		b.external.Unlock()
+		fn()
+		return
+	}
 	if b.log == nil {
 		<-b.done // a batch of no log is never handed out unfinished
 		fn()

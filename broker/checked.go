@@ -158,7 +158,7 @@ func (p *Partition) appendChecked(run *CheckedRun, inline bool) (Ticket, error) 
 		return Ticket{}, storageError(err)
 	}
 	p.checkMu.Lock()
-	head := p.log.NextOffset()
+	head := p.head()
 	referenced := p.classify(run, head)
 	if run.Atomic {
 		wholeBatch(run)
@@ -176,7 +176,7 @@ func (p *Partition) appendChecked(run *CheckedRun, inline bool) (Ticket, error) 
 			return Ticket{}, storageError(err)
 		}
 	} else if referenced != NoOffset {
-		ticket.Ticket = p.log.TicketFor(referenced)
+		ticket.Ticket = p.ticketFor(referenced)
 		p.checkMu.Unlock()
 	} else {
 		ticket.Ticket = segment.CompletedTicket()
@@ -267,6 +267,10 @@ func (p *Partition) check(run *CheckedRun, i int, head uint64) Outcome {
 		if outcome, decided := p.checkProducer(run, c, head); decided {
 			return outcome
 		}
+	}
+	if p.replicated && (c.MessageID != nil || c.ExpectLastSubject) {
+		return Outcome{Kind: Refused, Err: fmt.Errorf("%w: message-id dedup and subject expectations are not served on replicated streams yet "+
+			"(idempotent producers are: they never duplicate across a failover)", ErrInvalidArgument)}
 	}
 	if c.MessageID != nil && p.dedup != nil {
 		if k := run.lastStored(func(o *Check) bool { return bytes.Equal(o.MessageID, c.MessageID) }); k >= 0 {

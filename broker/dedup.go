@@ -35,7 +35,9 @@ const replaySegments = 2
 // twice, never refused.
 func (b *Broker) openWindows(s *Stream) {
 	window := s.settings.Dedup()
-	if window == 0 || b.cfg.Storage.ReadOnly {
+	// A replicated stream's windows would miss the ids other leaders
+	// stored; message ids are refused there (check).
+	if window == 0 || b.cfg.Storage.ReadOnly || s.settings.Replicated() {
 		return
 	}
 	for i := range s.partitions {

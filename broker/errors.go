@@ -58,7 +58,8 @@ var (
 var kinds = []error{ErrNoSuchStream, ErrNoSuchPartition, ErrNoSuchGroup, ErrNoSuchBinding, ErrInvalidName,
 	ErrInvalidArgument, ErrInvalidRecord, ErrChecksum, ErrRecordTooLarge, ErrBatchTooLarge, ErrReadOnly, ErrConflict, ErrGroupActive,
 	ErrGroupMismatch, ErrFrozen, ErrNoSpace, ErrFull, ErrBusy, ErrTooManyConnections, ErrShuttingDown, ErrNoRoute, ErrStorage,
-	ErrProducerFenced, ErrSequenceGap, ErrProducerExpired, ErrUnknownProducer, ErrExpectationFailed, ErrBatchRefused}
+	ErrProducerFenced, ErrSequenceGap, ErrProducerExpired, ErrUnknownProducer, ErrExpectationFailed, ErrBatchRefused,
+	ErrNotLeader, ErrNoLeader}
 
 // hasKind reports whether err already carries an engine kind.
 func hasKind(err error) bool {

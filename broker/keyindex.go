@@ -74,7 +74,10 @@ type subjectIndexState struct {
 // index: its directory is left exactly as found (a newer format, a loss
 // above the caps, waiting for `ironbus repair`).
 func (b *Broker) openSubjectIndex(p *Partition) {
-	if p.log == nil || b.cfg.Storage.ReadOnly || p.log.Err() != nil {
+	// A replicated partition's log is written by its replica: an index
+	// kept beside it by this node's appends would miss the records other
+	// leaders stored (subject expectations are refused there).
+	if p.log == nil || b.cfg.Storage.ReadOnly || p.log.Err() != nil || p.replicated {
 		return
 	}
 	logName := fmt.Sprintf("%s/%d", p.stream, p.index)

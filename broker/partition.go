@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ironbus/ironbus/dedup"
 	"github.com/ironbus/ironbus/keyindex"
@@ -42,6 +43,14 @@ type Partition struct {
 	// Put and Last under checkMu; nil when it did not open (then such
 	// appends are refused).
 	subjects *keyindex.Index
+
+	// replicated says the partition belongs to a replicated stream: its
+	// appends go through replication (nil until the server attaches it;
+	// appends are refused until then). servedTerm is the leadership term
+	// the producer table was last read for, under checkMu.
+	replicated  bool
+	replication atomic.Pointer[replicationBox]
+	servedTerm  uint64
 }
 
 // Owner is the identity that created the partition's stream ("" for
@@ -115,6 +124,8 @@ func (p *Partition) stageLocked(bodies [][]byte, crcs []uint32, inline, atomic b
 	var write segment.InlineWrite
 	var err error
 	switch {
+	case p.replicated:
+		ticket, err = p.proposeLocked(bodies, crcs)
 	case inline:
 		ticket, write, err = p.log.BeginCommit(bodies, crcs, atomic)
 	case atomic:

@@ -220,6 +220,11 @@ func (b *Broker) observeWallClock(now time.Duration) int64 {
 func (b *Broker) retainedLogs() []logRef {
 	var refs []logRef
 	for _, served := range b.streamList() {
+		if served.settings.Replicated() {
+			// A replicated log is cut through its replica (an index, on
+			// every replica alike), not by offsets here.
+			continue
+		}
 		for p, l := range served.logs {
 			if l != nil {
 				refs = append(refs, logRef{stream: served.settings.Name, partition: uint32(p), log: l, bounds: streamBounds(served.settings),

@@ -37,6 +37,10 @@ type StreamSettings struct {
 	// CompactPastGroups lets compaction remove records a consumer group
 	// has not committed (they reach it as compacted gaps).
 	CompactPastGroups bool
+	// Replicas is the replication factor (0 or 1: this node alone). A
+	// replicated stream is created on each node by the server's cluster
+	// door, and takes appends once Replicate attaches its partitions.
+	Replicas int
 }
 
 // StreamInfo describes a stream: its settings and, per partition, the
@@ -97,7 +101,8 @@ func (b *Broker) DescribeStream(name string) (StreamInfo, []Binding, error) {
 func (b *Broker) CreateStream(settings StreamSettings) (StreamInfo, []Binding, error) {
 	entry := catalog.Stream{Name: settings.Name, Partitions: max(settings.Partitions, 1), MaxBytes: settings.MaxBytes,
 		MaxAge: settings.MaxAge, MaxRecords: settings.MaxRecords, Owner: settings.Owner, DedupWindow: max(settings.DedupWindow, catalog.DedupOff),
-		Compact: settings.Compact, DeleteRetention: settings.DeleteRetention, CompactPastGroups: settings.CompactPastGroups}
+		Compact: settings.Compact, DeleteRetention: settings.DeleteRetention, CompactPastGroups: settings.CompactPastGroups,
+		Replicas: settings.Replicas}
 	if _, err := b.createStream(entry, true); err != nil {
 		return StreamInfo{}, nil, err
 	}

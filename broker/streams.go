@@ -28,7 +28,8 @@ type Stream struct {
 func (b *Broker) newStream(settings catalog.Stream, logs []*segment.Log) *Stream {
 	s := &Stream{settings: settings, logs: logs, partitions: make([]Partition, len(logs))}
 	for p, l := range logs {
-		s.partitions[p] = Partition{broker: b, log: l, stream: settings.Name, owner: settings.Owner, index: uint32(p)}
+		s.partitions[p] = Partition{broker: b, log: l, stream: settings.Name, owner: settings.Owner, index: uint32(p),
+			replicated: settings.Replicated()}
 		if l != nil {
 			s.partitions[p].producers = b.producerTable(l)
 		}

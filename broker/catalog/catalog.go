@@ -49,6 +49,10 @@ type Stream struct {
 	// CompactPastGroups lets compaction remove records a consumer group
 	// has not committed.
 	CompactPastGroups bool
+	// Replicas is the stream's replication factor in a cluster: 0 or 1
+	// for a stream of this node alone. A replicated stream's partitions
+	// take appends only through their replication group.
+	Replicas int
 }
 
 // Message-id dedup windows.
@@ -76,8 +80,12 @@ func (s Stream) Dedup() time.Duration {
 func (s Stream) SameSettings(other Stream) bool {
 	return s.Name == other.Name && s.Partitions == other.Partitions && s.MaxBytes == other.MaxBytes &&
 		s.MaxAge == other.MaxAge && s.MaxRecords == other.MaxRecords && s.Dedup() == other.Dedup() &&
-		s.Compact == other.Compact && s.DeleteRetention == other.DeleteRetention && s.CompactPastGroups == other.CompactPastGroups
+		s.Compact == other.Compact && s.DeleteRetention == other.DeleteRetention && s.CompactPastGroups == other.CompactPastGroups &&
+		max(s.Replicas, 1) == max(other.Replicas, 1)
 }
+
+// Replicated reports whether the stream's partitions replicate.
+func (s Stream) Replicated() bool { return s.Replicas > 1 }
 
 // Binding routes subjects matching Pattern to Stream.
 type Binding struct {
@@ -163,6 +171,9 @@ const MaxPatternLength = 4096
 // agree) without the engine depending on the protocol.
 const MaxPartitions = 1024
 
+// MaxReplicas bounds a stream's replication factor.
+const MaxReplicas = 7
+
 // ValidateStream checks one stream's settings.
 func ValidateStream(s Stream) error {
 	if err := segment.ValidateStreamName(s.Name); err != nil {
@@ -173,6 +184,9 @@ func ValidateStream(s Stream) error {
 	}
 	if s.MaxAge < 0 {
 		return fmt.Errorf("%w: stream %s: negative max age %v", ErrInvalid, s.Name, s.MaxAge)
+	}
+	if s.Replicas < 0 || s.Replicas > MaxReplicas {
+		return fmt.Errorf("%w: stream %s: %d replicas (want 1..%d)", ErrInvalid, s.Name, s.Replicas, MaxReplicas)
 	}
 	if s.DedupWindow < DedupOff || s.DedupWindow > MaxDedupWindow {
 		return fmt.Errorf("%w: stream %s: dedup window %v (want 0 for off, up to %v)", ErrInvalid, s.Name, s.DedupWindow, MaxDedupWindow)

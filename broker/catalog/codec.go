@@ -54,6 +54,7 @@ type fileStream struct {
 	// the broker's default.
 	DeleteRetentionMs int64 `json:"delete_retention_ms,omitempty"`
 	CompactPastGroups bool  `json:"compact_past_groups,omitempty"`
+	Replicas          int   `json:"replicas,omitempty"`
 }
 
 type fileBinding struct {
@@ -70,6 +71,7 @@ func Encode(c Catalog) ([]byte, error) {
 	for _, s := range c.Streams {
 		fs := fileStream{Name: s.Name, Partitions: s.Partitions, MaxBytes: s.MaxBytes, MaxAgeMs: s.MaxAge.Milliseconds(), MaxRecords: s.MaxRecords, Owner: s.Owner}
 		fs.Compact, fs.DeleteRetentionMs, fs.CompactPastGroups = s.Compact, s.DeleteRetention.Milliseconds(), s.CompactPastGroups
+		fs.Replicas = s.Replicas
 		if !s.Created.IsZero() {
 			fs.CreatedUnixMs = s.Created.UnixMilli()
 		}
@@ -155,6 +157,10 @@ func Decode(image []byte) (Catalog, error) {
 		}
 		stream.Compact, stream.DeleteRetention = s.Compact, time.Duration(s.DeleteRetentionMs)*time.Millisecond
 		stream.CompactPastGroups = s.CompactPastGroups
+		if s.Replicas < 0 || s.Replicas > 255 {
+			return Catalog{}, fmt.Errorf("%w: stream %q: %d replicas out of range", ErrCorrupt, s.Name, s.Replicas)
+		}
+		stream.Replicas = s.Replicas
 		if s.CreatedUnixMs != 0 {
 			stream.Created = time.UnixMilli(s.CreatedUnixMs).UTC()
 		}

@@ -1,0 +1,132 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ironbus/ironbus/segment"
+)
+
+// Errors of replicated partitions.
+var (
+	// ErrNotLeader: another node leads the partition; the error is a
+	// *NotLeaderError naming it when it is known.
+	ErrNotLeader = errors.New("broker: this node does not lead the partition")
+	// ErrNoLeader: the partition has no leader now (an election, no
+	// majority reachable, or its replication not attached yet); a
+	// RetryableError.
+	ErrNoLeader = errors.New("broker: the partition has no leader now")
+)
+
+// noLeaderRetry is the hint sent with ErrNoLeader: about one election.
+const noLeaderRetry = 200 * time.Millisecond
+
+// NotLeaderError names the node that leads a partition. Node 0 when no
+// leader is known.
+type NotLeaderError struct {
+	Stream     string
+	Partition  uint32
+	Node       uint32
+	ClientAddr string
+}
+
+func (e *NotLeaderError) Error() string {
+	if e.Node == 0 {
+		return fmt.Sprintf("broker: this node does not lead %s/%d, and no leader is known", e.Stream, e.Partition)
+	}
+	return fmt.Sprintf("broker: this node does not lead %s/%d; node %d at %s does", e.Stream, e.Partition, e.Node, e.ClientAddr)
+}
+
+func (e *NotLeaderError) Unwrap() error { return ErrNotLeader }
+
+// NoLeader is the retryable ErrNoLeader for a partition.
+func NoLeader(stream string, partition uint32, why string) error {
+	return &RetryableError{Err: withKind(ErrNoLeader, fmt.Errorf("broker: %s/%d has no leader now: %s", stream, partition, why)),
+		RetryAfter: noLeaderRetry}
+}
+
+// Replication carries a replicated partition's appends through its
+// replication group; the server's cluster door implements it over the
+// partition's replica. The partition's log is then written by the
+// replica alone, and an append is acknowledged once a majority of the
+// replicas hold it durably, in the leader's term.
+type Replication interface {
+	// Propose proposes the records as one entry (so a batch is stored
+	// whole or not at all) and returns at once: the ticket completes when
+	// the entry is committed; First is the records' first offset. Errors:
+	// *NotLeaderError, or a RetryableError wrapping ErrNoLeader.
+	Propose(bodies [][]byte, crcs []uint32) (segment.Ticket, error)
+	// NextOffset is the head of the partition as its leader assigns it:
+	// every offset below is proposed, committed or not.
+	NextOffset() uint64
+	// TicketFor returns a ticket that completes once the record at
+	// offset, already proposed, is committed (or fails if it is not).
+	TicketFor(offset uint64) segment.Ticket
+	// Term is the leadership term this node serves appends in; 0 when it
+	// does not lead. A new term means the partition's state (its producer
+	// table) must be read again from the log before the first append.
+	Term() uint64
+}
+
+// replicationBox holds a partition's Replication for an atomic pointer.
+type replicationBox struct{ r Replication }
+
+// Replicate attaches the replication of one partition of a replicated
+// stream: from then on its appends are proposals. Before it, the
+// partition refuses appends with ErrNoLeader.
+func (b *Broker) Replicate(stream string, partition uint32, r Replication) error {
+	served, ok := b.existingStream(stream)
+	if !ok {
+		return noSuchStream(stream)
+	}
+	if !served.settings.Replicated() {
+		return fmt.Errorf("%w: stream %q is not replicated", ErrInvalidArgument, stream)
+	}
+	if partition >= uint32(len(served.partitions)) {
+		return fmt.Errorf("%w: stream %q has no partition %d", ErrNoSuchPartition, stream, partition)
+	}
+	served.partitions[partition].replication.Store(&replicationBox{r: r})
+	return nil
+}
+
+// proposeLocked is stageLocked for a replicated partition. A new term of
+// this node's leadership first reads the producer table again from the
+// log: the replica takes proposals only once it has applied every entry
+// of earlier terms, so the log then holds every acknowledged record.
+// REQUIRES: checkMu held.
+func (p *Partition) proposeLocked(bodies [][]byte, crcs []uint32) (segment.Ticket, error) {
+	box := p.replication.Load()
+	if box == nil {
+		return segment.Ticket{}, NoLeader(p.stream, p.index, "its replica is not open yet")
+	}
+	if term := box.r.Term(); term != 0 && term != p.servedTerm {
+		if p.producers != nil {
+			p.producers = p.broker.producerTable(p.log)
+		}
+		p.servedTerm = term
+	}
+	return box.r.Propose(bodies, crcs)
+}
+
+// head is the offset the next record of the partition gets.
+// REQUIRES: checkMu held.
+func (p *Partition) head() uint64 {
+	if p.replicated {
+		if box := p.replication.Load(); box != nil {
+			return box.r.NextOffset()
+		}
+	}
+	return p.log.NextOffset()
+}
+
+// ticketFor is a ticket that completes once the record at offset may be
+// named in an answer: durable on a single node, committed when replicated.
+func (p *Partition) ticketFor(offset uint64) segment.Ticket {
+	if p.replicated {
+		if box := p.replication.Load(); box != nil {
+			return box.r.TicketFor(offset)
+		}
+	}
+	return p.log.TicketFor(offset)
+}

@@ -63,6 +63,9 @@ func seedMessages() []wire.Message {
 		&wire.Error{Code: wire.CodeNotLeader, Retryable: true, Message: "not the leader", HasValue: true, Value: 2, Leader: "127.0.0.1:7002"},
 		&wire.Error{Code: wire.CodeNotLeader, Retryable: true, Message: "leader unknown address", Leader: "[::1]:7003"},
 		&wire.ClusterInfo{Flags: wire.ClusterInfoPartitions, Stream: []byte("orders")},
+		&wire.StreamAdmin{Op: wire.StreamOpCreate, Stream: []byte("orders"), Partitions: 4, Settings: wire.StreamReplicated, Replicas: 3},
+		&wire.StreamList{Extended: true, Streams: []wire.StreamState{{Name: []byte("orders"), Settings: wire.StreamReplicated, Replicas: 3,
+			Partitions: []wire.StreamPartition{{First: 0, End: 9, Bytes: 100}}}}},
 		&wire.ClusterState{ClusterID: []byte("edge"), Node: 1, MetaLeader: 2,
 			Nodes: []wire.ClusterNode{{ID: 1, Incarnation: 7, ClientAddr: []byte("127.0.0.1:7001"), ClusterAddr: []byte("127.0.0.1:8001"), State: wire.NodeUp},
 				{ID: 2, Incarnation: 9, ClientAddr: []byte{}, ClusterAddr: []byte("h:8002"), State: wire.NodeUnknown, LastSeenMs: wire.NeverSeen}},
@@ -423,6 +426,9 @@ func optionalTail(m wire.Message) int {
 			return 1
 		}
 	case *wire.StreamAdmin:
+		if m.Settings&wire.StreamReplicated != 0 {
+			return wire.StreamSettingsSize + 1
+		}
 		if m.Settings != 0 || m.DedupWindowMs != 0 || m.DeleteRetentionMs != 0 {
 			return wire.StreamSettingsSize
 		}

@@ -63,6 +63,10 @@ const (
 	// StreamCompactPastGroups (with StreamCompact): compaction may remove
 	// records a consumer group has not committed.
 	StreamCompactPastGroups uint8 = 1 << 2
+	// StreamReplicated: a u8 replication factor follows the settings
+	// block (StreamAdmin create, extended StreamList entries); only with
+	// CapCluster.
+	StreamReplicated uint8 = 1 << 3
 )
 
 // StreamAdmin asks about, creates or changes streams and subject bindings
@@ -86,6 +90,9 @@ type StreamAdmin struct {
 	Settings          uint8
 	DedupWindowMs     uint64
 	DeleteRetentionMs uint64
+	// Replicas, with Settings&StreamReplicated, is the replication factor
+	// a create asks for (1 to 255).
+	Replicas uint8
 }
 
 // StreamSettingsSize is the trailing settings block of StreamAdmin.
@@ -107,6 +114,9 @@ func (m *StreamAdmin) AppendBody(dst []byte) []byte {
 		dst = append(dst, m.Settings)
 		dst = le.AppendUint64(dst, m.DedupWindowMs)
 		dst = le.AppendUint64(dst, m.DeleteRetentionMs)
+		if m.Settings&StreamReplicated != 0 {
+			dst = append(dst, m.Replicas)
+		}
 	}
 	return dst
 }
@@ -121,6 +131,9 @@ func DecodeStreamAdmin(body []byte) (StreamAdmin, error) {
 		m.Settings, m.DedupWindowMs, m.DeleteRetentionMs = r.u8("settings"), r.u64("dedup window ms"), r.u64("delete retention ms")
 		if r.err == nil && m.Settings == 0 && m.DedupWindowMs == 0 && m.DeleteRetentionMs == 0 {
 			return m, fmt.Errorf("%w: StreamAdmin: an all-zero settings block is sent by leaving it out", ErrMalformed)
+		}
+		if m.Settings&StreamReplicated != 0 {
+			m.Replicas = r.u8("replicas")
 		}
 	}
 	return m, r.done()
@@ -154,6 +167,9 @@ type StreamState struct {
 	Settings          uint8
 	DedupWindowMs     uint64
 	DeleteRetentionMs uint64
+	// Replicas, with Settings&StreamReplicated, is the stream's
+	// replication factor.
+	Replicas uint8
 }
 
 // StreamBindingSize is the fixed part of one StreamBinding.
@@ -210,6 +226,9 @@ func (m *StreamList) AppendBody(dst []byte) []byte {
 			dst = append(dst, s.Settings)
 			dst = le.AppendUint64(dst, s.DedupWindowMs)
 			dst = le.AppendUint64(dst, s.DeleteRetentionMs)
+			if s.Settings&StreamReplicated != 0 {
+				dst = append(dst, s.Replicas)
+			}
 		}
 	}
 	dst = le.AppendUint32(dst, uint32(len(m.Bindings)))
@@ -244,6 +263,9 @@ func DecodeStreamList(body []byte) (StreamList, error) {
 		}
 		if extended {
 			s.Settings, s.DedupWindowMs, s.DeleteRetentionMs = r.u8("settings"), r.u64("dedup window ms"), r.u64("delete retention ms")
+			if s.Settings&StreamReplicated != 0 {
+				s.Replicas = r.u8("replicas")
+			}
 		}
 		m.Streams = append(m.Streams, s)
 	}

@@ -55,6 +55,9 @@ type Log struct {
 		// drawn at the first one (encryption.go), dropped when offsets
 		// are handed out again.
 		sealing *record.SealingKey
+		// replicated: a RaftLog writes the log (raftlog.go); producers'
+		// appends are refused.
+		replicated bool
 	}
 	committed atomic.Pointer[mark]
 	segments  atomic.Pointer[segmentSet]
@@ -505,6 +508,8 @@ func (l *Log) writableLocked() error {
 		return ErrClosed
 	case l.opts.ReadOnly:
 		return ErrReadOnly
+	case l.mu.replicated:
+		return ErrReplicated
 	}
 	return nil
 }

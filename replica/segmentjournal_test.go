@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,10 +25,16 @@ type fixedClock struct{}
 
 func (fixedClock) Now() time.Time { return time.Unix(1_800_000_000, 0) }
 
-// seeded is a deterministic source of segment tokens.
-type seeded struct{ rng *rand.Rand }
+// seeded is a deterministic source of segment tokens; a log draws them
+// from two goroutines (a roll, and the next segment prepared meanwhile).
+type seeded struct {
+	mu  *sync.Mutex
+	rng *rand.Rand
+}
 
 func (s seeded) Read(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for i := range p {
 		p[i] = byte(s.rng.Uint32())
 	}
@@ -36,7 +43,7 @@ func (s seeded) Read(p []byte) (int, error) {
 
 func journalOptions(seed uint64) segment.Options {
 	return segment.Options{SegmentSize: segment.MinSegmentSize, StagingBytes: 16 << 10, Clock: fixedClock{},
-		Random: seeded{rand.New(rand.NewPCG(seed, seed+1))}}
+		Random: seeded{&sync.Mutex{}, rand.New(rand.NewPCG(seed, seed+1))}}
 }
 
 // openedJournal is a journal with the directory and log under it.
@@ -340,5 +347,168 @@ func TestSegmentJournalFollowerOffsets(t *testing.T) {
 	}
 	if got := j.log.FirstOffset(); got != 1000 {
 		t.Fatalf("log first offset %d, want 1000", got)
+	}
+}
+
+// replaceFrom is a follower's view of a new leader's log: entries up to
+// index-1 kept, the rest replaced by count entries of term, their data at
+// the offsets the kept entries leave off at.
+func replaceFrom(rng *rand.Rand, kept []Entry, index uint64, term uint64, count int) []Entry {
+	source := entrySource{next: nextOffsetAfter(kept[:index-kept[0].Index], 0)}
+	var out []Entry
+	for i := range count {
+		out = append(out, source.entry(rng, index+uint64(i), term))
+	}
+	return out
+}
+
+func TestSegmentJournalTruncate(t *testing.T) {
+	mem := vfs.NewMemFS()
+	j := openJournal(t, mem)
+	rng := rand.New(rand.NewPCG(3, 4))
+	var source entrySource
+	var log []Entry
+	for index := uint64(1); index <= 60; index++ {
+		log = append(log, source.entry(rng, index, 1))
+	}
+	if err := j.Append(log); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.SaveState(State{Term: 1, Commit: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	// Cuts inside the active segment, then inside a sealed one, then at
+	// the first entry of a segment: each replaces the suffix, reusing its
+	// offsets.
+	for step, cut := range []uint64{55, 25, 0} {
+		if cut == 0 {
+			cut = firstEntryOfSegment(t, j, len(j.log.Segments())-1)
+		}
+		replacement := replaceFrom(rng, log, cut, uint64(2+step), 30)
+		if err := j.Append(replacement); err != nil {
+			t.Fatalf("cut at %d: %v", cut, err)
+		}
+		log = append(log[:cut-1], replacement...)
+		label := fmt.Sprintf("cut at %d", cut)
+		if j.LastIndex() != log[len(log)-1].Index {
+			t.Fatalf("%s: LastIndex %d, want %d", label, j.LastIndex(), log[len(log)-1].Index)
+		}
+		requireEntries(t, j, log, label)
+		if err := j.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		requireRecords(t, j.log, log, label)
+	}
+	if err := j.Append([]Entry{noopEntry(10, 9)}); !errors.Is(err, ErrCommittedTruncation) {
+		t.Fatalf("replacing a committed entry: %v", err)
+	}
+	j.close()
+	j = openJournal(t, mem)
+	defer j.close()
+	requireEntries(t, j, log, "after restart")
+	requireRecords(t, j.log, log, "after restart")
+	// The log goes on from the replaced suffix's end.
+	next := (&entrySource{next: nextOffsetAfter(log, 0)}).entry(rng, log[len(log)-1].Index+1, 9)
+	if err := j.Append([]Entry{next}); err != nil {
+		t.Fatalf("append after restart: %v", err)
+	}
+}
+
+// firstEntryOfSegment returns the index of the first entry of the log's
+// n-th segment, found by the offsets its records start at.
+func firstEntryOfSegment(t testing.TB, j *openedJournal, n int) uint64 {
+	t.Helper()
+	segs := j.log.Segments()
+	if len(segs) <= n {
+		t.Fatalf("the log has %d segments", len(segs))
+	}
+	base := segs[n].Base
+	entries, err := j.Entries(j.FirstIndex(), j.LastIndex()+1, 1<<40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if p, err := DecodePayload(e.Data); err == nil && e.Type == EntryNormal && p.Kind == PayloadData && p.Data.BaseOffset == base {
+			return e.Index
+		}
+	}
+	t.Fatalf("no entry starts at offset %d", base)
+	return 0
+}
+
+// flipByte flips one bit of a file at pos.
+func flipByte(t testing.TB, fsys vfs.FS, name string, pos int64) {
+	t.Helper()
+	file, err := fsys.OpenFile(name, vfs.ReadWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	b := make([]byte, 1)
+	if _, err := file.ReadAt(b, pos); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x10
+	if _, err := file.WriteAt(b, pos); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSegmentJournalDamagedEntry(t *testing.T) {
+	for _, where := range []string{"sealed", "active"} {
+		t.Run(where, func(t *testing.T) {
+			mem := vfs.NewMemFS()
+			j := openJournal(t, mem)
+			rng := rand.New(rand.NewPCG(5, 6))
+			source := entrySource{}
+			var log []Entry
+			for index := uint64(1); index <= 50; index++ {
+				e := dataEntry(index, 1, source.next, 1, 300)
+				if index%10 != 5 {
+					e = source.entry(rng, index, 1)
+				} else {
+					source.next++
+				}
+				log = append(log, e)
+			}
+			if err := j.Append(log); err != nil {
+				t.Fatal(err)
+			}
+			if err := j.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			segs := j.log.Segments()
+			seg := segs[0]
+			if where == "active" {
+				seg = segs[len(segs)-1]
+			}
+			j.close()
+			dir := "/data/streams/orders/3/"
+			names, err := mem.List(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := ""
+			for _, n := range names {
+				if n == fmt.Sprintf("%020d.seg", seg.Base) {
+					name = dir + n
+				}
+			}
+			if name == "" {
+				t.Fatalf("no file for the segment at %d among %v", seg.Base, names)
+			}
+			// A bit in the first record's body: the segment's first entry
+			// fails its checksum; later ones prove it was durable.
+			flipByte(t, mem, name, 4096+60)
+			j = openJournal(t, mem)
+			defer j.close()
+			_, err = j.Entries(j.FirstIndex(), j.LastIndex()+1, 1<<40)
+			if !errors.Is(err, ErrDamaged) {
+				t.Fatalf("reading a damaged entry: %v, want ErrDamaged", err)
+			}
+		})
 	}
 }

@@ -69,8 +69,11 @@ type RaftLog struct {
 
 // entrySpan is what a RaftLog knows of the entries of one segment.
 type entrySpan struct {
-	seg                 *segment
-	first, last         uint64 // indexes of its entries; first > last: none
+	seg *segment
+	// first and last are the indexes of its entries; a span without any
+	// has last one below first, the last index before it, so the spans'
+	// last indexes never go down along the log.
+	first, last         uint64
 	firstTerm, lastTerm uint64
 	// terms lists where each term starts, when known (termsKnown); terms
 	// only grow along a log, so first and last tell the rest when equal.
@@ -79,6 +82,28 @@ type entrySpan struct {
 	// points are the positions of some entries (the first, then one per
 	// pointInterval of frames); nil until the segment is walked.
 	points []entryPoint
+	// holes are entries the segment lost to damage (skip frames cover
+	// them). damaged says a walk met frames that fail their checks: no
+	// entry after reach can be read.
+	holes   []indexRange
+	damaged bool
+	reach   uint64
+}
+
+type indexRange struct{ first, last uint64 }
+
+// missing reports whether the entry at index, inside the span's bounds,
+// is lost to damage.
+func (s *entrySpan) missing(index uint64) bool {
+	if s.damaged && index > s.reach {
+		return true
+	}
+	for _, h := range s.holes {
+		if index >= h.first && index <= h.last {
+			return true
+		}
+	}
+	return false
 }
 
 type termStart struct{ index, term uint64 }
@@ -118,7 +143,7 @@ func (s *entrySpan) cut(index uint64) {
 		return
 	}
 	if index <= s.first {
-		s.first, s.last = 1, 0
+		s.first, s.last = index, index-1
 		s.terms, s.points = s.terms[:0], s.points[:0]
 		return
 	}
@@ -177,7 +202,7 @@ func (l *Log) OpenRaft(after uint64) (*RaftLog, error) {
 // only (its first batch and the commit frame before its footer), the
 // active one's in full. REQUIRES: the write token held.
 func (r *RaftLog) openSpan(seg *segment) (*entrySpan, error) {
-	span := &entrySpan{seg: seg, first: 1}
+	span := &entrySpan{seg: seg, first: r.last + 1, last: r.last}
 	if !seg.sealed.Load() {
 		return span, r.walkSpan(span)
 	}
@@ -191,26 +216,38 @@ func (r *RaftLog) openSpan(seg *segment) (*entrySpan, error) {
 	}
 	defer r.keepWindow(w)
 	first, ok, err := w.next(format.SegmentDataStart)
-	if err != nil || !ok {
-		return span, err
-	}
-	if err := checkEntry(seg, first.c); err != nil {
+	switch {
+	case errors.Is(err, ErrDamagedEntry):
+		// Its first batch fails: its entries follow the previous
+		// segment's, and none can be read.
+		span.first, span.damaged, span.reach = r.last+1, true, r.last
+		span.last = r.last
+	case err != nil:
 		return nil, err
+	case !ok:
+		return span, nil
+	default:
+		if err := checkEntry(seg, first.c); err != nil {
+			return nil, err
+		}
+		span.first, span.firstTerm = first.c.Index, first.c.Term
+		span.last, span.lastTerm = first.c.Index, first.c.Term
 	}
-	span.first, span.firstTerm = first.c.Index, first.c.Term
-	span.last, span.lastTerm = first.c.Index, first.c.Term
-	if at := w.end - format.CommitFrameSize; at > first.commit {
+	if at := w.end - format.CommitFrameSize; at >= format.SegmentDataStart {
 		b, err := w.bytes(at, format.CommitFrameSize)
 		if err != nil {
 			return nil, err
 		}
 		c, err := format.DecodeCommit(b)
-		if err != nil || c.Token != seg.header.Token || c.Index < span.first {
-			// The segment does not end with a commit frame (a skip frame
-			// covers damage there): walk it.
-			return span, r.walkSpan(span)
+		if err == nil && c.Token == seg.header.Token && c.Index >= span.first && c.Index >= span.last {
+			span.last, span.lastTerm = c.Index, c.Term
+			return span, nil
 		}
-		span.last, span.lastTerm = c.Index, c.Term
+	}
+	if !span.damaged {
+		// The segment does not end with a commit frame (a skip frame
+		// covers damage there): walk it.
+		return span, r.walkSpan(span)
 	}
 	return span, nil
 }
@@ -225,8 +262,9 @@ func checkEntry(seg *segment, c format.Commit) error {
 }
 
 // walkSpan walks every entry of the span's segment, rebuilding its terms
-// and positions. Damage stops the walk: the entries after it are missing
-// from the span, and reads of them fail as damaged.
+// and positions. Entries a skip frame removed become holes; frames that
+// fail their checks end the walk, and the entries after them read as
+// damaged.
 func (r *RaftLog) walkSpan(span *entrySpan) error {
 	seg := span.seg
 	if !seg.tryAcquire() {
@@ -238,14 +276,14 @@ func (r *RaftLog) walkSpan(span *entrySpan) error {
 		return err
 	}
 	defer r.keepWindow(w)
-	last := span.last
-	span.first, span.last = 1, 0
+	walked := &entrySpan{seg: seg, first: span.first, last: span.first - 1}
 	for pos := int64(format.SegmentDataStart); ; {
 		e, ok, err := w.next(pos)
+		if errors.Is(err, ErrDamagedEntry) {
+			walked.damaged = true
+			break
+		}
 		if err != nil {
-			if errors.Is(err, ErrDamagedEntry) {
-				break
-			}
 			return err
 		}
 		if !ok {
@@ -254,18 +292,29 @@ func (r *RaftLog) walkSpan(span *entrySpan) error {
 		if err := checkEntry(seg, e.c); err != nil {
 			return err
 		}
-		if !span.empty() && e.c.Index != span.last+1 {
-			break // a skip frame removed entries: the rest reads as damaged
+		if !walked.empty() && e.c.Index != walked.last+1 {
+			if e.c.Index <= walked.last {
+				walked.damaged = true
+				break
+			}
+			walked.holes = append(walked.holes, indexRange{walked.last + 1, e.c.Index - 1})
 		}
-		span.add(e.c.Index, e.c.Term, e.start)
+		walked.add(e.c.Index, e.c.Term, e.start)
 		pos = e.commit + format.CommitFrameSize
 	}
-	if seg.sealed.Load() && last > span.last {
-		// The commit frame before the footer names a later entry than
-		// the walk reached: keep the bound, the entries between read as
-		// damaged.
-		span.last = last
+	if walked.damaged {
+		walked.reach = walked.last
+		if walked.empty() {
+			walked.first, walked.firstTerm, walked.reach = span.first, span.firstTerm, span.first-1
+			walked.last, walked.lastTerm = span.first-1, span.firstTerm
+		}
+		if !span.empty() && span.last > walked.last {
+			// The commit frame before the footer names a later entry:
+			// the bound stays, the entries between read as damaged.
+			walked.last, walked.lastTerm = span.last, span.lastTerm
+		}
 	}
+	*span = *walked
 	if seg.sealed.Load() {
 		r.keepPoints(span)
 	}
@@ -305,10 +354,7 @@ func (r *RaftLog) NextOffset() uint64 {
 
 // spanOf returns the span holding index, or nil.
 func (r *RaftLog) spanOf(index uint64) *entrySpan {
-	i := sort.Search(len(r.spans), func(i int) bool {
-		span := r.spans[i]
-		return !span.empty() && span.last >= index
-	})
+	i := sort.Search(len(r.spans), func(i int) bool { return r.spans[i].last >= index })
 	if i == len(r.spans) || r.spans[i].first > index {
 		return nil
 	}
@@ -321,7 +367,7 @@ func (r *RaftLog) Term(index uint64) (uint64, error) {
 	switch {
 	case span == nil && (index < r.FirstIndex() || index > r.last):
 		return 0, fmt.Errorf("%w: %d", ErrNoEntry, index)
-	case span == nil:
+	case span == nil || span.missing(index):
 		return 0, fmt.Errorf("%w: entry %d is missing", ErrDamagedEntry, index)
 	case index == span.first || span.firstTerm == span.lastTerm:
 		return span.firstTerm, nil
@@ -332,7 +378,7 @@ func (r *RaftLog) Term(index uint64) (uint64, error) {
 		if err := r.walkSpan(span); err != nil {
 			return 0, err
 		}
-		if span.last < index || !span.termsKnown {
+		if span.missing(index) || !span.termsKnown {
 			return 0, fmt.Errorf("%w: entry %d is missing", ErrDamagedEntry, index)
 		}
 	}

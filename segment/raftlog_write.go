@@ -155,7 +155,7 @@ func (r *RaftLog) makeRoom(need int) error {
 		if n := len(r.spans); n > 0 && r.spans[n-1].seg == previous {
 			r.keepPoints(r.spans[n-1])
 		}
-		r.spans = append(r.spans, &entrySpan{seg: a.active, first: 1, termsKnown: true})
+		r.spans = append(r.spans, &entrySpan{seg: a.active, first: r.last + 1, last: r.last, termsKnown: true})
 	}
 	return nil
 }

@@ -39,11 +39,7 @@ type SegmentJournal struct {
 // retention pass whose start point was written but whose segments were not
 // all removed yet.
 func OpenSegmentJournal(log *segment.Log) (*SegmentJournal, error) {
-	raft, err := log.OpenRaft(0)
-	if err != nil {
-		return nil, err
-	}
-	image, err := raft.ReadState()
+	image, err := log.ReadRaftState()
 	if err != nil {
 		return nil, err
 	}
@@ -52,6 +48,10 @@ func OpenSegmentJournal(log *segment.Log) (*SegmentJournal, error) {
 		if js, err = decodeJournalState(image); err != nil {
 			return nil, err
 		}
+	}
+	raft, err := log.OpenRaft(js.start.Index)
+	if err != nil {
+		return nil, err
 	}
 	j := &SegmentJournal{raft: raft, synced: js.state, state: copyState(js.state), start: js.start}
 	if err := j.reconcile(); err != nil {

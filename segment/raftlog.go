@@ -65,6 +65,10 @@ type RaftLog struct {
 	cached  *entrySpan
 	buf     []byte // a piece and its commit frame, as written
 	walkBuf []byte // the window walks read frames into
+	// active is the log's active segment and activeEnd where its frames
+	// end, as the last write left them (noteActive).
+	active    *segment
+	activeEnd int64
 }
 
 // entrySpan is what a RaftLog knows of the entries of one segment.
@@ -182,6 +186,7 @@ func (l *Log) OpenRaft(after uint64) (*RaftLog, error) {
 		return nil, err
 	}
 	r := &RaftLog{log: l, last: after}
+	r.noteActive()
 	for _, seg := range l.segments.Load().segments {
 		span, err := r.openSpan(seg)
 		if err != nil {
@@ -522,22 +527,29 @@ type entryWalker struct {
 
 const walkChunk = 256 << 10
 
-// walker returns a walker over seg's frames. REQUIRES: a reference on seg.
+// walker returns a walker over seg's frames, up to what is written of
+// them. REQUIRES: a reference on seg.
 func (r *RaftLog) walker(seg *segment) (*entryWalker, error) {
+	end, active := r.activeEnd, r.active == seg
 	seg.mu.Lock()
 	file, err := seg.readHandleLocked()
-	end := seg.mu.size
-	if seg.sealed.Load() {
-		end = int64(seg.mu.footer.DataEnd)
+	if !active {
+		end = seg.mu.size
+		if seg.sealed.Load() {
+			end = int64(seg.mu.footer.DataEnd)
+		}
 	}
 	seg.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	if a := &r.log.app; a.active == seg {
-		end = a.pos
-	}
 	return &entryWalker{seg: seg, file: file, end: end, buf: r.walkBuf[:0], bufAt: -1}, nil
+}
+
+// noteActive records the active segment and where its frames end, for
+// walks that do not hold the write token. REQUIRES: the write token held.
+func (r *RaftLog) noteActive() {
+	r.active, r.activeEnd = r.log.app.active, r.log.app.pos
 }
 
 // keepWindow keeps a walker's window for the next walk, unless a large

@@ -34,6 +34,7 @@ func (r *RaftLog) Append(entries []RaftEntry) error {
 	l := r.log
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
+	defer r.noteActive()
 	for i := range entries {
 		if err := r.appendOne(&entries[i]); err != nil {
 			return err
@@ -246,6 +247,7 @@ func (r *RaftLog) TruncateFrom(index uint64) error {
 	l := r.log
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
+	defer r.noteActive()
 	if err := l.Err(); err != nil {
 		return err
 	}
@@ -403,6 +405,7 @@ func (r *RaftLog) Reset(next, after uint64) error {
 	l, a := r.log, &r.log.app
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
+	defer r.noteActive()
 	if err := l.Err(); err != nil {
 		return err
 	}
@@ -457,6 +460,7 @@ func (r *RaftLog) CompactTo(index uint64) error {
 	l := r.log
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
+	defer r.noteActive()
 	// Bases only grow along a log (R4): the segments to drop are those
 	// below the first one kept.
 	for len(r.spans) > 1 && r.spans[0].seg.base < point.NextOffset {
@@ -509,9 +513,9 @@ func (l *Log) writeStateFile(image []byte) error {
 	return l.fs.SyncDir(l.path)
 }
 
-// ReadState returns the replica's state file, or nil when there is none.
-func (r *RaftLog) ReadState() ([]byte, error) {
-	l := r.log
+// ReadRaftState returns the state file of the log's replica (RaftLog.
+// WriteState), or nil when there is none.
+func (l *Log) ReadRaftState() ([]byte, error) {
 	file, err := l.fs.OpenFile(path.Join(l.path, RaftStateName), vfs.ReadOnly)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil

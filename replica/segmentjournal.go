@@ -15,11 +15,11 @@ var ErrCommittedTruncation = errors.New("replica: append would replace committed
 // SegmentJournal is the Journal of a replica whose Raft log is its
 // partition's segment log (segment.RaftLog): a data entry is its record
 // frames at the offsets they carry, every other entry a control frame, and
-// the state (with the point the log starts after) sits in a small file
+// the state (with the point the log starts after) sits in a two-slot file
 // beside the segments. Appends and truncations go to the log as they come;
 // Sync is one fdatasync of the log and then, when the state changed, one
-// crash-safe rewrite of the state file: the state never gets ahead of the
-// entries it describes.
+// slot write and its fdatasync: the state never gets ahead of the entries
+// it describes.
 //
 // Retention and snapshots move the start point: it is written to the state
 // file first (durably), then segments are removed, so a crash between the
@@ -30,8 +30,10 @@ type SegmentJournal struct {
 	synced, state State
 	dirty         bool
 	// start is the point the log starts after: zero, a snapshot
-	// installed, or where retention cut.
-	start Snapshot
+	// installed, or where retention cut; its Data is the last installed
+	// snapshot's, kept in the data file dataIndex names.
+	start     Snapshot
+	dataIndex uint64
 }
 
 // OpenSegmentJournal makes log, writable and idle, the Raft log of a
@@ -49,11 +51,20 @@ func OpenSegmentJournal(log *segment.Log) (*SegmentJournal, error) {
 			return nil, err
 		}
 	}
+	if js.dataIndex != 0 {
+		if js.start.Data, err = log.ReadSnapshotData(js.dataIndex); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrDamaged, err)
+		}
+	}
 	raft, err := log.OpenRaft(js.start.Index)
 	if err != nil {
 		return nil, err
 	}
-	j := &SegmentJournal{raft: raft, synced: js.state, state: copyState(js.state), start: js.start}
+	j := &SegmentJournal{raft: raft, synced: js.state, state: copyState(js.state), start: js.start, dataIndex: js.dataIndex}
+	// A snapshot install cut by a crash may have left another's data.
+	if err := raft.RemoveSnapshotData(js.dataIndex); err != nil {
+		return nil, err
+	}
 	if err := j.reconcile(); err != nil {
 		return nil, err
 	}
@@ -156,7 +167,8 @@ func (j *SegmentJournal) Sync() error {
 }
 
 func (j *SegmentJournal) writeState(state State, start Snapshot) error {
-	return journalError(j.raft.WriteState(appendJournalState(nil, journalState{state: state, start: start})))
+	image := appendJournalState(nil, journalState{state: state, start: start, dataIndex: j.dataIndex})
+	return journalError(j.raft.WriteState(image))
 }
 
 // Entries implements Journal. A data entry comes back as its payload: the
@@ -228,10 +240,20 @@ func (j *SegmentJournal) LastIndex() uint64 { return j.raft.LastIndex() }
 // returns, ahead of the next Sync, which the contract allows.
 func (j *SegmentJournal) InstallSnapshot(snapshot Snapshot) error {
 	start := copyStart(snapshot)
+	j.dataIndex = 0
+	if len(start.Data) > 0 {
+		if err := j.raft.WriteSnapshotData(start.Index, start.Data); err != nil {
+			return err
+		}
+		j.dataIndex = start.Index
+	}
 	if err := j.writeState(j.synced, start); err != nil {
 		return err
 	}
 	j.start = start
+	if err := j.raft.RemoveSnapshotData(j.dataIndex); err != nil {
+		return err
+	}
 	return journalError(j.raft.Reset(start.NextOffset, start.Index))
 }
 

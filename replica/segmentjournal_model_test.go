@@ -37,6 +37,10 @@ type modelLog struct {
 	baseOffset uint64 // the data offset after the snapshot point
 	floor      uint64 // highest index retention asked to drop
 	entries    []Entry
+	// baseConfig and baseData are the last installed snapshot's: a
+	// compaction keeps them.
+	baseConfig Membership
+	baseData   []byte
 }
 
 type modelWrite struct {
@@ -71,7 +75,8 @@ func (l modelLog) offsetBefore(index uint64) uint64 {
 func (l *modelLog) apply(w modelWrite) {
 	switch {
 	case w.snapshot != nil:
-		*l = modelLog{base: w.snapshot.Index, baseTerm: w.snapshot.Term, baseOffset: w.snapshot.NextOffset, floor: w.snapshot.Index}
+		*l = modelLog{base: w.snapshot.Index, baseTerm: w.snapshot.Term, baseOffset: w.snapshot.NextOffset, floor: w.snapshot.Index,
+			baseConfig: w.snapshot.Config, baseData: w.snapshot.Data}
 	case w.compact != 0:
 		l.floor = max(l.floor, w.compact)
 	default:
@@ -240,6 +245,9 @@ func (l modelLog) matches(r recovered) string {
 	}
 	if r.snapshot.Term != wantTerm {
 		return fmt.Sprintf("snapshot term %d, model %d", r.snapshot.Term, wantTerm)
+	}
+	if !bytes.Equal(r.snapshot.Data, l.baseData) || fmt.Sprint(r.snapshot.Config) != fmt.Sprint(l.baseConfig) {
+		return fmt.Sprintf("snapshot data %q config %v, model %q %v", r.snapshot.Data, r.snapshot.Config, l.baseData, l.baseConfig)
 	}
 	for i, got := range r.entries {
 		want := l.entry(r.first + uint64(i))

@@ -267,7 +267,7 @@ func (p *propertyRun) crash() {
 	p.model.check(p.t, view, label)
 	// The model goes on from the recovered journal.
 	recovered := modelLog{base: view.snapshot.Index, baseTerm: view.snapshot.Term, baseOffset: view.snapshot.NextOffset,
-		floor: view.snapshot.Index, entries: view.entries}
+		floor: view.snapshot.Index, entries: view.entries, baseConfig: view.snapshot.Config, baseData: view.snapshot.Data}
 	p.model = &journalModel{durable: recovered.clone(), durableState: view.state, current: recovered, state: view.state}
 	p.commit = max(view.state.Commit, view.snapshot.Index)
 	p.term = max(p.term, view.state.Term)

@@ -3,14 +3,14 @@ package replica
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 
 	"github.com/ironbus/ironbus/segment/format"
 )
 
-// The journal state file (segment.RaftStateName, beside the log's
-// segments) holds the durable State and the point the log starts after.
-// Little-endian:
+// The journal state (the payload of segment.RaftLog.WriteState's slots)
+// holds the durable State and the point the log starts after; the data of
+// the last snapshot installed sits in a file of its own, which the state
+// names by its index. Little-endian:
 //
 //	[0:4]   magic "IBRJ"
 //	[4:6]   version (1)
@@ -19,7 +19,8 @@ import (
 //	        configuration (membership, below)
 //	        start: index, term, next offset (u64 each)
 //	        start configuration (membership)
-//	        start data: length u32, bytes
+//	        snapshot data: the index of the snapshot whose data file holds
+//	        it (u64; 0 for none)
 //	[n-4:n] CRC32C of every byte before it
 //
 // A membership is an auto-leave byte (0 or 1) followed by four lists
@@ -33,10 +34,12 @@ const (
 	stateMaxList = 1 << 10
 )
 
-// journalState is what the state file holds.
+// journalState is what the state holds.
 type journalState struct {
 	state State
-	start Snapshot // Index, Term, Config, NextOffset, Data
+	start Snapshot // Index, Term, Config, NextOffset; its Data is in a file of its own
+	// dataIndex names the snapshot data file holding start.Data (0: none).
+	dataIndex uint64
 }
 
 func appendJournalState(dst []byte, js journalState) []byte {
@@ -53,8 +56,7 @@ func appendJournalState(dst []byte, js journalState) []byte {
 		dst = binary.LittleEndian.AppendUint64(dst, v)
 	}
 	dst = appendMembership(dst, js.start.Config)
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(js.start.Data)))
-	dst = append(dst, js.start.Data...)
+	dst = binary.LittleEndian.AppendUint64(dst, js.dataIndex)
 	return binary.LittleEndian.AppendUint32(dst, format.CRC(dst[start:]))
 }
 
@@ -168,13 +170,7 @@ func decodeJournalState(b []byte) (journalState, error) {
 	js.state.Config = d.membership()
 	js.start.Index, js.start.Term, js.start.NextOffset = d.u64(), d.u64(), d.u64()
 	js.start.Config = d.membership()
-	n := d.u32()
-	if n > math.MaxInt32 {
-		d.fail("start data of %d bytes", n)
-	}
-	if data := d.take(int(n)); len(data) > 0 {
-		js.start.Data = append([]byte(nil), data...)
-	}
+	js.dataIndex = d.u64()
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("%d bytes after the fields", len(d.b))
 	}

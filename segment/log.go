@@ -97,6 +97,10 @@ type Log struct {
 	finished chan struct{}   // closed when the appender goroutine exits
 	report   LogReport
 
+	// raftState is the replica's state file, open for writing once a
+	// RaftLog wrote it (raftstate.go); guarded by the write token.
+	raftState vfs.File
+
 	// zeroFilled: the file system refused fallocate and the log's
 	// segments were zero-filled instead (zeroahead.go).
 	zeroFilled atomic.Bool
@@ -755,6 +759,8 @@ func (l *Log) Close() error {
 		seg.release()
 	}
 	l.app.closeFiles()
+	closeQuietly(l.raftState)
+	l.raftState = nil
 	l.mu.Lock()
 	failed := l.failAllLocked(ErrClosed)
 	l.mu.Unlock()

@@ -69,6 +69,7 @@ type RaftLog struct {
 	// end, as the last write left them (noteActive).
 	active    *segment
 	activeEnd int64
+	stateSeq  uint64 // sequence of the state file's current slot
 }
 
 // entrySpan is what a RaftLog knows of the entries of one segment.

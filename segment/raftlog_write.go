@@ -4,22 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
-	"path"
 
 	"github.com/ironbus/ironbus/record"
 	"github.com/ironbus/ironbus/segment/format"
 	"github.com/ironbus/ironbus/segment/vfs"
-)
-
-// The replica's state file sits beside the segments of its log: written
-// to the temporary name, synced, renamed over the final one, the directory
-// synced. A writable open deletes a leftover temporary file (it ends in
-// ".prepare", as an interrupted roll's do).
-const (
-	RaftStateName     = "raft-state"
-	raftStateTempName = "raft-state-next" + prepareSuffix
 )
 
 // ErrBadEntry: an entry to append is malformed: a record frame fails its
@@ -470,67 +459,4 @@ func (r *RaftLog) CompactTo(index uint64) error {
 		r.spans = r.spans[1:]
 	}
 	return nil
-}
-
-// WriteState replaces the replica's state file with image, durably:
-// temporary file written and synced, renamed, directory synced. A failure
-// freezes the log.
-func (r *RaftLog) WriteState(image []byte) error {
-	l := r.log
-	l.writeMu.Lock()
-	defer l.writeMu.Unlock()
-	if err := l.Err(); err != nil {
-		return err
-	}
-	if err := l.writeStateFile(image); err != nil {
-		return r.freeze(fmt.Errorf("writing the replica state of %s: %w", l.id, err))
-	}
-	return nil
-}
-
-func (l *Log) writeStateFile(image []byte) error {
-	temp := path.Join(l.path, raftStateTempName)
-	file, err := l.fs.OpenFile(temp, vfs.ReadWrite|vfs.Create)
-	if err != nil {
-		return err
-	}
-	_, err = file.WriteAt(image, 0)
-	if err == nil {
-		err = file.Truncate(int64(len(image)))
-	}
-	if err == nil {
-		err = file.Sync()
-	}
-	if closeErr := file.Close(); err == nil {
-		err = closeErr
-	}
-	if err != nil {
-		return err
-	}
-	if err := l.fs.Rename(temp, path.Join(l.path, RaftStateName)); err != nil {
-		return err
-	}
-	return l.fs.SyncDir(l.path)
-}
-
-// ReadRaftState returns the state file of the log's replica (RaftLog.
-// WriteState), or nil when there is none.
-func (l *Log) ReadRaftState() ([]byte, error) {
-	file, err := l.fs.OpenFile(path.Join(l.path, RaftStateName), vfs.ReadOnly)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("opening the replica state of %s: %w", l.id, err)
-	}
-	defer closeQuietly(file)
-	size, err := file.Size()
-	if err != nil {
-		return nil, err
-	}
-	image := make([]byte, size)
-	if n, err := file.ReadAt(image, 0); n < len(image) {
-		return nil, fmt.Errorf("reading the replica state of %s: %w", l.id, err)
-	}
-	return image, nil
 }

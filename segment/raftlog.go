@@ -38,7 +38,8 @@ import (
 //     last entry and the indexes where terms change; positions (one per
 //     64 KiB of frames) only for the active segment and the one sealed
 //     segment read last. A read elsewhere walks that segment's frame
-//     prefixes once.
+//     prefixes once. The read window (256 KiB) and the write buffer (1 MiB)
+//     are kept; a larger entry's buffer is not.
 
 // RaftEntry is one Raft entry as the log stores it.
 type RaftEntry struct {

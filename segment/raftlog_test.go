@@ -302,3 +302,68 @@ func TestRaftLogControlOnlySegmentsGrow(t *testing.T) {
 	}
 	requireRaft(t, r, append(entries, data), "control only")
 }
+
+// TestRaftStateSlots: a state write goes to the other slot, so a torn
+// write leaves the state before it; snapshot data round-trips and fails
+// its checksum when damaged.
+func TestRaftStateSlots(t *testing.T) {
+	mem := vfs.NewMemFS()
+	d := openDir(t, mem, testOptions(5))
+	l := openLog(t, d)
+	if state, err := l.ReadRaftState(); err != nil || state != nil {
+		t.Fatalf("a fresh log's state: %q, %v", state, err)
+	}
+	r, err := l.OpenRaft(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"first", "second", "third"} {
+		if err := r.WriteState([]byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.WriteState(make([]byte, RaftStateSlot)); !errors.Is(err, ErrRaftState) {
+		t.Fatalf("a state larger than a slot: %v", err)
+	}
+	if err := r.WriteSnapshotData(7, []byte("tables")); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	name := "/data/streams/" + DefaultStream + "/0/" + RaftStateName
+	// "third" went to slot 1 (sequence 3); tear it: "second" is back.
+	file, err := mem.OpenFile(name, vfs.ReadWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := file.WriteAt([]byte{0xff}, RaftStateSlot+raftSlotHeader); err != nil {
+		t.Fatal(err)
+	}
+	_ = file.Close()
+	d = openDir(t, mem, testOptions(6))
+	defer d.Close()
+	l = openLog(t, d)
+	if state, err := l.ReadRaftState(); err != nil || string(state) != "second" {
+		t.Fatalf("after a torn slot: %q, %v; want the state before", state, err)
+	}
+	if data, err := l.ReadSnapshotData(7); err != nil || string(data) != "tables" {
+		t.Fatalf("snapshot data: %q, %v", data, err)
+	}
+	r, err = l.OpenRaft(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteState([]byte("fourth")); err != nil {
+		t.Fatal(err)
+	}
+	if state, err := l.ReadRaftState(); err != nil || string(state) != "fourth" {
+		t.Fatalf("after another write: %q, %v", state, err)
+	}
+	if err := r.RemoveSnapshotData(0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ReadSnapshotData(7); !errors.Is(err, ErrRaftState) {
+		t.Fatalf("removed snapshot data: %v", err)
+	}
+}

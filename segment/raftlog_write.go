@@ -83,8 +83,14 @@ func (r *RaftLog) appendOne(e *RaftEntry) error {
 	l.mu.Unlock()
 	r.spans[len(r.spans)-1].add(e.Index, e.Term, start)
 	r.last = e.Index
+	if cap(r.buf) > maxKeptBuffer {
+		r.buf = nil // a large entry's buffer is not kept (R5)
+	}
 	return nil
 }
+
+// maxKeptBuffer bounds the write buffer a RaftLog keeps between appends.
+const maxKeptBuffer = 1 << 20
 
 // measure checks an entry and returns the bytes its frames take and the
 // offsets they own.
@@ -253,6 +259,14 @@ func (r *RaftLog) TruncateFrom(index uint64) error {
 	pos, offset, err := r.entryAt(span, index)
 	if err != nil {
 		return err
+	}
+	if !span.termsKnown {
+		// entryAt walked the span unless it kept its positions, which
+		// only a walk or the writes make: its terms are known.
+		return fmt.Errorf("%w: the terms of %s are unknown", ErrDamagedEntry, span.seg.name)
+	}
+	if r.cached == span {
+		r.cached = nil // it becomes the active segment's
 	}
 	for len(r.spans) > 0 && r.spans[len(r.spans)-1] != span {
 		if err := r.dropSegment(r.spans[len(r.spans)-1].seg); err != nil {

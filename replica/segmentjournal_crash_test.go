@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ironbus/ironbus/segment"
 	"github.com/ironbus/ironbus/segment/vfs"
 )
 
@@ -129,14 +130,20 @@ func TestSegmentJournalCrashEveryWrite(t *testing.T) {
 	if testing.Short() {
 		steps = 16
 	}
-	for _, keep := range []float64{0, 0.5} {
-		t.Run(fmt.Sprint("keep=", keep), func(t *testing.T) {
+	for _, run := range []struct {
+		keep float64
+		mode segment.IOMode
+	}{{0, segment.IOBuffered}, {0.5, segment.IOBuffered}, {0.5, segment.IODirect}} {
+		keep := run.keep
+		t.Run(fmt.Sprint("keep=", keep, ",", run.mode), func(t *testing.T) {
 			for k := int64(0); ; k++ {
 				model := newJournalModel()
 				p := &powerCut{mem: vfs.NewMemFS(), crashAt: k, model: model,
 					opts: vfs.CrashOptions{Seed: uint64(k), KeepUnsynced: keep, Reorder: keep > 0, Tear: keep > 0}}
 				fsys := vfs.Inject(p.mem, vfs.InjectorFunc(p.injector))
-				if j, err := openJournalOn(fsys, uint64(k)); err == nil {
+				opts := journalOptions(uint64(k))
+				opts.IOMode = run.mode
+				if j, err := openJournalWith(fsys, opts); err == nil {
 					_ = journalWorkload(j, model, 7, steps)
 					j.close()
 				}
@@ -146,7 +153,9 @@ func TestSegmentJournalCrashEveryWrite(t *testing.T) {
 				}
 				label := fmt.Sprintf("crash at write %d", k)
 				image, atCrash := p.taken()
-				j, err := openJournalOn(image, 1)
+				opts = journalOptions(1)
+				opts.IOMode = run.mode
+				j, err := openJournalWith(image, opts)
 				if err != nil {
 					t.Fatalf("%s: reopen: %v", label, err)
 				}

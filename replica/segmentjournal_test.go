@@ -54,7 +54,11 @@ type openedJournal struct {
 }
 
 func openJournalOn(fsys vfs.FS, seed uint64) (*openedJournal, error) {
-	dir, err := segment.Open(fsys, "/data", journalOptions(seed))
+	return openJournalWith(fsys, journalOptions(seed))
+}
+
+func openJournalWith(fsys vfs.FS, opts segment.Options) (*openedJournal, error) {
+	dir, err := segment.Open(fsys, "/data", opts)
 	if err != nil {
 		return nil, err
 	}

@@ -332,27 +332,29 @@ func (r *RaftLog) cutSegment(seg *segment, pos int64, offset uint64) error {
 			return err
 		}
 	}
-	if err := write.Truncate(pos); err != nil {
-		return fmt.Errorf("cutting %s at %d: %w", seg.path, pos, err)
-	}
-	if err := write.Sync(); err != nil {
-		return fmt.Errorf("syncing %s after cutting it: %w", seg.path, err)
-	}
-	size := a.segmentSizeFor(int(pos - format.SegmentDataStart))
-	if err := l.preallocate(write, pos, size-pos); err != nil {
-		return fmt.Errorf("preallocating %s: %w", seg.path, err)
-	}
-	if err := write.Sync(); err != nil {
-		return fmt.Errorf("syncing %s: %w", seg.path, err)
-	}
+	// The segment's own handle goes through the page cache: the cut, the
+	// preallocation and the read need no alignment, in direct mode too.
 	seg.mu.Lock()
-	read, err := seg.readHandleLocked()
+	file, err := seg.readHandleLocked()
 	seg.mu.Unlock()
 	if err != nil {
 		return err
 	}
+	if err := file.Truncate(pos); err != nil {
+		return fmt.Errorf("cutting %s at %d: %w", seg.path, pos, err)
+	}
+	if err := file.Sync(); err != nil {
+		return fmt.Errorf("syncing %s after cutting it: %w", seg.path, err)
+	}
+	size := a.segmentSizeFor(int(pos - format.SegmentDataStart))
+	if err := l.preallocate(file, pos, size-pos); err != nil {
+		return fmt.Errorf("preallocating %s: %w", seg.path, err)
+	}
+	if err := file.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", seg.path, err)
+	}
 	image := make([]byte, pos)
-	if n, err := read.ReadAt(image, 0); n < len(image) && err != nil && !errors.Is(err, io.EOF) {
+	if n, err := file.ReadAt(image, 0); n < len(image) && err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("reading %s: %w", seg.path, err)
 	}
 	scan := scanSegment(image, seg.header.Token, seg.base, l.opts.MaxRecordBytes, scanLimits{End: pos, TornAllowed: true})
@@ -364,7 +366,7 @@ func (r *RaftLog) cutSegment(seg *segment, pos int64, offset uint64) error {
 	a.adoptActive(seg, &scan, size)
 	a.write = write
 	if a.mode == IODirect {
-		return a.loadTail(read)
+		return a.loadTail(file)
 	}
 	return nil
 }

@@ -340,7 +340,7 @@ func (s *scanner) skip() error {
 // bytes only looked like one.
 func (s *scanner) footer() bool {
 	f, err := format.DecodeFooter(s.data[s.pos:s.limit])
-	if err != nil || f.Token != s.token || f.BaseOffset != s.base || s.pendingN != 0 ||
+	if err != nil || f.Token != s.token || f.BaseOffset != s.base || s.pendingN != 0 || s.pendingControl ||
 		int64(f.DataEnd) != s.pos || f.NextOffset < s.result.NextOffset {
 		return false
 	}

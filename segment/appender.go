@@ -273,7 +273,17 @@ func (a *appender) writePiece(b *batch, piece []byte, first, count uint64) error
 		return fmt.Errorf("writing %s at %d: %w", a.active.path, a.pos, err)
 	}
 	end := a.pos + int64(len(piece)) + format.CommitFrameSize
-	a.zeroAhead(end, len(piece))
+	a.recordWritten(first, count, minTS, maxTS, len(piece), end)
+	l.publishWritten(mark{next: a.next, seg: a.active, pos: end})
+	return nil
+}
+
+// recordWritten updates the appender and the active segment after a piece
+// of pieceBytes holding records [first, first+count) and its commit frame
+// were written, ending at end. The piece's index entries, subject bits
+// and spots are the ones indexPiece gathered.
+func (a *appender) recordWritten(first, count uint64, minTS, maxTS int64, pieceBytes int, end int64) {
+	a.zeroAhead(end, pieceBytes)
 	if a.count == 0 {
 		a.first = first
 	}
@@ -288,10 +298,8 @@ func (a *appender) writePiece(b *batch, piece []byte, first, count uint64) error
 	// Counted before they are published as written: a sync, and so the
 	// completion of their ticket, can follow at once on another
 	// goroutine, and whoever waited on it must find them in Counters.
-	l.appendedRecords.Add(count)
-	l.appendedBytes.Add(uint64(len(piece)))
-	l.publishWritten(mark{next: a.next, seg: a.active, pos: end})
-	return nil
+	a.log.appendedRecords.Add(count)
+	a.log.appendedBytes.Add(uint64(pieceBytes))
 }
 
 // indexPiece adds sparse index entries and subject bitmaps for the records

@@ -105,13 +105,21 @@
 //	record frames) · batch CRC32C @40 · reserved @44 · durable-next u64
 //	@48 (every offset below it was durable when this batch was written: a
 //	hint for loss reports) · replication term @56 · replication index @64
-//	(zero until clustering) · reserved @72 · CRC32C of [0,76) @76
+//	(the Raft entry's, in a replicated log; zero otherwise) · reserved @72 ·
+//	CRC32C of [0,76) @76
 //
 // Skip frame ("IS", 48-byte header) is written by recovery over damaged
 // bytes after copying them to quarantine; its length covers the damage:
 //
 //	token @8 · first lost offset @16 · lost count @24 · reason code u32 @32
 //	· reserved @36 · CRC32C of [0,44) @44
+//
+// Control frame ("IK", 32-byte header, then the payload) is a replicated
+// log's entry that owns no offsets; it stands alone in its batch, closed by
+// a commit frame of record count zero (both its offsets the next record's):
+//
+//	token @8 · entry type u8 @16 · reserved @17 · payload length u32 @20 ·
+//	payload CRC32C @24 · CRC32C of [0,28) @28 · payload
 //
 // Footer frame ("IF", 80 bytes) seals a segment; the file ends right after
 // it:
@@ -202,6 +210,17 @@
 //     lists no spots; P2 a block listing a spot of a subject lists every
 //     record of it there; P3 spots are fed only for written or
 //     commit-frame-accepted records, in index order.
+//
+// # Replicated logs
+//
+// A RaftLog (raftlog.go) makes a log its replica's Raft log: one Raft entry
+// is one batch, a data entry the leader's record frames at the leader's
+// offsets, any other entry a control frame, each closed by a commit frame
+// with the entry's term and index. The replica alone writes it (producers'
+// appends are refused); it cuts a conflicting suffix crash-safely, resets
+// to a snapshot's offset, and drops whole segments by index for retention.
+// Its invariants (R1-R5) are in raftlog.go; its state file in
+// docs/FORMAT.md.
 //
 // The format is specified in docs/FORMAT.md and recovery in
 // docs/RECOVERY.md; the constants in packages format and record are the

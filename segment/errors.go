@@ -46,6 +46,18 @@ var (
 	ErrOffsetOutOfRange = errors.New("segment: offset out of range")
 	// ErrInvalidOptions: Options failed validation.
 	ErrInvalidOptions = errors.New("segment: invalid options")
+	// ErrReplicated: the log is a replica's Raft log (RaftLog): only the
+	// replica writes it, so producers' appends are refused.
+	ErrReplicated = errors.New("segment: the log is written by its replica")
+	// ErrEntryMismatch: a Raft entry does not continue the log: its index
+	// is not the next one, or its records do not start at the log's next
+	// offset (a gap or an overlap), or they are not consecutive.
+	ErrEntryMismatch = errors.New("segment: entry does not continue the log")
+	// ErrDamagedEntry: a stored Raft entry fails its checks (checksum,
+	// framing), or a damaged region removed it.
+	ErrDamagedEntry = errors.New("segment: damaged entry")
+	// ErrNoEntry: the Raft log holds no entry at that index.
+	ErrNoEntry = errors.New("segment: no entry at that index")
 )
 
 // frozenError carries why a log froze; it matches ErrFrozen and its cause.

@@ -55,6 +55,9 @@ type Log struct {
 		// drawn at the first one (encryption.go), dropped when offsets
 		// are handed out again.
 		sealing *record.SealingKey
+		// replicated: a RaftLog writes the log (raftlog.go); producers'
+		// appends are refused.
+		replicated bool
 	}
 	committed atomic.Pointer[mark]
 	segments  atomic.Pointer[segmentSet]
@@ -93,6 +96,10 @@ type Log struct {
 	stop     chan struct{}   // closed by Close to stop the appender
 	finished chan struct{}   // closed when the appender goroutine exits
 	report   LogReport
+
+	// raftState is the replica's state file, open for writing once a
+	// RaftLog wrote it (raftstate.go); guarded by the write token.
+	raftState vfs.File
 
 	// zeroFilled: the file system refused fallocate and the log's
 	// segments were zero-filled instead (zeroahead.go).
@@ -519,6 +526,8 @@ func (l *Log) writableLocked() error {
 		return ErrClosed
 	case l.opts.ReadOnly:
 		return ErrReadOnly
+	case l.mu.replicated:
+		return ErrReplicated
 	}
 	return nil
 }
@@ -764,6 +773,8 @@ func (l *Log) Close() error {
 		seg.release()
 	}
 	l.app.closeFiles()
+	closeQuietly(l.raftState)
+	l.raftState = nil
 	l.mu.Lock()
 	failed := l.failAllLocked(ErrClosed)
 	l.mu.Unlock()

@@ -123,9 +123,17 @@ func (l *Log) Validate() (LogReport, error) {
 // floor, oldest first, never the newest segment. Each removal is made
 // durable (directory sync) before the next, so a crash leaves a suffix of
 // the log. Readers still holding a removed segment finish with it first.
+// A replica's Raft log refuses (ErrReplicated): its retention is the
+// replica's (RaftLog.CompactTo), by Raft index.
 func (l *Log) DeleteBefore(floor uint64) (int, error) {
 	if l.opts.ReadOnly {
 		return 0, ErrReadOnly
+	}
+	l.mu.Lock()
+	replicated := l.mu.replicated
+	l.mu.Unlock()
+	if replicated {
+		return 0, ErrReplicated
 	}
 	l.setMu.Lock()
 	defer l.setMu.Unlock()

@@ -241,6 +241,14 @@ func (r *Reader) step(committed *mark) (Entry, bool, error) {
 		return Entry{}, true, nil
 	case format.KindSkip:
 		return r.skip(limit)
+	case format.KindControl:
+		// A replicated entry that owns no offsets: not a record.
+		length := int64(frameLength(prefix))
+		if length < format.ControlHeaderSize || r.pos+length > limit {
+			return Entry{}, false, fmt.Errorf("%w: %s at %d: control frame of %d bytes", ErrCorruptRead, r.seg.name, r.pos, length)
+		}
+		r.pos += length
+		return Entry{}, true, nil
 	}
 	return Entry{}, false, nil
 }

@@ -124,7 +124,7 @@ func (r *recovery) list() error {
 		return fmt.Errorf("listing %s: %w", l.path, err)
 	}
 	for _, name := range names {
-		if name == cleanStopName || name == cleanStopTempName {
+		if name == cleanStopName || name == cleanStopTempName || isRaftStateFile(name) {
 			continue
 		}
 		if base, ok := parseSegmentFileName(name); ok {

@@ -68,6 +68,15 @@ func salvageNext(r *recovery, sf *segmentFile) uint64 {
 			pos += int64(h.FrameLength)
 		case format.KindCommit:
 			pos += format.CommitFrameSize
+		case format.KindControl:
+			if pos+format.FramePrefixSize > int64(len(data)) {
+				return next
+			}
+			length := int64(frameLength(data[pos:]))
+			if length < format.ControlHeaderSize {
+				return next
+			}
+			pos += length
 		default:
 			return next
 		}

@@ -103,17 +103,7 @@ func (r *recovery) startAppender(last *segment, lastFile *segmentFile, next uint
 	a.prepared = make(chan preparedFile, 1)
 	a.resetActiveStats()
 	if last != nil && !last.sealed.Load() {
-		scan := lastFile.scan
-		a.active, a.pos, a.size = last, scan.End, lastFile.size
-		a.count, a.first = scan.Records, scan.FirstOffset
-		if scan.Records > 0 {
-			a.minTS, a.maxTS = scan.MinTimestamp, scan.MaxTimestamp
-		}
-		if n := len(scan.Index); n > 0 {
-			a.lastIndexed = scan.Index[n-1].Position
-		}
-		a.dict.adopt(&scan.Dict)
-		a.spots.continueFrom(scan.Spots, scan.Index)
+		a.adoptActive(last, lastFile.scan, lastFile.size)
 		if err := a.openActiveForWrite(lastFile); err != nil {
 			return err
 		}
@@ -139,9 +129,32 @@ func (a *appender) openActiveForWrite(sf *segmentFile) error {
 		return fmt.Errorf("opening %s for direct I/O: %w", sf.path, err)
 	}
 	a.write = write
+	return a.loadTail(sf.file)
+}
+
+// adoptActive makes seg, whose frames a scan found to end at scan.End in
+// a file of size bytes, the active segment, continuing its statistics,
+// index and subject summary.
+func (a *appender) adoptActive(seg *segment, scan *scanResult, size int64) {
+	a.active, a.pos, a.size, a.next = seg, scan.End, size, scan.NextOffset
+	a.resetActiveStats()
+	a.count, a.first = scan.Records, scan.FirstOffset
+	if scan.Records > 0 {
+		a.minTS, a.maxTS = scan.MinTimestamp, scan.MaxTimestamp
+	}
+	if n := len(scan.Index); n > 0 {
+		a.lastIndexed = scan.Index[n-1].Position
+	}
+	a.dict.adopt(&scan.Dict)
+	a.spots.continueFrom(scan.Spots, scan.Index)
+}
+
+// loadTail loads, for direct I/O, the partial block the next write
+// rewrites, read through file.
+func (a *appender) loadTail(file vfs.File) error {
 	blockStart := a.pos &^ (vfs.DirectAlignment - 1)
 	a.tail = make([]byte, a.pos-blockStart)
-	if _, err := sf.file.ReadAt(a.tail, blockStart); err != nil && !errors.Is(err, io.EOF) {
+	if _, err := file.ReadAt(a.tail, blockStart); err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}
 	return nil

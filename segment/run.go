@@ -192,6 +192,17 @@ func (r *Reader) collectRun(committed *mark, maxRecords, maxBytes int) (Run, boo
 			}
 			continue
 		}
+		if kind == format.KindControl {
+			// A replicated entry that owns no offsets ends a run; before
+			// one, the walk steps over it.
+			length := int64(frameLength(window[at:]))
+			if run.Count > 0 || length < format.ControlHeaderSize || pos+length > limit {
+				break
+			}
+			pos += length
+			start, end, walked = pos, pos, true
+			continue
+		}
 		if kind != format.KindRecord || at+record.FrameHeaderSize > int64(len(window)) {
 			break
 		}

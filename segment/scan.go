@@ -116,11 +116,14 @@ type scanner struct {
 	pendingMin   int64
 	pendingMax   int64
 	pendingN     uint64
-	runningMax   int64 // max timestamp of accepted and pending records
-	acceptedMax  int64 // max timestamp of accepted records
-	lastIndexed  int64
-	reachedZeros bool
-	checkpoints  []scanCheckpoint // one per entry of result.Damage
+	// pendingControl: the batch being read holds a control frame, which
+	// a commit frame of no records must close next.
+	pendingControl bool
+	runningMax     int64 // max timestamp of accepted and pending records
+	acceptedMax    int64 // max timestamp of accepted records
+	lastIndexed    int64
+	reachedZeros   bool
+	checkpoints    []scanCheckpoint // one per entry of result.Damage
 }
 
 // scanCheckpoint is the result as it stood when a damage was found, so a
@@ -165,6 +168,8 @@ func (s *scanner) run() {
 			reason, err = ReasonCorruptCommit, s.commit()
 		case format.KindSkip:
 			reason, err = ReasonCorruptFrame, s.skip()
+		case format.KindControl:
+			reason, err = ReasonCorruptFrame, s.control()
 		case format.KindFooter:
 			// A sealed region ends before its footer, so a footer inside
 			// one is out of place.
@@ -195,6 +200,9 @@ func (s *scanner) run() {
 }
 
 func (s *scanner) record() (Reason, error) {
+	if s.pendingControl {
+		return ReasonCorruptRecordHeader, errors.New("record after a control frame in one batch")
+	}
 	h, err := record.ParseFrameHeader(s.data[s.pos:s.limit], s.maxBody)
 	if err != nil {
 		return ReasonCorruptRecordHeader, err
@@ -238,7 +246,9 @@ func (s *scanner) commit() error {
 	switch {
 	case c.Token != s.token:
 		return fmt.Errorf("commit frame token %016x, segment token %016x", c.Token, s.token)
-	case s.pendingN == 0 || uint64(c.Count) != s.pendingN || c.FirstOffset != s.batchExpect:
+	case s.pendingControl != (c.Count == 0):
+		return fmt.Errorf("commit frame of %d records closes a batch of %d records", c.Count, s.pendingN)
+	case (s.pendingN == 0 && !s.pendingControl) || uint64(c.Count) != s.pendingN || c.FirstOffset != s.batchExpect:
 		return fmt.Errorf("commit frame closes %d records from %d, batch holds %d from %d", c.Count, c.FirstOffset, s.pendingN, s.batchExpect)
 	case int64(c.BatchLength) != s.pos-s.batchStart:
 		return fmt.Errorf("commit frame covers %d bytes, batch has %d", c.BatchLength, s.pos-s.batchStart)
@@ -246,6 +256,11 @@ func (s *scanner) commit() error {
 		return fmt.Errorf("batch checksum %08x, commit frame says %08x", format.CRC(batch), c.BatchCRC)
 	}
 	r := &s.result
+	if s.pendingControl {
+		s.pos += format.CommitFrameSize
+		s.acceptUpTo(s.pos, s.expect)
+		return nil
+	}
 	if r.Records == 0 {
 		r.FirstOffset = c.FirstOffset
 	}
@@ -278,7 +293,25 @@ func (s *scanner) acceptUpTo(pos int64, next uint64) {
 	s.pendingBits.clear()
 	s.pendingSpots = s.pendingSpots[:0]
 	s.pendingN = 0
+	s.pendingControl = false
 	s.runningMax = s.acceptedMax
+}
+
+// control reads a control frame: it owns no offsets and stands alone in
+// its batch, closed by a commit frame of no records.
+func (s *scanner) control() error {
+	c, err := format.DecodeControl(s.data[s.pos:s.limit], s.maxBody)
+	switch {
+	case err != nil:
+		return err
+	case c.Token != s.token:
+		return fmt.Errorf("control frame token %016x, segment token %016x", c.Token, s.token)
+	case s.pendingN != 0 || s.pendingControl || s.pos != s.batchStart:
+		return errors.New("control frame inside a batch")
+	}
+	s.pendingControl = true
+	s.pos += int64(format.ControlFrameSize(len(c.Payload)))
+	return nil
 }
 
 func (s *scanner) skip() error {
@@ -307,7 +340,7 @@ func (s *scanner) skip() error {
 // bytes only looked like one.
 func (s *scanner) footer() bool {
 	f, err := format.DecodeFooter(s.data[s.pos:s.limit])
-	if err != nil || f.Token != s.token || f.BaseOffset != s.base || s.pendingN != 0 ||
+	if err != nil || f.Token != s.token || f.BaseOffset != s.base || s.pendingN != 0 || s.pendingControl ||
 		int64(f.DataEnd) != s.pos || f.NextOffset < s.result.NextOffset {
 		return false
 	}

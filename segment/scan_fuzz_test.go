@@ -414,6 +414,12 @@ func fuzzScanCheck(t *testing.T, label string, data []byte, img fuzzScanImage, l
 				fail("accepted commit frame at %d: %+v, %v", pos, commit, err)
 			}
 			pos += format.CommitFrameSize
+		case format.KindControl:
+			control, err := format.DecodeControl(data[pos:result.End], img.maxBody)
+			if err != nil || control.Token != fuzzScanToken {
+				fail("accepted control frame at %d: %v", pos, err)
+			}
+			pos += int64(format.ControlFrameSize(len(control.Payload)))
 		default:
 			fail("accepted data at %d holds a %v frame", pos, kind)
 		}

@@ -49,19 +49,22 @@ type segment struct {
 		// (shorter than the sealed file), closed with the segment.
 		live, noLive bool
 		outgrown     []vfs.Mapping
-		validated    bool   // sealed: scanned once after mapping
-		trustedEnd   int64  // with trustPending: the marker's data end
-		trustedNext  uint64 // and next offset
-		indexBuilt   bool   // index is current (false after closeIdle)
-		footer       format.Footer
-		index        []indexEntry
-		summary      subjectSummary // subjects per index block (summary.go)
-		holes        []hole         // offset ranges this segment does not hold
-		next         uint64         // one past the last offset held (records or holes)
-		records      uint64
-		minTS        int64
-		maxTS        int64
-		size         int64 // bytes of frames (sealed: footer end)
+		// retired holds handles a cut replaced (RaftLog.TruncateFrom),
+		// closed with the segment.
+		retired     []vfs.File
+		validated   bool   // sealed: scanned once after mapping
+		trustedEnd  int64  // with trustPending: the marker's data end
+		trustedNext uint64 // and next offset
+		indexBuilt  bool   // index is current (false after closeIdle)
+		footer      format.Footer
+		index       []indexEntry
+		summary     subjectSummary // subjects per index block (summary.go)
+		holes       []hole         // offset ranges this segment does not hold
+		next        uint64         // one past the last offset held (records or holes)
+		records     uint64
+		minTS       int64
+		maxTS       int64
+		size        int64 // bytes of frames (sealed: footer end)
 	}
 }
 
@@ -98,6 +101,10 @@ func (s *segment) release() {
 		_ = s.mu.file.Close()
 		s.mu.file = nil
 	}
+	for _, file := range s.mu.retired {
+		_ = file.Close()
+	}
+	s.mu.retired = nil
 }
 
 // closeMappingsLocked unmaps the segment. REQUIRES: s.mu held, and no

@@ -9,8 +9,10 @@ import (
 const CommitFrameSize = 80
 
 // Commit closes a batch: the record frames written in one write since the
-// previous commit frame (or the start of the segment data). Recovery treats
-// a batch as acknowledged-or-not as a whole.
+// previous commit frame (or the start of the segment data), or one control
+// frame. Recovery treats a batch as acknowledged-or-not as a whole. A
+// commit frame that closes a control frame has a count of zero, and both
+// its offsets are the offset the next record carries: it owns none.
 type Commit struct {
 	Token       uint64 // the segment's token; a frame from another segment never matches
 	FirstOffset uint64
@@ -22,8 +24,8 @@ type Commit struct {
 	// batch was written: a hint that helps recovery label a loss, never an
 	// authority.
 	DurableNext uint64
-	Term        uint64 // replication term; zero until clustering
-	Index       uint64 // replication index; zero until clustering
+	Term        uint64 // replication term; zero in a log that is not replicated
+	Index       uint64 // replication index; zero in a log that is not replicated
 }
 
 // AppendCommit appends the encoding of c to dst.
@@ -62,7 +64,13 @@ func DecodeCommit(b []byte) (Commit, error) {
 		Term:        le.Uint64(b[56:64]),
 		Index:       le.Uint64(b[64:72]),
 	}
-	if c.Count == 0 || c.LastOffset < c.FirstOffset || c.LastOffset-c.FirstOffset != uint64(c.Count-1) {
+	if c.Count == 0 {
+		if c.LastOffset != c.FirstOffset {
+			return c, fmt.Errorf("%w: commit frame of no records closes offsets %d..%d", ErrCorrupt, c.FirstOffset, c.LastOffset)
+		}
+		return c, nil
+	}
+	if c.LastOffset < c.FirstOffset || c.LastOffset-c.FirstOffset != uint64(c.Count-1) {
 		return c, fmt.Errorf("%w: commit frame closes offsets %d..%d with count %d", ErrCorrupt, c.FirstOffset, c.LastOffset, c.Count)
 	}
 	return c, nil

@@ -1,6 +1,7 @@
 // Package format encodes and decodes the storage framing IronBus keeps on
 // disk around records: the segment header, the prefix every frame shares
-// and the frame kinds, commit frames, skip frames and the sealed-segment
+// and the frame kinds, commit frames, skip frames, control frames (a
+// replicated log's entries that own no offsets) and the sealed-segment
 // footer. The records themselves (the record frame and the body inside it)
 // are package github.com/ironbus/ironbus/record's, shared with the client
 // that produces and consumes them. This package does no I/O, so every

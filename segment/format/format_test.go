@@ -74,6 +74,7 @@ func TestFormatPeekKind(t *testing.T) {
 		{"commit", []byte("IC"), format.KindCommit},
 		{"footer", []byte("IF"), format.KindFooter},
 		{"skip", []byte("IS"), format.KindSkip},
+		{"control", []byte("IK"), format.KindControl},
 		{"lower case", []byte("ir"), format.KindUnknown},
 		{"swapped", []byte("RI"), format.KindUnknown},
 		{"half zero", []byte{'I', 0}, format.KindUnknown},
@@ -98,6 +99,7 @@ func TestFormatPeekKindOfEncodings(t *testing.T) {
 		{"commit", format.AppendCommit(nil, format.Commit{Count: 1}), format.KindCommit},
 		{"footer", format.AppendFooter(nil, format.Footer{}), format.KindFooter},
 		{"skip", format.AppendSkip(nil, format.Skip{Length: format.SkipFrameSize}), format.KindSkip},
+		{"control", format.AppendControl(nil, format.Control{Payload: []byte("x")}), format.KindControl},
 		{"zeros", make([]byte, 64), format.KindNone},
 	}
 	for _, test := range tests {
@@ -114,6 +116,7 @@ func TestFormatKindString(t *testing.T) {
 		format.KindCommit:  "commit",
 		format.KindFooter:  "footer",
 		format.KindSkip:    "skip",
+		format.KindControl: "control",
 		format.KindUnknown: "unknown",
 		format.Kind(200):   "unknown",
 	}

@@ -13,11 +13,12 @@ type Kind uint8
 
 // Frame kinds.
 const (
-	KindNone   Kind = iota // zero bytes: end of written data
-	KindRecord             // "IR": one record (package record owns its layout)
-	KindCommit             // "IC": closes a batch of records
-	KindFooter             // "IF": seals the segment
-	KindSkip               // "IS": covers a quarantined, damaged region
+	KindNone    Kind = iota // zero bytes: end of written data
+	KindRecord              // "IR": one record (package record owns its layout)
+	KindCommit              // "IC": closes a batch of records
+	KindFooter              // "IF": seals the segment
+	KindSkip                // "IS": covers a quarantined, damaged region
+	KindControl             // "IK": a replicated entry that owns no offsets
 	KindUnknown
 )
 
@@ -33,6 +34,8 @@ func (k Kind) String() string {
 		return "footer"
 	case KindSkip:
 		return "skip"
+	case KindControl:
+		return "control"
 	}
 	return "unknown"
 }
@@ -41,7 +44,7 @@ func (k Kind) String() string {
 // flags (1), frame length (4).
 const FramePrefixSize = 8
 
-// FrameVersion is the version of the commit, skip and footer frames this
+// FrameVersion is the version of the commit, skip, control and footer frames this
 // binary writes. Record frames carry their own, record.FrameVersion.
 const FrameVersion = 1
 
@@ -50,6 +53,8 @@ var (
 	magicCommit = [2]byte{'I', 'C'}
 	magicFooter = [2]byte{'I', 'F'}
 	magicSkip   = [2]byte{'I', 'S'}
+	// "IC" is the commit frame's, so the control frame is "IK".
+	magicControl = [2]byte{'I', 'K'}
 )
 
 // PeekKind classifies the frame starting at b[0]. It needs two bytes; with
@@ -70,6 +75,8 @@ func PeekKind(b []byte) Kind {
 		return KindFooter
 	case magicSkip:
 		return KindSkip
+	case magicControl:
+		return KindControl
 	}
 	return KindUnknown
 }

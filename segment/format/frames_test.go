@@ -259,7 +259,7 @@ func TestFormatCommitRejects(t *testing.T) {
 		name   string
 		commit format.Commit
 	}{
-		{"count zero", format.Commit{FirstOffset: 5, LastOffset: 5, Count: 0}},
+		{"count zero over an offset range", format.Commit{FirstOffset: 5, LastOffset: 6, Count: 0}},
 		{"last before first", format.Commit{FirstOffset: 5, LastOffset: 4, Count: 1}},
 		{"count one short", format.Commit{FirstOffset: 5, LastOffset: 9, Count: 4}},
 		{"count one over", format.Commit{FirstOffset: 5, LastOffset: 9, Count: 6}},

@@ -73,10 +73,14 @@ func FuzzDecodeCommit(f *testing.F) {
 	f.Add(format.AppendCommit(nil, format.Commit{FirstOffset: 10, LastOffset: 9, Count: 1}), false) // wrapped range
 	f.Add(format.AppendCommit(nil, exampleCommit)[:40], false)
 	f.Add([]byte("IC\x02\x00P\x00\x00\x00"), true)
+	f.Add(format.AppendCommit(nil, format.Commit{FirstOffset: 7, LastOffset: 7, Term: 3, Index: 9}), false) // closes a control frame
 	f.Fuzz(func(t *testing.T, data []byte, repair bool) {
 		fuzzFixedFrame(t, data, repair, format.CommitFrameSize, commitReserved, func(b []byte) ([]byte, error) {
 			c, err := format.DecodeCommit(b)
-			if err == nil && (c.Count == 0 || c.LastOffset < c.FirstOffset || c.LastOffset-c.FirstOffset != uint64(c.Count)-1) {
+			if err == nil && c.Count == 0 && c.LastOffset != c.FirstOffset {
+				t.Fatalf("accepted a commit frame of no records closing %d..%d", c.FirstOffset, c.LastOffset)
+			}
+			if err == nil && c.Count > 0 && (c.LastOffset < c.FirstOffset || c.LastOffset-c.FirstOffset != uint64(c.Count)-1) {
 				t.Fatalf("accepted a commit frame closing %d..%d with count %d", c.FirstOffset, c.LastOffset, c.Count)
 			}
 			return format.AppendCommit(nil, c), err

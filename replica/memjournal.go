@@ -153,19 +153,20 @@ func (j *MemoryJournal) InstallSnapshot(snapshot Snapshot) error {
 	return nil
 }
 
-// Compact implements Journal.
-func (j *MemoryJournal) Compact(start Snapshot) error {
-	if start.Index < j.FirstIndex() {
-		return nil
+// Compact implements Journal: it cuts exactly at start.Index.
+func (j *MemoryJournal) Compact(start Snapshot, configSince uint64) (Snapshot, error) {
+	current := cloneSnapshot(j.current.snapshot)
+	if start.Index < j.FirstIndex() || start.Index < configSince {
+		return current, nil
 	}
 	if start.Index > j.LastIndex() {
-		return fmt.Errorf("%w: compact to %d past %d", ErrUnavailable, start.Index, j.LastIndex())
+		return current, fmt.Errorf("%w: compact to %d past %d", ErrUnavailable, start.Index, j.LastIndex())
 	}
 	start = cloneSnapshot(start)
 	w := memoryWrite{compact: &start}
 	j.current.apply(w)
 	j.pending = append(j.pending, w)
-	return nil
+	return cloneSnapshot(start), nil
 }
 
 // Crash models a power cut: a random prefix of the unsynced log writes

@@ -161,7 +161,7 @@ type Status struct {
 type Record struct {
 	Body      []byte
 	BodyCRC   uint32
-	Timestamp int64 // milliseconds; the leader's clock decides
+	Timestamp int64 // wall clock, Unix nanoseconds: data only, the leader stamps it
 }
 
 // New opens a replica on its journal. A journal with no state belongs to
@@ -429,13 +429,16 @@ func (r *Replica) Compact(index uint64) (uint64, error) {
 	if err != nil {
 		return 0, r.compactFailed(err)
 	}
-	start := Snapshot{Index: index, Term: term, Config: cloneMembership(r.state.Config), NextOffset: next,
+	asked := Snapshot{Index: index, Term: term, Config: cloneMembership(r.state.Config), NextOffset: next,
 		Data: r.storage.snapshot.Data}
-	if err := r.config.Journal.Compact(start); err != nil {
+	start, err := r.config.Journal.Compact(asked, r.state.ConfigIndex)
+	if err != nil {
 		return 0, r.latch(err)
 	}
-	r.storage.snapshot = start
-	return index, nil
+	if start.Index > r.storage.snapshot.Index {
+		r.storage.snapshot = start
+	}
+	return r.storage.snapshot.Index, nil
 }
 
 // compactFailed reports a failed read of the entries a compaction needs:

@@ -260,24 +260,24 @@ func (j *SegmentJournal) InstallSnapshot(snapshot Snapshot) error {
 // Compact implements Journal: segment-granular, it removes the leading
 // segments whose entries are all at or below index, so FirstIndex may
 // stay below index + 1.
-func (j *SegmentJournal) Compact(index uint64) error {
-	if index < j.FirstIndex() {
-		return nil
+func (j *SegmentJournal) Compact(asked Snapshot, configSince uint64) (Snapshot, error) {
+	if asked.Index < j.FirstIndex() {
+		return copyStart(j.start), nil
 	}
-	if index > j.LastIndex() {
-		return fmt.Errorf("%w: compact to %d past %d", ErrUnavailable, index, j.LastIndex())
+	if asked.Index > j.LastIndex() {
+		return copyStart(j.start), fmt.Errorf("%w: compact to %d past %d", ErrUnavailable, asked.Index, j.LastIndex())
 	}
-	point, ok := j.raft.Compactable(index)
-	if !ok || point.Index <= j.start.Index {
-		return nil
+	point, ok := j.raft.Compactable(asked.Index)
+	if !ok || point.Index <= j.start.Index || point.Index < configSince {
+		return copyStart(j.start), nil
 	}
 	start := Snapshot{Index: point.Index, Term: point.Term, NextOffset: point.NextOffset,
-		Config: copyMembership(j.start.Config), Data: slices.Clone(j.start.Data)}
+		Config: copyMembership(asked.Config), Data: slices.Clone(asked.Data)}
 	if err := j.writeState(j.synced, start); err != nil {
-		return err
+		return copyStart(j.start), err
 	}
 	j.start = start
-	return journalError(j.raft.CompactTo(index))
+	return copyStart(start), journalError(j.raft.CompactTo(point.Index))
 }
 
 // journalError maps the log's damage to ErrDamaged.

@@ -89,7 +89,8 @@ func journalWorkload(j Journal, m *journalModel, seed uint64, steps int) error {
 			source.next, commit = s.NextOffset, s.Index
 		case step%5 == 4 && commit > m.current.base:
 			m.compact(commit)
-			if err := j.Compact(commit); err != nil {
+			start := Snapshot{Index: commit, Config: m.current.baseConfig, Data: m.current.baseData}
+			if _, err := j.Compact(start, 0); err != nil {
 				return err
 			}
 		default:

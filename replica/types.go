@@ -151,12 +151,15 @@ type Journal interface {
 	// InstallSnapshot drops every entry and starts the journal after the
 	// snapshot point; durable after the next Sync.
 	InstallSnapshot(Snapshot) error
-	// Compact drops the entries at or below start.Index (retention); they
-	// are committed and applied. start becomes the point the journal
-	// starts after (Load returns it): its term, the configuration in force
-	// at its index and the data offset that follows it. Durable after the
-	// next Sync.
-	Compact(start Snapshot) error
+	// Compact drops entries for retention, up to a point of its choosing
+	// in [configSince, start.Index] (a journal may drop only whole
+	// segments: less than asked, or nothing). The entries there are
+	// committed and applied, and start.Config is the configuration in
+	// force at every index of that range. It returns the point the
+	// journal now starts after (Load returns it): its index, term and the
+	// data offset that follows it, with start.Config and start.Data.
+	// Durable after the next Sync.
+	Compact(start Snapshot, configSince uint64) (Snapshot, error)
 }
 
 // Snapshot is a point a journal starts after: Raft's snapshot metadata and

@@ -324,6 +324,9 @@ func (cfg Config) checkCluster() error {
 	if cfg.ClusterAddr == "" {
 		return invalid("--node-id %d needs --cluster-addr host:port: where the other nodes reach this one", cfg.NodeID)
 	}
+	if cfg.EncryptionKeyFile != "" {
+		return invalid("--node-id with --encryption-key-file: replicated partitions do not encrypt at rest yet; run the cluster without encryption, or a single node with it")
+	}
 	if cfg.ClusterName == "" {
 		return invalid("--cluster-name must not be empty")
 	}

@@ -136,10 +136,10 @@ func (d *disk) InstallSnapshot(snapshot replica.Snapshot) error {
 }
 
 // Compact implements replica.Journal.
-func (d *disk) Compact(start replica.Snapshot) error {
+func (d *disk) Compact(start replica.Snapshot, configSince uint64) (replica.Snapshot, error) {
 	d.write("compact")
 	d.exact = false
-	return d.MemoryJournal.Compact(start)
+	return d.MemoryJournal.Compact(start, configSince)
 }
 
 // crash cuts the power: unsynced writes are lost (a torn tail may

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -653,9 +655,11 @@ type dialState struct {
 	deadline time.Time
 	wait     time.Duration
 	dialled  bool // this pass redialled
+	seed     int  // the seed tried first by the next dial
 }
 
-// redial dials the producer's address again, with backoff, until it
+// redial dials the producer's seeds again (the Client's seed list, in
+// turn, from the one after the last connected), with backoff, until one
 // connects or ReconnectTimeout has passed since the failure. A refusal
 // that retrying cannot change (authentication, no protocol in common)
 // ends it at once.
@@ -665,7 +669,14 @@ func (p *Producer) redial(dial *dialState) (*Client, error) {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), dial.deadline)
 	defer cancel()
-	addr := p.origin.addr
+	seeds := []string{p.origin.addr}
+	if p.origin.router != nil {
+		seeds = p.origin.router.seeds
+	}
+	addr := strings.Join(seeds, ",")
+	if dial.wait == 0 {
+		dial.seed = slices.Index(seeds, p.conn.Load().addr) + 1
+	}
 	dial.dialled = true
 	lastErr := errors.New("no attempt left")
 	for {
@@ -680,7 +691,10 @@ func (p *Producer) redial(dial *dialState) (*Client, error) {
 			}
 		}
 		dial.wait = min(max(2*dial.wait, reconnectBackoffMin), reconnectBackoffMax)
-		c, err := Dial(ctx, addr, p.origin.opts)
+		// The seeds in turn, from the one after the member lost: it is
+		// the likeliest to be down still.
+		c, at, err := dialSeeds(ctx, seeds, dial.seed, p.origin.opts)
+		dial.seed = at + 1
 		if err == nil {
 			if !c.producersServed() {
 				c.Close()

@@ -183,7 +183,7 @@ func (p *Producer) Send(ctx context.Context, record Record) error {
 			<-p.tokens
 			return err
 		}
-		c := p.conn.Load()
+		c := p.connFor(&record)
 		if err := c.acquireWindow(ctx); err != nil {
 			if ctx.Err() != nil || !p.reconnects() {
 				<-p.tokens
@@ -216,7 +216,7 @@ func (p *Producer) TrySend(record Record) error {
 	default:
 		return ErrWindowFull
 	}
-	c := p.conn.Load()
+	c := p.connFor(&record)
 	select {
 	case c.window <- struct{}{}:
 	default:
@@ -497,6 +497,7 @@ func (p *Producer) Close() error {
 	p.closeIfDrainedLocked()
 	p.mu.Unlock()
 	p.idem.wait()
+	p.closeRoutes()
 	if c := p.conn.Load(); c != p.origin {
 		c.Close()
 	}

@@ -50,6 +50,7 @@ type fakeBroker struct {
 	// record's partition and answer producer_expired.
 	forget    func(n uint64) bool
 	producers fakeProducers
+	cluster   *fakeCluster // fakecluster_test.go: nil for a single broker
 
 	mu          sync.Mutex
 	holding     bool
@@ -122,16 +123,22 @@ func (b *fakeBroker) addr() string { return b.ln.Addr().String() }
 
 func (b *fakeBroker) stop() {
 	b.ln.Close()
+	if b.cluster != nil {
+		b.cluster.stop()
+	}
 	b.dropAll()
 }
 
-func (b *fakeBroker) accept() {
+func (b *fakeBroker) accept() { b.acceptOn(b.ln, 0) }
+
+// acceptOn serves the connections of one listener: a cluster's node.
+func (b *fakeBroker) acceptOn(ln net.Listener, node int) {
 	for {
-		conn, err := b.ln.Accept()
+		conn, err := ln.Accept()
 		if err != nil {
 			return
 		}
-		fc := &fakeConn{b: b, conn: conn}
+		fc := &fakeConn{b: b, conn: conn, node: node}
 		b.mu.Lock()
 		b.accepted++
 		b.conns = append(b.conns, fc)
@@ -209,6 +216,7 @@ func (b *fakeBroker) bodies(stream string) [][]byte {
 type fakeConn struct {
 	b    *fakeBroker
 	conn net.Conn
+	node int // the cluster node whose listener accepted it
 	wmu  sync.Mutex
 
 	// Owned by the serving goroutine.
@@ -396,6 +404,8 @@ func (fc *fakeConn) handle(f wire.Frame) {
 		fc.streamAdmin(f)
 	case wire.TypeProducerInit:
 		fc.producerInit(f)
+	case wire.TypeClusterInfo:
+		fc.clusterInfo(f)
 	case wire.TypePing:
 		payload, _ := wire.DecodePing(f.Body)
 		b.locked(func() { b.pings++ })
@@ -448,6 +458,9 @@ func (fc *fakeConn) produce(f wire.Frame) {
 		}
 	}
 	stream, partition, werr := b.route(m)
+	if werr == nil && b.cluster != nil {
+		werr = b.cluster.leads(fc, stream, partition)
+	}
 	if werr != nil {
 		answer(reply{id: f.RequestID, err: werr})
 		return

@@ -145,6 +145,10 @@ func (fc *fakeConn) openGroup(f wire.Frame) {
 		fc.b.problem("OpenGroup: %v", err)
 		return
 	}
+	if werr := fc.followerRefusal(m.Stream, m.Partition); werr != nil {
+		fc.out = wire.Append(fc.out, f.RequestID, werr)
+		return
+	}
 	fc.b.locked(func() { fc.b.groupFilters = append(fc.b.groupFilters, string(m.Filter)) })
 	fc.out = wire.Append(fc.out, f.RequestID, &wire.GroupInfo{Mode: m.Mode})
 }

@@ -23,6 +23,7 @@ type fakeProducers struct {
 	msgIDs  map[string]uint64 // log key + "\x00" + message id → offset
 	inits   int               // ProducerInit frames answered
 	dups    int               // duplicates answered
+	gaps    int               // sequence gaps answered
 }
 
 type fakeSeqKey struct {
@@ -126,6 +127,7 @@ func (fc *fakeConn) checkProduce(id uint32, m wire.Produce, stream []byte, parti
 			offset := fp.offsets[fakeOffsetKey{key, view.Sequence}]
 			return &reply{id: id, ack: wire.ProduceAck{Partition: partition, Offset: offset, Flags: wire.AckDuplicate}}, true
 		case view.Sequence > next:
+			fp.gaps++
 			werr := wire.NewError(wire.CodeSequenceGap, "sequence %d, expected %d", view.Sequence, next)
 			werr.HasValue, werr.Value = true, next
 			return &reply{id: id, err: werr}, true

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/ironbus/ironbus/wire"
 )
 
 // Leader following of an idempotent Producer. Each partition's records
@@ -45,9 +47,13 @@ type producerRoutes struct {
 	pool   map[string]*Client // the connections the producer opened to leaders, by address
 	epochs map[*Client]uint32 // the epoch each pool connection announced
 	moves  map[uint32]string  // partitions answered not_leader → the leader named ("": unknown)
-	// backoff grows with consecutive not_leader and no_leader answers and
-	// is reset by an ack: a resend waits at least this long.
-	backoff time.Duration
+	// redirected: a record was answered not_leader or no_leader since the
+	// last pass. backoff grows with each such pass and is reset by an ack:
+	// the first resend after a redirect goes at once (a planned move), the
+	// following ones wait longer and longer (a leader that keeps moving,
+	// one that cannot be reached).
+	redirected bool
+	backoff    time.Duration
 }
 
 // connFor returns the connection a record goes to: its partition's
@@ -87,9 +93,8 @@ func (p *Producer) epochLocked(c *Client) uint32 {
 // move its partition or wait out the election.
 func (p *Producer) redirectedLocked(k *keptRecord, leaderAnswer bool, leader string, retryAfter time.Duration) {
 	rt := &p.idem.route
-	k.state = keptLost
-	rt.backoff = min(max(2*rt.backoff, redirectBackoffMin), redirectBackoffMax)
-	p.idem.retryAfter = max(p.idem.retryAfter, rt.backoff, min(retryAfter, maxRetryAfter))
+	k.state, rt.redirected = keptLost, true
+	p.idem.retryAfter = max(p.idem.retryAfter, retryAfter)
 	if leaderAnswer {
 		if rt.moves == nil {
 			rt.moves = map[uint32]string{}
@@ -110,6 +115,11 @@ func (p *Producer) reroute() bool {
 	p.mu.Lock()
 	moves := rt.moves
 	rt.moves = nil
+	if rt.redirected {
+		p.idem.retryAfter = max(p.idem.retryAfter, rt.backoff)
+		rt.backoff = min(max(2*rt.backoff, redirectBackoffMin), redirectBackoffMax)
+		rt.redirected = false
+	}
 	changed := false
 	for partition, c := range rt.routes {
 		if c.Err() != nil {
@@ -219,9 +229,7 @@ func (p *Producer) announceAll() (ok bool, err error) {
 	conns := p.connsLocked()
 	p.mu.Unlock()
 	for i, c := range conns {
-		ctx, cancel := context.WithTimeout(context.Background(), p.opts.ReconnectTimeout)
-		info, err := c.producerInit(ctx, p.opts.Name)
-		cancel()
+		info, err := p.announceOn(c)
 		if errors.Is(err, ErrConnectionLost) {
 			p.requestResync(resyncReconnect)
 			return false, nil
@@ -253,6 +261,26 @@ func (p *Producer) announceAll() (ok bool, err error) {
 		p.mu.Unlock()
 	}
 	return true, nil
+}
+
+// announceOn sends ProducerInit on c, again after a retryable refusal
+// (a member whose cluster is electing a leader answers no_leader), with
+// backoff, for up to ReconnectTimeout.
+func (p *Producer) announceOn(c *Client) (*wire.ProducerInfo, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.opts.ReconnectTimeout)
+	defer cancel()
+	var wait time.Duration
+	for {
+		info, err := c.producerInit(ctx, p.opts.Name)
+		var werr *wire.Error
+		if err == nil || !errors.As(err, &werr) || !werr.Retryable || werr.Closes {
+			return info, err
+		}
+		wait = min(max(2*wait, redirectBackoffMin), redirectBackoffMax)
+		if sleepCtx(ctx, max(wait, min(werr.RetryAfter, maxRetryAfter))) != nil {
+			return info, err
+		}
+	}
 }
 
 // closeRoutes closes the producer's pool connections.

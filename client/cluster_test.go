@@ -184,8 +184,20 @@ func TestOtherCallsFollowLeader(t *testing.T) {
 	if statuses, err := c.Ack(ctx, "orders", "g", result.Messages...); err != nil || statuses[0] != client.AckOK {
 		t.Fatalf("Ack: %v, %v", statuses, err)
 	}
+	batch := []client.Record{{Payload: []byte("b1")}, {Payload: []byte("b2")}}
+	if acks, err := c.PublishBatch(ctx, client.ToPartition("orders", 0), batch); err != nil || len(acks) != 2 || acks[1].Offset != 2 {
+		t.Fatalf("PublishBatch: %+v, %v", acks, err)
+	}
 	if redirects, _ := cluster.redirectCount(); redirects != 1 {
 		t.Fatalf("%d not_leader answers, want 1: every call found the leader hint", redirects)
+	}
+	// A batch meeting a move is refused whole and sent whole again.
+	cluster.move("orders", 0, 2)
+	if acks, err := c.PublishBatch(ctx, client.ToPartition("orders", 0), batch); err != nil || len(acks) != 2 || acks[1].Offset != 4 {
+		t.Fatalf("PublishBatch after a move: %+v, %v", acks, err)
+	}
+	if got := storedPayloads(t, b, "orders"); strings.Join(got, ",") != "x,b1,b2,b1,b2" {
+		t.Fatalf("partition 0 holds %q", got)
 	}
 }
 

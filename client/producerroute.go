@@ -231,7 +231,10 @@ func (p *Producer) announceAll() (ok bool, err error) {
 	for i, c := range conns {
 		info, err := p.announceOn(c)
 		if errors.Is(err, ErrConnectionLost) {
-			p.requestResync(resyncReconnect)
+			// The next pass drops or redials the failed connection and
+			// announces again on all: none may carry records under an
+			// epoch it did not announce.
+			p.requestResync(resyncReinit)
 			return false, nil
 		}
 		if err != nil {

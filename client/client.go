@@ -28,8 +28,9 @@ type Options struct {
 	// requested in Hello; default DefaultWindow. The connection uses the
 	// smaller of this and the server's window.
 	Window int
-	// DialTimeout bounds the TCP connect and the handshake together;
-	// default DefaultDialTimeout. The Dial context can end it sooner.
+	// DialTimeout bounds the TCP connect and the handshake together, for
+	// each address tried; default DefaultDialTimeout. The Dial context
+	// can end it sooner.
 	DialTimeout time.Duration
 	// MaxFrame is the largest frame this client accepts, announced in
 	// Hello; default wire.DefaultMaxFrame (room for a 16 MiB record). A
@@ -104,9 +105,10 @@ type ServerInfo struct {
 	IdleTimeout    time.Duration // the server closes a connection silent this long; 0 = never
 }
 
-// Client is one connection to a broker. It is safe for concurrent use:
-// every call is a request with its own id, and replies are matched by id
-// whatever order they come back in.
+// Client is one connection to a broker (and, in a cluster, a pool of
+// connections to the leaders of the partitions it uses). It is safe for
+// concurrent use: every call is a request with its own id, and replies
+// are matched by id whatever order they come back in.
 type Client struct {
 	conn    net.Conn
 	addr    string
@@ -164,9 +166,9 @@ type Client struct {
 // protocol version in common) ends the Dial at once, since every member
 // of a cluster would answer the same.
 //
-// The seeds stay with the Client: a request answered not_leader is sent
-// to the leader (cluster.go), and an idempotent Producer redials through
-// them.
+// The seeds stay with the Client: a request answered not_leader without
+// a leader's address goes to the next seed (the package documentation,
+// Clusters), and an idempotent Producer redials through them.
 func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 	opts = opts.withDefaults()
 	if err := ctx.Err(); err != nil {

@@ -69,13 +69,14 @@ type Result struct {
 // sequences: a record the broker had stored comes back as an Ack with
 // Duplicate set and the first copy's offset, so each record is stored
 // once and in order. A record a cluster member refuses as not_leader or
-// no_leader is resent the same way to its partition's leader
-// (producerroute.go has the ordering rule). A record refused by the broker fails alone: the
-// producer renumbers the ones it sent after it, which the broker did not
-// store, and resends them in order. Unstamped records (routed by
-// subject, keyless to a stream of several partitions, or to a stream
-// whose partition count the producer cannot read) are at-least-once:
-// after a connection failure they fail, and may have been stored.
+// no_leader is resent the same way to its partition's leader (the
+// package documentation, Clusters). A record refused by the broker fails
+// alone: the producer renumbers the ones it sent after it, which the
+// broker did not store, and resends them in order. Unstamped records
+// (routed by subject, keyless to a stream of several partitions, or to a
+// stream whose partition count the producer cannot read) are
+// at-least-once: after a connection failure they fail, and may have
+// been stored.
 type Producer struct {
 	origin  *Client                // the connection it was made on
 	conn    atomic.Pointer[Client] // its home connection: origin, or its own; partitions led elsewhere use idem.route

@@ -94,6 +94,12 @@ func (p *Producer) epochLocked(c *Client) uint32 {
 func (p *Producer) redirectedLocked(k *keptRecord, leaderAnswer bool, leader string, retryAfter time.Duration) {
 	rt := &p.idem.route
 	k.state, rt.redirected = keptLost, true
+	// A member refuses before it appends anything. Should a leader that
+	// steps down answer a record it had appended (which its successor
+	// may commit), the resend still keeps the sequence, so the leader
+	// answers that copy as a duplicate; marked uncertain, the record is
+	// never renumbered nor reported unstored.
+	k.uncertain = k.uncertain || leaderAnswer
 	p.idem.retryAfter = max(p.idem.retryAfter, retryAfter)
 	if leaderAnswer {
 		if rt.moves == nil {

@@ -151,7 +151,10 @@
 // the cause: an I/O error, or the server's closing *wire.Error), and so
 // does every later call on that Client. To carry on, Dial again and
 // decide what to resend, knowing that unacknowledged records may already
-// be stored. Close fails pending calls with ErrClosed.
+// be stored. Close fails pending calls with ErrClosed. (In a cluster, a
+// connection of the Client's leader pool that breaks fails the calls
+// pending on it the same way, and is dialled again when a partition it
+// led is next asked for; the connection dialled decides Err.)
 //
 // An idempotent Producer is the exception: it redials the Client's
 // seeds in turn with the Client's Options, with backoff, for up to

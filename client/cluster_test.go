@@ -272,8 +272,19 @@ func storedSequences(t *testing.T, b *fakeBroker, log string) (sequences []uint6
 }
 
 func TestProducerFollowsLeadersAcrossMovesAndDeaths(t *testing.T) {
+	for _, anonymous := range []bool{false, true} {
+		t.Run(fmt.Sprintf("anonymous=%v", anonymous), func(t *testing.T) { testProducerFollowsLeaders(t, anonymous) })
+	}
+}
+
+// testProducerFollowsLeaders runs a producer over two partitions led by
+// different nodes through a planned move, the death of a leader with
+// records it stored unacknowledged, an election and a move back; with
+// anonymous, followers name no leader and the producer asks ClusterInfo.
+func testProducerFollowsLeaders(t *testing.T, anonymous bool) {
 	before := runtime.NumGoroutine()
 	b, cluster := startFakeCluster(t, 3, func(b *fakeBroker) { b.partitions = map[string]uint32{"orders": 2} })
+	b.locked(func() { cluster.anonymous = anonymous })
 	cluster.move("orders", 1, 1) // partition 0 on node 1, partition 1 on node 2
 	seeds := cluster.addr(0) + "," + cluster.addr(1) + "," + cluster.addr(2)
 	c, err := client.Dial(testContext(t), seeds, client.Options{})
@@ -426,5 +437,25 @@ func TestProducerSurvivesItsHomeNode(t *testing.T) {
 	}
 	if !errors.Is(c.Err(), client.ErrConnectionLost) {
 		t.Fatalf("the Client's own connection: %v, want it lost with its node", c.Err())
+	}
+}
+
+func TestProduceTriesTheSeedsWhenNoLeaderIsNamed(t *testing.T) {
+	b, cluster := startFakeCluster(t, 3, func(b *fakeBroker) {
+		b.welcome.Capabilities &^= wire.CapCluster // no ClusterInfo to ask
+	})
+	b.locked(func() { cluster.anonymous = true })
+	cluster.move("s", 0, 2)
+	seeds := cluster.addr(0) + "," + cluster.addr(1) + "," + cluster.addr(2)
+	c, err := client.Dial(testContext(t), seeds, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Produce(testContext(t), "s", client.Record{Payload: []byte("x")}); err != nil {
+		t.Fatalf("Produce: %v", err)
+	}
+	if redirects, _ := cluster.redirectCount(); redirects != 2 {
+		t.Fatalf("%d not_leader answers, want 2 (the seeds in turn)", redirects)
 	}
 }

@@ -283,7 +283,10 @@ func TestProducerFollowsLeadersAcrossMovesAndDeaths(t *testing.T) {
 // anonymous, followers name no leader and the producer asks ClusterInfo.
 func testProducerFollowsLeaders(t *testing.T, anonymous bool) {
 	before := runtime.NumGoroutine()
-	b, cluster := startFakeCluster(t, 3, func(b *fakeBroker) { b.partitions = map[string]uint32{"orders": 2} })
+	b, cluster := startFakeCluster(t, 3, func(b *fakeBroker) {
+		b.partitions = map[string]uint32{"orders": 2}
+		b.reverseAcks = true // answers out of order, within each read batch
+	})
 	b.locked(func() { cluster.anonymous = anonymous })
 	cluster.move("orders", 1, 1) // partition 0 on node 1, partition 1 on node 2
 	seeds := cluster.addr(0) + "," + cluster.addr(1) + "," + cluster.addr(2)

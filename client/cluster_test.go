@@ -287,7 +287,7 @@ func testProducerFollowsLeaders(t *testing.T, anonymous bool) {
 		b.partitions = map[string]uint32{"orders": 2}
 		b.reverseAcks = true // answers out of order, within each read batch
 	})
-	b.locked(func() { cluster.anonymous = anonymous })
+	b.locked(func() { cluster.anonymous, cluster.lagRefusals = anonymous, true })
 	cluster.move("orders", 1, 1) // partition 0 on node 1, partition 1 on node 2
 	seeds := cluster.addr(0) + "," + cluster.addr(1) + "," + cluster.addr(2)
 	c, err := client.Dial(testContext(t), seeds, client.Options{})

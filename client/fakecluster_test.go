@@ -23,16 +23,20 @@ type fakeCluster struct {
 	lns []net.Listener
 
 	// Guarded by b.mu.
-	addrs      []string
-	dead       []bool
-	leaders    map[string]int // logKey → leading node; absent: node 0
-	noLeader   bool           // answer no_leader to every produce
-	anonymous  bool           // not_leader names no address
-	loop       bool           // every node names the next one as the leader
-	redirects  int            // not_leader answers sent
-	noLeaders  int            // no_leader answers sent
-	connEpochs map[*fakeConn]map[uint64]uint32
-	partEpochs map[fakeSeqKey]uint32
+	addrs     []string
+	dead      []bool
+	leaders   map[string]int // logKey → leading node; absent: node 0
+	noLeader  bool           // answer no_leader to every produce
+	anonymous bool           // not_leader names no address
+	loop      bool           // every node names the next one as the leader
+	// lagRefusals: a follower answers the produces it refuses late, one
+	// at a time, the newest first, so later records come back refused
+	// while earlier ones are still unanswered.
+	lagRefusals bool
+	redirects   int // not_leader answers sent
+	noLeaders   int // no_leader answers sent
+	connEpochs  map[*fakeConn]map[uint64]uint32
+	partEpochs  map[fakeSeqKey]uint32
 }
 
 func startFakeCluster(tb testing.TB, nodes int, configure func(*fakeBroker)) (*fakeBroker, *fakeCluster) {
@@ -204,4 +208,19 @@ func (fc *fakeConn) followerRefusal(stream []byte, partition uint32) *wire.Error
 	var werr *wire.Error
 	fc.b.locked(func() { werr = fc.b.cluster.leads(fc, stream, partition) })
 	return werr
+}
+
+// answerLate writes refusals one by one, newest first, a moment apart,
+// behind whatever the connection answers meanwhile.
+func (fc *fakeConn) answerLate(replies []reply) {
+	replies = slices.Clone(replies)
+	slices.Reverse(replies)
+	fc.b.lateAnswers.Add(1)
+	go func() {
+		defer fc.b.lateAnswers.Done()
+		for _, r := range replies {
+			time.Sleep(500 * time.Microsecond)
+			fc.writeReplies([]reply{r})
+		}
+	}()
 }

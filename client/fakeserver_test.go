@@ -51,6 +51,9 @@ type fakeBroker struct {
 	forget    func(n uint64) bool
 	producers fakeProducers
 	cluster   *fakeCluster // fakecluster_test.go: nil for a single broker
+	// lateAnswers counts the goroutines writing late answers, so stop
+	// waits for them.
+	lateAnswers sync.WaitGroup
 
 	mu          sync.Mutex
 	holding     bool
@@ -127,6 +130,7 @@ func (b *fakeBroker) stop() {
 		b.cluster.stop()
 	}
 	b.dropAll()
+	b.lateAnswers.Wait()
 }
 
 func (b *fakeBroker) accept() { b.acceptOn(b.ln, 0) }
@@ -226,6 +230,7 @@ type fakeConn struct {
 	dropped      bool          // dropAfter fired: stop serving
 	atomic       []pendingPart // the open atomic batch of the connection
 	atomicFailed bool          // a part of the open batch was refused
+	lagged       []reply       // refusals answered late (fakeCluster.lagRefusals)
 
 	heldMu sync.Mutex
 	held   []reply
@@ -353,6 +358,10 @@ func (fc *fakeConn) hello(f wire.Frame) bool {
 // the produce acks, delayed and reordered as configured.
 func (fc *fakeConn) flush() {
 	b := fc.b
+	if len(fc.lagged) > 0 {
+		fc.answerLate(fc.lagged)
+		fc.lagged = nil
+	}
 	if len(fc.batch) > 0 {
 		if b.ackDelay > 0 {
 			time.Sleep(b.ackDelay)
@@ -459,7 +468,10 @@ func (fc *fakeConn) produce(f wire.Frame) {
 	}
 	stream, partition, werr := b.route(m)
 	if werr == nil && b.cluster != nil {
-		werr = b.cluster.leads(fc, stream, partition)
+		if werr = b.cluster.leads(fc, stream, partition); werr != nil && b.cluster.lagRefusals && !noAck {
+			fc.lagged = append(fc.lagged, reply{id: f.RequestID, err: werr})
+			return
+		}
 	}
 	if werr != nil {
 		answer(reply{id: f.RequestID, err: werr})

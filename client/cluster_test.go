@@ -462,3 +462,19 @@ func TestProduceTriesTheSeedsWhenNoLeaderIsNamed(t *testing.T) {
 		t.Fatalf("%d not_leader answers, want 2 (the seeds in turn)", redirects)
 	}
 }
+
+func TestAdminCallsFollowTheMetadataLeader(t *testing.T) {
+	b, cluster := startFakeCluster(t, 3, func(b *fakeBroker) { b.partitions = map[string]uint32{"orders": 3} })
+	b.locked(func() { cluster.adminNode = 2 })
+	c := dial(t, b, client.Options{})
+	ctx := testContext(t)
+	for range 2 {
+		state, err := c.StreamInfo(ctx, "orders")
+		if err != nil || len(state.Partitions) != 3 {
+			t.Fatalf("StreamInfo: %+v, %v", state, err)
+		}
+	}
+	if redirects, _ := cluster.redirectCount(); redirects != 1 {
+		t.Fatalf("%d not_leader answers, want 1: the metadata leader is remembered", redirects)
+	}
+}

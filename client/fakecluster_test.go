@@ -33,14 +33,17 @@ type fakeCluster struct {
 	// at a time, the newest first, so later records come back refused
 	// while earlier ones are still unanswered.
 	lagRefusals bool
-	redirects   int // not_leader answers sent
-	noLeaders   int // no_leader answers sent
-	connEpochs  map[*fakeConn]map[uint64]uint32
-	partEpochs  map[fakeSeqKey]uint32
+	// adminNode, when not negative, is the only node that answers admin
+	// requests (the metadata leader's role); the others say not_leader.
+	adminNode  int
+	redirects  int // not_leader answers sent
+	noLeaders  int // no_leader answers sent
+	connEpochs map[*fakeConn]map[uint64]uint32
+	partEpochs map[fakeSeqKey]uint32
 }
 
 func startFakeCluster(tb testing.TB, nodes int, configure func(*fakeBroker)) (*fakeBroker, *fakeCluster) {
-	c := &fakeCluster{leaders: map[string]int{}, connEpochs: map[*fakeConn]map[uint64]uint32{},
+	c := &fakeCluster{adminNode: -1, leaders: map[string]int{}, connEpochs: map[*fakeConn]map[uint64]uint32{},
 		partEpochs: map[fakeSeqKey]uint32{}, dead: make([]bool, nodes)}
 	lns := make([]net.Listener, nodes)
 	for i := 1; i < nodes; i++ {
@@ -223,4 +226,22 @@ func (fc *fakeConn) answerLate(replies []reply) {
 			fc.writeReplies([]reply{r})
 		}
 	}()
+}
+
+// adminRefusal is the not_leader a node that does not answer admin
+// requests sends; nil on a single broker.
+func (fc *fakeConn) adminRefusal() *wire.Error {
+	c := fc.b.cluster
+	if c == nil {
+		return nil
+	}
+	var werr *wire.Error
+	fc.b.locked(func() {
+		if c.adminNode >= 0 && c.adminNode != fc.node {
+			c.redirects++
+			werr = wire.NewError(wire.CodeNotLeader, "fake: node %d does not lead the metadata", fc.node+1)
+			werr.Leader = c.addrs[c.adminNode]
+		}
+	})
+	return werr
 }

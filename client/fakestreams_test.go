@@ -156,6 +156,10 @@ func (fc *fakeConn) openGroup(f wire.Frame) {
 // streamAdmin answers StreamAdmin list with the configured bindings (the
 // fake knows no other admin operation).
 func (fc *fakeConn) streamAdmin(f wire.Frame) {
+	if werr := fc.adminRefusal(); werr != nil {
+		fc.out = wire.Append(fc.out, f.RequestID, werr)
+		return
+	}
 	m, err := wire.DecodeStreamAdmin(f.Body)
 	if err == nil && m.Op == wire.StreamOpInfo {
 		fc.streamInfo(f, m)

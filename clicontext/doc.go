@@ -1,5 +1,5 @@
 // Package clicontext stores the command line's named contexts: a broker
-// address, how to reach it securely (TLS CA, client certificate and key,
+// address (or a cluster's seed list), how to reach it securely (TLS CA, client certificate and key,
 // server name, a token file or a user and password file) and a data
 // directory under one name, and which
 // name is current, so an operator with several brokers types

@@ -31,7 +31,10 @@ var (
 
 // Context is one named set of defaults.
 type Context struct {
-	Name      string `json:"name"`
+	Name string `json:"name"`
+	// Addr is the broker's client address, or a cluster's seed list of
+	// them separated by commas ("a:7001,b:7001,c:7001"): it is handed to
+	// --addr, and so to client.Dial, as it is.
 	Addr      string `json:"addr,omitempty"`
 	TokenFile string `json:"token_file,omitempty"`
 	DataDir   string `json:"data_dir,omitempty"`

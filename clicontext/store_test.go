@@ -102,3 +102,19 @@ func TestCreateKeepsTLSAndCredentialsConsistent(t *testing.T) {
 		t.Errorf("secret files %q, want the password and the key", got)
 	}
 }
+
+func TestSeedListKeptAsGiven(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "config")
+	store := NewStore(dir)
+	seeds := "10.0.0.7:7001,10.0.0.8:7001,10.0.0.9:7001"
+	if _, err := store.Create(Context{Name: "edge", Addr: seeds}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Use("edge"); err != nil {
+		t.Fatal(err)
+	}
+	current, ok, err := NewStore(dir).Current() // read back from the file
+	if err != nil || !ok || current.Addr != seeds {
+		t.Fatalf("current: %+v %v %v, want the seed list kept whole", current, ok, err)
+	}
+}

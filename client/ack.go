@@ -153,6 +153,21 @@ func partitionRuns(messages []Message) []ackRun {
 }
 
 func (c *Client) ackRequest(ctx context.Context, msg *wire.Ack) ([]AckStatus, error) {
+	key := streamPartition{stream: string(msg.Stream), partition: msg.Partition}
+	var rd redirect
+	for conn := c.routeOf(key); ; {
+		statuses, err := conn.ackOn(ctx, msg)
+		if !redirectable(err) {
+			return statuses, err
+		}
+		if conn, err = c.follow(ctx, conn, key, err, &rd); conn == nil {
+			return nil, err
+		}
+	}
+}
+
+// ackOn sends an Ack on this connection and waits for its statuses.
+func (c *Client) ackOn(ctx context.Context, msg *wire.Ack) ([]AckStatus, error) {
 	cl := getCall()
 	cl.want = len(msg.Entries)
 	id, err := c.register(entry{kind: kindAck, call: cl})

@@ -186,7 +186,16 @@ func (c *Client) adminCall(ctx context.Context, m wire.Message) (wire.Message, e
 	if c.info.Capabilities&wire.CapAdmin == 0 {
 		return nil, fmt.Errorf("%w: the broker does not serve admin requests (no admin capability)", ErrInvalidArgument)
 	}
-	return c.request(ctx, m)
+	var rd redirect
+	for conn := c.routeOf(adminRoute); ; {
+		reply, err := conn.request(ctx, m)
+		if !redirectable(err) {
+			return reply, err
+		}
+		if conn, err = c.follow(ctx, conn, adminRoute, err, &rd); conn == nil {
+			return nil, err
+		}
+	}
 }
 
 // request sends m and waits for its one-frame answer (an admin answer or
@@ -237,6 +246,12 @@ func (c *Client) onAdmin(f wire.Frame) error {
 			return err
 		}
 		reply = info
+	case wire.TypeClusterState:
+		state, err := decodeClusterState(f.Body)
+		if err != nil {
+			return err
+		}
+		reply = state
 	case wire.TypeStreamCompacted:
 		compacted, err := wire.DecodeStreamCompacted(f.Body)
 		if err != nil {

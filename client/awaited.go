@@ -220,8 +220,10 @@ func (a *awaitedProducer) refused(log streamPartition, err error, sequence, gene
 		// The context or the connection: the record may be stored, so its
 		// sequence stays used; a gap on the next record repairs it if not.
 	default:
-		// Refused and not stored. It was the newest record numbered here
-		// and was sent once, so no later sequence exists: reuse its own.
+		// Refused and not stored (not_leader included: a member refuses
+		// before it appends anything). It was the newest record numbered
+		// here and was sent once, so no later sequence exists: reuse its
+		// own.
 		if state.generation == generation && state.next == sequence+1 {
 			state.next = sequence
 		}

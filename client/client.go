@@ -28,8 +28,9 @@ type Options struct {
 	// requested in Hello; default DefaultWindow. The connection uses the
 	// smaller of this and the server's window.
 	Window int
-	// DialTimeout bounds the TCP connect and the handshake together;
-	// default DefaultDialTimeout. The Dial context can end it sooner.
+	// DialTimeout bounds the TCP connect and the handshake together, for
+	// each address tried; default DefaultDialTimeout. The Dial context
+	// can end it sooner.
 	DialTimeout time.Duration
 	// MaxFrame is the largest frame this client accepts, announced in
 	// Hello; default wire.DefaultMaxFrame (room for a 16 MiB record). A
@@ -104,9 +105,10 @@ type ServerInfo struct {
 	IdleTimeout    time.Duration // the server closes a connection silent this long; 0 = never
 }
 
-// Client is one connection to a broker. It is safe for concurrent use:
-// every call is a request with its own id, and replies are matched by id
-// whatever order they come back in.
+// Client is one connection to a broker (and, in a cluster, a pool of
+// connections to the leaders of the partitions it uses). It is safe for
+// concurrent use: every call is a request with its own id, and replies
+// are matched by id whatever order they come back in.
 type Client struct {
 	conn    net.Conn
 	addr    string
@@ -148,11 +150,25 @@ type Client struct {
 	awaited         awaitedProducer // the identity of Produce's idempotent records
 	batchID         atomic.Uint32   // the last atomic batch id used on the connection
 	asyncSent       atomic.Uint64   // records PublishAsync sent
+	// router sends requests answered not_leader to the leader (nil on a
+	// connection the router itself opened: only the Client the caller
+	// dialled routes).
+	router *router
 }
 
-// Dial connects to the broker at addr (host:port) and completes the
-// handshake. A handshake refused by the server returns an error wrapping
-// the server's *wire.Error.
+// Dial connects to a broker and completes the handshake. addr is one
+// host:port, or a seed list of them separated by commas
+// ("a:7001,b:7002,c:7003"): the seeds are tried in order until one
+// completes the handshake, and the error of a Dial that reached none
+// names every address tried (errors.Is finds each cause). A handshake
+// refused by the server returns an error wrapping the server's
+// *wire.Error; a refusal that is not retryable (authentication, no
+// protocol version in common) ends the Dial at once, since every member
+// of a cluster would answer the same.
+//
+// The seeds stay with the Client: a request answered not_leader without
+// a leader's address goes to the next seed (the package documentation,
+// Clusters), and an idempotent Producer redials through them.
 func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 	opts = opts.withDefaults()
 	if err := ctx.Err(); err != nil {
@@ -161,6 +177,20 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 	if _, err := opts.Compression.codec(); err != nil {
 		return nil, err
 	}
+	seeds, err := ParseSeeds(addr)
+	if err != nil {
+		return nil, err
+	}
+	c, _, err := dialSeeds(ctx, seeds, 0, opts)
+	if err != nil {
+		return nil, err
+	}
+	c.router = newRouter(c, seeds)
+	return c, nil
+}
+
+// dialOne connects to one address and completes the handshake.
+func dialOne(ctx context.Context, addr string, opts Options) (*Client, error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.DialTimeout)
 	defer cancel()
 	var dialer net.Dialer
@@ -260,7 +290,7 @@ func handshake(ctx context.Context, conn net.Conn, opts Options) (wire.Welcome, 
 
 func exchangeHello(conn net.Conn, opts Options) (wire.Welcome, readBuffer, error) {
 	hello := wire.Hello{MinVersion: wire.ProtocolVersion, MaxVersion: wire.ProtocolVersion,
-		Capabilities: wire.Capabilities, MaxFrame: opts.MaxFrame, Window: uint32(opts.Window),
+		Capabilities: clientCapabilities, MaxFrame: opts.MaxFrame, Window: uint32(opts.Window),
 		ClientName: opts.ClientName, AuthMechanism: opts.Auth.Mechanism, AuthMaterial: opts.Auth.Material}
 	if _, err := conn.Write(wire.Append(nil, 0, &hello)); err != nil {
 		return wire.Welcome{}, readBuffer{}, fmt.Errorf("send Hello: %w", err)
@@ -311,6 +341,9 @@ func (c *Client) Window() int { return cap(c.window) }
 func (c *Client) Close() error {
 	c.shutdown(ErrClosed)
 	c.wg.Wait()
+	if c.router != nil {
+		c.router.close()
+	}
 	return nil
 }
 

@@ -59,7 +59,7 @@ func TestHandshake(t *testing.T) {
 	}
 	b.locked(func() {
 		h := b.hellos[0]
-		if h.MinVersion != 1 || h.MaxVersion != 1 || h.Capabilities != wire.Capabilities ||
+		if h.MinVersion != 1 || h.MaxVersion != 1 || h.Capabilities != wire.Capabilities|wire.CapCluster ||
 			h.MaxFrame != wire.DefaultMaxFrame || h.Window != 512 || h.ClientName != "tester" {
 			t.Fatalf("Hello %+v", h)
 		}

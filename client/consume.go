@@ -117,6 +117,21 @@ func (c *Client) Fetch(ctx context.Context, stream, group string, opts FetchOpti
 		return FetchResult{}, err
 	}
 	msg := consumeMessage(stream, group, opts)
+	key := streamPartition{stream: stream, partition: opts.Partition}
+	var rd redirect
+	for conn := c.routeOf(key); ; {
+		result, err := conn.fetchOn(ctx, stream, msg)
+		if !redirectable(err) {
+			return result, err
+		}
+		if conn, err = c.follow(ctx, conn, key, err, &rd); conn == nil {
+			return FetchResult{}, err
+		}
+	}
+}
+
+// fetchOn sends a Consume on this connection and collects its answer.
+func (c *Client) fetchOn(ctx context.Context, stream string, msg *wire.Consume) (FetchResult, error) {
 	cl := getCall()
 	cl.fetch.stream, cl.fetch.decompressor = stream, c.decompressor
 	id, err := c.register(entry{kind: kindFetch, call: cl})

@@ -145,6 +145,35 @@ func (c *Client) ProduceTo(ctx context.Context, d Destination, record Record) (A
 	if err := ctx.Err(); err != nil {
 		return Ack{}, err
 	}
+	key := c.produceRoute(d, record.Key)
+	var rd redirect
+	for conn := c.routeOf(key); ; {
+		ack, err := conn.produceOn(ctx, d, &record)
+		if !redirectable(err) {
+			return ack, err
+		}
+		if conn, err = c.follow(ctx, conn, key, err, &rd); conn == nil {
+			return Ack{}, err
+		}
+	}
+}
+
+// produceRoute is the routing key of a record to d: its partition when
+// the client can know it from what it has cached, else the stream's.
+func (c *Client) produceRoute(d Destination, key []byte) streamPartition {
+	route := streamPartition{stream: d.stream, partition: d.partition}
+	if d.bySubject || d.partition != AnyPartition || len(key) == 0 {
+		return route
+	}
+	if count, ok := c.partitionCounts.lookup(d.stream); ok && count > 0 {
+		route.partition = wire.PartitionForKey(key, count)
+	}
+	return route
+}
+
+// produceOn sends one record on this connection and waits for its
+// answer: ProduceTo without leader following.
+func (c *Client) produceOn(ctx context.Context, d Destination, record *Record) (Ack, error) {
 	enc := c.encoders.Get().(*encoder)
 	defer c.encoders.Put(enc)
 	t, err := c.resolve(d, enc.stream)
@@ -152,13 +181,13 @@ func (c *Client) ProduceTo(ctx context.Context, d Destination, record Record) (A
 	if err != nil {
 		return Ack{}, err
 	}
-	partition, idempotent, err := c.awaitedStamp(ctx, t, d.stream, &record)
+	partition, idempotent, err := c.awaitedStamp(ctx, t, d.stream, record)
 	if err != nil {
 		return Ack{}, err
 	}
 	// The stamp's id and sequence are set under the identity's lock, as
 	// the record is written; these placeholders reserve their room.
-	if err := enc.encode(c, t, partition, &record, stamp{idempotent: idempotent}); err != nil {
+	if err := enc.encode(c, t, partition, record, stamp{idempotent: idempotent}); err != nil {
 		return Ack{}, err
 	}
 	if idempotent {

@@ -26,7 +26,7 @@ func (c *Client) dispatch(f wire.Frame) error {
 		return c.onPong(f)
 	case wire.TypeGroupInfo:
 		return c.onGroupInfo(f)
-	case wire.TypeGroupList, wire.TypeDeadLetterState, wire.TypeStreamList, wire.TypeProducerInfo, wire.TypeStreamCompacted:
+	case wire.TypeGroupList, wire.TypeDeadLetterState, wire.TypeStreamList, wire.TypeProducerInfo, wire.TypeStreamCompacted, wire.TypeClusterState:
 		return c.onAdmin(f)
 	case wire.TypeTxnState:
 		return c.onTxnState(f)

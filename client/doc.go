@@ -10,7 +10,9 @@
 // # Connecting
 //
 // Dial opens one TCP connection and completes the handshake (Hello,
-// then Welcome or a refusal returned as a *wire.Error). A Client is safe
+// then Welcome or a refusal returned as a *wire.Error); given a seed
+// list ("a:7001,b:7002"), it tries the addresses in order until one
+// answers. A Client is safe
 // for concurrent use: every call is a request with its own request id,
 // replies are matched by id in whatever order they arrive, and one
 // reader at a time reads the socket for all callers. An awaited call
@@ -149,14 +151,50 @@
 // the cause: an I/O error, or the server's closing *wire.Error), and so
 // does every later call on that Client. To carry on, Dial again and
 // decide what to resend, knowing that unacknowledged records may already
-// be stored. Close fails pending calls with ErrClosed.
+// be stored. Close fails pending calls with ErrClosed. (In a cluster, a
+// connection of the Client's leader pool that breaks fails the calls
+// pending on it the same way, and is dialled again when a partition it
+// led is next asked for; the connection dialled decides Err.)
 //
-// An idempotent Producer is the exception: it redials the same address
-// with the Client's Options, with backoff, for up to
+// An idempotent Producer is the exception: it redials the Client's
+// seeds in turn with the Client's Options, with backoff, for up to
 // ProducerOptions.ReconnectTimeout, and carries on on a connection of its
 // own (closed by Producer.Close), resending what it kept. Its stamped
 // records come through exactly once; its unstamped ones fail with the
 // connection, as on a Client.
+//
+// # Clusters
+//
+// A broker that is a member of a replicated cluster has the cluster
+// capability (the client announces it in Hello; Welcome's intersection
+// says whether it is in effect). Only a partition's leader takes its
+// produces, leases and settlements: another member answers not_leader,
+// naming the leader's client address when it knows it, and a partition
+// in an election answers no_leader; neither did anything. The Client
+// sends such a request again where it belongs: to the address named,
+// over a connection of its own pool (one per address, opened on first
+// need with the Client's Options, reused, closed by Close), so
+// partitions led by different nodes each go to their leader; without an
+// address, to the leader ClusterInfo names, else the next seed; after
+// no_leader, to the same member once its retry_after hint (or a growing
+// backoff) has passed. The leader of each partition is remembered until
+// a member answers not_leader again. A request is sent at most 6 times,
+// then fails with ErrNoLeader wrapping the last *wire.Error. Produce,
+// ProduceTo, PublishBatch, Fetch (and Consume), OpenGroup, Ack and the
+// other settlements and the admin calls follow leaders; Ping, BeginTx
+// and PublishAsync stay on the connection dialled, and a Stream reads
+// from it (a follower serves reads up to its commit index).
+//
+// An idempotent Producer follows leaders per partition on connections of
+// its own. A record refused not_leader or no_leader keeps its sequence;
+// the producer pauses Send, waits until every record in flight on every
+// connection has its answer (so no record reaches a partition's new
+// leader ahead of an earlier one of the same partition), moves the
+// partition, announces itself again on each connection it uses (its
+// epochs only ever rise, on every partition) and resends the waiting
+// records in send order: what the old leader had stored comes back as a
+// duplicate, the rest is stored once. ClusterInfo reports the nodes,
+// each partition's leader and replicas, and the replication watermark.
 //
 // # The window and ordering
 //
@@ -187,7 +225,8 @@
 // ErrConnectionLost, ErrWindowFull, ErrRecordTooLarge (checked against the
 // server's limits before sending), ErrCorruptDelivery and
 // ErrUnsupportedRecord (reported by Fetch as a *DeliveryError alongside
-// the records that did verify), ErrProtocol and ErrInvalidArgument. A
+// the records that did verify), ErrProtocol, ErrInvalidArgument,
+// ErrNoLeader, ErrNotClustered and ErrNoSeeds. A
 // context that ends returns ctx.Err(); the connection stays usable and a
 // late reply is dropped. Refusals of a produce that a program acts on are
 // typed, wrapping the *wire.Error: an *ExpectationError (a conditional

@@ -18,6 +18,10 @@ func (fc *fakeConn) consume(f wire.Frame) {
 		b.problem("Consume: %v", err)
 		return
 	}
+	if werr := fc.followerRefusal(m.Stream, m.Partition); werr != nil {
+		fc.out = wire.Append(fc.out, f.RequestID, werr)
+		return
+	}
 	if m.Mode == wire.ModeStreaming {
 		fc.streamBatch(f, m)
 		return
@@ -118,6 +122,10 @@ func (fc *fakeConn) ack(f wire.Frame) {
 	m, err := wire.DecodeAck(f.Body, nil)
 	if err != nil {
 		b.problem("Ack: %v", err)
+		return
+	}
+	if werr := fc.followerRefusal(m.Stream, m.Partition); werr != nil {
+		fc.out = wire.Append(fc.out, f.RequestID, werr)
 		return
 	}
 	b.mu.Lock()

@@ -23,6 +23,7 @@ type fakeProducers struct {
 	msgIDs  map[string]uint64 // log key + "\x00" + message id → offset
 	inits   int               // ProducerInit frames answered
 	dups    int               // duplicates answered
+	gaps    int               // sequence gaps answered
 }
 
 type fakeSeqKey struct {
@@ -76,6 +77,9 @@ func (fc *fakeConn) producerInit(f wire.Frame) {
 	}
 	fp.epochs[id]++
 	info := &wire.ProducerInfo{ID: id, Epoch: fp.epochs[id]}
+	if b.cluster != nil {
+		b.cluster.announced(fc, id, info.Epoch)
+	}
 	for key, next := range fp.next {
 		if key.producer == id && !b.noPositions {
 			info.Positions = append(info.Positions, wire.ProducerPosition{Stream: []byte(key.stream), Partition: key.partition, NextSequence: next})
@@ -110,7 +114,9 @@ func (fc *fakeConn) checkProduce(id uint32, m wire.Produce, stream []byte, parti
 			return &reply{id: id, err: wire.NewError(wire.CodeInvalidRequest, "producer option without a producer id")}, true
 		case !known:
 			return &reply{id: id, err: wire.NewError(wire.CodeUnknownProducer, "producer %d", view.ProducerID)}, true
-		case o.Epoch < epoch:
+		case b.cluster != nil && b.cluster.fenced(fc, key, o.Epoch):
+			return &reply{id: id, err: wire.NewError(wire.CodeProducerFenced, "epoch %d is not the connection's, or older than the partition's", o.Epoch)}, true
+		case b.cluster == nil && o.Epoch < epoch:
 			return &reply{id: id, err: wire.NewError(wire.CodeProducerFenced, "epoch %d < %d", o.Epoch, epoch)}, true
 		case !state && view.Sequence > 0:
 			// A known producer without state here sends a later sequence:
@@ -121,6 +127,7 @@ func (fc *fakeConn) checkProduce(id uint32, m wire.Produce, stream []byte, parti
 			offset := fp.offsets[fakeOffsetKey{key, view.Sequence}]
 			return &reply{id: id, ack: wire.ProduceAck{Partition: partition, Offset: offset, Flags: wire.AckDuplicate}}, true
 		case view.Sequence > next:
+			fp.gaps++
 			werr := wire.NewError(wire.CodeSequenceGap, "sequence %d, expected %d", view.Sequence, next)
 			werr.HasValue, werr.Value = true, next
 			return &reply{id: id, err: werr}, true

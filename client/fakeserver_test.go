@@ -50,6 +50,10 @@ type fakeBroker struct {
 	// record's partition and answer producer_expired.
 	forget    func(n uint64) bool
 	producers fakeProducers
+	cluster   *fakeCluster // fakecluster_test.go: nil for a single broker
+	// lateAnswers counts the goroutines writing late answers, so stop
+	// waits for them.
+	lateAnswers sync.WaitGroup
 
 	mu          sync.Mutex
 	holding     bool
@@ -122,16 +126,23 @@ func (b *fakeBroker) addr() string { return b.ln.Addr().String() }
 
 func (b *fakeBroker) stop() {
 	b.ln.Close()
+	if b.cluster != nil {
+		b.cluster.stop()
+	}
 	b.dropAll()
+	b.lateAnswers.Wait()
 }
 
-func (b *fakeBroker) accept() {
+func (b *fakeBroker) accept() { b.acceptOn(b.ln, 0) }
+
+// acceptOn serves the connections of one listener: a cluster's node.
+func (b *fakeBroker) acceptOn(ln net.Listener, node int) {
 	for {
-		conn, err := b.ln.Accept()
+		conn, err := ln.Accept()
 		if err != nil {
 			return
 		}
-		fc := &fakeConn{b: b, conn: conn}
+		fc := &fakeConn{b: b, conn: conn, node: node}
 		b.mu.Lock()
 		b.accepted++
 		b.conns = append(b.conns, fc)
@@ -209,6 +220,7 @@ func (b *fakeBroker) bodies(stream string) [][]byte {
 type fakeConn struct {
 	b    *fakeBroker
 	conn net.Conn
+	node int // the cluster node whose listener accepted it
 	wmu  sync.Mutex
 
 	// Owned by the serving goroutine.
@@ -218,6 +230,7 @@ type fakeConn struct {
 	dropped      bool          // dropAfter fired: stop serving
 	atomic       []pendingPart // the open atomic batch of the connection
 	atomicFailed bool          // a part of the open batch was refused
+	lagged       []reply       // refusals answered late (fakeCluster.lagRefusals)
 
 	heldMu sync.Mutex
 	held   []reply
@@ -345,6 +358,10 @@ func (fc *fakeConn) hello(f wire.Frame) bool {
 // the produce acks, delayed and reordered as configured.
 func (fc *fakeConn) flush() {
 	b := fc.b
+	if len(fc.lagged) > 0 {
+		fc.answerLate(fc.lagged)
+		fc.lagged = nil
+	}
 	if len(fc.batch) > 0 {
 		if b.ackDelay > 0 {
 			time.Sleep(b.ackDelay)
@@ -396,6 +413,8 @@ func (fc *fakeConn) handle(f wire.Frame) {
 		fc.streamAdmin(f)
 	case wire.TypeProducerInit:
 		fc.producerInit(f)
+	case wire.TypeClusterInfo:
+		fc.clusterInfo(f)
 	case wire.TypePing:
 		payload, _ := wire.DecodePing(f.Body)
 		b.locked(func() { b.pings++ })
@@ -448,6 +467,12 @@ func (fc *fakeConn) produce(f wire.Frame) {
 		}
 	}
 	stream, partition, werr := b.route(m)
+	if werr == nil && b.cluster != nil {
+		if werr = b.cluster.leads(fc, stream, partition); werr != nil && b.cluster.lagRefusals && !noAck {
+			fc.lagged = append(fc.lagged, reply{id: f.RequestID, err: werr})
+			return
+		}
+	}
 	if werr != nil {
 		answer(reply{id: f.RequestID, err: werr})
 		return

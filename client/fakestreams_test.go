@@ -145,6 +145,10 @@ func (fc *fakeConn) openGroup(f wire.Frame) {
 		fc.b.problem("OpenGroup: %v", err)
 		return
 	}
+	if werr := fc.followerRefusal(m.Stream, m.Partition); werr != nil {
+		fc.out = wire.Append(fc.out, f.RequestID, werr)
+		return
+	}
 	fc.b.locked(func() { fc.b.groupFilters = append(fc.b.groupFilters, string(m.Filter)) })
 	fc.out = wire.Append(fc.out, f.RequestID, &wire.GroupInfo{Mode: m.Mode})
 }
@@ -152,6 +156,10 @@ func (fc *fakeConn) openGroup(f wire.Frame) {
 // streamAdmin answers StreamAdmin list with the configured bindings (the
 // fake knows no other admin operation).
 func (fc *fakeConn) streamAdmin(f wire.Frame) {
+	if werr := fc.adminRefusal(); werr != nil {
+		fc.out = wire.Append(fc.out, f.RequestID, werr)
+		return
+	}
 	m, err := wire.DecodeStreamAdmin(f.Body)
 	if err == nil && m.Op == wire.StreamOpInfo {
 		fc.streamInfo(f, m)

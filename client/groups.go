@@ -115,6 +115,22 @@ func (c *Client) OpenGroup(ctx context.Context, stream, group string, opts Group
 	default:
 		return GroupInfo{}, fmt.Errorf("%w: start kind %d", ErrInvalidArgument, opts.Start.Kind)
 	}
+	key := streamPartition{stream: stream, partition: opts.Partition}
+	var rd redirect
+	for conn := c.routeOf(key); ; {
+		info, err := conn.openGroupOn(ctx, msg)
+		if !redirectable(err) {
+			return info, err
+		}
+		if conn, err = c.follow(ctx, conn, key, err, &rd); conn == nil {
+			return GroupInfo{}, err
+		}
+	}
+}
+
+// openGroupOn sends an OpenGroup on this connection and waits for its
+// answer.
+func (c *Client) openGroupOn(ctx context.Context, msg *wire.OpenGroup) (GroupInfo, error) {
 	cl := getCall()
 	id, err := c.register(entry{kind: kindOpenGroup, call: cl})
 	if err != nil {

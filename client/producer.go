@@ -63,20 +63,23 @@ type Result struct {
 //
 // An idempotent producer (the default) stamps each record whose
 // partition it can know and keeps it until it is acknowledged. When its
-// connection fails, it redials the same address with the Client's
+// connection fails, it redials the Client's seeds with the Client's
 // Options (its own connection from then on, closed by Close), announces
 // itself again and resends what it kept, in order, with the original
 // sequences: a record the broker had stored comes back as an Ack with
 // Duplicate set and the first copy's offset, so each record is stored
-// once and in order. A record refused by the broker fails alone: the
-// producer renumbers the ones it sent after it, which the broker did not
-// store, and resends them in order. Unstamped records (routed by
-// subject, keyless to a stream of several partitions, or to a stream
-// whose partition count the producer cannot read) are at-least-once:
-// after a connection failure they fail, and may have been stored.
+// once and in order. A record a cluster member refuses as not_leader or
+// no_leader is resent the same way to its partition's leader (the
+// package documentation, Clusters). A record refused by the broker fails
+// alone: the producer renumbers the ones it sent after it, which the
+// broker did not store, and resends them in order. Unstamped records
+// (routed by subject, keyless to a stream of several partitions, or to a
+// stream whose partition count the producer cannot read) are
+// at-least-once: after a connection failure they fail, and may have
+// been stored.
 type Producer struct {
 	origin  *Client                // the connection it was made on
-	conn    atomic.Pointer[Client] // the connection it sends on: origin, or its own
+	conn    atomic.Pointer[Client] // its home connection: origin, or its own; partitions led elsewhere use idem.route
 	opts    ProducerOptions
 	target  target
 	stream  string        // the destination's stream name ("" when routed by subject)
@@ -183,7 +186,7 @@ func (p *Producer) Send(ctx context.Context, record Record) error {
 			<-p.tokens
 			return err
 		}
-		c := p.conn.Load()
+		c := p.connFor(&record)
 		if err := c.acquireWindow(ctx); err != nil {
 			if ctx.Err() != nil || !p.reconnects() {
 				<-p.tokens
@@ -216,7 +219,7 @@ func (p *Producer) TrySend(record Record) error {
 	default:
 		return ErrWindowFull
 	}
-	c := p.conn.Load()
+	c := p.connFor(&record)
 	select {
 	case c.window <- struct{}{}:
 	default:
@@ -497,6 +500,7 @@ func (p *Producer) Close() error {
 	p.closeIfDrainedLocked()
 	p.mu.Unlock()
 	p.idem.wait()
+	p.closeRoutes()
 	if c := p.conn.Load(); c != p.origin {
 		c.Close()
 	}

@@ -41,6 +41,27 @@ func (c *Client) PublishBatch(ctx context.Context, d Destination, records []Reco
 		// in the window at once.
 		return nil, fmt.Errorf("%w: a batch of %d records, the window holds %d", ErrInvalidArgument, len(records), c.Window())
 	}
+	// A member that does not lead the partition refuses the whole batch,
+	// so it goes whole to the leader.
+	key := c.produceRoute(d, records[0].Key)
+	var rd redirect
+	for conn := c.routeOf(key); ; {
+		acks, err := conn.publishBatchOn(ctx, d, records)
+		if !redirectable(err) {
+			return acks, err
+		}
+		if conn, err = c.follow(ctx, conn, key, err, &rd); conn == nil {
+			return nil, err
+		}
+	}
+}
+
+// publishBatchOn sends an atomic batch on this connection: PublishBatch
+// without leader following.
+func (c *Client) publishBatchOn(ctx context.Context, d Destination, records []Record) ([]Ack, error) {
+	if len(records) > c.Window() {
+		return nil, fmt.Errorf("%w: a batch of %d records, the window of %s holds %d", ErrInvalidArgument, len(records), c.addr, c.Window())
+	}
 	t, err := c.resolve(d, nil)
 	if err != nil {
 		return nil, err

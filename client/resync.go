@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -119,6 +121,7 @@ type idempotentState struct {
 	retryAfter time.Duration
 	order      []uint64 // resync scratch: the sequences to resend
 	wg         sync.WaitGroup
+	route      producerRoutes // producerroute.go
 }
 
 // logLocked returns the state of partition, seeded from the broker's
@@ -245,18 +248,27 @@ func (p *Producer) plan(c *Client, r *Record) (sendPlan, error) {
 	switch {
 	case p.idem.fatal != nil:
 		return plan, p.idem.fatal
-	case p.idem.paused || p.conn.Load() != c:
+	case p.idem.paused:
 		plan.paused = true
 		return plan, nil
-	case !p.idem.on.Load():
+	}
+	partition, stamped := uint32(0), false
+	if p.idem.on.Load() {
+		partition, stamped = stampedPartition(p.target, r.Key, p.idem.partitions)
+	}
+	route := p.conn.Load()
+	if stamped {
+		route = p.routeLocked(partition)
+	}
+	if route != c { // the connection or the partition's leader changed
+		plan.paused = true
 		return plan, nil
 	}
-	partition, ok := stampedPartition(p.target, r.Key, p.idem.partitions)
-	if !ok {
+	if !stamped {
 		return plan, nil
 	}
 	plan.partition = partition
-	plan.stamp = stamp{idempotent: true, producerID: p.idem.id, sequence: p.idem.logLocked(partition).next, epoch: p.idem.epoch}
+	plan.stamp = stamp{idempotent: true, producerID: p.idem.id, sequence: p.idem.logLocked(partition).next, epoch: p.epochLocked(c)}
 	return plan, nil
 }
 
@@ -321,6 +333,7 @@ func (p *Producer) settleKeptLocked(s *slot, attempt uint32, ack Ack, err error)
 		if k.state == keptSent {
 			p.sentAnsweredLocked()
 		}
+		p.idem.route.backoff = 0
 		if !ack.Duplicate {
 			log.floor = max(log.floor, k.sequence+1)
 		} else if k.attempt == 1 && !k.uncertain && !k.messageID {
@@ -345,6 +358,14 @@ func (p *Producer) settleKeptLocked(s *slot, attempt uint32, ack Ack, err error)
 		k.state, k.uncertain = keptLost, true
 		p.requestResyncLocked(resyncReconnect)
 		return false, nil
+	case (code == wire.CodeNotLeader || code == wire.CodeNoLeader) && p.reconnects() && retries:
+		// Refused by a member that does not lead the partition, or during
+		// an election: not stored. It keeps its sequence and is resent to
+		// the leader (producerroute.go).
+		p.redirectedLocked(k, code == wire.CodeNotLeader, werr.Leader, werr.RetryAfter)
+		return false, nil
+	case code == wire.CodeNotLeader || code == wire.CodeNoLeader:
+		err = fmt.Errorf("%w: %w", ErrNoLeader, err)
 	case werr != nil && werr.Closes && werr.Retryable && p.reconnects() && retries:
 		// Refused by a broker closing the connection (shutting down, at
 		// its connection limit): not stored; resend after the reconnect.
@@ -445,7 +466,9 @@ func (p *Producer) resync() {
 func (p *Producer) repair(reinit bool, dial *dialState) error {
 	c := p.conn.Load()
 	p.mu.Lock()
-	for p.idem.inFlight > 0 && c.Err() == nil {
+	// With partitions on several connections, every one of them drains:
+	// the ordering rule of producerroute.go.
+	for p.idem.inFlight > 0 && (c.Err() == nil || p.idem.route.routed.Load()) {
 		p.idem.drained.Wait()
 	}
 	// What the answers that came during the drain asked for is this
@@ -469,22 +492,13 @@ func (p *Producer) repair(reinit bool, dial *dialState) error {
 		}
 		c, reinit = fresh, true
 	}
+	if p.reroute() {
+		reinit = true
+	}
 	if reinit {
-		ctx, cancel := context.WithTimeout(context.Background(), p.opts.ReconnectTimeout)
-		info, err := c.producerInit(ctx, p.opts.Name)
-		cancel()
-		if errors.Is(err, ErrConnectionLost) {
-			p.requestResync(resyncReconnect)
-			return nil
+		if ok, err := p.announceAll(); !ok {
+			return err
 		}
-		if err != nil {
-			return fmt.Errorf("ironbus client: announcing producer %q again: %w", p.opts.Name, err)
-		}
-		p.mu.Lock()
-		if p.applyIdentityLocked(info) {
-			p.failLostLocked(fmt.Errorf("%w: the broker gave producer %q a new id", ErrProducerExpired, p.opts.Name))
-		}
-		p.mu.Unlock()
 	}
 	if !dial.dialled {
 		*dial = dialState{} // this pass needed no redial: a new failure gets the full time
@@ -497,7 +511,7 @@ func (p *Producer) repair(reinit bool, dial *dialState) error {
 	if wait > 0 {
 		time.Sleep(wait)
 	}
-	p.resend(c, p.renumber(reinit))
+	p.resend(p.renumber(reinit))
 	return nil
 }
 
@@ -591,7 +605,7 @@ func (p *Producer) renumber(reinit bool) []uint64 {
 			log.next++
 		}
 		k.crc = restamp(k.body, p.idem.id, k.sequence)
-		k.options.Epoch = p.idem.epoch
+		k.options.Epoch = p.epochLocked(p.routeLocked(k.partition))
 		k.attempt++
 		k.state = keptSent
 		p.idem.inFlight++
@@ -600,10 +614,15 @@ func (p *Producer) renumber(reinit bool) []uint64 {
 	return order
 }
 
-// resend writes the records of order on c, in order. A connection that
-// fails meanwhile leaves the rest lost for the next pass.
-func (p *Producer) resend(c *Client, order []uint64) {
+// resend writes the records of order, in order, each on its
+// partition's connection. A connection that fails meanwhile leaves the
+// rest lost for the next pass.
+func (p *Producer) resend(order []uint64) {
 	for i, seq := range order {
+		// Routes change only in the resync, which is running this.
+		p.mu.Lock()
+		c := p.routeLocked(p.ring[seq%uint64(len(p.ring))].kept.partition)
+		p.mu.Unlock()
 		err := c.acquireWindow(context.Background())
 		p.mu.Lock()
 		s := &p.ring[seq%uint64(len(p.ring))]
@@ -653,9 +672,11 @@ type dialState struct {
 	deadline time.Time
 	wait     time.Duration
 	dialled  bool // this pass redialled
+	seed     int  // the seed tried first by the next dial
 }
 
-// redial dials the producer's address again, with backoff, until it
+// redial dials the producer's seeds again (the Client's seed list, in
+// turn, from the one after the last connected), with backoff, until one
 // connects or ReconnectTimeout has passed since the failure. A refusal
 // that retrying cannot change (authentication, no protocol in common)
 // ends it at once.
@@ -665,7 +686,14 @@ func (p *Producer) redial(dial *dialState) (*Client, error) {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), dial.deadline)
 	defer cancel()
-	addr := p.origin.addr
+	seeds := []string{p.origin.addr}
+	if p.origin.router != nil {
+		seeds = p.origin.router.seeds
+	}
+	addr := strings.Join(seeds, ",")
+	if dial.wait == 0 {
+		dial.seed = slices.Index(seeds, p.conn.Load().addr) + 1
+	}
 	dial.dialled = true
 	lastErr := errors.New("no attempt left")
 	for {
@@ -680,7 +708,10 @@ func (p *Producer) redial(dial *dialState) (*Client, error) {
 			}
 		}
 		dial.wait = min(max(2*dial.wait, reconnectBackoffMin), reconnectBackoffMax)
-		c, err := Dial(ctx, addr, p.origin.opts)
+		// The seeds in turn, from the one after the member lost: it is
+		// the likeliest to be down still.
+		c, at, err := dialSeeds(ctx, seeds, dial.seed, p.origin.opts)
+		dial.seed = at + 1
 		if err == nil {
 			if !c.producersServed() {
 				c.Close()

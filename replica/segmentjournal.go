@@ -68,8 +68,16 @@ func OpenSegmentJournal(log *segment.Log) (*SegmentJournal, error) {
 	if err := j.reconcile(); err != nil {
 		return nil, err
 	}
+	// Readers see what the replica knows committed, never a recovered
+	// tail that a new leader may cut.
+	raft.HideAfter(max(js.state.Commit, j.start.Index))
 	return j, nil
 }
+
+// SetVisible lets the partition's readers read the offsets below offset
+// once they are synced: the replica's commit reached them. The replica's
+// application calls it as it applies committed entries.
+func (j *SegmentJournal) SetVisible(offset uint64) { j.raft.SetVisible(offset) }
 
 // reconcile brings the log in line with the start point.
 func (j *SegmentJournal) reconcile() error {

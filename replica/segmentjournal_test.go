@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -278,6 +279,9 @@ func TestSegmentJournalRoundTrip(t *testing.T) {
 	if err := j.Sync(); err != nil {
 		t.Fatalf("sync: %v", err)
 	}
+	// Readers see what is synced and committed: the replica makes it
+	// visible as it applies.
+	j.SetVisible(math.MaxUint64)
 	requireRecords(t, j.log, entries, "after sync")
 	if len(j.log.Segments()) < 3 {
 		t.Fatalf("%d segments: the test wants rolls", len(j.log.Segments()))
@@ -299,6 +303,7 @@ func TestSegmentJournalRoundTrip(t *testing.T) {
 		t.Fatalf("Load = %+v, %+v; want %+v", loaded, snapshot, state)
 	}
 	requireEntries(t, j, entries, "after restart")
+	j.SetVisible(math.MaxUint64) // readers see what the replica commits
 	requireRecords(t, j.log, entries, "after restart")
 	if _, err := j.log.Append(t.Context(), []byte("x"), record.Checksum([]byte("x"))); !errors.Is(err, segment.ErrReplicated) {
 		t.Fatalf("a producer's append to a replicated log: %v, want ErrReplicated", err)
@@ -404,6 +409,7 @@ func TestSegmentJournalTruncate(t *testing.T) {
 		if err := j.Sync(); err != nil {
 			t.Fatal(err)
 		}
+		j.SetVisible(math.MaxUint64)
 		requireRecords(t, j.log, log, label)
 	}
 	if err := j.Append([]Entry{noopEntry(10, 9)}); !errors.Is(err, ErrCommittedTruncation) {
@@ -413,6 +419,7 @@ func TestSegmentJournalTruncate(t *testing.T) {
 	j = openJournal(t, mem)
 	defer j.close()
 	requireEntries(t, j, log, "after restart")
+	j.SetVisible(math.MaxUint64) // readers see what the replica commits
 	requireRecords(t, j.log, log, "after restart")
 	// The log goes on from the replaced suffix's end.
 	next := (&entrySource{next: nextOffsetAfter(log, 0)}).entry(rng, log[len(log)-1].Index+1, 9)

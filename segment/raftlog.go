@@ -71,6 +71,7 @@ type RaftLog struct {
 	active    *segment
 	activeEnd int64
 	stateSeq  uint64 // sequence of the state file's current slot
+	visibility
 }
 
 // entrySpan is what a RaftLog knows of the entries of one segment.

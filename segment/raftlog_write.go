@@ -83,6 +83,7 @@ func (r *RaftLog) appendOne(e *RaftEntry) error {
 	l.mu.Unlock()
 	r.spans[len(r.spans)-1].add(e.Index, e.Term, start)
 	r.last = e.Index
+	r.noteWritten(mark{next: a.next, seg: seg, pos: end})
 	if cap(r.buf) > maxKeptBuffer {
 		r.buf = nil // a large entry's buffer is not kept (R5)
 	}
@@ -185,6 +186,10 @@ func (r *RaftLog) Sync() error {
 			return l.Err()
 		}
 	}
+	if r.gated {
+		r.noteSynced()
+		return nil
+	}
 	l.publishSynced(written)
 	return nil
 }
@@ -279,6 +284,7 @@ func (r *RaftLog) TruncateFrom(index uint64) error {
 	}
 	span.cut(index)
 	r.last = index - 1
+	r.forgetAfter(mark{next: offset, seg: span.seg, pos: pos})
 	return nil
 }
 
@@ -428,6 +434,7 @@ func (r *RaftLog) Reset(next, after uint64) error {
 	a.resetActiveStats()
 	l.rollBack(mark{next: next})
 	r.last = after
+	r.forgetAfter(mark{next: next})
 	return nil
 }
 

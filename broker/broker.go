@@ -24,6 +24,9 @@ type Broker struct {
 	cfg   Config
 	dir   *segment.Dir
 	clock *brokertime.Clock // broker time (brokertime.go)
+	// openMissing, when set, opens a stream its cluster holds that this
+	// node does not serve yet (OpenMissingStreams).
+	openMissing atomic.Pointer[func(stream string) bool]
 
 	// Streams (streams.go): the catalog on disk and, in memory, each
 	// stream's partitions; openLogs counts the partitions against

@@ -130,3 +130,21 @@ func (p *Partition) ticketFor(offset uint64) segment.Ticket {
 	}
 	return p.log.TicketFor(offset)
 }
+
+// LeadingPartition returns a partition of a replicated stream that this
+// node leads, trying from, from+1, … in turn: where a record that may go
+// to any partition is stored without a hop. ok is false when this node
+// leads none (the caller uses from, which answers not_leader).
+func (s *Stream) LeadingPartition(from uint32) (partition uint32, ok bool) {
+	count := uint32(len(s.partitions))
+	for i := range count {
+		p := (from + i) % count
+		if box := s.partitions[p].replication.Load(); box != nil && box.r.Term() != 0 {
+			return p, true
+		}
+	}
+	return from % count, false
+}
+
+// Replicated reports whether the stream's partitions replicate.
+func (s *Stream) Replicated() bool { return s.settings.Replicated() }

@@ -60,6 +60,8 @@ type StreamInfo struct {
 	Compact           bool
 	DeleteRetention   time.Duration
 	CompactPastGroups bool
+	// Replicas is the replication factor; 0 for a stream of this node alone.
+	Replicas int
 }
 
 // PartitionInfo is one partition of a StreamInfo.
@@ -122,6 +124,9 @@ func (b *Broker) streamState(served *Stream) StreamInfo {
 	s := served.settings
 	state := StreamInfo{Name: s.Name, Created: s.Created, MaxBytes: s.MaxBytes, MaxAge: s.MaxAge,
 		MaxRecords: s.MaxRecords, DedupWindow: s.Dedup(), Partitions: make([]PartitionInfo, len(served.logs))}
+	if s.Replicated() {
+		state.Replicas = s.Replicas
+	}
 	if s.Compact {
 		state.Compact = true
 		state.DeleteRetention = deleteRetention(logRef{deleteRetention: s.DeleteRetention})

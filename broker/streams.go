@@ -143,13 +143,28 @@ func noSuchStream(name string) error {
 	return fmt.Errorf("%w %q", ErrNoSuchStream, name)
 }
 
-// existingStream returns a stream without creating it.
+// existingStream returns a stream without creating it. A cluster member
+// that does not have it yet asks its cluster door to open it, when the
+// cluster already holds it (the door's own pass may not have run yet).
 func (b *Broker) existingStream(stream string) (*Stream, bool) {
 	b.logsMu.RLock()
-	defer b.logsMu.RUnlock()
 	served, ok := b.streams[stream]
+	b.logsMu.RUnlock()
+	if ok {
+		return served, true
+	}
+	if open := b.openMissing.Load(); open != nil && (*open)(stream) {
+		b.logsMu.RLock()
+		served, ok = b.streams[stream]
+		b.logsMu.RUnlock()
+	}
 	return served, ok
 }
+
+// OpenMissingStreams installs the cluster door's way to open a stream the
+// cluster holds and this node does not serve yet: it returns whether the
+// stream now exists here.
+func (b *Broker) OpenMissingStreams(open func(stream string) bool) { b.openMissing.Store(&open) }
 
 // readLog returns the log of an existing stream partition, or of the
 // dead-letter queue a name ".dlq.<stream>" reads (one partition; it exists

@@ -33,6 +33,11 @@ type StreamSettings struct {
 	// negative value turns message-id dedup off; at most 24 hours. Needs
 	// a broker with the producers capability.
 	DedupWindow time.Duration
+	// Replicas is the replication factor (0 or 1: one copy). More than
+	// one needs a cluster member (the cluster capability); the stream is
+	// then created through the cluster's metadata group, and a create sent
+	// to another node follows it there.
+	Replicas int
 }
 
 // StreamPartition is one partition of a stream.
@@ -60,6 +65,9 @@ type StreamState struct {
 	// DedupWindow is how long the stream remembers message ids (0: off,
 	// or a broker without the producers capability).
 	DedupWindow time.Duration
+	// Replicas is the replication factor of a replicated stream (0: one
+	// copy, or a broker without the cluster capability).
+	Replicas int
 }
 
 // CompactedPartition is what compacting one partition did.
@@ -105,6 +113,16 @@ func (c *Client) CreateStream(ctx context.Context, name string, settings StreamS
 		}
 		m.Settings |= wire.StreamDedupWindowSet
 		m.DedupWindowMs = uint64(max(settings.DedupWindow, 0).Milliseconds())
+	}
+	if settings.Replicas > 1 {
+		if c.info.Capabilities&wire.CapCluster == 0 {
+			return StreamState{}, fmt.Errorf("%w: %d replicas need a cluster member (this broker has no cluster capability)", ErrInvalidArgument, settings.Replicas)
+		}
+		if settings.Replicas > 255 {
+			return StreamState{}, fmt.Errorf("%w: %d replicas", ErrInvalidArgument, settings.Replicas)
+		}
+		m.Settings |= wire.StreamReplicated
+		m.Replicas = uint8(settings.Replicas)
 	}
 	return c.oneStream(ctx, m)
 }
@@ -257,6 +275,9 @@ func streamStates(list *wire.StreamList) []StreamState {
 			state.Compact = true
 			state.DeleteRetention = time.Duration(min(s.DeleteRetentionMs, uint64(1<<62)/uint64(time.Millisecond))) * time.Millisecond
 			state.CompactPastGroups = s.Settings&wire.StreamCompactPastGroups != 0
+		}
+		if s.Settings&wire.StreamReplicated != 0 {
+			state.Replicas = int(s.Replicas)
 		}
 		for _, p := range s.Partitions {
 			state.Partitions = append(state.Partitions, StreamPartition(p))

@@ -117,8 +117,21 @@ func (r *Replica) noteSoftState(soft *raft.SoftState) {
 	role := roleOf(soft.RaftState)
 	if r.role == RoleLeader && role != RoleLeader {
 		r.failPending(ErrIndeterminate)
+		r.noteServing(0)
 	}
 	r.role = role
+}
+
+// noteServing tells the application the term this replica serves
+// proposals in (0: none), when it changes.
+func (r *Replica) noteServing(term uint64) {
+	if term == r.servingTerm {
+		return
+	}
+	r.servingTerm = term
+	if r.config.OnServing != nil {
+		r.config.OnServing(term)
+	}
 }
 
 func roleOf(state raft.StateType) Role {
@@ -268,6 +281,9 @@ func (r *Replica) apply(committed []*pb.Entry) error {
 	}
 	last := entries[len(entries)-1]
 	r.applied, r.appliedTerm = last.Index, last.Term
+	if r.role == RoleLeader && r.appliedTerm == r.raw.BasicStatus().GetTerm() {
+		r.noteServing(r.appliedTerm)
+	}
 	return nil
 }
 
@@ -439,6 +455,7 @@ func (r *Replica) guard(call func() error) (err error) {
 
 func (r *Replica) latch(err error) error {
 	if r.latched == nil {
+		r.noteServing(0)
 		r.latched = fmt.Errorf("%w: %w", ErrLatched, err)
 		r.config.Logger.Error("replica: storage failed; this replica stops", "group", r.config.Group, "error", err)
 		r.failPending(ErrLatched)
@@ -448,6 +465,7 @@ func (r *Replica) latch(err error) error {
 
 func (r *Replica) markDamaged(err error) error {
 	if r.damaged == nil {
+		r.noteServing(0)
 		if !errors.Is(err, ErrDamaged) {
 			err = fmt.Errorf("%w: %w", ErrDamaged, err)
 		}

@@ -26,6 +26,12 @@ type Config struct {
 	// process lifetime from Config's restart point on. It runs on the
 	// goroutine that calls Process.
 	Apply func(entries []Entry) error
+	// OnServing, when set, hears the term in which this replica starts
+	// taking proposals (it leads and has applied its term's first entry)
+	// and 0 when it stops (it lost the leadership, latched, was damaged
+	// or closed). On the goroutine that drives the replica; it must not
+	// call the replica.
+	OnServing func(term uint64)
 	// Restore, when set, receives a snapshot this replica installed in
 	// place of its log (it fell below the leader's retention): the
 	// application resets its state to the snapshot's. It runs before the
@@ -67,6 +73,7 @@ type Replica struct {
 
 	applied     uint64
 	appliedTerm uint64 // the term of the last applied entry
+	servingTerm uint64 // what OnServing last said
 	watermark   uint64
 
 	latched error
@@ -508,6 +515,7 @@ func (r *Replica) HasReady() bool {
 // journal.
 func (r *Replica) Close() {
 	if !r.closed {
+		r.noteServing(0)
 		r.closed = true
 		r.failPending(ErrClosed)
 	}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,7 +28,14 @@ import (
 type clusterListener struct {
 	config      Config
 	logger      *slog.Logger
+	engine      *broker.Broker
 	incarnation uint32
+	// attached counts, per replicated stream, the partitions reconcile
+	// gave the engine; reconcileMu serialises reconcile passes.
+	reconcileMu sync.Mutex
+	attached    map[string]int
+	stopping    chan struct{}
+	reconciled  chan struct{}
 	mux         *clusterMux
 	link        *peerlink.Link
 	host        *replica.Host
@@ -51,12 +59,19 @@ func listenCluster(cfg Config, engine *broker.Broker, clientAddr string, logger 
 	if err != nil {
 		return nil, fmt.Errorf("%w: --cluster-addr %s: %w (is another node or program using the port?)", ErrListen, cfg.ClusterAddr, err)
 	}
-	c := &clusterListener{config: cfg, logger: logger, incarnation: incarnation.ID,
-		mux: newClusterMux(listener, logger)}
+	c := &clusterListener{config: cfg, logger: logger, engine: engine, incarnation: incarnation.ID,
+		mux: newClusterMux(listener, logger), attached: map[string]int{},
+		stopping: make(chan struct{}), reconciled: make(chan struct{})}
 	if err := c.open(clientAddr); err != nil {
+		close(c.reconciled)
 		c.close(context.Background())
 		return nil, err
 	}
+	// The replicated streams the metadata already holds open before
+	// clients are served; later changes follow.
+	c.reconcile(c.meta.State())
+	engine.OpenMissingStreams(c.openMissing)
+	go c.reconcileLoop()
 	return c, nil
 }
 
@@ -107,6 +122,12 @@ func (c *clusterListener) shutdown(ctx context.Context) error {
 // close stops the node's part in the cluster: a metadata leader hands the
 // leadership over first, so the group does not wait out an election.
 func (c *clusterListener) close(ctx context.Context) {
+	select {
+	case <-c.stopping:
+	default:
+		close(c.stopping)
+	}
+	<-c.reconciled
 	if c.meta != nil {
 		if c.meta.IsLeader() {
 			transfer, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -139,6 +160,14 @@ func (v *clusterView) ClusterState(ctx context.Context, partitions bool, stream 
 		return nil, wire.NewError(wire.CodeShuttingDown, "the cluster door is not open yet")
 	}
 	return c.ClusterState(ctx, partitions, stream)
+}
+
+func (v *clusterView) CreateStream(ctx context.Context, name string, partitions uint32, replicas int) error {
+	c := v.listener.Load()
+	if c == nil {
+		return wire.NewError(wire.CodeShuttingDown, "the cluster door is not open yet")
+	}
+	return c.CreateStream(ctx, name, partitions, replicas)
 }
 
 // ClusterState answers ClusterInfo from this node's view: the nodes the

@@ -51,8 +51,11 @@ func mapConfig(cfg Config, logger *slog.Logger) (parts, error) {
 		owner = "ironbus server"
 	}
 	engine := broker.Config{
-		DataDir:                  cfg.DataDir,
-		DisableAutoCreateStreams: !cfg.AutoCreateStreams,
+		DataDir: cfg.DataDir,
+		// A cluster member creates streams only through the metadata
+		// group (stream create --replicas): a publish to an unknown name
+		// must not make a stream of this node alone.
+		DisableAutoCreateStreams: !cfg.AutoCreateStreams || cfg.NodeID != 0,
 		Retention:                retention,
 		RetentionCheck:           cfg.RetentionInterval,
 		MaxConnections:           cfg.MaxConnections,

@@ -3,11 +3,16 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ironbus/ironbus/broker"
+	"github.com/ironbus/ironbus/raftmeta"
 	"github.com/ironbus/ironbus/replica"
 	"github.com/ironbus/ironbus/segment"
 )
@@ -26,6 +31,10 @@ type partitionReplica struct {
 	stream    string
 	partition uint32
 	group     replica.GroupID
+	journal   *replica.SegmentJournal
+	// term is the term this node serves proposals in, 0 when it does
+	// not (the replica's OnServing).
+	term atomic.Uint64
 
 	mu        sync.Mutex
 	watermark uint64
@@ -54,25 +63,18 @@ func (p *partitionReplica) Propose(bodies [][]byte, crcs []uint32) (segment.Tick
 	return ticket, nil
 }
 
-func (p *partitionReplica) serving() (term, next uint64) {
+func (p *partitionReplica) NextOffset() uint64 {
 	ctx, cancel := context.WithTimeout(context.Background(), proposeTimeout)
 	defer cancel()
+	var next uint64
 	_ = p.cluster.host.Do(ctx, p.group, func(r *replica.Replica) error {
-		term, next, _ = r.Serving()
+		_, next, _ = r.Serving()
 		return nil
 	})
-	return term, next
-}
-
-func (p *partitionReplica) NextOffset() uint64 {
-	_, next := p.serving()
 	return next
 }
 
-func (p *partitionReplica) Term() uint64 {
-	term, _ := p.serving()
-	return term
-}
+func (p *partitionReplica) Term() uint64 { return p.term.Load() }
 
 // TicketFor completes once the watermark passes offset.
 func (p *partitionReplica) TicketFor(offset uint64) segment.Ticket {
@@ -106,6 +108,7 @@ func (p *partitionReplica) apply(entries []replica.Entry) error {
 	if watermark == 0 {
 		return nil
 	}
+	p.journal.SetVisible(watermark)
 	p.advance(watermark)
 	return nil
 }
@@ -128,6 +131,7 @@ func (p *partitionReplica) advance(watermark uint64) {
 
 // restore is the replica's Restore: a snapshot moves the watermark.
 func (p *partitionReplica) restore(s replica.Snapshot) error {
+	p.journal.SetVisible(s.NextOffset)
 	p.advance(s.NextOffset)
 	return nil
 }
@@ -187,4 +191,147 @@ func (c *clusterListener) notLeader(stream string, partition uint32, node uint32
 		e.ClientAddr = n.ClientAddr
 	}
 	return e
+}
+
+// reconcileLoop creates, on this node, the replicated streams the
+// metadata group holds, and opens this node's replica of each partition
+// placed on it, each time the metadata changes.
+func (c *clusterListener) reconcileLoop() {
+	defer close(c.reconciled)
+	for {
+		state, changed := c.meta.Watch()
+		c.reconcile(state)
+		select {
+		case <-changed:
+		case <-c.stopping:
+			return
+		}
+	}
+}
+
+// openMissing opens a stream the metadata holds and this node does not
+// serve yet, for the engine's lookups that come before the reconcile
+// loop's pass; false when the metadata does not hold it.
+func (c *clusterListener) openMissing(name string) bool {
+	state := c.meta.State()
+	if _, ok := state.Streams[name]; !ok {
+		return false
+	}
+	c.reconcile(state)
+	return true
+}
+
+// reconcile brings this node in line with one metadata state. A stream
+// or partition that fails to open is logged and tried again at the next
+// change. The loop and the engine's lookups (openMissing) call it.
+func (c *clusterListener) reconcile(state raftmeta.State) {
+	c.reconcileMu.Lock()
+	defer c.reconcileMu.Unlock()
+	me := replica.NewReplicaID(c.config.NodeID, c.incarnation)
+	for _, name := range slices.Sorted(maps.Keys(state.Streams)) {
+		stream := state.Streams[name]
+		if c.attached[name] == len(stream.Partitions) {
+			continue
+		}
+		settings := broker.StreamSettings{Name: name, Partitions: uint32(len(stream.Partitions)),
+			Replicas: stream.ReplicationFactor, DedupWindow: -1}
+		if _, _, err := c.engine.CreateStream(settings); err != nil {
+			c.logger.Error("a replicated stream did not open on this node", "stream", name, "error", err)
+			continue
+		}
+		attached := 0
+		for index, part := range stream.Partitions {
+			if err := c.attach(name, uint32(index), part, me); err != nil {
+				c.logger.Error("a replicated partition did not open on this node", "stream", name, "partition", index, "error", err)
+				continue
+			}
+			attached++
+		}
+		c.attached[name] = attached
+	}
+}
+
+// attach opens this node's replica of one partition (or, where it holds
+// none, sends appends to the partition's preferred leader) and gives it
+// to the engine.
+func (c *clusterListener) attach(stream string, index uint32, part raftmeta.Partition, me replica.ReplicaID) error {
+	if !slices.Contains(part.Replicas, me) {
+		preferred := uint32(0)
+		if len(part.Replicas) > 0 {
+			preferred = part.Replicas[0].Node()
+		}
+		return c.engine.Replicate(stream, index, &remotePartition{cluster: c, stream: stream, partition: index,
+			group: part.Group, preferred: preferred})
+	}
+	served, err := c.engine.Stream([]byte(stream))
+	if err != nil {
+		return err
+	}
+	partition, err := served.Partition(index)
+	if err != nil {
+		return err
+	}
+	journal, err := replica.OpenSegmentJournal(partition.Log())
+	if err != nil {
+		return err
+	}
+	adapter := &partitionReplica{cluster: c, stream: stream, partition: index, group: part.Group, journal: journal}
+	// The founding members of a new group bootstrap it with the same
+	// list; a replica added later (a changed set) joins as a learner.
+	var bootstrap []replica.ReplicaID
+	if part.ConfigVersion == 1 {
+		bootstrap = part.Replicas
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), proposeTimeout)
+	defer cancel()
+	err = c.host.Add(ctx, replica.Config{ID: me, Group: part.Group, Journal: journal, Apply: adapter.apply,
+		Restore: adapter.restore, OnServing: adapter.term.Store}, bootstrap)
+	if err != nil {
+		return err
+	}
+	return c.engine.Replicate(stream, index, adapter)
+}
+
+// CreateStream creates a replicated stream through the metadata group
+// (only its leader can: another node answers not_leader naming it) and
+// waits until this node serves the stream.
+func (c *clusterListener) CreateStream(ctx context.Context, name string, partitions uint32, replicas int) error {
+	if existing, ok := c.meta.State().Streams[name]; ok {
+		if len(existing.Partitions) != int(partitions) || existing.ReplicationFactor != replicas {
+			return fmt.Errorf("%w: stream %q exists with %d partitions and %d replicas", broker.ErrConflict, name,
+				len(existing.Partitions), existing.ReplicationFactor)
+		}
+		return c.awaitStream(ctx, name)
+	}
+	_, err := c.meta.CreateStream(ctx, raftmeta.CreateStream{Name: name, Partitions: int(partitions), ReplicationFactor: replicas})
+	var notLeader *raftmeta.NotLeaderError
+	switch {
+	case errors.As(err, &notLeader):
+		return &broker.NotLeaderError{Stream: name, Node: notLeader.Leader, ClientAddr: notLeader.LeaderClientAddr}
+	case errors.Is(err, raftmeta.ErrNotLeader):
+		return broker.NoLeader(name, 0, "the metadata group has no leader now")
+	case errors.Is(err, raftmeta.ErrNotEnoughNodes):
+		return fmt.Errorf("%w: %d replicas need %d active nodes: %w", broker.ErrInvalidArgument, replicas, replicas, err)
+	case errors.Is(err, raftmeta.ErrStreamExists):
+		return c.CreateStream(ctx, name, partitions, replicas)
+	case err != nil:
+		return fmt.Errorf("%w: creating stream %q in the metadata group: %w", broker.ErrBusy, name, err)
+	}
+	return c.awaitStream(ctx, name)
+}
+
+// awaitStream waits until the reconcile loop has opened the stream here.
+func (c *clusterListener) awaitStream(ctx context.Context, name string) error {
+	ticker := time.NewTicker(10 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		if _, err := c.engine.Stream([]byte(name)); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return broker.NoLeader(name, 0, "the stream is created but not open on this node yet")
+		case <-ticker.C:
+		}
+	}
 }

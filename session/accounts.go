@@ -87,6 +87,13 @@ func foreignName(err error) *wire.Error {
 // hide rewrites an error's message into the account's names (a copy: the
 // error may be shared).
 func (s *session) hide(e *wire.Error) *wire.Error {
+	if e != nil && e.Code == wire.CodeNotLeader && s.capabilities&wire.CapCluster == 0 && (e.HasValue || e.Leader != "") {
+		// A client without the cluster capability cannot decode the
+		// leader field; the message still names the leader.
+		stripped := *e
+		stripped.HasValue, stripped.Value, stripped.Leader = false, 0, ""
+		e = &stripped
+	}
 	if e == nil || s.names.Plain() {
 		return e
 	}

@@ -241,6 +241,9 @@ func (s *session) streamAdmin(ctx context.Context, m wire.StreamAdmin, identity 
 			return nil, werr
 		}
 		defer unlock()
+		if m.Settings&wire.StreamReplicated != 0 && m.Replicas > 1 {
+			return s.createReplicated(ctx, m)
+		}
 		settings := broker.StreamSettings{Name: name, Partitions: m.Partitions, MaxBytes: m.MaxBytes, Owner: identityName(identity),
 			MaxAge: durationMs(m.MaxAgeMs), MaxRecords: m.MaxRecords, DedupWindow: dedupWindow(m),
 			Compact: m.Settings&wire.StreamCompact != 0, DeleteRetention: durationMs(m.DeleteRetentionMs),
@@ -265,6 +268,23 @@ func (s *session) streamAdmin(ctx context.Context, m wire.StreamAdmin, identity 
 		return boundList(identity, s.ownBindings(bindings), err)
 	}
 	return nil, wire.NewError(wire.CodeInvalidRequest, "stream admin op %d: the ops are list (0), info (1), create (2), purge (3), remove (4), bind (5), unbind (6) and compact (7)", m.Op)
+}
+
+// createReplicated serves a create asking for replicas: through the
+// cluster's metadata group, which places the partitions. Retention,
+// dedup and compaction settings are the defaults on replicated streams.
+func (s *session) createReplicated(ctx context.Context, m wire.StreamAdmin) (*wire.StreamList, error) {
+	name := string(m.Stream)
+	switch {
+	case s.cfg.Cluster == nil:
+		return nil, wire.NewError(wire.CodeInvalidRequest, "stream %q asks for %d replicas, but this broker is a single node: start it with --node-id and --peer", name, m.Replicas)
+	case m.MaxBytes != 0 || m.MaxAgeMs != 0 || m.MaxRecords != 0 || m.Settings&^wire.StreamReplicated != 0:
+		return nil, wire.NewError(wire.CodeInvalidRequest, "stream %q: retention bounds, dedup windows and compaction are not served on replicated streams yet; create it without them", name)
+	}
+	if err := s.cfg.Cluster.CreateStream(ctx, name, max(m.Partitions, 1), int(m.Replicas)); err != nil {
+		return nil, err
+	}
+	return s.describedStream(s.engine.DescribeStream(name))
 }
 
 // durationMs is a wire duration in milliseconds, capped where a
@@ -305,6 +325,14 @@ func dedupWindow(m wire.StreamAdmin) time.Duration {
 func (s *session) withSettings(list *wire.StreamList, err error) (*wire.StreamList, error) {
 	if list != nil && s.capabilities&wire.CapProducers != 0 {
 		list.Extended = true
+	}
+	if list != nil && s.capabilities&wire.CapCluster == 0 {
+		// Only a client with the cluster capability reads the replicas
+		// byte the replicated bit announces.
+		for i := range list.Streams {
+			list.Streams[i].Settings &^= wire.StreamReplicated
+			list.Streams[i].Replicas = 0
+		}
 	}
 	return list, err
 }
@@ -369,6 +397,10 @@ func streamState(info broker.StreamInfo) wire.StreamState {
 	if info.Compact {
 		state.Settings |= wire.StreamCompact
 		state.DeleteRetentionMs = uint64(info.DeleteRetention.Milliseconds())
+	}
+	if info.Replicas > 1 {
+		state.Settings |= wire.StreamReplicated
+		state.Replicas = uint8(info.Replicas)
 	}
 	if info.CompactPastGroups {
 		state.Settings |= wire.StreamCompactPastGroups

@@ -11,6 +11,10 @@ import (
 // Any goroutine.
 type ClusterView interface {
 	ClusterState(ctx context.Context, partitions bool, stream string) (*wire.ClusterState, error)
+	// CreateStream creates a replicated stream through the metadata
+	// group and returns once this node serves it; the same stream again
+	// is not an error.
+	CreateStream(ctx context.Context, name string, partitions uint32, replicas int) error
 }
 
 // clusterInfo serves a ClusterInfo request: the nodes to every

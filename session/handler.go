@@ -172,6 +172,12 @@ func wireError(err error) *wire.Error {
 	if errors.As(err, &retry) {
 		out.RetryAfter = retry.RetryAfter
 	}
+	// The leader's id and address travel as typed fields; hide strips
+	// them for a connection without the cluster capability.
+	var notLeader *broker.NotLeaderError
+	if errors.As(err, &notLeader) && notLeader.Node != 0 {
+		out.HasValue, out.Value, out.Leader = true, uint64(notLeader.Node), notLeader.ClientAddr
+	}
 	return out
 }
 
@@ -208,6 +214,8 @@ var errorCodes = []struct {
 	{broker.ErrUnknownProducer, wire.CodeUnknownProducer},
 	{broker.ErrExpectationFailed, wire.CodeExpectationFailed},
 	{broker.ErrBatchTooLarge, wire.CodeBatchIncomplete},
+	{broker.ErrNotLeader, wire.CodeNotLeader},
+	{broker.ErrNoLeader, wire.CodeNoLeader},
 }
 
 func errorCode(err error) wire.Code {

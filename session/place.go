@@ -69,9 +69,14 @@ func (s *session) placeRecord(p *wire.Produce) (part *broker.Partition, view rec
 	partition := p.Partition
 	if partition == wire.PartitionAny {
 		count := served.Partitions()
-		if len(view.Key) > 0 {
+		switch {
+		case len(view.Key) > 0:
 			partition = wire.PartitionForKey(view.Key, count)
-		} else {
+		case served.Replicated():
+			// A keyless record goes to a partition this node leads, so it
+			// is stored without a hop to another node.
+			partition, _ = served.LeadingPartition(s.sticky)
+		default:
 			partition = s.sticky % count
 		}
 	}

@@ -152,7 +152,7 @@ func addAddrFlag(cmd *cobra.Command, target *string) {
 	if env := os.Getenv("IRONBUS_ADDR"); env != "" {
 		def = env
 	}
-	cmd.Flags().StringVar(target, "addr", def, "broker address (also IRONBUS_ADDR, or the current context's)")
+	cmd.Flags().StringVar(target, "addr", def, "broker address host:port, or a cluster's seed list a:7001,b:7002 (also IRONBUS_ADDR, or the current context's)")
 	markContextFlag(cmd, "addr", contextAddr)
 	markClientVerb(cmd) // root gives it the TLS and credential flags (connect.go)
 }
@@ -191,7 +191,14 @@ func runPub(ctx context.Context, opts *globalOptions, pub *pubOptions, payload *
 	case pub.checks.noAck:
 		return publishNoAck(ctx, opts, c, destination, template, payload, c.ServerInfo().LargestPayload())
 	}
-	producer := c.NewProducerTo(destination, client.ProducerOptions{Window: pub.window, Compression: compression})
+	options := client.ProducerOptions{Window: pub.window, Compression: compression}
+	if c.ServerInfo().Capabilities&wire.CapCluster != 0 {
+		// Producer ids are issued by each node, so a resend to another
+		// node cannot be recognised: say so rather than fail.
+		options.Idempotence = client.IdempotenceOff
+		fmt.Fprintln(opts.stderr, "note: a cluster does not share producer ids yet: publishing at-least-once (a resend after a failover may store a record twice)")
+	}
+	producer := c.NewProducerTo(destination, options)
 	printed := make(chan error, 1)
 	go func() { printed <- printOffsets(opts.stdout, opts.stderr, producer.Results(), opts.json, stream) }()
 	var sendErr error

@@ -52,6 +52,9 @@ type streamRow struct {
 	Compact           bool   `json:"compact"`
 	DeleteRetention   string `json:"delete_retention,omitempty"`
 	CompactPastGroups bool   `json:"compact_past_groups,omitempty"`
+	// Replicas is the replication factor of a replicated stream (absent
+	// for one copy).
+	Replicas int `json:"replicas,omitempty"`
 }
 
 type partitionRow struct {
@@ -123,6 +126,7 @@ type streamCreateOptions struct {
 	compact     bool
 	deleteAge   string // --delete-retention
 	pastGroups  bool   // --compact-past-groups
+	replicas    int    // --replicas
 }
 
 func newStreamCreateCmd(opts *globalOptions) *cobra.Command {
@@ -165,6 +169,8 @@ script may run it every time); other settings are refused (exit 3).`,
 	cmd.Flags().BoolVar(&create.compact, "compact", false, "keep only the latest record per key in sealed segments")
 	cmd.Flags().StringVar(&create.deleteAge, "delete-retention", "", "with --compact: how long tombstones stay (90m, 24h, 7d); unset: 24h")
 	cmd.Flags().BoolVar(&create.pastGroups, "compact-past-groups", false, "with --compact: compaction may remove records consumer groups have not committed")
+	cmd.Flags().IntVar(&create.replicas, "replicas", 1,
+		"copies of each partition on distinct nodes of a cluster (1 to 7; more than 1 needs a broker started with --node-id); an ack then means a majority of them hold the record")
 	cmd.RunE = classified(func() error { return runStreamCreate(cmd.Context(), opts, create, cmd.Flags().Arg(0)) })
 	return cmd
 }
@@ -198,8 +204,14 @@ func runStreamCreate(ctx context.Context, opts *globalOptions, create *streamCre
 	case (create.deleteAge != "" || create.pastGroups) && !create.compact:
 		return exitErrorf(exitUsage, "--delete-retention and --compact-past-groups need --compact")
 	}
+	if create.replicas < 1 || create.replicas > 7 {
+		return exitErrorf(exitUsage, "--replicas %d: want 1 to 7", create.replicas)
+	}
+	if create.replicas > 1 && create.dataDir != "" {
+		return exitErrorf(exitUsage, "--replicas needs a running cluster (--addr), not --data-dir: the cluster places the partitions")
+	}
 	settings := client.StreamSettings{Partitions: create.partitions, MaxBytes: uint64(create.maxBytes), MaxAge: age, MaxRecords: create.maxRecords,
-		Compact: create.compact, DeleteRetention: deleteAge, CompactPastGroups: create.pastGroups}
+		Compact: create.compact, DeleteRetention: deleteAge, CompactPastGroups: create.pastGroups, Replicas: create.replicas}
 	if err := validateStream(name); err != nil {
 		return err
 	}
@@ -496,6 +508,7 @@ func liveStreamRow(s client.StreamState) streamRow {
 		MaxRecords: s.MaxRecords, Groups: s.Groups, Offsets: make([]partitionRow, 0, len(s.Partitions))}
 	row.setCompact(s.Compact, s.DeleteRetention)
 	row.CompactPastGroups = s.CompactPastGroups
+	row.Replicas = s.Replicas
 	row.DedupWindow = dedupText(s.DedupWindow)
 	if !s.Created.IsZero() {
 		row.Created = s.Created.Format(time.RFC3339)

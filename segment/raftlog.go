@@ -38,7 +38,7 @@ import (
 //     last entry and the indexes where terms change; positions (one per
 //     64 KiB of frames) only for the active segment and the one sealed
 //     segment read last. A read elsewhere walks that segment's frame
-//     prefixes once. The read window (256 KiB) and the write buffer (1 MiB)
+//     prefixes once. The read window and the write buffer (64 KiB each)
 //     are kept; a larger entry's buffer is not.
 
 // RaftEntry is one Raft entry as the log stores it.
@@ -71,6 +71,7 @@ type RaftLog struct {
 	active    *segment
 	activeEnd int64
 	stateSeq  uint64 // sequence of the state file's current slot
+	slot      []byte // the state slot being written
 }
 
 // entrySpan is what a RaftLog knows of the entries of one segment.
@@ -527,7 +528,7 @@ type entryWalker struct {
 	bufAt int64
 }
 
-const walkChunk = 256 << 10
+const walkChunk = 64 << 10
 
 // walker returns a walker over seg's frames, up to what is written of
 // them. REQUIRES: a reference on seg.

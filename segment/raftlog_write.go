@@ -48,35 +48,28 @@ func (r *RaftLog) appendOne(e *RaftEntry) error {
 		return err
 	}
 	seg, first, start := a.active, a.next, a.pos
-	r.buf = r.buf[:0]
+	piece := e.Data
 	if e.Control {
-		r.buf = format.AppendControl(r.buf, format.Control{Token: seg.header.Token, Type: e.Type, Payload: e.Data})
-	} else {
-		r.buf = append(r.buf, e.Data...)
+		r.buf = format.AppendControl(r.buf[:0], format.Control{Token: seg.header.Token, Type: e.Type, Payload: e.Data})
+		piece = r.buf
 	}
-	piece := len(r.buf)
 	commit := format.Commit{Token: seg.header.Token, FirstOffset: first, LastOffset: first, Count: uint32(count),
-		BatchLength: uint32(piece), BatchCRC: format.CRC(r.buf), DurableNext: l.committed.Load().next,
+		BatchLength: uint32(len(piece)), BatchCRC: format.CRC(piece), DurableNext: l.committed.Load().next,
 		Term: e.Term, Index: e.Index}
 	minTS, maxTS := int64(math.MaxInt64), int64(math.MinInt64)
 	if count > 0 {
 		commit.LastOffset = first + count - 1
-		minTS, maxTS = a.indexPiece(r.buf)
+		minTS, maxTS = a.indexPiece(piece)
 	}
-	r.buf = format.AppendCommit(r.buf, commit)
-	if a.mode == IODirect {
-		err = a.writeDirect(r.buf[:piece], format.CommitFrameSize, func(dst []byte) []byte { return format.AppendCommit(dst, commit) })
-	} else {
-		_, err = a.write.WriteAt(r.buf, a.pos)
-	}
+	err = r.writeEntry(piece, commit)
 	if err != nil {
 		a.entries = a.entries[:0]
 		a.bits.clear()
 		a.pendingSpots = a.pendingSpots[:0]
 		return r.failWrite(fmt.Errorf("writing %s at %d: %w", seg.path, a.pos, err))
 	}
-	end := a.pos + int64(len(r.buf))
-	a.recordWritten(first, count, minTS, maxTS, piece, end)
+	end := a.pos + int64(len(piece)) + format.CommitFrameSize
+	a.recordWritten(first, count, minTS, maxTS, len(piece), end)
 	l.mu.Lock()
 	l.mu.written = mark{next: a.next, seg: seg, pos: end}
 	l.mu.nextOffset = a.next
@@ -89,8 +82,33 @@ func (r *RaftLog) appendOne(e *RaftEntry) error {
 	return nil
 }
 
-// maxKeptBuffer bounds the write buffer a RaftLog keeps between appends.
-const maxKeptBuffer = 1 << 20
+// maxKeptBuffer bounds the buffers a RaftLog keeps between calls (R5).
+const maxKeptBuffer = 64 << 10
+
+// writeEntry writes an entry's frames and its commit frame at the
+// appender's position: with one write when they fit the kept buffer (or
+// through the direct I/O bounce buffer), else with two rather than copy a
+// large entry. A crash between the two leaves frames without a commit
+// frame: a torn tail, which recovery drops. REQUIRES: the write token.
+func (r *RaftLog) writeEntry(piece []byte, commit format.Commit) error {
+	a := &r.log.app
+	switch {
+	case a.mode == IODirect:
+		return a.writeDirect(piece, format.CommitFrameSize, func(dst []byte) []byte { return format.AppendCommit(dst, commit) })
+	case len(piece)+format.CommitFrameSize <= maxKeptBuffer:
+		if len(r.buf) == 0 || &piece[0] != &r.buf[0] {
+			r.buf = append(r.buf[:0], piece...)
+		}
+		r.buf = format.AppendCommit(r.buf, commit)
+		_, err := a.write.WriteAt(r.buf, a.pos)
+		return err
+	}
+	if _, err := a.write.WriteAt(piece, a.pos); err != nil {
+		return err
+	}
+	_, err := a.write.WriteAt(format.AppendCommit(a.commit[:0], commit), a.pos+int64(len(piece)))
+	return err
+}
 
 // measure checks an entry and returns the bytes its frames take and the
 // offsets they own.

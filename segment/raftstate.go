@@ -123,7 +123,11 @@ func (r *RaftLog) writeSlot(payload []byte) error {
 		}
 	}
 	r.stateSeq++
-	slot := make([]byte, RaftStateSlot)
+	if r.slot == nil {
+		r.slot = make([]byte, RaftStateSlot)
+	}
+	slot := r.slot
+	clear(slot)
 	encodeRaftSlot(slot, r.stateSeq, payload)
 	if l.raftState == nil {
 		return r.createStateFile(slot)

@@ -367,3 +367,29 @@ func TestRaftStateSlots(t *testing.T) {
 		t.Fatalf("removed snapshot data: %v", err)
 	}
 }
+
+// TestRaftLogAfterClose: a closed log refuses the Raft log's writes.
+func TestRaftLogAfterClose(t *testing.T) {
+	d := openDir(t, vfs.NewMemFS(), testOptions(7))
+	defer d.Close()
+	l := openLog(t, d)
+	r, err := l.OpenRaft(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Append(raftWorkload(3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	entry := RaftEntry{Index: 4, Term: 1, Control: true}
+	for name, err := range map[string]error{
+		"append": r.Append([]RaftEntry{entry}), "sync": r.Sync(), "truncate": r.TruncateFrom(2),
+		"reset": r.Reset(10, 10), "compact": r.CompactTo(3), "state": r.WriteState([]byte("s")),
+	} {
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("%s after close: %v", name, err)
+		}
+	}
+}

@@ -34,7 +34,7 @@ func (r *RaftLog) Append(entries []RaftEntry) error {
 
 func (r *RaftLog) appendOne(e *RaftEntry) error {
 	l, a := r.log, &r.log.app
-	if err := l.Err(); err != nil {
+	if err := l.Halted(); err != nil {
 		return err
 	}
 	if e.Index != r.last+1 {
@@ -191,7 +191,7 @@ func (r *RaftLog) Sync() error {
 	l, a := r.log, &r.log.app
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
-	if err := l.Err(); err != nil {
+	if err := l.Halted(); err != nil {
 		return err
 	}
 	l.mu.Lock()
@@ -261,7 +261,7 @@ func (r *RaftLog) TruncateFrom(index uint64) error {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
 	defer r.noteActive()
-	if err := l.Err(); err != nil {
+	if err := l.Halted(); err != nil {
 		return err
 	}
 	if index > r.last {
@@ -429,7 +429,7 @@ func (r *RaftLog) Reset(next, after uint64) error {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
 	defer r.noteActive()
-	if err := l.Err(); err != nil {
+	if err := l.Halted(); err != nil {
 		return err
 	}
 	for {
@@ -476,14 +476,17 @@ func (r *RaftLog) Compactable(index uint64) (RaftPoint, bool) {
 // CompactTo removes the segments Compactable(index) names, oldest first,
 // each removal synced.
 func (r *RaftLog) CompactTo(index uint64) error {
-	point, ok := r.Compactable(index)
-	if !ok {
-		return nil
-	}
 	l := r.log
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
 	defer r.noteActive()
+	if err := l.Halted(); err != nil {
+		return err
+	}
+	point, ok := r.Compactable(index)
+	if !ok {
+		return nil
+	}
 	// Bases only grow along a log (R4): the segments to drop are those
 	// below the first one kept.
 	for len(r.spans) > 1 && r.spans[0].seg.base < point.NextOffset {

@@ -516,3 +516,60 @@ func TestSegmentJournalDamagedEntry(t *testing.T) {
 		})
 	}
 }
+
+func TestSegmentJournalCompact(t *testing.T) {
+	mem := vfs.NewMemFS()
+	j := openJournal(t, mem)
+	rng := rand.New(rand.NewPCG(8, 9))
+	source := entrySource{}
+	var log []Entry
+	for index := uint64(1); index <= 120; index++ {
+		log = append(log, source.entry(rng, index, 1+index/40))
+	}
+	if err := j.Append(log); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.SaveState(State{Term: 3, Commit: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Compact(200); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("compacting past the last entry: %v", err)
+	}
+	if err := j.Compact(90); err != nil {
+		t.Fatal(err)
+	}
+	first := j.FirstIndex()
+	if first <= 1 || first > 91 {
+		t.Fatalf("FirstIndex %d after compacting to 90", first)
+	}
+	check := func(label string) {
+		t.Helper()
+		if j.FirstIndex() != first {
+			t.Fatalf("%s: FirstIndex %d, want %d", label, j.FirstIndex(), first)
+		}
+		_, snapshot, err := j.Load()
+		if err != nil || snapshot.Index != first-1 || snapshot.Term != log[first-2].Term {
+			t.Fatalf("%s: Load's snapshot %+v, %v; want index %d term %d", label, snapshot, err, first-1, log[first-2].Term)
+		}
+		if snapshot.NextOffset != nextOffsetAfter(log[:first-1], 0) || j.log.FirstOffset() != snapshot.NextOffset {
+			t.Fatalf("%s: snapshot next offset %d, log first offset %d, want %d", label, snapshot.NextOffset,
+				j.log.FirstOffset(), nextOffsetAfter(log[:first-1], 0))
+		}
+		if term, err := j.Term(first - 1); err != nil || term != log[first-2].Term {
+			t.Fatalf("%s: Term(%d) = %d, %v", label, first-1, term, err)
+		}
+		if _, err := j.Entries(first-1, first, 1<<20); !errors.Is(err, ErrCompacted) {
+			t.Fatalf("%s: Entries below the first: %v", label, err)
+		}
+		requireEntries(t, j, log[first-1:], label)
+		requireRecords(t, j.log, log[first-1:], label)
+	}
+	check("compacted")
+	j.close()
+	j = openJournal(t, mem)
+	defer j.close()
+	check("after restart")
+}

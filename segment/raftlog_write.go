@@ -358,13 +358,20 @@ func (r *RaftLog) cutSegment(seg *segment, pos int64, offset uint64) error {
 	if err != nil {
 		return err
 	}
+	before, err := file.Size()
+	if err != nil {
+		return err
+	}
 	if err := file.Truncate(pos); err != nil {
 		return fmt.Errorf("cutting %s at %d: %w", seg.path, pos, err)
 	}
 	if err := file.Sync(); err != nil {
 		return fmt.Errorf("syncing %s after cutting it: %w", seg.path, err)
 	}
-	size := a.segmentSizeFor(int(pos - format.SegmentDataStart))
+	// Preallocated again to at least its size before: a mapping of the
+	// file made before the cut stays inside it (only its bytes after the
+	// cut, which no reader may look at, read as zeros).
+	size := max(a.segmentSizeFor(int(pos-format.SegmentDataStart)), (before+vfs.DirectAlignment-1)&^(vfs.DirectAlignment-1))
 	if err := l.preallocate(file, pos, size-pos); err != nil {
 		return fmt.Errorf("preallocating %s: %w", seg.path, err)
 	}

@@ -66,12 +66,12 @@ type RaftLog struct {
 	cached  *entrySpan
 	buf     []byte // a piece and its commit frame, as written
 	walkBuf []byte // the window walks read frames into
+	slot    []byte // the state slot being written
 	// active is the log's active segment and activeEnd where its frames
 	// end, as the last write left them (noteActive).
 	active    *segment
 	activeEnd int64
 	stateSeq  uint64 // sequence of the state file's current slot
-	slot      []byte // the state slot being written
 }
 
 // entrySpan is what a RaftLog knows of the entries of one segment.

@@ -51,6 +51,10 @@ type SegmentJournal struct {
 // all removed yet.
 func OpenSegmentJournal(log *segment.Log) (*SegmentJournal, error) {
 	image, err := log.ReadRaftState()
+	if errors.Is(err, segment.ErrRaftState) {
+		// Neither slot holds a state: the vote is unknown.
+		return nil, fmt.Errorf("%w: %w", ErrDamaged, err)
+	}
 	if err != nil {
 		return nil, err
 	}

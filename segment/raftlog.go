@@ -174,6 +174,10 @@ func (l *Log) OpenRaft(after uint64) (*RaftLog, error) {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
 	l.mu.Lock()
+	// A log whose directory holds a replica's state is marked replicated
+	// at open already: only its writes are refused then, not this.
+	marked := l.mu.replicated
+	l.mu.replicated = false
 	err := l.writableLocked()
 	if err == nil && (l.mu.staging.count > 0 || len(l.mu.inflight) > 0) {
 		err = fmt.Errorf("%w: records are staged for the log", ErrEntryMismatch)
@@ -181,9 +185,7 @@ func (l *Log) OpenRaft(after uint64) (*RaftLog, error) {
 	if err == nil && l.stop == nil {
 		err = ErrReadOnly
 	}
-	if err == nil {
-		l.mu.replicated = true
-	}
+	l.mu.replicated = err == nil || marked
 	l.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -194,7 +196,7 @@ func (l *Log) OpenRaft(after uint64) (*RaftLog, error) {
 		span, err := r.openSpan(seg)
 		if err != nil {
 			l.mu.Lock()
-			l.mu.replicated = false
+			l.mu.replicated = marked
 			l.mu.Unlock()
 			return nil, err
 		}

@@ -20,9 +20,10 @@ import (
 // records. Readers of records walk past control frames, so a consumer sees
 // the data offsets dense across terms whatever else the log carries.
 //
-//   - R1 the replica is the log's only writer: producers' appends are
-//     refused (ErrReplicated), and every write, sync, truncation and reset
-//     holds the write token.
+//   - R1 the replica is the log's only writer: producers' appends and
+//     offset retention are refused (ErrReplicated) once the Raft log
+//     opens, or at the log's open when its directory holds the replica's
+//     state; every write, sync, truncation and reset holds the write token.
 //   - R2 entries are dense: an entry's index is one past the last one
 //     written, and a data entry's first offset is the log's next offset
 //     (ErrEntryMismatch otherwise): offsets are never assigned here.

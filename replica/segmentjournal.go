@@ -22,8 +22,17 @@ var ErrCommittedTruncation = errors.New("replica: append would replace committed
 // it describes.
 //
 // Retention and snapshots move the start point: it is written to the state
-// file first (durably), then segments are removed, so a crash between the
-// two leaves segments the next open removes again.
+// first (durably), then segments are removed, so a crash between the two
+// leaves segments the next open removes again. Retention is
+// segment-granular: FirstIndex may stay at or below the index asked for.
+//
+// What a crash leaves, beyond the contract's prefix of unsynced writes: a
+// replaced suffix is cut durably before its replacement is written, so a
+// crash may leave the cut without any of the new entries (a prefix of the
+// log; the cut entries conflicted with the leader's, so none was
+// committed); and a retention or a snapshot install is durable when it
+// returns, so it may outlive earlier unsynced appends (retention only
+// drops committed entries, an install drops every entry).
 type SegmentJournal struct {
 	raft *segment.RaftLog
 	// synced is the State the state file holds; state the one saved last.
@@ -42,6 +51,10 @@ type SegmentJournal struct {
 // all removed yet.
 func OpenSegmentJournal(log *segment.Log) (*SegmentJournal, error) {
 	image, err := log.ReadRaftState()
+	if errors.Is(err, segment.ErrRaftState) {
+		// Neither slot holds a state: the vote is unknown.
+		return nil, fmt.Errorf("%w: %w", ErrDamaged, err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -523,3 +523,24 @@ func TestSegmentJournalDamagedEntry(t *testing.T) {
 		})
 	}
 }
+
+// TestSegmentJournalDamagedState: a state file with no intact slot makes
+// the journal refuse to open as damaged: the replica's vote is unknown.
+func TestSegmentJournalDamagedState(t *testing.T) {
+	mem := vfs.NewMemFS()
+	j := openJournal(t, mem)
+	if err := j.SaveState(State{Term: 2, Vote: NewReplicaID(1, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	j.close()
+	name := "/data/streams/orders/3/" + segment.RaftStateName
+	for slot := range int64(2) {
+		flipByte(t, mem, name, slot*segment.RaftStateSlot+20)
+	}
+	if _, err := openJournalOn(mem, 1); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("opening with a damaged state: %v, want ErrDamaged", err)
+	}
+}

@@ -216,8 +216,10 @@
 // A RaftLog (raftlog.go) makes a log its replica's Raft log: one Raft entry
 // is one batch, a data entry the leader's record frames at the leader's
 // offsets, any other entry a control frame, each closed by a commit frame
-// with the entry's term and index. The replica alone writes it (producers'
-// appends are refused); it cuts a conflicting suffix crash-safely, resets
+// with the entry's term and index. The replica alone writes it: producers'
+// appends and offset retention are refused, from the open of a log whose
+// directory holds the replica's state on. It cuts a conflicting suffix
+// crash-safely, resets
 // to a snapshot's offset, and drops whole segments by index for retention.
 // Its invariants (R1-R5) are in raftlog.go; its state file in
 // docs/FORMAT.md.

@@ -20,9 +20,10 @@ import (
 // records. Readers of records walk past control frames, so a consumer sees
 // the data offsets dense across terms whatever else the log carries.
 //
-//   - R1 the replica is the log's only writer: producers' appends are
-//     refused (ErrReplicated), and every write, sync, truncation and reset
-//     holds the write token.
+//   - R1 the replica is the log's only writer: producers' appends and
+//     offset retention are refused (ErrReplicated) once the Raft log
+//     opens, or at the log's open when its directory holds the replica's
+//     state; every write, sync, truncation and reset holds the write token.
 //   - R2 entries are dense: an entry's index is one past the last one
 //     written, and a data entry's first offset is the log's next offset
 //     (ErrEntryMismatch otherwise): offsets are never assigned here.
@@ -38,7 +39,7 @@ import (
 //     last entry and the indexes where terms change; positions (one per
 //     64 KiB of frames) only for the active segment and the one sealed
 //     segment read last. A read elsewhere walks that segment's frame
-//     prefixes once. The read window (256 KiB) and the write buffer (1 MiB)
+//     prefixes once. The read window and the write buffer (64 KiB each)
 //     are kept; a larger entry's buffer is not.
 
 // RaftEntry is one Raft entry as the log stores it.
@@ -66,6 +67,7 @@ type RaftLog struct {
 	cached  *entrySpan
 	buf     []byte // a piece and its commit frame, as written
 	walkBuf []byte // the window walks read frames into
+	slot    []byte // the state slot being written
 	// active is the log's active segment and activeEnd where its frames
 	// end, as the last write left them (noteActive).
 	active    *segment
@@ -174,6 +176,10 @@ func (l *Log) OpenRaft(after uint64) (*RaftLog, error) {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
 	l.mu.Lock()
+	// A log whose directory holds a replica's state is marked replicated
+	// at open already: only its writes are refused then, not this.
+	marked := l.mu.replicated
+	l.mu.replicated = false
 	err := l.writableLocked()
 	if err == nil && (l.mu.staging.count > 0 || len(l.mu.inflight) > 0) {
 		err = fmt.Errorf("%w: records are staged for the log", ErrEntryMismatch)
@@ -181,9 +187,7 @@ func (l *Log) OpenRaft(after uint64) (*RaftLog, error) {
 	if err == nil && l.stop == nil {
 		err = ErrReadOnly
 	}
-	if err == nil {
-		l.mu.replicated = true
-	}
+	l.mu.replicated = err == nil || marked
 	l.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -194,7 +198,7 @@ func (l *Log) OpenRaft(after uint64) (*RaftLog, error) {
 		span, err := r.openSpan(seg)
 		if err != nil {
 			l.mu.Lock()
-			l.mu.replicated = false
+			l.mu.replicated = marked
 			l.mu.Unlock()
 			return nil, err
 		}
@@ -528,7 +532,7 @@ type entryWalker struct {
 	bufAt int64
 }
 
-const walkChunk = 256 << 10
+const walkChunk = 64 << 10
 
 // walker returns a walker over seg's frames, up to what is written of
 // them. REQUIRES: a reference on seg.

@@ -367,3 +367,61 @@ func TestRaftStateSlots(t *testing.T) {
 		t.Fatalf("removed snapshot data: %v", err)
 	}
 }
+
+// TestRaftLogAfterClose: a closed log refuses the Raft log's writes.
+func TestRaftLogAfterClose(t *testing.T) {
+	d := openDir(t, vfs.NewMemFS(), testOptions(7))
+	defer d.Close()
+	l := openLog(t, d)
+	r, err := l.OpenRaft(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Append(raftWorkload(3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	entry := RaftEntry{Index: 4, Term: 1, Control: true}
+	for name, err := range map[string]error{
+		"append": r.Append([]RaftEntry{entry}), "sync": r.Sync(), "truncate": r.TruncateFrom(2),
+		"reset": r.Reset(10, 10), "compact": r.CompactTo(3), "state": r.WriteState([]byte("s")),
+	} {
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("%s after close: %v", name, err)
+		}
+	}
+}
+
+// TestRaftLogMarkedAtOpen: a log whose directory holds a replica's state
+// refuses producers' appends and offset retention as soon as it opens,
+// before its replica opens the Raft log.
+func TestRaftLogMarkedAtOpen(t *testing.T) {
+	mem := vfs.NewMemFS()
+	d := openDir(t, mem, testOptions(8))
+	l := openLog(t, d)
+	r, err := l.OpenRaft(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteState([]byte("state")); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d = openDir(t, mem, testOptions(9))
+	defer d.Close()
+	l = openLog(t, d)
+	b := body(1, 10)
+	if _, err := l.Append(t.Context(), b, crc(b)); !errors.Is(err, ErrReplicated) {
+		t.Fatalf("a producer's append to a replicated log after a restart: %v", err)
+	}
+	if _, err := l.DeleteBefore(1); !errors.Is(err, ErrReplicated) {
+		t.Fatalf("offset retention: %v", err)
+	}
+	if _, err := l.OpenRaft(0); err != nil {
+		t.Fatalf("the replica opens the Raft log: %v", err)
+	}
+}

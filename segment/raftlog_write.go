@@ -34,7 +34,7 @@ func (r *RaftLog) Append(entries []RaftEntry) error {
 
 func (r *RaftLog) appendOne(e *RaftEntry) error {
 	l, a := r.log, &r.log.app
-	if err := l.Err(); err != nil {
+	if err := l.Halted(); err != nil {
 		return err
 	}
 	if e.Index != r.last+1 {
@@ -48,35 +48,28 @@ func (r *RaftLog) appendOne(e *RaftEntry) error {
 		return err
 	}
 	seg, first, start := a.active, a.next, a.pos
-	r.buf = r.buf[:0]
+	piece := e.Data
 	if e.Control {
-		r.buf = format.AppendControl(r.buf, format.Control{Token: seg.header.Token, Type: e.Type, Payload: e.Data})
-	} else {
-		r.buf = append(r.buf, e.Data...)
+		r.buf = format.AppendControl(r.buf[:0], format.Control{Token: seg.header.Token, Type: e.Type, Payload: e.Data})
+		piece = r.buf
 	}
-	piece := len(r.buf)
 	commit := format.Commit{Token: seg.header.Token, FirstOffset: first, LastOffset: first, Count: uint32(count),
-		BatchLength: uint32(piece), BatchCRC: format.CRC(r.buf), DurableNext: l.committed.Load().next,
+		BatchLength: uint32(len(piece)), BatchCRC: format.CRC(piece), DurableNext: l.committed.Load().next,
 		Term: e.Term, Index: e.Index}
 	minTS, maxTS := int64(math.MaxInt64), int64(math.MinInt64)
 	if count > 0 {
 		commit.LastOffset = first + count - 1
-		minTS, maxTS = a.indexPiece(r.buf)
+		minTS, maxTS = a.indexPiece(piece)
 	}
-	r.buf = format.AppendCommit(r.buf, commit)
-	if a.mode == IODirect {
-		err = a.writeDirect(r.buf[:piece], format.CommitFrameSize, func(dst []byte) []byte { return format.AppendCommit(dst, commit) })
-	} else {
-		_, err = a.write.WriteAt(r.buf, a.pos)
-	}
+	err = r.writeEntry(piece, commit)
 	if err != nil {
 		a.entries = a.entries[:0]
 		a.bits.clear()
 		a.pendingSpots = a.pendingSpots[:0]
 		return r.failWrite(fmt.Errorf("writing %s at %d: %w", seg.path, a.pos, err))
 	}
-	end := a.pos + int64(len(r.buf))
-	a.recordWritten(first, count, minTS, maxTS, piece, end)
+	end := a.pos + int64(len(piece)) + format.CommitFrameSize
+	a.recordWritten(first, count, minTS, maxTS, len(piece), end)
 	l.mu.Lock()
 	l.mu.written = mark{next: a.next, seg: seg, pos: end}
 	l.mu.nextOffset = a.next
@@ -90,8 +83,33 @@ func (r *RaftLog) appendOne(e *RaftEntry) error {
 	return nil
 }
 
-// maxKeptBuffer bounds the write buffer a RaftLog keeps between appends.
-const maxKeptBuffer = 1 << 20
+// maxKeptBuffer bounds the buffers a RaftLog keeps between calls (R5).
+const maxKeptBuffer = 64 << 10
+
+// writeEntry writes an entry's frames and its commit frame at the
+// appender's position: with one write when they fit the kept buffer (or
+// through the direct I/O bounce buffer), else with two rather than copy a
+// large entry. A crash between the two leaves frames without a commit
+// frame: a torn tail, which recovery drops. REQUIRES: the write token.
+func (r *RaftLog) writeEntry(piece []byte, commit format.Commit) error {
+	a := &r.log.app
+	switch {
+	case a.mode == IODirect:
+		return a.writeDirect(piece, format.CommitFrameSize, func(dst []byte) []byte { return format.AppendCommit(dst, commit) })
+	case len(piece)+format.CommitFrameSize <= maxKeptBuffer:
+		if len(r.buf) == 0 || &piece[0] != &r.buf[0] {
+			r.buf = append(r.buf[:0], piece...)
+		}
+		r.buf = format.AppendCommit(r.buf, commit)
+		_, err := a.write.WriteAt(r.buf, a.pos)
+		return err
+	}
+	if _, err := a.write.WriteAt(piece, a.pos); err != nil {
+		return err
+	}
+	_, err := a.write.WriteAt(format.AppendCommit(a.commit[:0], commit), a.pos+int64(len(piece)))
+	return err
+}
 
 // measure checks an entry and returns the bytes its frames take and the
 // offsets they own.
@@ -174,7 +192,7 @@ func (r *RaftLog) Sync() error {
 	l, a := r.log, &r.log.app
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
-	if err := l.Err(); err != nil {
+	if err := l.Halted(); err != nil {
 		return err
 	}
 	l.mu.Lock()
@@ -248,7 +266,7 @@ func (r *RaftLog) TruncateFrom(index uint64) error {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
 	defer r.noteActive()
-	if err := l.Err(); err != nil {
+	if err := l.Halted(); err != nil {
 		return err
 	}
 	if index > r.last {
@@ -346,13 +364,20 @@ func (r *RaftLog) cutSegment(seg *segment, pos int64, offset uint64) error {
 	if err != nil {
 		return err
 	}
+	before, err := file.Size()
+	if err != nil {
+		return err
+	}
 	if err := file.Truncate(pos); err != nil {
 		return fmt.Errorf("cutting %s at %d: %w", seg.path, pos, err)
 	}
 	if err := file.Sync(); err != nil {
 		return fmt.Errorf("syncing %s after cutting it: %w", seg.path, err)
 	}
-	size := a.segmentSizeFor(int(pos - format.SegmentDataStart))
+	// Preallocated again to at least its size before: a mapping of the
+	// file made before the cut stays inside it (only its bytes after the
+	// cut, which no reader may look at, read as zeros).
+	size := max(a.segmentSizeFor(int(pos-format.SegmentDataStart)), (before+vfs.DirectAlignment-1)&^(vfs.DirectAlignment-1))
 	if err := l.preallocate(file, pos, size-pos); err != nil {
 		return fmt.Errorf("preallocating %s: %w", seg.path, err)
 	}
@@ -417,7 +442,7 @@ func (r *RaftLog) Reset(next, after uint64) error {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
 	defer r.noteActive()
-	if err := l.Err(); err != nil {
+	if err := l.Halted(); err != nil {
 		return err
 	}
 	for {
@@ -465,14 +490,17 @@ func (r *RaftLog) Compactable(index uint64) (RaftPoint, bool) {
 // CompactTo removes the segments Compactable(index) names, oldest first,
 // each removal synced.
 func (r *RaftLog) CompactTo(index uint64) error {
-	point, ok := r.Compactable(index)
-	if !ok {
-		return nil
-	}
 	l := r.log
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
 	defer r.noteActive()
+	if err := l.Halted(); err != nil {
+		return err
+	}
+	point, ok := r.Compactable(index)
+	if !ok {
+		return nil
+	}
 	// Bases only grow along a log (R4): the segments to drop are those
 	// below the first one kept.
 	for len(r.spans) > 1 && r.spans[0].seg.base < point.NextOffset {

@@ -101,7 +101,7 @@ func (r *RaftLog) WriteState(payload []byte) error {
 	l := r.log
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
-	if err := l.Err(); err != nil {
+	if err := l.Halted(); err != nil {
 		return err
 	}
 	if len(payload) > RaftStateSlot-raftSlotHeader {
@@ -123,7 +123,11 @@ func (r *RaftLog) writeSlot(payload []byte) error {
 		}
 	}
 	r.stateSeq++
-	slot := make([]byte, RaftStateSlot)
+	if r.slot == nil {
+		r.slot = make([]byte, RaftStateSlot)
+	}
+	slot := r.slot
+	clear(slot)
 	encodeRaftSlot(slot, r.stateSeq, payload)
 	if l.raftState == nil {
 		return r.createStateFile(slot)
@@ -213,7 +217,7 @@ func (r *RaftLog) WriteSnapshotData(index uint64, data []byte) error {
 	l := r.log
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
-	if err := l.Err(); err != nil {
+	if err := l.Halted(); err != nil {
 		return err
 	}
 	image := binary.LittleEndian.AppendUint32(append([]byte(nil), data...), format.CRC(data))
@@ -250,6 +254,9 @@ func (r *RaftLog) RemoveSnapshotData(keep uint64) error {
 	l := r.log
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
+	if err := l.Halted(); err != nil {
+		return err
+	}
 	names, err := l.fs.List(l.path)
 	if err != nil {
 		return err

@@ -66,6 +66,9 @@ type recovery struct {
 	// one of its names exists, to be removed before anything is written.
 	clean   *cleanStop
 	markers bool
+	// replicated: the directory holds a replica's state file, so the log
+	// is a Raft log and refuses producers' appends from the start.
+	replicated bool
 }
 
 // plannedChange is one change phase 6 makes on disk.
@@ -125,6 +128,7 @@ func (r *recovery) list() error {
 	}
 	for _, name := range names {
 		if name == cleanStopName || name == cleanStopTempName || isRaftStateFile(name) {
+			r.replicated = r.replicated || name == RaftStateName
 			continue
 		}
 		if base, ok := parseSegmentFileName(name); ok {

@@ -50,6 +50,7 @@ func (r *recovery) install() error {
 		committedPos = last.stats().Bytes
 	}
 	l.mu.nextOffset = next
+	l.mu.replicated = r.replicated
 	l.committed.Store(&mark{next: next, seg: last, pos: committedPos})
 	l.syncedNext.Store(next)
 	r.fillReport(set, next)

@@ -295,3 +295,38 @@ func (h *Host) processAll() {
 		}
 	}
 }
+
+// HandOver asks every replica that leads to hand its leadership to its
+// most caught-up peer, and waits until none of them leads or ctx ends:
+// a planned stop then pauses each partition for a transfer, not for an
+// election timeout. It returns how many still lead.
+func (h *Host) HandOver(ctx context.Context) int {
+	_ = h.call(ctx, func() error {
+		for _, r := range h.replicas {
+			if to := r.successor(); to != 0 {
+				r.TransferLeadership(to)
+			}
+		}
+		return nil
+	})
+	ticker := time.NewTicker(10 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		leading := 0
+		_ = h.call(ctx, func() error {
+			for _, r := range h.replicas {
+				if r.Status().Role == RoleLeader {
+					leading++
+				}
+			}
+			return nil
+		})
+		if leading == 0 || ctx.Err() != nil {
+			return leading
+		}
+		select {
+		case <-ctx.Done():
+		case <-ticker.C:
+		}
+	}
+}

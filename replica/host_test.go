@@ -151,3 +151,26 @@ func TestHostFailoverKeepsCommitting(t *testing.T) {
 		t.Fatalf("offsets %d then %d across failover", first.BaseOffset, after.BaseOffset)
 	}
 }
+
+func TestHostHandOverMovesLeadership(t *testing.T) {
+	c, _ := newHostCluster(t, 3, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for g := GroupID(1); g <= 2; g++ {
+		if _, err := c.propose(ctx, g, "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var leader uint32
+	for n, h := range c.hosts {
+		if s, err := h.Status(ctx, 1); err == nil && s.Role == RoleLeader {
+			leader = n
+		}
+	}
+	if still := c.hosts[leader].HandOver(ctx); still != 0 {
+		t.Fatalf("%d groups still led after the hand-over", still)
+	}
+	if _, err := c.propose(ctx, 1, "after"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -521,6 +521,23 @@ func (r *Replica) Close() {
 	}
 }
 
+// successor is, on a leader, the voter with the highest match index other
+// than itself (0 when it does not lead or has no peer).
+func (r *Replica) successor() ReplicaID {
+	if r.stopped() != nil || r.role != RoleLeader {
+		return 0
+	}
+	status := r.Status()
+	var best ReplicaID
+	var bestMatch uint64
+	for _, v := range status.Config.Voters {
+		if v != r.config.ID && (best == 0 || status.Match[v] > bestMatch) {
+			best, bestMatch = v, status.Match[v]
+		}
+	}
+	return best
+}
+
 // members lists every replica in the current configuration.
 func (r *Replica) members() []ReplicaID {
 	c := r.state.Config

@@ -128,6 +128,15 @@ func (c *clusterListener) close(ctx context.Context) {
 		close(c.stopping)
 	}
 	<-c.reconciled
+	if c.host != nil {
+		// Partitions this node leads move to a caught-up peer first, so a
+		// planned stop costs them a transfer, not an election timeout.
+		handover, cancel := context.WithTimeout(ctx, 2*time.Second)
+		if leading := c.host.HandOver(handover); leading > 0 {
+			c.logger.Warn("some partitions did not hand their leadership over before stopping", "still_leading", leading)
+		}
+		cancel()
+	}
 	if c.meta != nil {
 		if c.meta.IsLeader() {
 			transfer, cancel := context.WithTimeout(ctx, 2*time.Second)

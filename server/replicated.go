@@ -289,6 +289,15 @@ func (c *clusterListener) attach(stream string, index uint32, part raftmeta.Part
 	if err != nil {
 		return err
 	}
+	if bootstrap != nil && part.Replicas[0] == me {
+		// The preferred leader of a new group stands at once rather than
+		// after an election timeout; pre-vote keeps this harmless when
+		// the group already has a leader.
+		if err := c.host.Do(ctx, part.Group, func(r *replica.Replica) error { return r.Campaign() }); err != nil {
+			c.logger.Warn("the preferred leader of a new partition could not stand for election", "stream", stream,
+				"partition", index, "error", err)
+		}
+	}
 	return c.engine.Replicate(stream, index, adapter)
 }
 
@@ -320,12 +329,14 @@ func (c *clusterListener) CreateStream(ctx context.Context, name string, partiti
 	return c.awaitStream(ctx, name)
 }
 
-// awaitStream waits until the reconcile loop has opened the stream here.
+// awaitStream waits until the reconcile loop has opened the stream here
+// and each partition whose replica this node runs knows its leader, so a
+// publish right after the create finds one.
 func (c *clusterListener) awaitStream(ctx context.Context, name string) error {
 	ticker := time.NewTicker(10 * time.Millisecond)
 	defer ticker.Stop()
 	for {
-		if _, err := c.engine.Stream([]byte(name)); err == nil {
+		if _, err := c.engine.Stream([]byte(name)); err == nil && c.leadersKnown(ctx, name) {
 			return nil
 		}
 		select {
@@ -334,4 +345,20 @@ func (c *clusterListener) awaitStream(ctx context.Context, name string) error {
 		case <-ticker.C:
 		}
 	}
+}
+
+// leadersKnown reports whether every partition of stream whose replica
+// runs here has a known leader.
+func (c *clusterListener) leadersKnown(ctx context.Context, name string) bool {
+	stream, ok := c.meta.State().Streams[name]
+	if !ok {
+		return false
+	}
+	for _, part := range stream.Partitions {
+		status, err := c.host.Status(ctx, part.Group)
+		if err == nil && status.Leader == 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -141,8 +142,11 @@ func TestClusterKill9LosesNoAcknowledgedRecord(t *testing.T) {
 	now := func() int64 { return int64(time.Since(began)) }
 	writing, stopWriting := context.WithCancel(ctx)
 	var acked atomic.Int64
+	var lastAck atomic.Int64 // now() of the latest ack
 	var wg sync.WaitGroup
-	wg.Go(func() { writeNumbered(writing, nodes, history, now, &acked) })
+	wg.Go(func() { writeNumbered(writing, nodes, history, now, &acked, &lastAck) })
+	var failovers []time.Duration
+	var failoversMu sync.Mutex
 
 	for cycle := range cycles {
 		// Long enough between kills for the writes to resume: a failover
@@ -159,7 +163,20 @@ func TestClusterKill9LosesNoAcknowledgedRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 		<-victim.Exited()
+		killedAt := now()
 		t.Logf("cycle %d: killed node %d (the leader) after %d acks", cycle, leader, before)
+		wg.Go(func() {
+			// The failover time: from the kill to the first ack after it.
+			for writing.Err() == nil {
+				if at := lastAck.Load(); at > killedAt {
+					failoversMu.Lock()
+					failovers = append(failovers, time.Duration(at-killedAt))
+					failoversMu.Unlock()
+					return
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
 		time.Sleep(time.Duration(200+random.IntN(800)) * time.Millisecond)
 		nodes.start(int(leader - 1))
 		t.Logf("cycle %d: node %d restarted; %d acks since the kill", cycle, leader, acked.Load()-before)
@@ -174,6 +191,7 @@ func TestClusterKill9LosesNoAcknowledgedRecord(t *testing.T) {
 	}
 	stopWriting()
 	wg.Wait()
+	t.Logf("failover, kill -9 of the leader to the next ack: %v", failovers)
 
 	final := readPartition(ctx, t, nodes)
 	h := histcheck.History{Operations: history.Operations(),
@@ -206,7 +224,7 @@ func createReplicatedStream(ctx context.Context, t *testing.T, nodes *clusterNod
 // writeNumbered produces "v0", "v1", … one at a time, redialling through
 // the seeds after a failure; a failed Produce is recorded indeterminate
 // and never resent.
-func writeNumbered(ctx context.Context, nodes *clusterNodes, history *histcheck.Recorder, now func() int64, acked *atomic.Int64) {
+func writeNumbered(ctx context.Context, nodes *clusterNodes, history *histcheck.Recorder, now func() int64, acked, lastAck *atomic.Int64) {
 	var conn *client.Client
 	defer func() {
 		if conn != nil {
@@ -233,8 +251,10 @@ func writeNumbered(ctx context.Context, nodes *clusterNodes, history *histcheck.
 			time.Sleep(20 * time.Millisecond)
 			continue
 		}
-		history.Acked(id, ack.Offset, now())
+		at := now()
+		history.Acked(id, ack.Offset, at)
 		acked.Add(1)
+		lastAck.Store(at)
 	}
 }
 
@@ -276,4 +296,63 @@ func readOnce(ctx context.Context, nodes *clusterNodes, group string) ([]histche
 		}
 	}
 	return out, nil
+}
+
+// TestClusterPlannedStopHandsOver: a SIGTERM of the partition's leader
+// hands the leadership over before the process exits, so the writer
+// loses no acknowledged record and waits about a transfer, not an
+// election timeout. The longest pause between two acks is logged.
+func TestClusterPlannedStopHandsOver(t *testing.T) {
+	nodes := startClusterNodes(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	createReplicatedStream(ctx, t, nodes)
+	leader := nodes.leaderWithin(ctx, 20*time.Second)
+	if leader == 0 {
+		t.Fatal("no leader 20 s after the stream's creation")
+	}
+	history := &histcheck.Recorder{}
+	began := time.Now()
+	now := func() int64 { return int64(time.Since(began)) }
+	writing, stopWriting := context.WithCancel(ctx)
+	var acked, lastAck atomic.Int64
+	var wg sync.WaitGroup
+	wg.Go(func() { writeNumbered(writing, nodes, history, now, &acked, &lastAck) })
+	time.Sleep(500 * time.Millisecond)
+	stoppedAt := now()
+	if code := nodes.procs[leader-1].Stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("node %d exited with %d after SIGTERM", leader, code)
+	}
+	for lastAck.Load() < stoppedAt && writing.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	pause := time.Duration(lastAck.Load() - stoppedAt)
+	nodes.start(int(leader - 1))
+	time.Sleep(300 * time.Millisecond)
+	stopWriting()
+	wg.Wait()
+	final := readPartition(ctx, t, nodes)
+	h := histcheck.History{Operations: history.Operations(), Partitions: map[uint32]histcheck.Partition{0: {Final: final}}}
+	if err := histcheck.CheckLog(h); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("planned stop of the leader (node %d): next ack %v after the SIGTERM; longest pause between acks after it %v; %d acks",
+		leader, pause, longestPause(history.Operations(), stoppedAt), acked.Load())
+}
+
+// longestPause is the longest time between two consecutive acks returned
+// after from.
+func longestPause(operations []histcheck.Operation, from int64) time.Duration {
+	var returns []int64
+	for _, op := range operations {
+		if op.Kind == histcheck.KindProduce && op.Outcome == histcheck.OutcomeOK && op.Return >= from {
+			returns = append(returns, op.Return)
+		}
+	}
+	slices.Sort(returns)
+	var longest int64
+	for i := 1; i < len(returns); i++ {
+		longest = max(longest, returns[i]-returns[i-1])
+	}
+	return time.Duration(longest)
 }

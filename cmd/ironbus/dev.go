@@ -15,9 +15,10 @@ import (
 )
 
 type devOptions struct {
-	seed int
-	addr string
-	loop string
+	seed    int
+	addr    string
+	loop    string
+	cluster int
 }
 
 func newDevCmd(opts *globalOptions) *cobra.Command {
@@ -30,16 +31,24 @@ is removed when it stops (Ctrl-C), and prints the commands to try against it.
 
 Everything else is the real broker: records are acknowledged after fdatasync,
 exactly as with ironbus serve. --seed publishes N demo records first, so sub
-has something to read.`,
+has something to read. --cluster N starts N brokers in this process, a cluster
+on loopback with free ports, for trying replicated streams.`,
 		Example: `  ironbus dev
-  ironbus dev --seed 100`,
+  ironbus dev --seed 100
+  ironbus dev --cluster 3`,
 		Args: cobra.NoArgs,
 	}
 	cmd.Flags().IntVar(&dev.seed, "seed", 0, "publish this many demo records to the default stream first")
 	cmd.Flags().StringVar(&dev.loop, "loop", loop.BackendAuto, "network backend: auto, uring, epoll or std")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "log one JSON object per line to stderr, and print where it serves as one JSON object (schema "+devSchema+")")
 	cmd.Flags().StringVar(&dev.addr, "addr", server.DefaultAddr, "address to listen on; a busy port falls back to a free one")
-	cmd.RunE = classified(func() error { return runDev(opts, dev) })
+	cmd.Flags().IntVar(&dev.cluster, "cluster", 0, "start a cluster of this many nodes (2 to 7) on loopback instead of one broker")
+	cmd.RunE = classified(func() error {
+		if dev.cluster != 0 {
+			return runDevCluster(opts, dev)
+		}
+		return runDev(opts, dev)
+	})
 	return cmd
 }
 

@@ -113,6 +113,9 @@ func (r *Replica) noteSoftState(soft *raft.SoftState) {
 	if soft == nil {
 		return
 	}
+	if ReplicaID(soft.Lead) != r.leader {
+		r.leaderChanges++
+	}
 	r.leader = ReplicaID(soft.Lead)
 	role := roleOf(soft.RaftState)
 	if r.role == RoleLeader && role != RoleLeader {
@@ -498,7 +501,7 @@ func (r *Replica) Serving() (term, nextOffset, watermark uint64) {
 
 // Status reports the replica's state.
 func (r *Replica) Status() Status {
-	s := Status{ID: r.config.ID, Group: r.config.Group, Role: r.role, Leader: r.leader, Term: r.term,
+	s := Status{ID: r.config.ID, Group: r.config.Group, Role: r.role, Leader: r.leader, Term: r.term, LeaderChanges: r.leaderChanges,
 		Applied: r.applied, LastIndex: r.config.Journal.LastIndex(), Watermark: r.watermark,
 		Config: cloneMembership(r.state.Config), Latched: r.latched, Damaged: r.damaged}
 	if r.stopped() != nil {

@@ -74,6 +74,8 @@ type Replica struct {
 	applied     uint64
 	appliedTerm uint64 // the term of the last applied entry
 	servingTerm uint64 // what OnServing last said
+	// leaderChanges counts the leaders this replica has seen come and go.
+	leaderChanges uint64
 	watermark   uint64
 
 	latched error
@@ -161,6 +163,9 @@ type Status struct {
 	Match   map[ReplicaID]uint64
 	Latched error // non-nil once a storage failure stopped the replica
 	Damaged error // non-nil once a damaged committed entry was found
+	// LeaderChanges counts the changes of leader this replica has seen
+	// since it opened (elections, transfers, losses).
+	LeaderChanges uint64
 }
 
 // Record is one record a leader proposes: its producer-framed body and the

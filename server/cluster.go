@@ -71,6 +71,9 @@ func listenCluster(cfg Config, engine *broker.Broker, clientAddr string, logger 
 	// clients are served; later changes follow.
 	c.reconcile(c.meta.State())
 	engine.OpenMissingStreams(c.openMissing)
+	if err := engine.RegisterCollector(newClusterCollector(c)); err != nil {
+		logger.Warn("the cluster's metrics are not exposed", "error", err)
+	}
 	go c.reconcileLoop()
 	return c, nil
 }

@@ -3,11 +3,13 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ironbus/ironbus/client"
 	"github.com/ironbus/ironbus/wire"
 )
 
@@ -110,6 +112,74 @@ func TestClusterSettingsAreChecked(t *testing.T) {
 		}
 		if err != nil && !errors.Is(err, ErrInvalidSetting) && !errors.Is(err, ErrUnprotectedAddress) {
 			t.Errorf("%s: %v wraps no sentinel", tc.name, err)
+		}
+	}
+}
+
+func TestReplicatedStreamInProcess(t *testing.T) {
+	configs := clusterConfigs(t, 3)
+	var servers []*Server
+	var addrs []string
+	for _, cfg := range configs {
+		srv := start(t, cfg)
+		servers = append(servers, srv)
+		addrs = append(addrs, srv.Addr())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	seeds := strings.Join(addrs, ",")
+	var c *client.Client
+	for {
+		var err error
+		c, err = client.Dial(ctx, seeds, client.Options{Idempotence: client.IdempotenceOff})
+		if err == nil {
+			if _, err = c.CreateStream(ctx, "orders", client.StreamSettings{Partitions: 2, Replicas: 3}); err == nil {
+				break
+			}
+			c.Close()
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("creating a replicated stream: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	defer c.Close()
+	for p := uint32(0); p < 2; p++ {
+		for i := range 50 {
+			if _, err := c.ProduceTo(ctx, client.ToPartition("orders", p), client.Record{Payload: []byte(fmt.Sprint(p, "-", i))}); err != nil {
+				t.Fatalf("produce to partition %d: %v", p, err)
+			}
+		}
+	}
+	// Every node reports the partitions, and the metrics say who leads.
+	for _, srv := range servers {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			state, err := srv.cluster.ClusterState(ctx, true, "orders")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(state.Partitions) == 2 && state.Partitions[0].Watermark == 50 && state.Partitions[1].Watermark == 50 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d: partitions %+v", srv.mu.cfg.NodeID, state.Partitions)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	families, err := servers[0].engine.Metrics().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, f := range families {
+		names[f.GetName()] = true
+	}
+	for _, want := range []string{"ironbus_replica_leader_node", "ironbus_replica_watermark", "ironbus_cluster_peer_connected",
+		"ironbus_cluster_meta_leader_node", "ironbus_replica_leader_changes_total"} {
+		if !names[want] {
+			t.Errorf("metric %s missing", want)
 		}
 	}
 }

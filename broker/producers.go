@@ -65,6 +65,9 @@ const (
 type ProducerConfig struct {
 	// MaxNames caps the producer names of the data directory.
 	MaxNames int
+	// IDOf, when set, derives each producer name's id from the name
+	// (producer.RegistryOptions.IDOf): a cluster member's setting.
+	IDOf func(name string) uint64
 	// MaxStates caps the producers with state per partition; admitting
 	// one more drops the state of the one idle longest.
 	MaxStates int
@@ -174,7 +177,7 @@ func (ps *producerState) takeDue() []segment.LogID {
 // Called before the streams open (their tables need the registry).
 func (b *Broker) openProducers() error {
 	cfg := b.cfg.Producers.withDefaults()
-	registry, err := producer.OpenRegistry(b.cfg.FS, b.cfg.DataDir, producer.RegistryOptions{MaxNames: cfg.MaxNames})
+	registry, err := producer.OpenRegistry(b.cfg.FS, b.cfg.DataDir, producer.RegistryOptions{MaxNames: cfg.MaxNames, IDOf: cfg.IDOf})
 	if err != nil {
 		return storageError(err)
 	}
@@ -443,7 +446,7 @@ func (b *Broker) InitProducer(name string) (producer.Identity, []ProducerPositio
 	switch {
 	case errors.Is(err, producer.ErrInvalidName):
 		return producer.Identity{}, nil, withKind(ErrInvalidName, err)
-	case errors.Is(err, producer.ErrEpochsExhausted):
+	case errors.Is(err, producer.ErrEpochsExhausted), errors.Is(err, producer.ErrIDTaken):
 		return producer.Identity{}, nil, withKind(ErrInvalidArgument, err)
 	case err != nil:
 		// A failed write or sync of the registry is final, as a log's is:

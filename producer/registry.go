@@ -62,7 +62,15 @@ type RegistryOptions struct {
 	// registry's memory (at most about 720 B per name, with a full-length
 	// name) and its file (at most twice the live entries).
 	MaxNames int
+	// IDOf, when set, gives a new name its id instead of the next one:
+	// the members of a cluster derive every name's id from the name, so a
+	// producer has one id on every node and a partition's new leader
+	// recognises its records (epochs stay each node's own).
+	IDOf func(name string) uint64
 }
+
+// ErrIDTaken: IDOf gave a new name an id another name holds.
+var ErrIDTaken = errors.New("producer: the id derived from the name is another name's")
 
 // Registry maps producer names to ids and epochs, durably. It is the
 // authority for both: an id is never issued twice, and an epoch returned
@@ -71,6 +79,7 @@ type Registry struct {
 	fsys vfs.FS
 	dir  string
 	max  int
+	idOf func(name string) uint64
 
 	mu      sync.RWMutex // read-locked by the lookups of the append path
 	file    vfs.File
@@ -100,7 +109,7 @@ func OpenRegistry(fsys vfs.FS, dir string, opts RegistryOptions) (*Registry, err
 	if opts.MaxNames <= 0 {
 		opts.MaxNames = DefaultMaxNames
 	}
-	r := &Registry{fsys: fsys, dir: dir, max: opts.MaxNames,
+	r := &Registry{fsys: fsys, dir: dir, max: opts.MaxNames, idOf: opts.IDOf,
 		names: map[string]*registration{}, ids: map[uint64]*registration{}}
 	name := path.Join(dir, RegistryFileName)
 	image, err := vfs.ReadFile(fsys, name)
@@ -282,6 +291,12 @@ func (r *Registry) Init(name string) (Identity, error) {
 		entry.id, entry.epoch = known.id, known.epoch+1
 	} else {
 		entry.id, entry.epoch = r.lastID+1, 1
+		if r.idOf != nil {
+			entry.id = r.idOf(name)
+			if holder, taken := r.ids[entry.id]; taken || entry.id == 0 {
+				return Identity{}, fmt.Errorf("%w: producer %q, id %d (held by %q): choose another name", ErrIDTaken, name, entry.id, holderName(holder))
+			}
+		}
 	}
 	image := appendEntry(nil, entry)
 	if _, err := r.file.WriteAt(image, r.end); err != nil {
@@ -304,6 +319,13 @@ func (r *Registry) Init(name string) (Identity, error) {
 		}
 	}
 	return identity, nil
+}
+
+func holderName(holder *registration) string {
+	if holder == nil {
+		return ""
+	}
+	return holder.name
 }
 
 // evictOldest drops the name whose latest Init is the oldest (but not

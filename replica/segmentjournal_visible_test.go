@@ -36,3 +36,29 @@ func TestSegmentJournalReadersSeeOnlyCommitted(t *testing.T) {
 	j.SetVisible(9)
 	requireRecords(t, j.log, append(committed, pending...), "all committed")
 }
+
+// TestSegmentJournalVisibleAcrossRolls: entries synced and made visible
+// one at a time, as a replica applies them, stay readable past segment
+// rolls.
+func TestSegmentJournalVisibleAcrossRolls(t *testing.T) {
+	j := openJournal(t, vfs.NewMemFS())
+	defer j.close()
+	var all []Entry
+	next := uint64(0)
+	for index := uint64(1); index <= 300; index++ {
+		e := dataEntry(index, 1, next, 4, 300)
+		next += 4
+		all = append(all, e)
+		if err := j.Append([]Entry{e}); err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		j.SetVisible(next)
+	}
+	if len(j.log.Segments()) < 3 {
+		t.Fatalf("%d segments: the test wants rolls", len(j.log.Segments()))
+	}
+	requireRecords(t, j.log, all, "visible one entry at a time")
+}

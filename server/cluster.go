@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zeebo/xxh3"
+
 	"github.com/ironbus/ironbus/broker"
 	"github.com/ironbus/ironbus/datadir"
 	"github.com/ironbus/ironbus/peerlink"
@@ -158,6 +160,12 @@ func (c *clusterListener) close(ctx context.Context) {
 	}
 	c.mux.close()
 }
+
+// clusterProducerID derives a producer's id from its (scoped) name, the
+// same on every node, so a partition's new leader recognises the records
+// an idempotent producer sent through the old one. The top bit keeps
+// these ids apart from those a single node issues in sequence.
+func clusterProducerID(name string) uint64 { return xxh3.HashString(name) | 1<<63 }
 
 // clusterView answers the sessions' ClusterInfo once the cluster door is
 // open: the sessions' handler is built before the door, which needs the

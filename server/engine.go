@@ -81,6 +81,9 @@ func mapConfig(cfg Config, logger *slog.Logger) (parts, error) {
 	if cfg.Storage == StorageMemory {
 		engine.FS, engine.DataDir = vfs.NewVolatileFS(cfg.MemoryStorageCap), memoryDataDir
 	}
+	if cfg.NodeID != 0 {
+		engine.Producers.IDOf = clusterProducerID
+	}
 	wire := session.Config{
 		MaxFrame:         uint32(cfg.MaxFrame),
 		Window:           uint32(cfg.Window),

@@ -294,6 +294,10 @@ func readOnce(ctx context.Context, nodes *clusterNodes, group string) ([]histche
 		for _, m := range result.Messages {
 			out = append(out, histcheck.Record{Offset: m.Offset, Value: string(m.Payload)})
 		}
+		// A group holds a bounded number of unacknowledged leases.
+		if _, err := conn.Ack(ctx, clusterStream, group, result.Messages...); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -355,4 +359,108 @@ func longestPause(operations []histcheck.Operation, from int64) time.Duration {
 		longest = max(longest, returns[i]-returns[i-1])
 	}
 	return time.Duration(longest)
+}
+
+// TestClusterIdempotentProducerKill9: a pipelined idempotent producer
+// keeps sending while the partition's leader is killed with SIGKILL and
+// restarted. It redials through the seeds, follows the new leader and
+// resends what was not acknowledged with the sequences it had: the
+// partition's new leader, which knows the producer by the id every node
+// derives from its name, stores each record once. Every Send is in the
+// history; a duplicate would show as a value stored twice.
+func TestClusterIdempotentProducerKill9(t *testing.T) {
+	seed, cycles := crashtest.Seed(t), crashtest.Count(t, "IRONBUS_CLUSTER_CYCLES", 3)
+	t.Logf("seed %d (replay with IRONBUS_SEED=%d), %d kill cycles", seed, seed, cycles)
+	random := rand.New(rand.NewPCG(seed, seed^0x1de3))
+	nodes := startClusterNodes(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	createReplicatedStream(ctx, t, nodes)
+	if nodes.leaderWithin(ctx, 20*time.Second) == 0 {
+		t.Fatal("the replicated partition has no leader 20 s after its creation")
+	}
+	conn, err := client.Dial(ctx, nodes.seeds(), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	producer := conn.NewProducerTo(client.ToPartition(clusterStream, 0), client.ProducerOptions{Window: 64,
+		Name: "cluster-writer", ReconnectTimeout: time.Minute})
+
+	history := &histcheck.Recorder{}
+	began := time.Now()
+	now := func() int64 { return int64(time.Since(began)) }
+	// pending are the history ids of the records sent and not yet
+	// answered, in send order: Results come in that order.
+	var pending []int
+	var pendingMu sync.Mutex
+	var acked atomic.Int64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for result := range producer.Results() {
+			pendingMu.Lock()
+			id := pending[0]
+			pending = pending[1:]
+			pendingMu.Unlock()
+			if result.Err != nil {
+				history.Indeterminate(id, now())
+				continue
+			}
+			history.Acked(id, result.Ack.Offset, now())
+			acked.Add(1)
+		}
+	})
+	sending, stopSending := context.WithCancel(ctx)
+	var sent sync.WaitGroup
+	sent.Go(func() {
+		for n := 0; sending.Err() == nil; n++ {
+			id := history.Produce(0, 0, "p"+strconv.Itoa(n), now())
+			pendingMu.Lock()
+			pending = append(pending, id)
+			pendingMu.Unlock()
+			if err := producer.Send(sending, client.Record{Payload: []byte("p" + strconv.Itoa(n))}); err != nil {
+				// Not sent: no Result comes for it, and none after it.
+				pendingMu.Lock()
+				pending = pending[:len(pending)-1]
+				pendingMu.Unlock()
+				history.Failed(id, now())
+				return
+			}
+			if n%32 == 31 {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	})
+	for cycle := range cycles {
+		time.Sleep(time.Duration(1500+random.IntN(1500)) * time.Millisecond)
+		leader := nodes.leaderWithin(ctx, 10*time.Second)
+		if leader == 0 {
+			t.Logf("cycle %d: no leader known; no kill", cycle)
+			continue
+		}
+		victim := nodes.procs[leader-1]
+		if err := victim.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-victim.Exited()
+		t.Logf("cycle %d: killed node %d (the leader) after %d acks", cycle, leader, acked.Load())
+		time.Sleep(time.Duration(200+random.IntN(800)) * time.Millisecond)
+		nodes.start(int(leader - 1))
+	}
+	time.Sleep(2 * time.Second)
+	stopSending()
+	sent.Wait()
+	if err := producer.Close(); err != nil {
+		t.Logf("closing the producer: %v", err)
+	}
+	wg.Wait()
+	final := readPartition(ctx, t, nodes)
+	h := histcheck.History{Operations: history.Operations(), Partitions: map[uint32]histcheck.Partition{0: {Final: final}}}
+	if err := histcheck.CheckLog(h); err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	if acked.Load() == 0 {
+		t.Fatal("nothing was acknowledged")
+	}
+	t.Logf("%d records acknowledged, %d in the log", acked.Load(), len(final))
 }

@@ -191,14 +191,7 @@ func runPub(ctx context.Context, opts *globalOptions, pub *pubOptions, payload *
 	case pub.checks.noAck:
 		return publishNoAck(ctx, opts, c, destination, template, payload, c.ServerInfo().LargestPayload())
 	}
-	options := client.ProducerOptions{Window: pub.window, Compression: compression}
-	if c.ServerInfo().Capabilities&wire.CapCluster != 0 {
-		// Producer ids are issued by each node, so a resend to another
-		// node cannot be recognised: say so rather than fail.
-		options.Idempotence = client.IdempotenceOff
-		fmt.Fprintln(opts.stderr, "note: a cluster does not share producer ids yet: publishing at-least-once (a resend after a failover may store a record twice)")
-	}
-	producer := c.NewProducerTo(destination, options)
+	producer := c.NewProducerTo(destination, client.ProducerOptions{Window: pub.window, Compression: compression})
 	printed := make(chan error, 1)
 	go func() { printed <- printOffsets(opts.stdout, opts.stderr, producer.Results(), opts.json, stream) }()
 	var sendErr error

@@ -158,6 +158,12 @@ func (p *Partition) appendChecked(run *CheckedRun, inline bool) (Ticket, error) 
 		return Ticket{}, storageError(err)
 	}
 	p.checkMu.Lock()
+	if p.replicated {
+		if err := p.refreshLocked(); err != nil {
+			p.checkMu.Unlock()
+			return Ticket{}, err
+		}
+	}
 	head := p.head()
 	referenced := p.classify(run, head)
 	if run.Atomic {
@@ -323,7 +329,7 @@ func (p *Partition) checkProducer(run *CheckedRun, c *Check, head uint64) (Outco
 		case c.Sequence == previous+1:
 			return Outcome{}, false
 		case c.Sequence > previous+1:
-			return Outcome{Kind: Refused, Err: fmt.Errorf("%w: %w", ErrSequenceGap, &producer.GapError{Expected: previous + 1})}, true
+			return Outcome{Kind: Refused, Err: p.gap(fmt.Errorf("%w: %w", ErrSequenceGap, &producer.GapError{Expected: previous + 1}))}, true
 		}
 		if j := run.lastStored(func(o *Check) bool { return o.Producer && o.ProducerID == c.ProducerID && o.Sequence == c.Sequence }); j >= 0 {
 			return Outcome{Kind: Duplicate, Offset: head + uint64(j), OffsetKnown: true}, true
@@ -335,7 +341,7 @@ func (p *Partition) checkProducer(run *CheckedRun, c *Check, head uint64) (Outco
 	verdict, err := p.producers.Check(c.ProducerID, c.Sequence)
 	switch {
 	case errors.Is(err, producer.ErrSequenceGap):
-		return Outcome{Kind: Refused, Err: fmt.Errorf("%w: %w", ErrSequenceGap, err)}, true
+		return Outcome{Kind: Refused, Err: p.gap(fmt.Errorf("%w: %w", ErrSequenceGap, err))}, true
 	case errors.Is(err, producer.ErrExpired):
 		return Outcome{Kind: Refused, Err: fmt.Errorf("%w: %w", ErrProducerExpired, err)}, true
 	case err != nil:
@@ -344,6 +350,19 @@ func (p *Partition) checkProducer(run *CheckedRun, c *Check, head uint64) (Outco
 		return Outcome{Kind: Duplicate, Offset: verdict.Offset, OffsetKnown: verdict.OffsetKnown}, true
 	}
 	return Outcome{}, false
+}
+
+// gap is the refusal of a record whose producer skipped a sequence. On a
+// replicated partition a gap is what a pipelined producer meets while the
+// leadership moves (an earlier record refused by a node that was not yet
+// leading, a later one taken once it was): it is answered as no leader,
+// so the producer resends from the first record not stored, in order;
+// nothing is stored either way.
+func (p *Partition) gap(err error) error {
+	if !p.replicated {
+		return err
+	}
+	return NoLeader(p.stream, p.index, "the producer's sequence skips ahead after a change of leader ("+err.Error()+"); resend from the first record not acknowledged")
 }
 
 // lastOfSubject is the last offset of a record with subject: one stored

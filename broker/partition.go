@@ -105,6 +105,12 @@ func (p *Partition) TryCommit(bodies [][]byte, crcs []uint32, frameBytes int) (T
 // stage behind it while the fdatasync runs.
 func (p *Partition) stageAndFinish(bodies [][]byte, crcs []uint32, inline, atomic bool) (Ticket, error) {
 	p.checkMu.Lock()
+	if p.replicated {
+		if err := p.refreshLocked(); err != nil {
+			p.checkMu.Unlock()
+			return Ticket{}, err
+		}
+	}
 	ticket, write, err := p.stageLocked(bodies, crcs, inline, atomic)
 	p.checkMu.Unlock()
 	write.Finish()

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -67,6 +68,9 @@ type Replication interface {
 	// does not lead. A new term means the partition's state (its producer
 	// table) must be read again from the log before the first append.
 	Term() uint64
+	// Ready waits while this node has just won the leadership and is
+	// still applying its log (bounded by ctx), then returns Term.
+	Ready(ctx context.Context) uint64
 }
 
 // replicationBox holds a partition's Replication for an atomic pointer.
@@ -90,21 +94,42 @@ func (b *Broker) Replicate(stream string, partition uint32, r Replication) error
 	return nil
 }
 
-// proposeLocked is stageLocked for a replicated partition. A new term of
-// this node's leadership first reads the producer table again from the
-// log: the replica takes proposals only once it has applied every entry
-// of earlier terms, so the log then holds every acknowledged record.
-// REQUIRES: checkMu held.
-func (p *Partition) proposeLocked(bodies [][]byte, crcs []uint32) (segment.Ticket, error) {
+// refreshLocked prepares a replicated partition for a run of appends:
+// at the start of a new term of this node's leadership it waits until the
+// replica has applied every entry of earlier terms, then reads the
+// producer table again from the log, before any check runs against it:
+// the log then holds every acknowledged record, whichever leader stored
+// it. REQUIRES: checkMu held.
+func (p *Partition) refreshLocked() error {
 	box := p.replication.Load()
 	if box == nil {
-		return segment.Ticket{}, NoLeader(p.stream, p.index, "its replica is not open yet")
+		return NoLeader(p.stream, p.index, "its replica is not open yet")
 	}
-	if term := box.r.Term(); term != 0 && term != p.servedTerm {
+	term := box.r.Term()
+	if term == 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), leaderReadyWait)
+		term = box.r.Ready(ctx)
+		cancel()
+	}
+	if term != 0 && term != p.servedTerm {
 		if p.producers != nil {
 			p.producers = p.broker.producerTable(p.log)
 		}
 		p.servedTerm = term
+	}
+	return nil
+}
+
+// leaderReadyWait bounds how long an append waits for a new leader to
+// finish applying its log (an election's worth).
+const leaderReadyWait = 2 * time.Second
+
+// proposeLocked is stageLocked for a replicated partition.
+// REQUIRES: checkMu held, refreshLocked called under it.
+func (p *Partition) proposeLocked(bodies [][]byte, crcs []uint32) (segment.Ticket, error) {
+	box := p.replication.Load()
+	if box == nil {
+		return segment.Ticket{}, NoLeader(p.stream, p.index, "its replica is not open yet")
 	}
 	return box.r.Propose(bodies, crcs)
 }

@@ -122,6 +122,9 @@ func (r *Replica) noteSoftState(soft *raft.SoftState) {
 		r.failPending(ErrIndeterminate)
 		r.noteServing(0)
 	}
+	if (r.role == RoleLeader) != (role == RoleLeader) && r.config.OnLeading != nil {
+		r.config.OnLeading(role == RoleLeader)
+	}
 	r.role = role
 }
 

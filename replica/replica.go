@@ -32,6 +32,10 @@ type Config struct {
 	// or closed). On the goroutine that drives the replica; it must not
 	// call the replica.
 	OnServing func(term uint64)
+	// OnLeading, when set, hears whether this replica leads, as soon as
+	// it wins an election (before it serves) and when it stops leading.
+	// Same goroutine and rules as OnServing.
+	OnLeading func(leading bool)
 	// Restore, when set, receives a snapshot this replica installed in
 	// place of its log (it fell below the leader's retention): the
 	// application resets its state to the snapshot's. It runs before the

@@ -33,8 +33,10 @@ type partitionReplica struct {
 	group     replica.GroupID
 	journal   *replica.SegmentJournal
 	// term is the term this node serves proposals in, 0 when it does
-	// not (the replica's OnServing).
-	term atomic.Uint64
+	// not (the replica's OnServing); leading says it won the leadership,
+	// serving or not yet (OnLeading).
+	term    atomic.Uint64
+	leading atomic.Bool
 
 	mu        sync.Mutex
 	watermark uint64
@@ -75,6 +77,21 @@ func (p *partitionReplica) NextOffset() uint64 {
 }
 
 func (p *partitionReplica) Term() uint64 { return p.term.Load() }
+
+// Ready waits while this node leads but does not serve yet (it is
+// applying the entries of earlier terms), until ctx ends.
+func (p *partitionReplica) Ready(ctx context.Context) uint64 {
+	for {
+		if term := p.term.Load(); term != 0 || !p.leading.Load() {
+			return term
+		}
+		select {
+		case <-ctx.Done():
+			return 0
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
 
 // TicketFor completes once the watermark passes offset.
 func (p *partitionReplica) TicketFor(offset uint64) segment.Ticket {
@@ -151,8 +168,9 @@ func (p *remotePartition) Propose([][]byte, []uint32) (segment.Ticket, error) {
 	return segment.Ticket{}, p.cluster.notLeader(p.stream, p.partition, p.preferred)
 }
 
-func (p *remotePartition) NextOffset() uint64 { return 0 }
-func (p *remotePartition) Term() uint64       { return 0 }
+func (p *remotePartition) NextOffset() uint64           { return 0 }
+func (p *remotePartition) Term() uint64                 { return 0 }
+func (p *remotePartition) Ready(context.Context) uint64 { return 0 }
 func (p *remotePartition) TicketFor(offset uint64) segment.Ticket {
 	ticket, complete := segment.ExternalTicket(offset, 1)
 	complete(p.cluster.notLeader(p.stream, p.partition, p.preferred))
@@ -285,7 +303,7 @@ func (c *clusterListener) attach(stream string, index uint32, part raftmeta.Part
 	ctx, cancel := context.WithTimeout(context.Background(), proposeTimeout)
 	defer cancel()
 	err = c.host.Add(ctx, replica.Config{ID: me, Group: part.Group, Journal: journal, Apply: adapter.apply,
-		Restore: adapter.restore, OnServing: adapter.term.Store}, bootstrap)
+		Restore: adapter.restore, OnServing: adapter.term.Store, OnLeading: adapter.leading.Store}, bootstrap)
 	if err != nil {
 		return err
 	}

@@ -95,7 +95,9 @@ func (m *metrics) recentSyncs() []time.Duration {
 
 // RegisterCollector adds a collector to the broker's registry, for parts
 // the server adds after the engine opened (the cluster door).
-func (b *Broker) RegisterCollector(c prometheus.Collector) error { return b.metrics.registry.Register(c) }
+func (b *Broker) RegisterCollector(c prometheus.Collector) error {
+	return b.metrics.registry.Register(c)
+}
 
 // Metrics implements health.Source: the broker's own registry, which
 // /metrics exposes.

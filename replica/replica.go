@@ -80,7 +80,7 @@ type Replica struct {
 	servingTerm uint64 // what OnServing last said
 	// leaderChanges counts the leaders this replica has seen come and go.
 	leaderChanges uint64
-	watermark   uint64
+	watermark     uint64
 
 	latched error
 	damaged error

@@ -8,6 +8,7 @@ SOAK_SEEDS ?= 5000
 SOAK_IDEMPOTENT_CYCLES ?= 200
 SOAK_CAS_ROUNDS ?= 200
 SOAK_SIM_SEEDS ?= 10000
+SOAK_CLUSTER_CYCLES ?= 50
 
 .PHONY: all build test backends rig lint unit fuzz-smoke fuzz fuzz-soak soak bench bench-consume testdata clean docs size boundaries
 
@@ -129,6 +130,7 @@ soak:
 	IRONBUS_IDEMPOTENT_CYCLES=$(SOAK_IDEMPOTENT_CYCLES) IRONBUS_CAS_ROUNDS=$(SOAK_CAS_ROUNDS) \
 	  $(GO) test -count=1 -timeout 1h -run 'TestIdempotentProducersKill9|TestConditional.*UnderConcurrentWriters' ./cmd/ironbus/ ./client/
 	IRONBUS_SIM_SEEDS=$(SOAK_SIM_SEEDS) $(GO) test -count=1 -timeout 2h -run TestSeeds ./replica/sim/
+	IRONBUS_CLUSTER_CYCLES=$(SOAK_CLUSTER_CYCLES) $(GO) test -count=1 -timeout 1h -run 'TestCluster.*Kill9' ./cmd/ironbus/
 
 # bench: durable appends through the committer, then the broker over
 # loopback, each against the raw device in the same run (see

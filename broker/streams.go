@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/ironbus/ironbus/broker/catalog"
@@ -153,7 +154,9 @@ func (b *Broker) existingStream(stream string) (*Stream, bool) {
 	if ok {
 		return served, true
 	}
-	if open := b.openMissing.Load(); open != nil && (*open)(stream) {
+	// A copy: the caller's name must not escape (a lookup by a converted
+	// []byte allocates nothing when the stream exists).
+	if open := b.openMissing.Load(); open != nil && (*open)(strings.Clone(stream)) {
 		b.logsMu.RLock()
 		served, ok = b.streams[stream]
 		b.logsMu.RUnlock()

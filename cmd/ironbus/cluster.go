@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -92,6 +93,9 @@ func runClusterStatus(ctx context.Context, opts *globalOptions, addr string) err
 	}
 	defer c.Close()
 	state, err := c.ClusterInfo(ctx, client.ClusterInfoOptions{Partitions: true})
+	if errors.Is(err, client.ErrNotClustered) {
+		return exitErrorf(exitRefused, "the broker at %s is a single node, not a cluster member: start brokers with --node-id, --cluster-addr and --peer (docs/CLUSTER.md), or try `ironbus dev --cluster 3`", addr)
+	}
 	if err != nil {
 		return adminError(err, "")
 	}

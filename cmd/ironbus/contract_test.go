@@ -168,6 +168,9 @@ func envelopeLive(run *envelopeRun, broker *testbroker.Process) {
 	run.expect("ironbus dlq ls", exitClean, "", nil, append([]string{"dlq", "ls"}, addr...)...)
 
 	envelopeStreams(run, addr)
+	// A single node answers that it is no cluster member, as an error
+	// envelope.
+	run.expect("ironbus cluster status", exitRefused, "", nil, append([]string{"cluster", "status"}, addr...)...)
 
 	health := []string{"--health-addr", broker.HealthAddr()}
 	for _, report := range []string{"groups", "streams", "storage", "recovery", "connections"} {

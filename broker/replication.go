@@ -121,8 +121,10 @@ func (p *Partition) refreshLocked() error {
 }
 
 // leaderReadyWait bounds how long an append waits for a new leader to
-// finish applying its log (an election's worth).
-const leaderReadyWait = 2 * time.Second
+// finish applying its log: about one round trip to its followers and a
+// sync. The wait holds the caller (a reactor, for an inline produce), so
+// it stays short; a producer refused after it retries.
+const leaderReadyWait = 250 * time.Millisecond
 
 // proposeLocked is stageLocked for a replicated partition.
 // REQUIRES: checkMu held, refreshLocked called under it.

@@ -83,7 +83,7 @@ docs:
 # to 20,000,000 bytes only with the cluster, MQTT and console features,
 # each recording what it adds (docs/PACKAGING.md, "What the binary is
 # made of").
-SIZE_BUDGET ?= 17000000
+SIZE_BUDGET ?= 18000000
 size:
 	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags='-s -w' -o "$$dir/ironbus" ./cmd/ironbus && \

@@ -102,6 +102,13 @@ func (p *partitionReplica) TicketFor(offset uint64) segment.Ticket {
 		complete(nil)
 		return ticket
 	}
+	if !p.leading.Load() {
+		// onLeading fails the waiters when the leadership goes; one added
+		// after that would wait for nothing.
+		p.mu.Unlock()
+		complete(broker.NoLeader(p.stream, p.partition, "this node does not lead the partition"))
+		return ticket
+	}
 	at := sort.Search(len(p.waiters), func(i int) bool { return p.waiters[i].offset > offset })
 	p.waiters = append(p.waiters, offsetWaiter{})
 	copy(p.waiters[at+1:], p.waiters[at:])
@@ -143,6 +150,24 @@ func (p *partitionReplica) advance(watermark uint64) {
 	p.mu.Unlock()
 	for _, w := range ready {
 		w.complete(nil)
+	}
+}
+
+// onLeading is the replica's OnLeading. Losing the leadership fails the
+// answers still waiting for an offset to commit: it may never commit
+// now (a new leader can cut it), and a connection's answers wait in
+// order behind them.
+func (p *partitionReplica) onLeading(leading bool) {
+	p.leading.Store(leading)
+	if leading {
+		return
+	}
+	p.mu.Lock()
+	waiting := p.waiters
+	p.waiters = nil
+	p.mu.Unlock()
+	for _, w := range waiting {
+		w.complete(broker.NoLeader(p.stream, p.partition, "this node stopped leading before the record was committed"))
 	}
 }
 
@@ -303,7 +328,7 @@ func (c *clusterListener) attach(stream string, index uint32, part raftmeta.Part
 	ctx, cancel := context.WithTimeout(context.Background(), proposeTimeout)
 	defer cancel()
 	err = c.host.Add(ctx, replica.Config{ID: me, Group: part.Group, Journal: journal, Apply: adapter.apply,
-		Restore: adapter.restore, OnServing: adapter.term.Store, OnLeading: adapter.leading.Store}, bootstrap)
+		Restore: adapter.restore, OnServing: adapter.term.Store, OnLeading: adapter.onLeading}, bootstrap)
 	if err != nil {
 		return err
 	}

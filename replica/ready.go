@@ -402,6 +402,11 @@ func (r *Replica) propose(kind pb.EntryType, data []byte) (*Proposal, error) {
 		Entries: []*pb.Entry{{Type: kind.Enum(), Data: data}}}
 	if err := r.guard(func() error { return r.raw.Step(m) }); err != nil {
 		if errors.Is(err, raft.ErrProposalDropped) {
+			if r.leader == r.config.ID || r.leader == 0 {
+				// Dropped by this leader itself (a leadership transfer
+				// under way): no other node to send the caller to.
+				return nil, ErrLeaderNotReady
+			}
 			return nil, &NotLeaderError{Leader: r.leader, Term: r.term}
 		}
 		return nil, err

@@ -146,8 +146,17 @@ func TestReplicatedStreamInProcess(t *testing.T) {
 	defer c.Close()
 	for p := uint32(0); p < 2; p++ {
 		for i := range 50 {
-			if _, err := c.ProduceTo(ctx, client.ToPartition("orders", p), client.Record{Payload: []byte(fmt.Sprint(p, "-", i))}); err != nil {
-				t.Fatalf("produce to partition %d: %v", p, err)
+			// Leadership may still settle after the create (a slow machine,
+			// the race detector): a call that finds no leader is retried.
+			for {
+				_, err := c.ProduceTo(ctx, client.ToPartition("orders", p), client.Record{Payload: []byte(fmt.Sprint(p, "-", i))})
+				if err == nil {
+					break
+				}
+				if !errors.Is(err, client.ErrNoLeader) || ctx.Err() != nil {
+					t.Fatalf("produce to partition %d: %v", p, err)
+				}
+				time.Sleep(50 * time.Millisecond)
 			}
 		}
 	}

@@ -256,13 +256,29 @@ func (c *clusterListener) reconcileLoop() {
 // serve yet, for the engine's lookups that come before the reconcile
 // loop's pass; false when the metadata does not hold it.
 func (c *clusterListener) openMissing(name string) bool {
-	state := c.meta.State()
+	state, changed := c.meta.Watch()
 	if _, ok := state.Streams[name]; !ok {
-		return false
+		// This member's metadata may lag its leader's by a heartbeat (a
+		// client sent here right after the create): wait a moment.
+		deadline := time.NewTimer(missingStreamWait)
+		defer deadline.Stop()
+		for !ok {
+			select {
+			case <-changed:
+				state, changed = c.meta.Watch()
+				_, ok = state.Streams[name]
+			case <-deadline.C:
+				return false
+			}
+		}
 	}
 	c.reconcile(state)
 	return true
 }
+
+// missingStreamWait bounds how long a lookup of a stream this node does
+// not know waits for its metadata to catch up.
+const missingStreamWait = 100 * time.Millisecond
 
 // reconcile brings this node in line with one metadata state. A stream
 // or partition that fails to open is logged and tried again at the next

@@ -489,8 +489,9 @@ func (r *Replica) markDamaged(err error) error {
 }
 
 // Serving reports whether this replica leads and takes proposals, and in
-// which term; the next data offset it would assign; and the watermark.
-// Cheap: no allocation, for every append's path.
+// which term (0: it does not); the next data offset it would assign; and
+// the watermark. A leader's first call in a term writes what Raft has
+// pending, to learn its log's end.
 func (r *Replica) Serving() (term, nextOffset, watermark uint64) {
 	if r.stopped() != nil {
 		return 0, 0, r.watermark

@@ -25,8 +25,8 @@ import (
 // clusterListener is the cluster door: the shared cluster address (peer
 // link and metadata group), the node's replica host and its member of the
 // metadata group. It is a listener like the client wire: bound in New,
-// served by Start, stopped by Stop, which hands the metadata leadership
-// over first when this node holds it.
+// served by Start, stopped by Stop, which first hands over the leadership
+// of the partitions (and of the metadata group) this node holds.
 type clusterListener struct {
 	config      Config
 	logger      *slog.Logger

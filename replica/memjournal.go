@@ -254,20 +254,3 @@ func (m memoryImage) clone() memoryImage {
 	return memoryImage{state: cloneState(m.state), snapshot: cloneSnapshot(m.snapshot),
 		entries: slices.Clone(m.entries)}
 }
-
-func cloneState(s State) State {
-	s.Config = cloneMembership(s.Config)
-	return s
-}
-
-func cloneSnapshot(s Snapshot) Snapshot {
-	s.Config = cloneMembership(s.Config)
-	s.Data = slices.Clone(s.Data)
-	return s
-}
-
-func cloneMembership(m Membership) Membership {
-	return Membership{Voters: slices.Clone(m.Voters), Learners: slices.Clone(m.Learners),
-		VotersOutgoing: slices.Clone(m.VotersOutgoing), LearnersNext: slices.Clone(m.LearnersNext),
-		AutoLeave: m.AutoLeave}
-}

@@ -73,7 +73,7 @@ func OpenSegmentJournal(log *segment.Log) (*SegmentJournal, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &SegmentJournal{raft: raft, synced: js.state, state: copyState(js.state), start: js.start, dataIndex: js.dataIndex}
+	j := &SegmentJournal{raft: raft, synced: js.state, state: cloneState(js.state), start: js.start, dataIndex: js.dataIndex}
 	// A snapshot install cut by a crash may have left another's data.
 	if err := raft.RemoveSnapshotData(js.dataIndex); err != nil {
 		return nil, err
@@ -112,9 +112,9 @@ func (j *SegmentJournal) reconcile() error {
 // Load implements Journal. The commit is at least the start point's
 // index: whatever the log starts after is committed.
 func (j *SegmentJournal) Load() (State, Snapshot, error) {
-	state := copyState(j.synced)
+	state := cloneState(j.synced)
 	state.Commit = max(state.Commit, j.start.Index)
-	return state, copyStart(j.start), nil
+	return state, cloneSnapshot(j.start), nil
 }
 
 // Append implements Journal.
@@ -168,7 +168,7 @@ func storedEntry(e Entry) (segment.RaftEntry, error) {
 
 // SaveState implements Journal.
 func (j *SegmentJournal) SaveState(state State) error {
-	j.state, j.dirty = copyState(state), true
+	j.state, j.dirty = cloneState(state), true
 	return nil
 }
 
@@ -183,7 +183,7 @@ func (j *SegmentJournal) Sync() error {
 	if err := j.writeState(j.state, j.start); err != nil {
 		return err
 	}
-	j.synced, j.dirty = copyState(j.state), false
+	j.synced, j.dirty = cloneState(j.state), false
 	return nil
 }
 
@@ -260,7 +260,7 @@ func (j *SegmentJournal) LastIndex() uint64 { return j.raft.LastIndex() }
 // InstallSnapshot implements Journal. The start point is durable when it
 // returns, ahead of the next Sync, which the contract allows.
 func (j *SegmentJournal) InstallSnapshot(snapshot Snapshot) error {
-	start := copyStart(snapshot)
+	start := cloneSnapshot(snapshot)
 	j.dataIndex = 0
 	if len(start.Data) > 0 {
 		if err := j.raft.WriteSnapshotData(start.Index, start.Data); err != nil {
@@ -283,22 +283,22 @@ func (j *SegmentJournal) InstallSnapshot(snapshot Snapshot) error {
 // stay below index + 1.
 func (j *SegmentJournal) Compact(asked Snapshot, configSince uint64) (Snapshot, error) {
 	if asked.Index < j.FirstIndex() {
-		return copyStart(j.start), nil
+		return cloneSnapshot(j.start), nil
 	}
 	if asked.Index > j.LastIndex() {
-		return copyStart(j.start), fmt.Errorf("%w: compact to %d past %d", ErrUnavailable, asked.Index, j.LastIndex())
+		return cloneSnapshot(j.start), fmt.Errorf("%w: compact to %d past %d", ErrUnavailable, asked.Index, j.LastIndex())
 	}
 	point, ok := j.raft.Compactable(asked.Index)
 	if !ok || point.Index <= j.start.Index || point.Index < configSince {
-		return copyStart(j.start), nil
+		return cloneSnapshot(j.start), nil
 	}
 	start := Snapshot{Index: point.Index, Term: point.Term, NextOffset: point.NextOffset,
-		Config: copyMembership(asked.Config), Data: slices.Clone(asked.Data)}
+		Config: cloneMembership(asked.Config), Data: slices.Clone(asked.Data)}
 	if err := j.writeState(j.synced, start); err != nil {
-		return copyStart(j.start), err
+		return cloneSnapshot(j.start), err
 	}
 	j.start = start
-	return copyStart(start), journalError(j.raft.CompactTo(point.Index))
+	return cloneSnapshot(start), journalError(j.raft.CompactTo(point.Index))
 }
 
 // journalError maps the log's damage to ErrDamaged.
@@ -307,23 +307,6 @@ func journalError(err error) error {
 		return fmt.Errorf("%w: %w", ErrDamaged, err)
 	}
 	return err
-}
-
-func copyState(s State) State {
-	s.Config = copyMembership(s.Config)
-	return s
-}
-
-func copyStart(s Snapshot) Snapshot {
-	s.Config = copyMembership(s.Config)
-	s.Data = slices.Clone(s.Data)
-	return s
-}
-
-func copyMembership(m Membership) Membership {
-	return Membership{Voters: slices.Clone(m.Voters), Learners: slices.Clone(m.Learners),
-		VotersOutgoing: slices.Clone(m.VotersOutgoing), LearnersNext: slices.Clone(m.LearnersNext),
-		AutoLeave: m.AutoLeave}
 }
 
 var _ Journal = (*SegmentJournal)(nil)

@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 var (
@@ -171,4 +172,21 @@ type Snapshot struct {
 	Config     Membership
 	NextOffset uint64
 	Data       []byte // the application's state at Index (producer and consumer tables); opaque here
+}
+
+func cloneState(s State) State {
+	s.Config = cloneMembership(s.Config)
+	return s
+}
+
+func cloneSnapshot(s Snapshot) Snapshot {
+	s.Config = cloneMembership(s.Config)
+	s.Data = slices.Clone(s.Data)
+	return s
+}
+
+func cloneMembership(m Membership) Membership {
+	return Membership{Voters: slices.Clone(m.Voters), Learners: slices.Clone(m.Learners),
+		VotersOutgoing: slices.Clone(m.VotersOutgoing), LearnersNext: slices.Clone(m.LearnersNext),
+		AutoLeave: m.AutoLeave}
 }

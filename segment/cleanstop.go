@@ -373,29 +373,7 @@ func (l *Log) writeCleanStop() error {
 	if !ok {
 		return nil
 	}
-	temp := path.Join(l.path, cleanStopTempName)
-	file, err := l.fs.OpenFile(temp, vfs.ReadWrite|vfs.Create)
-	if err != nil {
-		return err
-	}
-	image := m.encode()
-	_, err = file.WriteAt(image, 0)
-	if err == nil {
-		err = file.Truncate(int64(len(image)))
-	}
-	if err == nil {
-		err = file.Sync()
-	}
-	if closeErr := file.Close(); err == nil {
-		err = closeErr
-	}
-	if err != nil {
-		return err
-	}
-	if err := l.fs.Rename(temp, path.Join(l.path, cleanStopName)); err != nil {
-		return err
-	}
-	return l.fs.SyncDir(l.path)
+	return vfs.WriteFileAtomicVia(l.fs, path.Join(l.path, cleanStopName), path.Join(l.path, cleanStopTempName), m.encode())
 }
 
 // cleanStopState returns the marker for the log as it stands, or false

@@ -186,28 +186,7 @@ func (r *RaftLog) createStateFile(slot []byte) error {
 // writeRenamed replaces name in the log's directory with image: written
 // to the temporary name, fsynced, renamed, the directory fsynced.
 func (l *Log) writeRenamed(name string, image []byte) error {
-	temp := path.Join(l.path, raftTempName)
-	file, err := l.fs.OpenFile(temp, vfs.ReadWrite|vfs.Create)
-	if err != nil {
-		return err
-	}
-	_, err = file.WriteAt(image, 0)
-	if err == nil {
-		err = file.Truncate(int64(len(image)))
-	}
-	if err == nil {
-		err = file.Sync()
-	}
-	if closeErr := file.Close(); err == nil {
-		err = closeErr
-	}
-	if err != nil {
-		return err
-	}
-	if err := l.fs.Rename(temp, path.Join(l.path, name)); err != nil {
-		return err
-	}
-	return l.fs.SyncDir(l.path)
+	return vfs.WriteFileAtomicVia(l.fs, path.Join(l.path, name), path.Join(l.path, raftTempName), image)
 }
 
 // WriteSnapshotData stores the data of the snapshot at index, durably,

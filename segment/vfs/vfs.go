@@ -178,7 +178,13 @@ func MkdirAllDurable(fsys FS, dir string) error {
 // file beside it, sync it, rename it over name, sync the directory. After a
 // crash the reader sees either the old contents or the new, never a mix.
 func WriteFileAtomic(fsys FS, name string, data []byte) error {
-	tmp := name + ".tmp"
+	return WriteFileAtomicVia(fsys, name, name+".tmp", data)
+}
+
+// WriteFileAtomicVia is WriteFileAtomic through the temporary file tmp,
+// for a directory whose scans know their temporary names (tmp must be in
+// name's directory).
+func WriteFileAtomicVia(fsys FS, name, tmp string, data []byte) error {
 	file, err := fsys.OpenFile(tmp, ReadWrite|Create)
 	if err != nil {
 		return err

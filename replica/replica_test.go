@@ -389,3 +389,31 @@ func TestLearnerBelowRetentionStartsFromSnapshot(t *testing.T) {
 		t.Fatalf("learner watermark %d, want 11", w)
 	}
 }
+
+// TestProposalDroppedDuringTransferIsRetryable: a leader handing over
+// drops proposals itself; the caller is told to retry, not sent back to
+// the same node as its leader.
+func TestProposalDroppedDuringTransferIsRetryable(t *testing.T) {
+	g := newTestGroup(t, 3)
+	leader := g.leader()
+	if _, err := leader.ProposeRecords(testRecords("a")); err != nil {
+		t.Fatal(err)
+	}
+	g.settle()
+	var to ReplicaID
+	for _, id := range g.ids {
+		if id != leader.config.ID {
+			to = id
+			break
+		}
+	}
+	leader.TransferLeadership(to)
+	_, err := leader.ProposeRecords(testRecords("b"))
+	var notLeader *NotLeaderError
+	if errors.As(err, &notLeader) && notLeader.Leader == leader.config.ID {
+		t.Fatalf("a dropped proposal named its own node as the leader: %v", err)
+	}
+	if !errors.Is(err, ErrLeaderNotReady) {
+		t.Fatalf("proposal during a transfer: %v, want ErrLeaderNotReady", err)
+	}
+}

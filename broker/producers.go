@@ -267,6 +267,15 @@ func (b *Broker) snapshotProducersIfChanged(p *Partition) error {
 	if p.log == nil || p.producers == nil || p.log.Err() != nil {
 		return nil
 	}
+	if p.replicated {
+		b.producers.dueMu.Lock()
+		written, ok := b.producers.onDisk[p.log.ID()]
+		b.producers.dueMu.Unlock()
+		if ok && written.covers == p.log.Committed() {
+			return nil
+		}
+		return b.snapshotCommittedProducers(p)
+	}
 	p.checkMu.Lock()
 	current := snapshotMark{covers: max(p.log.Committed(), p.producers.Through()), drops: p.producers.Drops()}
 	p.checkMu.Unlock()
@@ -285,6 +294,9 @@ func (b *Broker) snapshotProducersIfChanged(p *Partition) error {
 func (b *Broker) snapshotProducers(p *Partition, wait time.Duration) error {
 	if p.log == nil || p.producers == nil || p.log.Err() != nil {
 		return nil // a frozen log takes no appends: its files stay as they are
+	}
+	if p.replicated {
+		return b.snapshotCommittedProducers(p)
 	}
 	b.producers.snapshotMu.Lock()
 	defer b.producers.snapshotMu.Unlock()
@@ -311,6 +323,27 @@ func (b *Broker) snapshotProducers(p *Partition, wait time.Duration) error {
 	p.checkMu.Lock()
 	p.producers.Persisted(drops)
 	p.checkMu.Unlock()
+	return nil
+}
+
+// snapshotCommittedProducers writes a replicated partition's snapshot
+// from its committed records, never from the partition's table: a
+// follower's table stopped at its last leadership, and a leader's holds
+// proposals that a new leader may cut away, so either, written as
+// covering the committed end, would teach the next leader sequences the
+// log does not hold (a duplicate answered for a record never stored) or
+// miss ones it does. The committed records are the same on every
+// replica, so every replica writes the same table. The partition's own
+// table is never told its drops are on disk (Persisted): a producer it
+// dropped answers expired until the next term reads the table afresh.
+func (b *Broker) snapshotCommittedProducers(p *Partition) error {
+	b.producers.snapshotMu.Lock()
+	defer b.producers.snapshotMu.Unlock()
+	table, end := b.readProducerTable(p.log, b.producers.options)
+	if err := b.writeProducerCheckpoint(p, table.Encode(end)); err != nil {
+		return err
+	}
+	b.producers.noteOnDisk(p.log.ID(), snapshotMark{covers: end, drops: table.Drops()})
 	return nil
 }
 
@@ -343,8 +376,20 @@ func (b *Broker) producerTable(l *segment.Log) *producer.Table {
 	options := ps.options
 	id := l.ID()
 	options.OnDrop = func() { ps.markDue(id) }
+	table, _ := b.readProducerTable(l, options)
+	// A registry older than the logs (lost, or restored from a backup
+	// that copied it first) must not give a new name an id a log knows.
+	ps.registry.ReserveIDs(table.HighestID())
+	return table
+}
+
+// readProducerTable reads l's table: its snapshot and a replay of the
+// records after it, up to end, the committed end when it began.
+func (b *Broker) readProducerTable(l *segment.Log, options producer.TableOptions) (table *producer.Table, end uint64) {
+	ps := b.producers
+	id := l.ID()
 	table, from, gap := b.loadProducerSnapshot(l, options)
-	end := l.Committed()
+	end = l.Committed()
 	if loaded := !gap && from > 0; loaded {
 		ps.noteOnDisk(id, snapshotMark{covers: from, drops: table.Drops()})
 	} else {
@@ -367,10 +412,7 @@ func (b *Broker) producerTable(l *segment.Log) *producer.Table {
 			table.MarkGap()
 		}
 	}
-	// A registry older than the logs (lost, or restored from a backup
-	// that copied it first) must not give a new name an id a log knows.
-	ps.registry.ReserveIDs(table.HighestID())
-	return table
+	return table, end
 }
 
 // loadProducerSnapshot returns the table in l's snapshot and the offset
@@ -466,10 +508,11 @@ func (b *Broker) producerPositions(id uint64) []ProducerPosition {
 				continue
 			}
 			p.checkMu.Lock()
+			term, current := p.currentTermLocked()
 			next, held := p.producers.Next(id)
 			through := p.producers.Through()
 			p.checkMu.Unlock()
-			if !held {
+			if !held || !current {
 				continue
 			}
 			if through > p.log.Committed() {
@@ -482,6 +525,9 @@ func (b *Broker) producerPositions(id uint64) []ProducerPosition {
 					// accept.
 					b.cfg.Logger.Warn("producer position left out: not yet durable", "log", p.log.ID().String(), "error", err.Error())
 					continue
+				}
+				if p.replicated && p.servingTerm() != term {
+					continue // the proposals counted may have been cut away
 				}
 			}
 			positions = append(positions, ProducerPosition{Stream: s.settings.Name, Partition: uint32(i), NextSequence: next})

@@ -71,6 +71,10 @@ type Replication interface {
 	// Ready waits while this node has just won the leadership and is
 	// still applying its log (bounded by ctx), then returns Term.
 	Ready(ctx context.Context) uint64
+	// NotServing is what an append meets while Term is 0: a
+	// *NotLeaderError naming the leader, or a RetryableError wrapping
+	// ErrNoLeader while none is known or the leader is not ready.
+	NotServing() error
 }
 
 // replicationBox holds a partition's Replication for an atomic pointer.
@@ -94,8 +98,9 @@ func (b *Broker) Replicate(stream string, partition uint32, r Replication) error
 	return nil
 }
 
-// refreshLocked prepares a replicated partition for a run of appends:
-// at the start of a new term of this node's leadership it waits until the
+// refreshLocked prepares a replicated partition for a run of appends,
+// or refuses it where this node does not serve the partition: at the
+// start of a new term of this node's leadership it waits until the
 // replica has applied every entry of earlier terms, then reads the
 // producer table again from the log, before any check runs against it:
 // the log then holds every acknowledged record, whichever leader stored
@@ -111,13 +116,44 @@ func (p *Partition) refreshLocked() error {
 		term = box.r.Ready(ctx)
 		cancel()
 	}
-	if term != 0 && term != p.servedTerm {
+	if term == 0 {
+		// Refused before any check: a follower's table stopped at its
+		// last leadership, and a check against it (a gap, a duplicate)
+		// would keep the client from the leader.
+		return box.r.NotServing()
+	}
+	if term != p.servedTerm {
 		if p.producers != nil {
 			p.producers = p.broker.producerTable(p.log)
 		}
 		p.servedTerm = term
 	}
 	return nil
+}
+
+// currentTermLocked reports whether p's producer table describes its
+// log: always on a single node; on a replicated partition only on the
+// leader serving appends, with its table read in this term (term). A
+// follower's table stopped at its last leadership.
+// REQUIRES: checkMu held.
+func (p *Partition) currentTermLocked() (term uint64, current bool) {
+	if !p.replicated {
+		return 0, true
+	}
+	if err := p.refreshLocked(); err != nil {
+		return 0, false
+	}
+	term = p.servingTerm()
+	return term, term != 0 && term == p.servedTerm
+}
+
+// servingTerm is the term this node serves p's appends in, 0 when it
+// does not.
+func (p *Partition) servingTerm() uint64 {
+	if box := p.replication.Load(); box != nil {
+		return box.r.Term()
+	}
+	return 0
 }
 
 // leaderReadyWait bounds how long an append waits for a new leader to

@@ -493,6 +493,15 @@ func (r *Replica) sendableSnapshot() (Snapshot, error) {
 	return Snapshot{Index: index, Term: term, Config: cloneMembership(r.state.Config), NextOffset: next}, nil
 }
 
+// Leader is the replica this one knows as its group's leader, 0 when none
+// is known or this replica stopped.
+func (r *Replica) Leader() ReplicaID {
+	if r.stopped() != nil {
+		return 0
+	}
+	return ReplicaID(r.raw.BasicStatus().Lead)
+}
+
 // TransferLeadership asks the leader to hand over to the replica named.
 func (r *Replica) TransferLeadership(to ReplicaID) {
 	if r.stopped() == nil {

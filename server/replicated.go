@@ -93,6 +93,26 @@ func (p *partitionReplica) Ready(ctx context.Context) uint64 {
 	}
 }
 
+// NotServing names the leader this node's replica knows, if any.
+func (p *partitionReplica) NotServing() error {
+	ctx, cancel := context.WithTimeout(context.Background(), proposeTimeout)
+	defer cancel()
+	var leader replica.ReplicaID
+	err := p.cluster.host.Do(ctx, p.group, func(r *replica.Replica) error {
+		leader = r.Leader()
+		return nil
+	})
+	switch {
+	case err != nil:
+		return p.cluster.engineError(p.stream, p.partition, p.group, err)
+	case leader == 0:
+		return broker.NoLeader(p.stream, p.partition, "no leader is elected yet")
+	case leader.Node() == p.cluster.config.NodeID:
+		return broker.NoLeader(p.stream, p.partition, "this node was just elected and is still applying its log")
+	}
+	return p.cluster.notLeader(p.stream, p.partition, leader.Node())
+}
+
 // TicketFor completes once the watermark passes offset.
 func (p *partitionReplica) TicketFor(offset uint64) segment.Ticket {
 	ticket, complete := segment.ExternalTicket(offset, 1)
@@ -191,6 +211,10 @@ type remotePartition struct {
 
 func (p *remotePartition) Propose([][]byte, []uint32) (segment.Ticket, error) {
 	return segment.Ticket{}, p.cluster.notLeader(p.stream, p.partition, p.preferred)
+}
+
+func (p *remotePartition) NotServing() error {
+	return p.cluster.notLeader(p.stream, p.partition, p.preferred)
 }
 
 func (p *remotePartition) NextOffset() uint64           { return 0 }

@@ -48,11 +48,17 @@ type producerRoutes struct {
 	epochs map[*Client]uint32 // the epoch each pool connection announced
 	moves  map[uint32]string  // partitions answered not_leader → the leader named ("": unknown)
 	// redirected: a record was answered not_leader or no_leader since the
-	// last pass. backoff grows with each such pass and is reset by an ack:
-	// the first resend after a redirect goes at once (a planned move), the
-	// following ones wait longer and longer (a leader that keeps moving,
-	// one that cannot be reached).
+	// last pass; unsure: one of those answers brought no news (no_leader,
+	// or not_leader naming no leader, the member that answered, or one
+	// that cannot be reached). backoff grows with each unsure pass and is
+	// reset by an ack: the first resend after a redirect goes at once (a
+	// planned move), the following unsure ones wait longer and longer (an
+	// election, a leader that cannot be reached). A pass that only moves
+	// partitions to newly named, reachable leaders waits at most
+	// redirectBackoffMin: the leader is known, and a long wait would spend
+	// its term.
 	redirected bool
+	unsure     bool
 	backoff    time.Duration
 }
 
@@ -101,6 +107,9 @@ func (p *Producer) redirectedLocked(k *keptRecord, leaderAnswer bool, leader str
 	// never renumbered nor reported unstored.
 	k.uncertain = k.uncertain || leaderAnswer
 	p.idem.retryAfter = max(p.idem.retryAfter, retryAfter)
+	if !leaderAnswer || leader == "" || leader == p.routeLocked(k.partition).addr {
+		rt.unsure = true
+	}
 	if leaderAnswer {
 		if rt.moves == nil {
 			rt.moves = map[uint32]string{}
@@ -121,11 +130,8 @@ func (p *Producer) reroute() bool {
 	p.mu.Lock()
 	moves := rt.moves
 	rt.moves = nil
-	if rt.redirected {
-		p.idem.retryAfter = max(p.idem.retryAfter, rt.backoff)
-		rt.backoff = min(max(2*rt.backoff, redirectBackoffMin), redirectBackoffMax)
-		rt.redirected = false
-	}
+	redirected := rt.redirected
+	rt.redirected = false
 	changed := false
 	for partition, c := range rt.routes {
 		if c.Err() != nil {
@@ -154,6 +160,9 @@ func (p *Producer) reroute() bool {
 		}
 		conn := p.poolConn(addr)
 		p.mu.Lock()
+		if conn == nil {
+			rt.unsure = true
+		}
 		if conn == home || conn == nil {
 			delete(rt.routes, partition)
 		} else {
@@ -167,6 +176,17 @@ func (p *Producer) reroute() bool {
 	}
 	p.mu.Lock()
 	rt.routed.Store(len(rt.routes) > 0)
+	switch {
+	case redirected && rt.unsure:
+		p.idem.retryAfter = max(p.idem.retryAfter, rt.backoff)
+		rt.backoff = min(max(2*rt.backoff, redirectBackoffMin), redirectBackoffMax)
+	case redirected && rt.backoff > 0:
+		// Moved to a newly named leader after earlier unsure passes:
+		// members that disagree could bounce the records between them,
+		// so a short pause, never the grown backoff.
+		p.idem.retryAfter = max(p.idem.retryAfter, redirectBackoffMin)
+	}
+	rt.unsure = false
 	p.mu.Unlock()
 	return changed
 }

@@ -61,11 +61,15 @@ type keptRecord struct {
 	uncertain bool   // an earlier attempt went unanswered: a copy may be stored
 	messageID bool   // the record has a message id: a first send may be a duplicate
 	attempt   uint32 // 1 for the first send; replies to older attempts are stale
-	partition uint32
-	sequence  uint64
-	crc       uint32
-	options   wire.ProduceOptions
-	body      []byte
+	// redirected is when a member first refused the record as not (or
+	// no longer) leading: from then on it follows the leadership for up
+	// to ReconnectTimeout, however many attempts that takes.
+	redirected time.Time
+	partition  uint32
+	sequence   uint64
+	crc        uint32
+	options    wire.ProduceOptions
+	body       []byte
 }
 
 // maxKeptBuffer: a slot's body buffer grown past this by a large record
@@ -352,19 +356,26 @@ func (p *Producer) settleKeptLocked(s *slot, attempt uint32, ack Ack, err error)
 	p.sentAnsweredLocked()
 	code, werr := wireCode(err)
 	retries := k.attempt < maxAttempts
+	redirect := code == wire.CodeNotLeader || code == wire.CodeNoLeader
+	if redirect {
+		if k.redirected.IsZero() {
+			k.redirected = time.Now()
+		}
+		retries = retries || time.Since(k.redirected) < p.opts.ReconnectTimeout
+	}
 	switch {
 	case errors.Is(err, ErrConnectionLost) && p.reconnects():
 		// Checked first: the error may wrap the broker's closing Error.
 		k.state, k.uncertain = keptLost, true
 		p.requestResyncLocked(resyncReconnect)
 		return false, nil
-	case (code == wire.CodeNotLeader || code == wire.CodeNoLeader) && p.reconnects() && retries:
+	case redirect && p.reconnects() && retries:
 		// Refused by a member that does not lead the partition, or during
 		// an election: not stored. It keeps its sequence and is resent to
 		// the leader (producerroute.go).
 		p.redirectedLocked(k, code == wire.CodeNotLeader, werr.Leader, werr.RetryAfter)
 		return false, nil
-	case code == wire.CodeNotLeader || code == wire.CodeNoLeader:
+	case redirect:
 		err = fmt.Errorf("%w: %w", ErrNoLeader, err)
 	case werr != nil && werr.Closes && werr.Retryable && p.reconnects() && retries:
 		// Refused by a broker closing the connection (shutting down, at

@@ -21,6 +21,11 @@
 // -suite filtered runs only the filtered-read rows of that suite (the
 // quick loop while working on filtered reads).
 //
+// -suite cluster runs three IronBus nodes with a replicated partition
+// against a three-server JetStream cluster with an R3 stream (cluster.go):
+//
+//	go run . -suite cluster -runs 3 -json ../../bench-results/peers-cluster.json
+//
 // It is its own module so that the broker's module never depends on NATS.
 package main
 
@@ -87,7 +92,7 @@ func parseFlags() (*config, string, error) {
 	flag.StringVar(&cfg.docsPath, "docs", "", "regenerate the peers block of this markdown file from the JSON")
 	flag.StringVar(&renderFrom, "render", "", "only regenerate -docs from this JSON file")
 	flag.StringVar(&cfg.command, "command", "", "the command to quote in the report (default: this one)")
-	flag.StringVar(&cfg.suite, "suite", "all", "all: the main table; subjects: issue 9's subject routing and filtered consume rows; filtered: only the filtered consume rows")
+	flag.StringVar(&cfg.suite, "suite", "all", "all: the main table; subjects: issue 9's subject routing and filtered consume rows; filtered: only the filtered consume rows; cluster: three nodes with 3 replicas against a JetStream R3 cluster")
 	flag.Parse()
 	for _, field := range strings.Split(sizes, ",") {
 		size, err := strconv.Atoi(strings.TrimSpace(field))
@@ -106,10 +111,10 @@ func parseFlags() (*config, string, error) {
 		return nil, "", fmt.Errorf("-render needs -docs")
 	}
 	switch {
-	case cfg.suite != "all" && cfg.suite != "subjects" && cfg.suite != "filtered":
-		return nil, "", fmt.Errorf("-suite %q: want all, subjects or filtered", cfg.suite)
+	case cfg.suite != "all" && cfg.suite != "subjects" && cfg.suite != "filtered" && cfg.suite != "cluster":
+		return nil, "", fmt.Errorf("-suite %q: want all, subjects, filtered or cluster", cfg.suite)
 	case cfg.suite != "all" && cfg.docsPath != "":
-		return nil, "", fmt.Errorf("-suite %s has no docs block: leave out -docs (docs/STREAMS.md quotes its numbers)", cfg.suite)
+		return nil, "", fmt.Errorf("-suite %s has no docs block: leave out -docs (docs/STREAMS.md and docs/BENCHMARKS.md quote its numbers)", cfg.suite)
 	}
 	return cfg, renderFrom, nil
 }
@@ -123,6 +128,8 @@ func run(cfg *config) error {
 		measure, specs = measureSubjects, subjectRowSpecs
 	case "filtered":
 		measure, specs = measureFiltered, filteredRowSpecs
+	case "cluster":
+		measure, specs = measureCluster, clusterRowSpecs
 	}
 	for index := range cfg.runs {
 		progress("run %d of %d", index+1, cfg.runs)

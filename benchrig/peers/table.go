@@ -28,6 +28,11 @@ var durabilityClass = map[string]string{
 	labelTCPFloor:         "fsync before ack",
 	labelJetStreamDefault: "page cache, not power-loss safe",
 	labelNATSCore:         "none: memory, at most once",
+	// A replicated ack: on a majority's disks, or in a majority's page
+	// caches (lost if a majority loses power at once).
+	labelIronBusR3:          "fsync on a majority before ack",
+	labelJetStreamR3Always:  "fsync on a majority before ack",
+	labelJetStreamR3Default: "a majority's page caches",
 }
 
 // errMixedDurability is the refusal to divide numbers that promise

@@ -49,6 +49,15 @@ func (c *clusterListener) TransferLeadership(ctx context.Context, stream string,
 	if !slices.Contains(part.Replicas, me) {
 		return nil, c.notLeader(stream, partition, part.Replicas[0].Node())
 	}
+	done := make(chan struct{})
+	if _, busy := c.transfers.LoadOrStore(part.Group, done); busy {
+		return nil, fmt.Errorf("%w: a transfer of %s/%d's leadership is under way; ask again once it ends", broker.ErrBusy,
+			stream, partition)
+	}
+	defer func() {
+		c.transfers.Delete(part.Group)
+		close(done)
+	}()
 	ctx, cancel := context.WithTimeout(ctx, transferWait)
 	defer cancel()
 	began := time.Now()
@@ -188,4 +197,27 @@ func (c *clusterListener) transferTimedOut(stream string, partition uint32, to u
 	return fmt.Errorf("%w: node %d did not take the leadership of %s/%d within %v (is it up and caught up? "+
 		"`ironbus cluster status` shows its lag); node %d leads again, or an election picks a leader",
 		broker.ErrBusy, to, stream, partition, transferWait, c.config.NodeID)
+}
+
+// refused is the engine's error for a proposal the replica refused. While
+// this node hands the partition over, its leader drops proposals
+// (ErrLeaderNotReady), and once it has stepped down it knows no leader
+// until the new one's first message; an append that meets either waits
+// for the transfer's outcome and is then sent to the new leader by a
+// not_leader naming it: a no_leader would have the client wait out a
+// retry hint many times longer than the transfer.
+func (p *partitionReplica) refused(err error) error {
+	var notLeader *replica.NotLeaderError
+	if errors.Is(err, replica.ErrLeaderNotReady) || (errors.As(err, &notLeader) && notLeader.Leader == 0) {
+		if done, ok := p.cluster.transfers.Load(p.group); ok {
+			select {
+			case <-done.(chan struct{}):
+			case <-time.After(transferWait):
+			}
+			if !p.leading.Load() {
+				return p.NotServing()
+			}
+		}
+	}
+	return p.cluster.engineError(p.stream, p.partition, p.group, err)
 }

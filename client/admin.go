@@ -252,6 +252,13 @@ func (c *Client) onAdmin(f wire.Frame) error {
 			return err
 		}
 		reply = state
+	case wire.TypeLeaderTransferred:
+		moved, err := wire.DecodeLeaderTransferred(f.Body)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrProtocol, err)
+		}
+		moved.Stream = append([]byte(nil), moved.Stream...)
+		reply = &moved
 	case wire.TypeStreamCompacted:
 		compacted, err := wire.DecodeStreamCompacted(f.Body)
 		if err != nil {

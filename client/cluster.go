@@ -191,3 +191,62 @@ func clusterStateOf(m *wire.ClusterState) ClusterState {
 	}
 	return s
 }
+
+// TransferResult is the outcome of TransferLeadership.
+type TransferResult struct {
+	Stream    string
+	Partition uint32
+	From      uint32 // the node that led when the request arrived
+	Leader    uint32 // the node that leads now: the one asked for
+	Term      uint64 // the term it leads in
+	// Elapsed is how long the move took, as the old leader measured it:
+	// appends to the partition paused for about this long. 0 when the
+	// node asked for already led.
+	Elapsed time.Duration
+}
+
+// TransferLeadership moves the leadership of one partition of a
+// replicated stream to node to, one of the partition's voters (to
+// balance leaders across nodes, or to empty a node before maintenance),
+// and returns once that node leads and takes appends. The request goes to
+// the partition's leader, following not_leader answers like a Produce;
+// while the leadership moves, the partition's producers meet not_leader
+// and follow too. A broker that is not a cluster member fails it with
+// ErrNotClustered; a node that holds no voter of the partition, a
+// partition the stream does not have or a stream that is not replicated
+// with a *wire.Error invalid_request.
+func (c *Client) TransferLeadership(ctx context.Context, stream string, partition uint32, to uint32) (TransferResult, error) {
+	if c.info.Capabilities&wire.CapCluster == 0 {
+		return TransferResult{}, ErrNotClustered
+	}
+	if err := checkName("stream", stream); err != nil {
+		return TransferResult{}, err
+	}
+	if to == 0 {
+		return TransferResult{}, fmt.Errorf("%w: node ids start at 1", ErrInvalidArgument)
+	}
+	m := &wire.LeaderTransfer{Stream: []byte(stream), Partition: partition, To: to}
+	key := streamPartition{stream: stream, partition: partition}
+	var rd redirect
+	for conn := c.routeOf(key); ; {
+		reply, err := conn.request(ctx, m)
+		if !redirectable(err) {
+			if err != nil {
+				return TransferResult{}, err
+			}
+			return transferResultOf(reply)
+		}
+		if conn, err = c.follow(ctx, conn, key, err, &rd); conn == nil {
+			return TransferResult{}, err
+		}
+	}
+}
+
+func transferResultOf(reply wire.Message) (TransferResult, error) {
+	moved, ok := reply.(*wire.LeaderTransferred)
+	if !ok {
+		return TransferResult{}, fmt.Errorf("%w: a %s answered LeaderTransfer", ErrProtocol, reply.Type())
+	}
+	return TransferResult{Stream: string(moved.Stream), Partition: moved.Partition, From: moved.From, Leader: moved.Leader,
+		Term: moved.Term, Elapsed: time.Duration(moved.ElapsedUs) * time.Microsecond}, nil
+}

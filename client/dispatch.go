@@ -26,7 +26,8 @@ func (c *Client) dispatch(f wire.Frame) error {
 		return c.onPong(f)
 	case wire.TypeGroupInfo:
 		return c.onGroupInfo(f)
-	case wire.TypeGroupList, wire.TypeDeadLetterState, wire.TypeStreamList, wire.TypeProducerInfo, wire.TypeStreamCompacted, wire.TypeClusterState:
+	case wire.TypeGroupList, wire.TypeDeadLetterState, wire.TypeStreamList, wire.TypeProducerInfo, wire.TypeStreamCompacted, wire.TypeClusterState,
+		wire.TypeLeaderTransferred:
 		return c.onAdmin(f)
 	case wire.TypeTxnState:
 		return c.onTxnState(f)

@@ -194,7 +194,9 @@
 // epochs only ever rise, on every partition) and resends the waiting
 // records in send order: what the old leader had stored comes back as a
 // duplicate, the rest is stored once. ClusterInfo reports the nodes,
-// each partition's leader and replicas, and the replication watermark.
+// each partition's leader and replicas, and the replication watermark;
+// TransferLeadership moves one partition's leadership to another of its
+// voters (it follows leaders too).
 //
 // # The window and ordering
 //

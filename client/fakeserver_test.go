@@ -415,6 +415,8 @@ func (fc *fakeConn) handle(f wire.Frame) {
 		fc.producerInit(f)
 	case wire.TypeClusterInfo:
 		fc.clusterInfo(f)
+	case wire.TypeLeaderTransfer:
+		fc.leaderTransfer(f)
 	case wire.TypePing:
 		payload, _ := wire.DecodePing(f.Body)
 		b.locked(func() { b.pings++ })

@@ -42,6 +42,10 @@ type clusterListener struct {
 	link        *peerlink.Link
 	host        *replica.Host
 	meta        *raftmeta.Meta
+	// transfers holds, per replica.GroupID, a channel closed when the
+	// operator's transfer of that partition's leadership ends (one at a
+	// time): appends refused meanwhile wait for its outcome.
+	transfers sync.Map
 }
 
 // listenCluster binds the cluster address and opens the node's parts. The

@@ -58,7 +58,7 @@ func (p *partitionReplica) Propose(bodies [][]byte, crcs []uint32) (segment.Tick
 	defer cancel()
 	proposal, err := p.cluster.host.Propose(ctx, p.group, records)
 	if err != nil {
-		return segment.Ticket{}, p.cluster.engineError(p.stream, p.partition, p.group, err)
+		return segment.Ticket{}, p.refused(err)
 	}
 	ticket, complete := segment.ExternalTicket(proposal.BaseOffset, uint64(proposal.Count))
 	proposal.OnDone(func() { complete(p.cluster.outcomeError(p.stream, p.partition, p.group, proposal.Err())) })

@@ -280,6 +280,8 @@ func (s *session) dispatch(frame wire.Frame) (outcome, error) {
 		err = s.txnEnd(frame)
 	case wire.TypeClusterInfo:
 		err = s.clusterInfo(frame)
+	case wire.TypeLeaderTransfer:
+		err = s.leaderTransfer(frame)
 	case wire.TypePing:
 		err = s.ping(frame)
 	case wire.TypePong:

@@ -257,6 +257,7 @@ func TestWireDocBodySizes(t *testing.T) {
 		wire.TypeTxnBegin: &wire.TxnBegin{}, wire.TypeTxnEnd: &wire.TxnEnd{}, wire.TypeTxnState: &wire.TxnState{},
 		wire.TypeStreamCompacted: &wire.StreamCompacted{},
 		wire.TypeClusterInfo:     &wire.ClusterInfo{}, wire.TypeClusterState: &wire.ClusterState{},
+		wire.TypeLeaderTransfer: &wire.LeaderTransfer{}, wire.TypeLeaderTransferred: &wire.LeaderTransferred{},
 	}
 	bodySize := regexp.MustCompile(`(?m)^Body size: (\d+) bytes`)
 	for _, info := range wire.Types() {

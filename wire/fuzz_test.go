@@ -71,6 +71,10 @@ func seedMessages() []wire.Message {
 				{ID: 2, Incarnation: 9, ClientAddr: []byte{}, ClusterAddr: []byte("h:8002"), State: wire.NodeUnknown, LastSeenMs: wire.NeverSeen}},
 			Partitions: []wire.ClusterPartition{{Stream: []byte("orders"), Partition: 3, Group: 1 << 40, Leader: 2, Term: 5, Commit: 100, Watermark: 4000,
 				Replicas: []wire.ClusterReplica{{Node: 1, Incarnation: 7, Role: wire.RoleVoter, Match: 99}, {Node: 3, Incarnation: 1, Role: wire.RoleLearner, Flags: wire.ReplicaDamaged}}}}},
+		&wire.LeaderTransfer{Stream: []byte("orders"), Partition: 2, To: 3},
+		&wire.LeaderTransfer{Stream: []byte{}, Partition: math.MaxUint32, To: 0},
+		&wire.LeaderTransferred{Stream: []byte("orders"), Partition: 2, From: 1, Leader: 3, Term: 7, ElapsedUs: 28000},
+		&wire.LeaderTransferred{Stream: []byte{}, Partition: 0, From: 3, Leader: 3, Term: math.MaxUint64, ElapsedUs: math.MaxUint32},
 		&wire.Consume{Stream: []byte("orders"), Partition: 1, Group: []byte("billing"), Mode: wire.ModeWork, Flags: wire.ConsumeNoWait, MaxRecords: 100, MaxBytes: 1 << 20, WaitMs: 0, LeaseMs: 30000},
 		&wire.Deliver{Partition: 1, Offset: 7, Lease: 99, Attempt: 1, Timestamp: time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC).UnixNano(), BodyCRC: 5, Body: []byte("payload")},
 		&wire.Deliver{Partition: 0, Offset: math.MaxUint64, Lease: 1, Attempt: 9, Flags: wire.DeliverRedelivered, Timestamp: -1, Body: []byte{}},
@@ -385,6 +389,12 @@ func decodeBody(t wire.Type, body []byte, entries []wire.AckEntry) (m wire.Messa
 		return &decoded, true, err
 	case wire.TypeClusterState:
 		decoded, err := wire.DecodeClusterState(body)
+		return &decoded, true, err
+	case wire.TypeLeaderTransfer:
+		decoded, err := wire.DecodeLeaderTransfer(body)
+		return &decoded, true, err
+	case wire.TypeLeaderTransferred:
+		decoded, err := wire.DecodeLeaderTransferred(body)
 		return &decoded, true, err
 	case wire.TypeGroupAdmin:
 		decoded, err := wire.DecodeGroupAdmin(body)

@@ -42,6 +42,10 @@ const (
 	TypeStreamCompacted Type = 28
 	TypeClusterInfo     Type = 29 // C→S: the cluster's nodes and, optionally, its partitions' leaders and replicas
 	TypeClusterState    Type = 30 // S→C: answers ClusterInfo
+	// TypeLeaderTransfer moves a replicated partition's leadership to
+	// another of its voters (C→S, CapCluster).
+	TypeLeaderTransfer    Type = 31
+	TypeLeaderTransferred Type = 32 // S→C: answers LeaderTransfer
 )
 
 // TypeInfo describes a frame type for docs and tests.
@@ -82,13 +86,15 @@ var typeInfo = []TypeInfo{
 	{TypeStreamCompacted, "StreamCompacted", "S→C"},
 	{TypeClusterInfo, "ClusterInfo", "C→S"},
 	{TypeClusterState, "ClusterState", "S→C"},
+	{TypeLeaderTransfer, "LeaderTransfer", "C→S"},
+	{TypeLeaderTransferred, "LeaderTransferred", "S→C"},
 }
 
 // Types lists every frame type of this protocol version.
 func Types() []TypeInfo { return append([]TypeInfo(nil), typeInfo...) }
 
 // Known reports whether t is a frame type of this protocol version.
-func (t Type) Known() bool { return t >= TypeHello && t <= TypeClusterState }
+func (t Type) Known() bool { return t >= TypeHello && t <= TypeLeaderTransferred }
 
 func (t Type) String() string {
 	if t.Known() {
@@ -124,9 +130,10 @@ const (
 	// flags (a duplicate); Error may carry a value (the expected sequence,
 	// the actual last offset).
 	CapProducers uint64 = 1 << 6
-	// CapCluster: the server is a member of a cluster. ClusterInfo is
-	// served; an Error not_leader carries the leader's client address
-	// (flag leader); a client with it follows a partition's leader.
+	// CapCluster: the server is a member of a cluster. ClusterInfo and
+	// LeaderTransfer are served; an Error not_leader carries the leader's
+	// client address (flag leader); a client with it follows a
+	// partition's leader.
 	CapCluster uint64 = 1 << 7
 )
 

@@ -35,6 +35,10 @@ func TestRoundTripEveryMessage(t *testing.T) {
 			func(b []byte) (any, error) { m, err := DecodeGap(b); return &m, err }},
 		{&Error{Code: CodeNoSpace, Retryable: true, RetryAfter: 250 * time.Millisecond, Message: "disk full"},
 			func(b []byte) (any, error) { return DecodeError(b) }},
+		{&LeaderTransfer{Stream: []byte("orders"), Partition: 2, To: 3},
+			func(b []byte) (any, error) { m, err := DecodeLeaderTransfer(b); return &m, err }},
+		{&LeaderTransferred{Stream: []byte("orders"), Partition: 2, From: 1, Leader: 3, Term: 9, ElapsedUs: 28000},
+			func(b []byte) (any, error) { m, err := DecodeLeaderTransferred(b); return &m, err }},
 	}
 	for _, tc := range messages {
 		buf := Append(nil, 42, tc.m)

@@ -16,13 +16,13 @@ const clusterSchema = "ironbus.cli.cluster.v1"
 func newClusterCmd(opts *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cluster",
-		Short: "Inspect a cluster of brokers",
+		Short: "Inspect a cluster of brokers and move partition leaders",
 		Long: `A cluster is brokers started with --node-id, --cluster-addr and the same
 --peer list; a stream created with --replicas keeps that many copies of each
 partition on distinct nodes. These verbs ask any member at --addr (a seed list
 is accepted) over the client protocol.`,
 	}
-	cmd.AddCommand(newClusterStatusCmd(opts))
+	cmd.AddCommand(newClusterStatusCmd(opts), newClusterTransferCmd(opts))
 	return cmd
 }
 
@@ -93,11 +93,8 @@ func runClusterStatus(ctx context.Context, opts *globalOptions, addr string) err
 	}
 	defer c.Close()
 	state, err := c.ClusterInfo(ctx, client.ClusterInfoOptions{Partitions: true})
-	if errors.Is(err, client.ErrNotClustered) {
-		return exitErrorf(exitRefused, "the broker at %s is a single node, not a cluster member: start brokers with --node-id, --cluster-addr and --peer (docs/CLUSTER.md), or try `ironbus dev --cluster 3`", addr)
-	}
 	if err != nil {
-		return adminError(err, "")
+		return clusterError(err, addr, "")
 	}
 	out := clusterRows(state)
 	if opts.json {
@@ -105,6 +102,15 @@ func runClusterStatus(ctx context.Context, opts *globalOptions, addr string) err
 	}
 	printCluster(opts, out)
 	return nil
+}
+
+// clusterError classifies a cluster verb's failure: a single node exits
+// 3 with how to start a cluster, the rest as other admin verbs.
+func clusterError(err error, addr, stream string) error {
+	if errors.Is(err, client.ErrNotClustered) {
+		return exitErrorf(exitRefused, "the broker at %s is a single node, not a cluster member: start brokers with --node-id, --cluster-addr and --peer (docs/CLUSTER.md), or try `ironbus dev --cluster 3`", addr)
+	}
+	return adminError(err, stream)
 }
 
 func clusterRows(state client.ClusterState) clusterOutput {

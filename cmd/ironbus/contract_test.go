@@ -171,6 +171,7 @@ func envelopeLive(run *envelopeRun, broker *testbroker.Process) {
 	// A single node answers that it is no cluster member, as an error
 	// envelope.
 	run.expect("ironbus cluster status", exitRefused, "", nil, append([]string{"cluster", "status"}, addr...)...)
+	run.expect("ironbus cluster transfer", exitRefused, "", nil, append([]string{"cluster", "transfer", "--stream", "orders", "--to", "2"}, addr...)...)
 
 	health := []string{"--health-addr", broker.HealthAddr()}
 	for _, report := range []string{"groups", "streams", "storage", "recovery", "connections"} {

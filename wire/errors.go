@@ -208,6 +208,11 @@ func DecodeError(body []byte) (*Error, error) {
 	}
 	if flags&errorFlagLeader != 0 {
 		e.Leader = string(r.bytes16("leader"))
+		if r.err == nil && e.Leader == "" {
+			// Encode sets the flag only for an address: one encoding
+			// per message.
+			r.err = fmt.Errorf("%w: Error: the leader flag is set but the address is empty", ErrMalformed)
+		}
 	}
 	e.Retryable, e.Closes = flags&errorFlagRetryable != 0, flags&errorFlagCloses != 0
 	e.otherFlags = flags &^ errorFlagsKnown
